@@ -1,0 +1,391 @@
+//! NDB errors: one error type for the whole engine.
+//!
+//! Every error carries NDB's numeric code, its status (temporary, permanent, unknown
+//! result), its classification and its message, exactly as `ndberror.cpp` defines them,
+//! so that an application written for the NDB API can branch on the same values
+//! (`code == 626`, `status == TemporaryError` => retry). Errors that NDB does not have
+//! (SQL syntax, bad arguments from Python or C) use codes in NDB's own ranges
+//! (4000+ API errors) and keep NDB's classification scheme.
+//!
+//! Invariant: the status is a function of the classification (NDB's
+//! `StatusClassificationMapping`); [`NdbError::new`] derives it so the two cannot drift.
+
+use std::fmt;
+
+/// NDB's `NdbError::Status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub enum ErrorStatus {
+    Success = 0,
+    TemporaryError = 1,
+    PermanentError = 2,
+    UnknownResult = 3,
+}
+
+/// NDB's `NdbError::Classification` (values as in NdbError.hpp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub enum ErrorClassification {
+    NoError = 0,
+    ApplicationError = 1,
+    NoDataFound = 2,
+    ConstraintViolation = 3,
+    SchemaError = 4,
+    UserDefinedError = 5,
+    InsufficientSpace = 6,
+    TemporaryResourceError = 7,
+    NodeRecoveryError = 8,
+    OverloadError = 9,
+    TimeoutExpired = 10,
+    UnknownResultError = 11,
+    InternalError = 12,
+    FunctionNotImplemented = 13,
+    UnknownErrorCode = 14,
+    NodeShutdown = 15,
+    SchemaObjectExists = 17,
+    InternalTemporary = 18,
+}
+
+impl ErrorClassification {
+    /// The status NDB derives from a classification.
+    pub fn status(self) -> ErrorStatus {
+        use ErrorClassification::*;
+        match self {
+            NoError => ErrorStatus::Success,
+            TemporaryResourceError
+            | NodeRecoveryError
+            | OverloadError
+            | TimeoutExpired
+            | NodeShutdown
+            | InternalTemporary => ErrorStatus::TemporaryError,
+            UnknownResultError | UnknownErrorCode => ErrorStatus::UnknownResult,
+            _ => ErrorStatus::PermanentError,
+        }
+    }
+
+    /// NDB's description of the classification, as `ndb_error_classification_string`.
+    pub fn as_str(self) -> &'static str {
+        use ErrorClassification::*;
+        match self {
+            NoError => "No error",
+            ApplicationError => "Application error",
+            NoDataFound => "No data found",
+            ConstraintViolation => "Constraint violation",
+            SchemaError => "Schema error",
+            UserDefinedError => "User defined error",
+            InsufficientSpace => "Insufficient space",
+            TemporaryResourceError => "Temporary Resource error",
+            NodeRecoveryError => "Node Recovery error",
+            OverloadError => "Overload error",
+            TimeoutExpired => "Timeout expired",
+            UnknownResultError => "Unknown result error",
+            InternalError => "Internal error",
+            FunctionNotImplemented => "Function not implemented",
+            UnknownErrorCode => "Unknown error code",
+            NodeShutdown => "Node shutdown",
+            SchemaObjectExists => "Schema object already exists",
+            InternalTemporary => "Internal temporary",
+        }
+    }
+}
+
+impl ErrorStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorStatus::Success => "Success",
+            ErrorStatus::TemporaryError => "Temporary error",
+            ErrorStatus::PermanentError => "Permanent error",
+            ErrorStatus::UnknownResult => "Unknown result",
+        }
+    }
+}
+
+/// An NDB error: code, status, classification, message, and the MySQL error the SQL
+/// layer shows for it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NdbError {
+    pub code: u32,
+    pub status: ErrorStatus,
+    pub classification: ErrorClassification,
+    pub message: String,
+    /// The MySQL server error number the SQL layer reports (1114 table full, 1062 dup key...),
+    /// 0 when the SQL layer shows the NDB error itself.
+    pub mysql_code: u32,
+}
+
+impl NdbError {
+    pub fn new(code: u32, classification: ErrorClassification, message: impl Into<String>) -> Self {
+        NdbError {
+            code,
+            status: classification.status(),
+            classification,
+            message: message.into(),
+            mysql_code: 0,
+        }
+    }
+
+    pub fn with_mysql_code(mut self, mysql_code: u32) -> Self {
+        self.mysql_code = mysql_code;
+        self
+    }
+
+    /// Appends detail (the column, table or value concerned) to NDB's message.
+    pub fn detail(mut self, detail: impl fmt::Display) -> Self {
+        self.message = format!("{}: {}", self.message, detail);
+        self
+    }
+
+    pub fn is_temporary(&self) -> bool {
+        self.status == ErrorStatus::TemporaryError
+    }
+}
+
+impl fmt::Debug for NdbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "NdbError({}, {:?}, {:?}: {})",
+            self.code, self.status, self.classification, self.message
+        )
+    }
+}
+
+impl fmt::Display for NdbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (NDB error {}, {}, {})",
+            self.message,
+            self.code,
+            self.status.as_str(),
+            self.classification.as_str()
+        )
+    }
+}
+
+impl std::error::Error for NdbError {}
+
+pub type Result<T, E = NdbError> = std::result::Result<T, E>;
+
+/// Constructors for the NDB errors the engine raises, with NDB's codes and texts.
+pub mod codes {
+    use super::ErrorClassification::*;
+    use super::NdbError;
+
+    pub fn tuple_not_found() -> NdbError {
+        NdbError::new(626, NoDataFound, "Tuple did not exist").with_mysql_code(1032)
+    }
+    pub fn tuple_already_exists() -> NdbError {
+        NdbError::new(
+            630,
+            ConstraintViolation,
+            "Tuple already existed when attempting to insert",
+        )
+        .with_mysql_code(1062)
+    }
+    pub fn unique_violation() -> NdbError {
+        NdbError::new(
+            893,
+            ConstraintViolation,
+            "Constraint violation e.g. duplicate value in unique index",
+        )
+        .with_mysql_code(1062)
+    }
+    pub fn deadlock_timeout() -> NdbError {
+        NdbError::new(
+            266,
+            TimeoutExpired,
+            "Time-out in NDB, probably caused by deadlock",
+        )
+        .with_mysql_code(1205)
+    }
+    pub fn out_of_data_memory() -> NdbError {
+        NdbError::new(
+            827,
+            InsufficientSpace,
+            "Out of memory in Ndb Kernel, table data (increase DataMemory)",
+        )
+        .with_mysql_code(1114)
+    }
+    pub fn out_of_hash_index_memory() -> NdbError {
+        NdbError::new(
+            625,
+            InsufficientSpace,
+            "Out of memory in Ndb Kernel, hash index part (increase DataMemory)",
+        )
+        .with_mysql_code(1114)
+    }
+    pub fn out_of_ordered_index_memory() -> NdbError {
+        NdbError::new(
+            902,
+            InsufficientSpace,
+            "Out of memory in Ndb Kernel, ordered index data (increase DataMemory)",
+        )
+        .with_mysql_code(1114)
+    }
+    pub fn no_such_table(name: &str) -> NdbError {
+        NdbError::new(723, SchemaError, "No such table existed")
+            .detail(name)
+            .with_mysql_code(1146)
+    }
+    pub fn no_such_index(name: &str) -> NdbError {
+        NdbError::new(4243, ApplicationError, "Index not found")
+            .detail(name)
+            .with_mysql_code(1176)
+    }
+    pub fn table_exists(name: &str) -> NdbError {
+        NdbError::new(
+            721,
+            SchemaObjectExists,
+            "Schema object with given name already exists",
+        )
+        .detail(name)
+        .with_mysql_code(1050)
+    }
+    pub fn index_exists(name: &str) -> NdbError {
+        NdbError::new(
+            4244,
+            SchemaObjectExists,
+            "Index or table with given name already exists",
+        )
+        .detail(name)
+        .with_mysql_code(1061)
+    }
+    pub fn no_such_column(name: &str) -> NdbError {
+        NdbError::new(
+            4004,
+            ApplicationError,
+            "Attribute name or id not found in the table",
+        )
+        .detail(name)
+        .with_mysql_code(1054)
+    }
+    pub fn too_many_tables() -> NdbError {
+        NdbError::new(
+            707,
+            InsufficientSpace,
+            "No more table metadata records (increase MaxNoOfTables)",
+        )
+    }
+    /// Value does not fit the column (VARCHAR too long, integer out of range).
+    pub fn value_too_large(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            4209,
+            ApplicationError,
+            "Length parameter in equal/setValue is incorrect",
+        )
+        .detail(detail)
+        .with_mysql_code(1406)
+    }
+    /// A value of the wrong type for the column.
+    pub fn wrong_type(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(4217, ApplicationError, "Wrong type of value for attribute")
+            .detail(detail)
+            .with_mysql_code(1366)
+    }
+    pub fn null_in_not_null(column: &str) -> NdbError {
+        NdbError::new(839, ApplicationError, "Illegal null attribute")
+            .detail(column)
+            .with_mysql_code(1048)
+    }
+    pub fn key_not_complete(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            4264,
+            ApplicationError,
+            "Invalid usage of blob attribute or incomplete primary key",
+        )
+        .detail(detail)
+    }
+    pub fn pk_update() -> NdbError {
+        NdbError::new(
+            4202,
+            ApplicationError,
+            "Set value on tuple key attribute is not allowed",
+        )
+    }
+    pub fn transaction_closed() -> NdbError {
+        NdbError::new(
+            4604,
+            ApplicationError,
+            "Transaction is already closed or committed, it can not be used",
+        )
+    }
+    pub fn transaction_aborted() -> NdbError {
+        NdbError::new(4350, ApplicationError, "Transaction already aborted")
+    }
+    pub fn sql_syntax(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            4000,
+            ApplicationError,
+            "You have an error in your SQL syntax",
+        )
+        .detail(detail)
+        .with_mysql_code(1064)
+    }
+    pub fn unsupported(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(4003, FunctionNotImplemented, "Function not implemented yet")
+            .detail(detail)
+            .with_mysql_code(1235)
+    }
+    pub fn bad_argument(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(4118, ApplicationError, "Parameter error in API call").detail(detail)
+    }
+    pub fn bad_config(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(5000, ApplicationError, "Configuration error").detail(detail)
+    }
+    pub fn cluster_closed() -> NdbError {
+        NdbError::new(4009, UnknownResultError, "Cluster Failure")
+            .detail("the cluster has been shut down")
+    }
+    pub fn scan_closed() -> NdbError {
+        NdbError::new(4120, ApplicationError, "Scan already complete")
+    }
+    pub fn too_many_operations() -> NdbError {
+        NdbError::new(
+            233,
+            TemporaryResourceError,
+            "Out of operation records in transaction coordinator (increase MaxNoOfConcurrentOperations)",
+        )
+    }
+    pub fn max_key_size() -> NdbError {
+        NdbError::new(4207, ApplicationError, "Key size is limited to 4092 bytes")
+    }
+    pub fn row_too_big(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            851,
+            ApplicationError,
+            "Maximum 8052 bytes of FIXED columns supported, use varchar or COLUMN_FORMAT DYNAMIC",
+        )
+        .detail(detail)
+        .with_mysql_code(1118)
+    }
+    pub fn internal(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(4000, InternalError, "Internal error").detail(detail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_follows_classification() {
+        assert_eq!(
+            codes::deadlock_timeout().status,
+            ErrorStatus::TemporaryError
+        );
+        assert_eq!(codes::tuple_not_found().status, ErrorStatus::PermanentError);
+        assert_eq!(codes::out_of_data_memory().code, 827);
+        assert_eq!(codes::cluster_closed().status, ErrorStatus::UnknownResult);
+        assert!(codes::deadlock_timeout().is_temporary());
+    }
+
+    #[test]
+    fn display_names_code_and_message() {
+        let e = codes::no_such_table("t9");
+        assert_eq!(
+            e.to_string(),
+            "No such table existed: t9 (NDB error 723, Permanent error, Schema error)"
+        );
+    }
+}

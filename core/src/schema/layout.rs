@@ -1,0 +1,761 @@
+//! Row format: how a row's values are laid out in its fixed-size and var-size parts.
+//!
+//! Fixed-size part (one slot on a fixed page, size `fixed_size`, a multiple of 4):
+//! ```text
+//! offset 0   u32  header bits (owned by storage: FREE, ALLOC, LOCKED, VAR, version)
+//! offset 4   u32  GCI of the last change (row GCI, needed by checkpoints and node restart)
+//! offset 8   null bitmap, one bit per nullable column, ceil(n/8) bytes
+//!            fixed-size columns, packed, little-endian
+//!            var-part reference (u32) when the table has var-size columns
+//!            padding to a multiple of 4
+//! ```
+//! Var-size part (one entry on a var page): `V` little-endian u16 end offsets (one per
+//! var-size column, relative to the start of the data area), then the columns' bytes.
+//! A NULL var column has length 0 and its null bit set.
+//!
+//! Stored column encodings: integers LE in their width (MEDIUMINT in 4 bytes); FLOAT and
+//! DOUBLE as IEEE bits; DECIMAL as the mantissa at the column's scale (i64 for precision
+//! <= 18, else i128); CHAR padded with spaces, BINARY with zero bytes; latin1 strings as
+//! one byte per character, other strings as UTF-8; DATE packed `d | m<<5 | y<<9`;
+//! DATETIME packed `yyyymmddhhmmss`; TIMESTAMP as epoch seconds; TIME as signed seconds;
+//! a TEXT/BLOB head as u64 total length + the first inline bytes (the rest lives in the
+//! hidden parts table).
+//!
+//! Key bytes (for the hash index and equality): per primary-key column, fixed non-string
+//! columns as stored; strings as u16 length + bytes with trailing spaces removed
+//! (PAD SPACE), so that equal keys have equal bytes and hash alike.
+
+use super::table::Column;
+use super::types::{Charset, ColumnType};
+use super::value::{Date, Datetime, Decimal, Value};
+use crate::error::{Result, codes};
+use std::cmp::Ordering;
+
+pub const ROW_HEADER_OFFSET: usize = 0;
+pub const ROW_GCI_OFFSET: usize = 4;
+pub const NULL_BITMAP_OFFSET: usize = 8;
+/// Largest fixed part NDB allows (error 851 beyond).
+pub const MAX_FIXED_SIZE: u32 = 8052 + 8;
+/// Largest var part (bounded by what fits on one var page with its directory entry).
+pub const MAX_VAR_SIZE: u32 = 30000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColPlace {
+    Fixed {
+        offset: u32,
+        size: u32,
+    },
+    /// Index among the var-size columns.
+    Var {
+        index: u32,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColLayout {
+    pub ty: ColumnType,
+    pub null_bit: Option<u32>,
+    pub place: ColPlace,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowLayout {
+    pub cols: Vec<ColLayout>,
+    pub fixed_size: u32,
+    pub null_bytes: u32,
+    pub var_ref_offset: Option<u32>,
+    pub var_cols: u32,
+    pub pk: Vec<usize>,
+    /// Fast path: the key is one fixed, non-string column stored at (offset, size).
+    pub pk_fixed_slice: Option<(u32, u32)>,
+}
+
+impl RowLayout {
+    pub fn new(columns: &[Column], pk: &[usize]) -> Result<RowLayout> {
+        let nullable = columns.iter().filter(|c| c.nullable).count() as u32;
+        let null_bytes = nullable.div_ceil(8);
+        let mut offset = NULL_BITMAP_OFFSET as u32 + null_bytes;
+        let mut next_null = 0;
+        let mut var_index = 0;
+        let mut cols = Vec::with_capacity(columns.len());
+        for c in columns {
+            let null_bit = if c.nullable {
+                next_null += 1;
+                Some(next_null - 1)
+            } else {
+                None
+            };
+            let place = if c.ty.is_var() {
+                var_index += 1;
+                ColPlace::Var {
+                    index: var_index - 1,
+                }
+            } else {
+                let size = c.ty.fixed_size();
+                let p = ColPlace::Fixed { offset, size };
+                offset += size;
+                p
+            };
+            cols.push(ColLayout {
+                ty: c.ty,
+                null_bit,
+                place,
+            });
+        }
+        let var_ref_offset = if var_index > 0 {
+            offset += 4;
+            Some(offset - 4)
+        } else {
+            None
+        };
+        let fixed_size = offset.div_ceil(4) * 4;
+        if fixed_size > MAX_FIXED_SIZE {
+            return Err(codes::row_too_big(format!(
+                "the fixed-size part is {fixed_size} bytes"
+            )));
+        }
+        let max_var: u32 =
+            columns.iter().map(|c| c.ty.max_var_bytes()).sum::<u32>() + 2 * var_index;
+        if max_var > MAX_VAR_SIZE {
+            return Err(codes::row_too_big(format!(
+                "the var-size part can reach {max_var} bytes, at most {MAX_VAR_SIZE} are supported"
+            )));
+        }
+        let pk_fixed_slice = match pk {
+            [p] => match (cols[*p].place, cols[*p].ty) {
+                (_, ColumnType::Char { .. }) => None,
+                (ColPlace::Fixed { offset, size }, _) => Some((offset, size)),
+                _ => None,
+            },
+            _ => None,
+        };
+        Ok(RowLayout {
+            cols,
+            fixed_size,
+            null_bytes,
+            var_ref_offset,
+            var_cols: var_index,
+            pk: pk.to_vec(),
+            pk_fixed_slice,
+        })
+    }
+
+    pub fn has_var(&self) -> bool {
+        self.var_cols > 0
+    }
+
+    #[inline]
+    pub fn is_null(&self, col: usize, fixed: &[u8]) -> bool {
+        match self.cols[col].null_bit {
+            Some(bit) => fixed[NULL_BITMAP_OFFSET + (bit / 8) as usize] & (1 << (bit % 8)) != 0,
+            None => false,
+        }
+    }
+
+    /// The stored bytes of a column, or None when NULL. `var` is the row's var part.
+    #[inline]
+    pub fn col_bytes<'a>(&self, col: usize, fixed: &'a [u8], var: &'a [u8]) -> Option<&'a [u8]> {
+        if self.is_null(col, fixed) {
+            return None;
+        }
+        match self.cols[col].place {
+            ColPlace::Fixed { offset, size } => {
+                Some(&fixed[offset as usize..(offset + size) as usize])
+            }
+            ColPlace::Var { index } => Some(var_slice(var, self.var_cols, index)),
+        }
+    }
+
+    /// Decodes one column.
+    pub fn get(&self, col: usize, fixed: &[u8], var: &[u8]) -> Value {
+        match self.col_bytes(col, fixed, var) {
+            None => Value::Null,
+            Some(b) => decode_value(&self.cols[col].ty, b),
+        }
+    }
+
+    /// Builds the fixed part (header and GCI zero, var ref zero) and the var part from
+    /// coerced values, one per column. NULL for a NOT NULL column is the caller's check.
+    pub fn encode_row(&self, values: &[Value], fixed: &mut Vec<u8>, var: &mut Vec<u8>) {
+        assert_eq!(
+            values.len(),
+            self.cols.len(),
+            "encode_row needs one value per column"
+        );
+        fixed.clear();
+        fixed.resize(self.fixed_size as usize, 0);
+        var.clear();
+        if self.var_cols > 0 {
+            var.resize(2 * self.var_cols as usize, 0);
+        }
+        let data_start = 2 * self.var_cols as usize;
+        for (i, (c, v)) in self.cols.iter().zip(values).enumerate() {
+            if v.is_null() {
+                if let Some(bit) = c.null_bit {
+                    fixed[NULL_BITMAP_OFFSET + (bit / 8) as usize] |= 1 << (bit % 8);
+                }
+            }
+            match c.place {
+                ColPlace::Fixed { offset, size } => {
+                    if !v.is_null() {
+                        let dst = &mut fixed[offset as usize..(offset + size) as usize];
+                        encode_fixed(&c.ty, v, dst);
+                    }
+                }
+                ColPlace::Var { index } => {
+                    if !v.is_null() {
+                        encode_var(&c.ty, v, var);
+                    }
+                    let end = (var.len() - data_start) as u16;
+                    var[2 * index as usize..2 * index as usize + 2]
+                        .copy_from_slice(&end.to_le_bytes());
+                }
+            }
+            let _ = i;
+        }
+    }
+
+    /// Decodes every column.
+    pub fn decode_row(&self, fixed: &[u8], var: &[u8]) -> Vec<Value> {
+        (0..self.cols.len())
+            .map(|c| self.get(c, fixed, var))
+            .collect()
+    }
+
+    /// Key bytes of a row's primary key (see the module docs).
+    pub fn row_key(&self, fixed: &[u8], var: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        for &c in &self.pk {
+            let b = self.col_bytes(c, fixed, var).unwrap_or(&[]);
+            push_key_part(&self.cols[c].ty, b, out);
+        }
+    }
+
+    /// True when the row's primary key equals `key` (key bytes).
+    #[inline]
+    pub fn row_key_eq(&self, fixed: &[u8], var: &[u8], key: &[u8], scratch: &mut Vec<u8>) -> bool {
+        if let Some((off, size)) = self.pk_fixed_slice {
+            return &fixed[off as usize..(off + size) as usize] == key;
+        }
+        self.row_key(fixed, var, scratch);
+        scratch.as_slice() == key
+    }
+
+    /// Key bytes from the primary key values (coerced, in key order).
+    pub fn key_from_values(&self, values: &[Value], out: &mut Vec<u8>) {
+        out.clear();
+        let mut buf = Vec::new();
+        for (&c, v) in self.pk.iter().zip(values) {
+            buf.clear();
+            encode_stored(&self.cols[c].ty, v, &mut buf);
+            push_key_part(&self.cols[c].ty, &buf, out);
+        }
+    }
+
+    /// Compares two rows on the given columns (ordered-index order: NULL first).
+    pub fn cmp_rows(&self, cols: &[usize], a: (&[u8], &[u8]), b: (&[u8], &[u8])) -> Ordering {
+        for &c in cols {
+            let x = self.col_bytes(c, a.0, a.1);
+            let y = self.col_bytes(c, b.0, b.1);
+            let o = cmp_opt(&self.cols[c].ty, x, y);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// Compares a row's columns with a bound given as stored bytes per column (None =
+    /// NULL); only the first `bound.len()` columns are compared (prefix bounds).
+    pub fn cmp_row_bound(
+        &self,
+        cols: &[usize],
+        row: (&[u8], &[u8]),
+        bound: &[Option<Vec<u8>>],
+    ) -> Ordering {
+        for (&c, bv) in cols.iter().zip(bound) {
+            let x = self.col_bytes(c, row.0, row.1);
+            let o = cmp_opt(&self.cols[c].ty, x, bv.as_deref());
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// Stored bytes for a value of column `col` (for bounds).
+    pub fn stored_bytes(&self, col: usize, v: &Value) -> Option<Vec<u8>> {
+        if v.is_null() {
+            return None;
+        }
+        let mut b = Vec::new();
+        encode_stored(&self.cols[col].ty, v, &mut b);
+        Some(b)
+    }
+
+    #[inline]
+    pub fn var_ref(&self, fixed: &[u8]) -> Option<u32> {
+        self.var_ref_offset
+            .map(|o| u32::from_le_bytes(fixed_4(fixed, o as usize)))
+    }
+
+    #[inline]
+    pub fn set_var_ref(&self, fixed: &mut [u8], r: u32) {
+        if let Some(o) = self.var_ref_offset {
+            fixed[o as usize..o as usize + 4].copy_from_slice(&r.to_le_bytes());
+        }
+    }
+}
+
+#[inline]
+fn fixed_4(b: &[u8], o: usize) -> [u8; 4] {
+    [b[o], b[o + 1], b[o + 2], b[o + 3]]
+}
+
+#[inline]
+fn var_slice(var: &[u8], var_cols: u32, index: u32) -> &[u8] {
+    let data_start = 2 * var_cols as usize;
+    let end = u16::from_le_bytes([var[2 * index as usize], var[2 * index as usize + 1]]) as usize;
+    let start = if index == 0 {
+        0
+    } else {
+        u16::from_le_bytes([var[2 * index as usize - 2], var[2 * index as usize - 1]]) as usize
+    };
+    &var[data_start + start..data_start + end]
+}
+
+fn cmp_opt(ty: &ColumnType, x: Option<&[u8]>, y: Option<&[u8]>) -> Ordering {
+    match (x, y) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(a), Some(b)) => cmp_stored(ty, a, b),
+    }
+}
+
+fn push_key_part(ty: &ColumnType, stored: &[u8], out: &mut Vec<u8>) {
+    match ty {
+        ColumnType::Char { .. } | ColumnType::Varchar { .. } | ColumnType::Varbinary { .. } => {
+            let b = if matches!(ty, ColumnType::Varbinary { .. }) {
+                stored
+            } else {
+                trim_spaces(stored)
+            };
+            out.extend_from_slice(&(b.len() as u16).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+        _ => out.extend_from_slice(stored),
+    }
+}
+
+#[inline]
+fn trim_spaces(b: &[u8]) -> &[u8] {
+    let mut n = b.len();
+    while n > 0 && b[n - 1] == b' ' {
+        n -= 1;
+    }
+    &b[..n]
+}
+
+fn le_i64(b: &[u8]) -> i64 {
+    let mut a = [0u8; 8];
+    a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+    let v = i64::from_le_bytes(a);
+    // sign-extend narrower encodings
+    let bits = 8 * b.len().min(8) as u32;
+    if bits < 64 {
+        (v << (64 - bits)) >> (64 - bits)
+    } else {
+        v
+    }
+}
+
+fn le_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+    u64::from_le_bytes(a)
+}
+
+fn le_i128(b: &[u8]) -> i128 {
+    if b.len() == 16 {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        i128::from_le_bytes(a)
+    } else {
+        le_i64(b) as i128
+    }
+}
+
+/// Typed comparison of two stored encodings of the same column type.
+pub fn cmp_stored(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
+    match *ty {
+        ColumnType::Int { unsigned: true, .. } => le_u64(a).cmp(&le_u64(b)),
+        ColumnType::Int {
+            unsigned: false, ..
+        }
+        | ColumnType::Time => le_i64(a).cmp(&le_i64(b)),
+        ColumnType::Float => {
+            f32::from_bits(le_u64(a) as u32).total_cmp(&f32::from_bits(le_u64(b) as u32))
+        }
+        ColumnType::Double => f64::from_bits(le_u64(a)).total_cmp(&f64::from_bits(le_u64(b))),
+        ColumnType::Decimal { .. } => le_i128(a).cmp(&le_i128(b)),
+        ColumnType::Date | ColumnType::Datetime | ColumnType::Timestamp => {
+            le_u64(a).cmp(&le_u64(b))
+        }
+        ColumnType::Char { .. } | ColumnType::Varchar { .. } => trim_spaces(a).cmp(trim_spaces(b)),
+        ColumnType::Binary { .. } | ColumnType::Varbinary { .. } | ColumnType::Blob { .. } => {
+            a.cmp(b)
+        }
+    }
+}
+
+fn string_bytes(v: &Value, charset: Charset) -> Vec<u8> {
+    let s: std::borrow::Cow<'_, str> = match v {
+        Value::Str(s) => s.as_str().into(),
+        Value::Bytes(b) => String::from_utf8_lossy(b),
+        other => other.to_string().into(),
+    };
+    match charset {
+        Charset::Latin1 => s.chars().map(|c| c as u32 as u8).collect(),
+        _ => s.as_bytes().to_vec(),
+    }
+}
+
+fn decode_string(b: &[u8], charset: Charset) -> String {
+    match charset {
+        Charset::Latin1 => b.iter().map(|&c| c as char).collect(),
+        _ => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
+/// Encodes a (coerced) value in its stored form, appending to `out`. For fixed types the
+/// result has exactly the column's fixed size; strings are not padded here.
+pub fn encode_stored(ty: &ColumnType, v: &Value, out: &mut Vec<u8>) {
+    match *ty {
+        ColumnType::Char { charset, .. } | ColumnType::Varchar { charset, .. } => {
+            out.extend(string_bytes(v, charset))
+        }
+        ColumnType::Binary { .. } | ColumnType::Varbinary { .. } => match v {
+            Value::Bytes(b) => out.extend_from_slice(b),
+            Value::Str(s) => out.extend_from_slice(s.as_bytes()),
+            _ => {}
+        },
+        ColumnType::Blob { charset, .. } => {
+            let bytes = match (v, charset) {
+                (_, Some(cs)) => string_bytes(v, cs),
+                (Value::Bytes(b), None) => b.clone(),
+                (Value::Str(s), None) => s.as_bytes().to_vec(),
+                _ => Vec::new(),
+            };
+            out.extend_from_slice(&bytes);
+        }
+        _ => {
+            let start = out.len();
+            out.resize(start + ty.fixed_size() as usize, 0);
+            encode_fixed(ty, v, &mut out[start..]);
+        }
+    }
+}
+
+fn encode_fixed(ty: &ColumnType, v: &Value, dst: &mut [u8]) {
+    match *ty {
+        ColumnType::Int { .. } => {
+            let n = v.as_i128().unwrap_or(0);
+            let b = (n as i64).to_le_bytes();
+            let len = dst.len();
+            dst.copy_from_slice(&b[..len]);
+        }
+        ColumnType::Float => {
+            dst.copy_from_slice(&(v.as_f64().unwrap_or(0.0) as f32).to_bits().to_le_bytes())
+        }
+        ColumnType::Double => {
+            dst.copy_from_slice(&v.as_f64().unwrap_or(0.0).to_bits().to_le_bytes())
+        }
+        ColumnType::Decimal { .. } => {
+            let m = match v {
+                Value::Decimal(d) => d.mantissa,
+                _ => 0,
+            };
+            let b = m.to_le_bytes();
+            let len = dst.len();
+            dst.copy_from_slice(&b[..len]);
+        }
+        ColumnType::Char { charset, .. } => {
+            let b = string_bytes(v, charset);
+            let n = b.len().min(dst.len());
+            dst[..n].copy_from_slice(&b[..n]);
+            dst[n..].fill(b' ');
+        }
+        ColumnType::Binary { .. } => {
+            let b: &[u8] = match v {
+                Value::Bytes(b) => b,
+                Value::Str(s) => s.as_bytes(),
+                _ => &[],
+            };
+            let n = b.len().min(dst.len());
+            dst[..n].copy_from_slice(&b[..n]);
+            dst[n..].fill(0);
+        }
+        ColumnType::Date => {
+            let d = match v {
+                Value::Date(d) => *d,
+                Value::Datetime(d) => d.date,
+                _ => Date {
+                    year: 0,
+                    month: 0,
+                    day: 0,
+                },
+            };
+            dst.copy_from_slice(&d.pack().to_le_bytes());
+        }
+        ColumnType::Datetime => {
+            let p = match v {
+                Value::Datetime(d) => d.pack(),
+                _ => 0,
+            };
+            dst.copy_from_slice(&p.to_le_bytes());
+        }
+        ColumnType::Timestamp => {
+            let s = match v {
+                Value::Datetime(d) => d.epoch_seconds() as u32,
+                _ => 0,
+            };
+            dst.copy_from_slice(&s.to_le_bytes());
+        }
+        ColumnType::Time => {
+            let s = match v {
+                Value::Time(t) => *t,
+                _ => 0,
+            };
+            dst.copy_from_slice(&s.to_le_bytes());
+        }
+        ColumnType::Varchar { .. } | ColumnType::Varbinary { .. } | ColumnType::Blob { .. } => {}
+    }
+}
+
+fn encode_var(ty: &ColumnType, v: &Value, var: &mut Vec<u8>) {
+    match *ty {
+        ColumnType::Blob { kind, .. } => {
+            let mut all = Vec::new();
+            encode_stored(ty, v, &mut all);
+            var.extend_from_slice(&(all.len() as u64).to_le_bytes());
+            let inline = all.len().min(kind.inline_size() as usize);
+            var.extend_from_slice(&all[..inline]);
+        }
+        _ => encode_stored(ty, v, var),
+    }
+}
+
+/// Decodes a stored encoding. For a BLOB/TEXT column this returns the inline part only;
+/// see [`blob_head`].
+pub fn decode_value(ty: &ColumnType, b: &[u8]) -> Value {
+    match *ty {
+        ColumnType::Int { unsigned: true, .. } => Value::UInt(le_u64(b)),
+        ColumnType::Int {
+            unsigned: false, ..
+        } => Value::Int(le_i64(b)),
+        ColumnType::Float => Value::Float(f32::from_bits(le_u64(b) as u32)),
+        ColumnType::Double => Value::Double(f64::from_bits(le_u64(b))),
+        ColumnType::Decimal { scale, .. } => Value::Decimal(Decimal {
+            mantissa: le_i128(b),
+            scale,
+        }),
+        ColumnType::Char { charset, .. } => Value::Str(decode_string(trim_spaces(b), charset)),
+        ColumnType::Varchar { charset, .. } => Value::Str(decode_string(b, charset)),
+        ColumnType::Binary { .. } | ColumnType::Varbinary { .. } => Value::Bytes(b.to_vec()),
+        ColumnType::Date => Value::Date(Date::unpack(le_u64(b) as u32)),
+        ColumnType::Datetime => Value::Datetime(Datetime::unpack(le_u64(b))),
+        ColumnType::Timestamp => Value::Datetime(Datetime::from_epoch_seconds(le_u64(b) as i64)),
+        ColumnType::Time => Value::Time(le_i64(b) as i32),
+        ColumnType::Blob { charset, .. } => {
+            let (_, inline) = blob_head(b);
+            match charset {
+                Some(cs) => Value::Str(decode_string(inline, cs)),
+                None => Value::Bytes(inline.to_vec()),
+            }
+        }
+    }
+}
+
+/// Splits a stored BLOB/TEXT head into (total length, inline bytes).
+pub fn blob_head(b: &[u8]) -> (u64, &[u8]) {
+    if b.len() < 8 {
+        return (0, &[]);
+    }
+    (le_u64(&b[..8]), &b[8..])
+}
+
+/// Decodes the full bytes of a TEXT/BLOB value assembled from head and parts.
+pub fn decode_blob(ty: &ColumnType, all: Vec<u8>) -> Value {
+    match ty {
+        ColumnType::Blob {
+            charset: Some(cs), ..
+        } => Value::Str(decode_string(&all, *cs)),
+        _ => Value::Bytes(all),
+    }
+}
+
+/// Encodes a TEXT/BLOB value to its full byte string (for splitting into parts).
+pub fn blob_bytes(ty: &ColumnType, v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_stored(ty, v, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::types::BlobKind;
+
+    fn cols() -> Vec<Column> {
+        vec![
+            Column::new(
+                "id",
+                ColumnType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                },
+            )
+            .primary_key(),
+            Column::new(
+                "a",
+                ColumnType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+            ),
+            Column::new(
+                "b",
+                ColumnType::Varchar {
+                    len: 32,
+                    charset: Charset::Utf8mb4,
+                },
+            ),
+            Column::new(
+                "c",
+                ColumnType::Char {
+                    len: 4,
+                    charset: Charset::Latin1,
+                },
+            ),
+            Column::new(
+                "d",
+                ColumnType::Blob {
+                    kind: BlobKind::Regular,
+                    charset: None,
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn bench_table_fixed_part_is_small() {
+        let c = &cols()[..3];
+        let l = RowLayout::new(c, &[0]).expect("layout");
+        // header 4 + gci 4 + null bitmap 1 + id 8 + a 4 + var ref 4 = 25 -> 28
+        assert_eq!(l.fixed_size, 28);
+        assert_eq!(l.pk_fixed_slice, Some((9, 8)));
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let c = cols();
+        let l = RowLayout::new(&c, &[0]).expect("layout");
+        let vals = vec![
+            Value::UInt(7),
+            Value::Null,
+            Value::Str("héllo".into()),
+            Value::Str("ab".into()),
+            Value::Bytes(vec![9; 300]),
+        ];
+        let (mut f, mut v) = (Vec::new(), Vec::new());
+        l.encode_row(&vals, &mut f, &mut v);
+        assert_eq!(f.len(), l.fixed_size as usize);
+        let back = l.decode_row(&f, &v);
+        assert_eq!(back[0], Value::UInt(7));
+        assert_eq!(back[1], Value::Null);
+        assert_eq!(back[2], Value::Str("héllo".into()));
+        assert_eq!(back[3], Value::Str("ab".into()));
+        assert_eq!(back[4], Value::Bytes(vec![9; 256]));
+        let head = l.col_bytes(4, &f, &v).map(blob_head);
+        assert_eq!(head.map(|h| h.0), Some(300));
+        let mut key = Vec::new();
+        l.key_from_values(&[Value::UInt(7)], &mut key);
+        let mut scratch = Vec::new();
+        assert!(l.row_key_eq(&f, &v, &key, &mut scratch));
+    }
+
+    #[test]
+    fn typed_comparison() {
+        let i = ColumnType::Int {
+            bytes: 4,
+            unsigned: false,
+        };
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        encode_stored(&i, &Value::Int(-5), &mut a);
+        encode_stored(&i, &Value::Int(3), &mut b);
+        assert_eq!(cmp_stored(&i, &a, &b), Ordering::Less);
+        let c = ColumnType::Char {
+            len: 4,
+            charset: Charset::Latin1,
+        };
+        assert_eq!(cmp_stored(&c, b"ab  ", b"ab"), Ordering::Equal);
+        let d = ColumnType::Date;
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        encode_stored(
+            &d,
+            &Value::Date(Date {
+                year: 2020,
+                month: 12,
+                day: 31,
+            }),
+            &mut x,
+        );
+        encode_stored(
+            &d,
+            &Value::Date(Date {
+                year: 2021,
+                month: 1,
+                day: 1,
+            }),
+            &mut y,
+        );
+        assert_eq!(cmp_stored(&d, &x, &y), Ordering::Less);
+    }
+
+    #[test]
+    fn composite_string_key_ignores_trailing_spaces() {
+        let c = vec![
+            Column::new(
+                "id",
+                ColumnType::Varchar {
+                    len: 32,
+                    charset: Charset::Utf8mb3,
+                },
+            )
+            .primary_key(),
+            Column::new(
+                "name",
+                ColumnType::Varchar {
+                    len: 32,
+                    charset: Charset::Latin1,
+                },
+            )
+            .primary_key(),
+        ];
+        let l = RowLayout::new(&c, &[0, 1]).expect("layout");
+        let (mut k1, mut k2) = (Vec::new(), Vec::new());
+        l.key_from_values(&[Value::Str("a".into()), Value::Str("b ".into())], &mut k1);
+        l.key_from_values(&[Value::Str("a".into()), Value::Str("b".into())], &mut k2);
+        assert_eq!(k1, k2);
+        let (mut f, mut v) = (Vec::new(), Vec::new());
+        l.encode_row(
+            &[Value::Str("a".into()), Value::Str("b".into())],
+            &mut f,
+            &mut v,
+        );
+        let mut s = Vec::new();
+        assert!(l.row_key_eq(&f, &v, &k1, &mut s));
+    }
+}

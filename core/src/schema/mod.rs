@@ -1,0 +1,11 @@
+//! Schema: column types, values, table definitions and the row format.
+
+pub mod layout;
+pub mod table;
+pub mod types;
+pub mod value;
+
+pub use layout::RowLayout;
+pub use table::{Column, HIDDEN_PK_NAME, IndexDef, IndexKind, StorageType, TableDef};
+pub use types::{BlobKind, Charset, ColumnType};
+pub use value::{Date, Datetime, Decimal, Value};
