@@ -1,13 +1,20 @@
 //! rndb: an NDB-style database engine — the data nodes of MySQL Cluster, in Rust.
 //!
 //! Layout follows NDB's blocks: [`storage`] (DBTUP pages and rows), [`index`] (DBACC hash
-//! index, DBTUX ordered index), [`txn`] (DBTC/DBLQH: transactions, operations, row locks),
-//! [`schema`] (DBDICT), [`config`] (config.ini), [`ndbinfo`] and [`mgm`] (monitoring and
-//! management commands), [`sql`] (the SQL subset) and [`api`] (what the wrappers call:
-//! Cluster, Ndb, Transaction).
+//! index, DBTUX ordered index), [`txn`] (DBLQH: fragments, row locks, pending changes),
+//! [`api`] (DBTC transactions and what the wrappers call: Cluster, Ndb, Transaction),
+//! [`schema`] (DBDICT), [`config`] (config.ini), [`mgm`] and [`ndbinfo`] (management
+//! commands and monitoring tables) and [`sql`] (the SQL subset).
 
+pub mod api;
+pub mod config;
 pub mod error;
+pub mod index;
 pub mod schema;
 pub mod storage;
+pub mod txn;
 
+pub use api::{AbortOption, Cluster, ExecType, Ndb, OpId, OpKind, OpOutcome, Transaction};
 pub use error::{ErrorClassification, ErrorStatus, NdbError, Result};
+pub use schema::Value;
+pub use txn::LockMode;

@@ -173,6 +173,14 @@ impl PagePool {
         self.used_pages_of(PageKind::HashIndex)
     }
 
+    /// Gives the free pages' memory back to the allocator (cluster shutdown); later
+    /// allocations fail. Pages still held are released when their owners drop them.
+    pub fn release_memory(&self) {
+        let mut free = self.free.lock();
+        free.clear();
+        free.shrink_to_fit();
+    }
+
     pub fn high_water_pages(&self) -> u64 {
         self.high_water_pages.load(Ordering::Relaxed)
     }

@@ -1,0 +1,236 @@
+//! The embedded cluster: data nodes with their DataMemory, node groups, the dictionary
+//! and the transaction id and GCI sources; what `Cluster::embedded` starts.
+//!
+//! Every data node of the configuration gets its own page pool sized from its
+//! DataMemory, allocated at start. Partitions are spread over node groups; each
+//! partition has one fragment replica on every node of its group, and writes go to every
+//! replica (primary first) before they commit.
+//!
+//! Closing the cluster ([`Cluster::shutdown`], or dropping the last handle) frees every
+//! page; transactions still open fail afterwards with error 4009 (Cluster Failure).
+
+use super::dict::{Dictionary, TableRuntime, shared_dict};
+use crate::config::{ClusterConfig, DataNodeConfig};
+use crate::error::{Result, codes};
+use crate::storage::PagePool;
+use parking_lot::RwLock;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// One data node (ndbmtd) of the embedded cluster.
+pub struct DataNode {
+    pub node_id: u32,
+    pub node_group: u32,
+    pub pool: Arc<PagePool>,
+    pub config: DataNodeConfig,
+    pub started_at: Instant,
+}
+
+pub struct ClusterInner {
+    pub config: RwLock<ClusterConfig>,
+    pub data_nodes: Vec<Arc<DataNode>>,
+    pub node_groups: Vec<Vec<Arc<DataNode>>>,
+    pub ldm_per_node: u32,
+    pub dict: RwLock<Dictionary>,
+    pub data_dir: Option<PathBuf>,
+    next_txn: AtomicU64,
+    closed: AtomicBool,
+    started_at: Instant,
+    gcp_interval_ms: u64,
+    lock_timeout_ms: u64,
+    pub transactions_started: AtomicU64,
+    pub transactions_committed: AtomicU64,
+    pub transactions_aborted: AtomicU64,
+}
+
+/// LDM instances per data node from MaxNoOfExecutionThreads, as ndbmtd divides its
+/// threads (0 = our default of 2, one per core of the reference machine).
+pub fn ldm_threads(max_no_of_execution_threads: u32) -> u32 {
+    match max_no_of_execution_threads {
+        0 => 2,
+        1..=3 => 1,
+        4..=6 => 2,
+        7..=10 => 4,
+        11..=18 => 6,
+        19..=24 => 8,
+        25..=36 => 12,
+        _ => 16,
+    }
+}
+
+impl ClusterInner {
+    pub fn start(config: ClusterConfig, data_dir: Option<PathBuf>) -> Result<Arc<ClusterInner>> {
+        if config.data_nodes.is_empty() {
+            return Err(codes::bad_config(
+                "the configuration has no data node ([ndbd] section)",
+            ));
+        }
+        let started_at = Instant::now();
+        let data_nodes: Vec<Arc<DataNode>> = config
+            .data_nodes
+            .iter()
+            .map(|dn| {
+                Arc::new(DataNode {
+                    node_id: dn.node_id,
+                    node_group: dn.node_group,
+                    pool: Arc::new(PagePool::with_bytes(dn.data_memory)),
+                    config: dn.clone(),
+                    started_at,
+                })
+            })
+            .collect();
+        let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();
+        for ids in config.node_groups() {
+            let group: Vec<Arc<DataNode>> = ids
+                .iter()
+                .filter_map(|id| data_nodes.iter().find(|n| n.node_id == *id).cloned())
+                .collect();
+            if group.is_empty() {
+                return Err(codes::bad_config("a node group has no data node"));
+            }
+            node_groups.push(group);
+        }
+        let first = &config.data_nodes[0];
+        let ldm_per_node = ldm_threads(first.max_no_of_execution_threads);
+        let gcp_interval_ms = first.time_between_global_checkpoints_ms.max(1);
+        let lock_timeout_ms = first.transaction_deadlock_detection_timeout_ms;
+        Ok(Arc::new(ClusterInner {
+            config: RwLock::new(config),
+            data_nodes,
+            node_groups,
+            ldm_per_node,
+            dict: shared_dict(),
+            data_dir,
+            next_txn: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
+            started_at,
+            gcp_interval_ms,
+            lock_timeout_ms,
+            transactions_started: AtomicU64::new(0),
+            transactions_committed: AtomicU64::new(0),
+            transactions_aborted: AtomicU64::new(0),
+        }))
+    }
+
+    pub fn next_txn_id(&self) -> u64 {
+        self.next_txn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The current global checkpoint number: commits are stamped with it. It advances
+    /// every TimeBetweenGlobalCheckpoints.
+    pub fn current_gci(&self) -> u64 {
+        1 + self.started_at.elapsed().as_millis() as u64 / self.gcp_interval_ms
+    }
+
+    pub fn lock_timeout_ms(&self) -> u64 {
+        self.lock_timeout_ms
+    }
+
+    pub fn uptime_secs(&self) -> u64 {
+        self.started_at.elapsed().as_secs()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            Err(codes::cluster_closed())
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn pool_of(&self, node_id: u32) -> Arc<PagePool> {
+        self.data_nodes
+            .iter()
+            .find(|n| n.node_id == node_id)
+            .map(|n| n.pool.clone())
+            .expect("fragment on a data node of this cluster")
+    }
+
+    pub fn node(&self, node_id: u32) -> Option<&Arc<DataNode>> {
+        self.data_nodes.iter().find(|n| n.node_id == node_id)
+    }
+
+    /// Looks up a table; error 723 when it does not exist.
+    pub fn table(&self, database: &str, name: &str) -> Result<Arc<TableRuntime>> {
+        self.check_open()?;
+        self.dict
+            .read()
+            .get(database, name)
+            .filter(|t| !t.hidden)
+            .ok_or_else(|| codes::no_such_table(name))
+    }
+
+    /// Marks the cluster closed and returns every page of every table to the pools.
+    pub fn shutdown(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let tables = self.dict.read().all();
+        for t in &tables {
+            t.dropped.store(true, Ordering::Release);
+        }
+        for t in &tables {
+            for cell in t.all_cells() {
+                cell.state.lock().force_free_all();
+                cell.lock_released.notify_all();
+            }
+        }
+        for n in &self.data_nodes {
+            n.pool.release_memory();
+        }
+    }
+}
+
+/// Handle to a running cluster (cheap to clone).
+#[derive(Clone)]
+pub struct Cluster {
+    pub(crate) inner: Arc<ClusterInner>,
+}
+
+impl Cluster {
+    /// Starts the embedded cluster described by `config` inside this process.
+    pub fn embedded(config: ClusterConfig) -> Result<Cluster> {
+        Ok(Cluster {
+            inner: ClusterInner::start(config, None)?,
+        })
+    }
+
+    /// Same, remembering a data directory (file-system path of the data nodes).
+    pub fn embedded_in(config: ClusterConfig, data_dir: PathBuf) -> Result<Cluster> {
+        Ok(Cluster {
+            inner: ClusterInner::start(config, Some(data_dir))?,
+        })
+    }
+
+    /// Cluster with NDB's default configuration (two data nodes, NoOfReplicas=2).
+    pub fn embedded_default() -> Result<Cluster> {
+        Cluster::embedded(ClusterConfig::embedded_default())
+    }
+
+    pub fn inner(&self) -> &Arc<ClusterInner> {
+        &self.inner
+    }
+
+    /// An `Ndb` object for a database, like `Ndb(&cluster_connection, "test")`.
+    pub fn ndb(&self, database: &str) -> super::Ndb {
+        super::Ndb::new(self.inner.clone(), database)
+    }
+
+    pub fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    pub fn data_node_ids(&self) -> Vec<u32> {
+        self.inner.data_nodes.iter().map(|n| n.node_id).collect()
+    }
+}

@@ -1,0 +1,543 @@
+//! The dictionary (DBDICT): tables by database and name, their fragments on the data
+//! nodes, auto-increment counters, and the hidden tables NDB uses for BLOB/TEXT parts and
+//! unique hash indexes.
+//!
+//! A table's runtime object holds its definition and, per partition, the fragment
+//! replicas (primary first) of its node group. Schema changes (CREATE/DROP INDEX) build a
+//! new runtime object over the same fragment cells and swap it in the dictionary; a
+//! transaction that already holds the old object keeps working with the same fragments.
+//!
+//! Lock order: dictionary lock, then fragment mutexes, then the page pool.
+
+use super::cluster::ClusterInner;
+use crate::error::{ErrorClassification, NdbError, Result, codes};
+use crate::schema::layout::key_hash;
+use crate::schema::types::Charset;
+use crate::schema::{Column, ColumnType, IndexDef, IndexKind, TableDef};
+use crate::txn::fragment::{Fragment, FragmentCell};
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// NDB's default hash map size: a key's hash picks one of these buckets, the bucket
+/// picks the partition, so partitions can later be added by moving buckets.
+pub const HASH_MAP_BUCKETS: u64 = 3840;
+/// Column holding the part number in a BLOB parts table.
+pub const BLOB_PART_COLUMN: &str = "NDB$PART";
+pub const BLOB_DATA_COLUMN: &str = "NDB$DATA";
+
+pub struct TableRuntime {
+    pub def: Arc<TableDef>,
+    pub database: String,
+    /// [partition][replica]; replica 0 is the primary.
+    pub fragments: Vec<Vec<Arc<FragmentCell>>>,
+    pub auto_increment: Arc<AtomicU64>,
+    /// Per column: the hidden parts table of a BLOB/TEXT column.
+    pub blob_tables: Vec<Option<Arc<TableRuntime>>>,
+    /// Per index of `def.indexes`: the hidden table of a unique hash index.
+    pub unique_tables: Vec<Option<Arc<TableRuntime>>>,
+    pub dropped: Arc<AtomicBool>,
+    /// Hidden table (blob parts, unique index): not listed by SHOW TABLES.
+    pub hidden: bool,
+}
+
+impl TableRuntime {
+    /// Partition of a key hash.
+    #[inline]
+    pub fn partition_of(&self, h: u64) -> usize {
+        ((h % HASH_MAP_BUCKETS) % self.fragments.len() as u64) as usize
+    }
+
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// Every fragment cell of every replica.
+    pub fn all_cells(&self) -> impl Iterator<Item = &Arc<FragmentCell>> {
+        self.fragments.iter().flatten()
+    }
+
+    pub fn check_live(&self) -> Result<()> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(codes::no_such_table(&self.def.name));
+        }
+        Ok(())
+    }
+
+    /// Rows in the table (primary replicas).
+    pub fn row_count(&self) -> u64 {
+        self.fragments
+            .iter()
+            .map(|reps| reps[0].state.lock().rows())
+            .sum()
+    }
+
+    /// The key hash of primary key values (coerced, key order).
+    pub fn key_hash_of(&self, key_values: &[crate::schema::Value], buf: &mut Vec<u8>) -> u64 {
+        self.def.layout.key_from_values(key_values, buf);
+        key_hash(buf)
+    }
+}
+
+#[derive(Default)]
+pub struct Dictionary {
+    /// (database, lower-case name) -> table.
+    tables: BTreeMap<(String, String), Arc<TableRuntime>>,
+    next_table_id: u32,
+}
+
+fn dict_key(database: &str, name: &str) -> (String, String) {
+    (database.to_ascii_lowercase(), name.to_ascii_lowercase())
+}
+
+impl Dictionary {
+    pub fn get(&self, database: &str, name: &str) -> Option<Arc<TableRuntime>> {
+        self.tables.get(&dict_key(database, name)).cloned()
+    }
+
+    /// Visible tables of a database, by name.
+    pub fn list(&self, database: &str) -> Vec<Arc<TableRuntime>> {
+        let db = database.to_ascii_lowercase();
+        self.tables
+            .iter()
+            .filter(|((d, _), t)| *d == db && !t.hidden)
+            .map(|(_, t)| t.clone())
+            .collect()
+    }
+
+    /// All tables including hidden ones (for memory reports).
+    pub fn all(&self) -> Vec<Arc<TableRuntime>> {
+        self.tables.values().cloned().collect()
+    }
+
+    pub fn table_count(&self) -> usize {
+        self.tables.len()
+    }
+}
+
+/// A table to create: columns, key, indexes.
+pub struct TableSpec {
+    pub name: String,
+    pub columns: Vec<Column>,
+    pub primary_key: Vec<String>,
+    pub indexes: Vec<(String, IndexKind, Vec<String>)>,
+    pub logging: bool,
+    pub if_not_exists: bool,
+}
+
+impl ClusterInner {
+    /// CREATE TABLE. Allocates the fragments on every node of each node group.
+    pub fn create_table(&self, database: &str, spec: TableSpec) -> Result<Arc<TableRuntime>> {
+        let mut dict = self.dict.write();
+        if let Some(t) = dict.get(database, &spec.name) {
+            if spec.if_not_exists {
+                return Ok(t);
+            }
+            return Err(codes::table_exists(&spec.name));
+        }
+        let max_tables = self
+            .data_nodes
+            .first()
+            .map(|n| n.config.max_no_of_tables)
+            .unwrap_or(128) as usize;
+        let hidden_needed = spec.columns.iter().filter(|c| c.ty.is_blob()).count()
+            + spec
+                .indexes
+                .iter()
+                .filter(|i| i.1 == IndexKind::UniqueHashIndex)
+                .count();
+        if dict.table_count() + 1 + hidden_needed > max_tables {
+            return Err(codes::too_many_tables());
+        }
+        let partitions = self.default_partitions();
+        dict.next_table_id += 1;
+        let id = dict.next_table_id;
+        let mut def = TableDef::new(
+            id,
+            &spec.name,
+            spec.columns,
+            &spec.primary_key,
+            spec.indexes,
+            partitions,
+        )?;
+        def.logging = spec.logging;
+        let def = Arc::new(def);
+        let mut blob_tables = Vec::with_capacity(def.columns.len());
+        for (i, c) in def.columns.iter().enumerate() {
+            blob_tables.push(match c.ty {
+                ColumnType::Blob { kind, .. } if kind.part_size() > 0 => {
+                    dict.next_table_id += 1;
+                    let t = self.make_blob_table(&def, i, dict.next_table_id, database)?;
+                    dict.tables
+                        .insert(dict_key(database, &t.def.name), t.clone());
+                    Some(t)
+                }
+                _ => None,
+            });
+        }
+        let mut unique_tables = Vec::with_capacity(def.indexes.len());
+        for idx in &def.indexes {
+            unique_tables.push(if idx.kind == IndexKind::UniqueHashIndex {
+                dict.next_table_id += 1;
+                let t = self.make_unique_table(&def, idx, dict.next_table_id, database)?;
+                dict.tables
+                    .insert(dict_key(database, &t.def.name), t.clone());
+                Some(t)
+            } else {
+                None
+            });
+        }
+        let rt = Arc::new(TableRuntime {
+            fragments: self.make_fragments(&def),
+            def,
+            database: database.to_string(),
+            auto_increment: Arc::new(AtomicU64::new(1)),
+            blob_tables,
+            unique_tables,
+            dropped: Arc::new(AtomicBool::new(false)),
+            hidden: false,
+        });
+        dict.tables
+            .insert(dict_key(database, &rt.def.name), rt.clone());
+        Ok(rt)
+    }
+
+    fn make_fragments(&self, def: &Arc<TableDef>) -> Vec<Vec<Arc<FragmentCell>>> {
+        let groups = &self.node_groups;
+        (0..def.partitions)
+            .map(|p| {
+                let group = &groups[p as usize % groups.len()];
+                let n = group.len();
+                // Rotate the primary over the group's nodes, as NDB spreads primaries.
+                (0..n)
+                    .map(|r| {
+                        let node = &group[(p as usize / groups.len() + r) % n];
+                        Arc::new(FragmentCell::new(
+                            Fragment::new(def.clone(), p, node.pool.clone()),
+                            node.node_id,
+                        ))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn hidden_runtime(&self, def: TableDef, database: &str) -> Arc<TableRuntime> {
+        let def = Arc::new(def);
+        Arc::new(TableRuntime {
+            fragments: self.make_fragments(&def),
+            def,
+            database: database.to_string(),
+            auto_increment: Arc::new(AtomicU64::new(1)),
+            blob_tables: Vec::new(),
+            unique_tables: Vec::new(),
+            dropped: Arc::new(AtomicBool::new(false)),
+            hidden: true,
+        })
+    }
+
+    /// NDB$BLOB_<table id>_<column>: main table's key columns + part number + data.
+    fn make_blob_table(
+        &self,
+        main: &TableDef,
+        col: usize,
+        id: u32,
+        database: &str,
+    ) -> Result<Arc<TableRuntime>> {
+        let ColumnType::Blob { kind, .. } = main.columns[col].ty else {
+            return Err(codes::internal("blob table for a non-blob column"));
+        };
+        let mut cols: Vec<Column> = main
+            .primary_key
+            .iter()
+            .map(|&p| main.columns[p].clone())
+            .collect();
+        for c in &mut cols {
+            c.hidden = false;
+            c.auto_increment = false;
+            c.default = None;
+        }
+        cols.push(
+            Column::new(
+                BLOB_PART_COLUMN,
+                ColumnType::Int {
+                    bytes: 4,
+                    unsigned: true,
+                },
+            )
+            .primary_key(),
+        );
+        cols.push(
+            Column::new(
+                BLOB_DATA_COLUMN,
+                ColumnType::Varbinary {
+                    len: kind.part_size(),
+                },
+            )
+            .not_null(),
+        );
+        let name = format!("NDB$BLOB_{}_{}", main.id, col);
+        let pk: Vec<String> = cols
+            .iter()
+            .filter(|c| c.primary_key)
+            .map(|c| c.name.clone())
+            .collect();
+        let def = TableDef::new(id, &name, cols, &pk, vec![], main.partitions)?;
+        Ok(self.hidden_runtime(def, database))
+    }
+
+    /// <index>$unique: the unique columns as key, the main table's key columns as data.
+    fn make_unique_table(
+        &self,
+        main: &TableDef,
+        idx: &IndexDef,
+        id: u32,
+        database: &str,
+    ) -> Result<Arc<TableRuntime>> {
+        let mut cols: Vec<Column> = Vec::new();
+        for &c in &idx.columns {
+            let mut col = main.columns[c].clone();
+            col.primary_key = true;
+            col.nullable = false;
+            col.auto_increment = false;
+            col.default = None;
+            col.hidden = false;
+            cols.push(col);
+        }
+        for &p in &main.primary_key {
+            let mut col = main.columns[p].clone();
+            col.name = format!("NDB$PK_{}", col.name);
+            col.primary_key = false;
+            col.auto_increment = false;
+            col.hidden = false;
+            col.default = None;
+            col.nullable = false;
+            cols.push(col);
+        }
+        let name = format!("{}${}$unique", main.name, idx.name);
+        let pk: Vec<String> = idx
+            .columns
+            .iter()
+            .map(|&c| main.columns[c].name.clone())
+            .collect();
+        let def = TableDef::new(id, &name, cols, &pk, vec![], main.partitions)?;
+        Ok(self.hidden_runtime(def, database))
+    }
+
+    /// Partitions of a new table: one per LDM per node group (NDB's default).
+    pub fn default_partitions(&self) -> u32 {
+        self.node_groups.len() as u32 * self.ldm_per_node
+    }
+
+    /// DROP TABLE: frees every page of every fragment (including hidden tables).
+    pub fn drop_table(&self, database: &str, name: &str, if_exists: bool) -> Result<bool> {
+        let mut dict = self.dict.write();
+        let Some(rt) = dict.get(database, name).filter(|t| !t.hidden) else {
+            if if_exists {
+                return Ok(false);
+            }
+            return Err(codes::no_such_table(name));
+        };
+        wait_no_locks(&rt, self.lock_timeout_ms())?;
+        let hidden: Vec<Arc<TableRuntime>> = rt
+            .blob_tables
+            .iter()
+            .chain(rt.unique_tables.iter())
+            .flatten()
+            .cloned()
+            .collect();
+        for t in std::iter::once(&rt).chain(hidden.iter()) {
+            wait_no_locks(t, self.lock_timeout_ms())?;
+        }
+        for t in std::iter::once(&rt).chain(hidden.iter()) {
+            t.dropped.store(true, Ordering::Release);
+            for cell in t.all_cells() {
+                cell.state.lock().free_all();
+            }
+            dict.tables.remove(&dict_key(database, &t.def.name));
+        }
+        Ok(true)
+    }
+
+    /// TRUNCATE TABLE: every row gone, pages back to DataMemory, counter reset.
+    pub fn truncate_table(&self, database: &str, name: &str) -> Result<()> {
+        let dict = self.dict.read();
+        let rt = dict
+            .get(database, name)
+            .filter(|t| !t.hidden)
+            .ok_or_else(|| codes::no_such_table(name))?;
+        let hidden: Vec<Arc<TableRuntime>> = rt
+            .blob_tables
+            .iter()
+            .chain(rt.unique_tables.iter())
+            .flatten()
+            .cloned()
+            .collect();
+        for t in std::iter::once(&rt).chain(hidden.iter()) {
+            wait_no_locks(t, self.lock_timeout_ms())?;
+        }
+        for t in std::iter::once(&rt).chain(hidden.iter()) {
+            for cell in t.all_cells() {
+                let mut f = cell.state.lock();
+                f.free_all();
+                *f = Fragment::new(t.def.clone(), f.partition, self.pool_of(cell.node_id));
+            }
+            t.auto_increment.store(1, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// CREATE INDEX on an existing table: builds the index from the committed rows.
+    pub fn create_index(
+        self: &Arc<Self>,
+        database: &str,
+        table: &str,
+        name: &str,
+        kind: IndexKind,
+        cols: &[String],
+    ) -> Result<()> {
+        let mut dict = self.dict.write();
+        let rt = dict
+            .get(database, table)
+            .filter(|t| !t.hidden)
+            .ok_or_else(|| codes::no_such_table(table))?;
+        if rt.def.index(name).is_some() {
+            return Err(codes::index_exists(name));
+        }
+        if rt.def.indexes.len() >= 64 {
+            return Err(NdbError::new(
+                4243,
+                ErrorClassification::ApplicationError,
+                "Too many indexes on one table (at most 64)",
+            ));
+        }
+        wait_no_locks(&rt, self.lock_timeout_ms())?;
+        let idx = TableDef::index_def(&rt.def.columns, name, kind, cols)?;
+        let mut def = (*rt.def).clone();
+        def.indexes.push(idx.clone());
+        let def = Arc::new(def);
+        let mut unique_tables = rt.unique_tables.clone();
+        let unique = if kind == IndexKind::UniqueHashIndex {
+            dict.next_table_id += 1;
+            let t = self.make_unique_table(&def, &idx, dict.next_table_id, database)?;
+            Some(t)
+        } else {
+            None
+        };
+        unique_tables.push(unique.clone());
+        let new_rt = Arc::new(TableRuntime {
+            def: def.clone(),
+            database: rt.database.clone(),
+            fragments: rt.fragments.clone(),
+            auto_increment: rt.auto_increment.clone(),
+            blob_tables: rt.blob_tables.clone(),
+            unique_tables,
+            dropped: rt.dropped.clone(),
+            hidden: false,
+        });
+        if let Some(u) = &unique {
+            // Fill the unique index from the existing rows; a duplicate fails the build.
+            if let Err(e) =
+                super::unique::build_unique_index(self, &new_rt, def.indexes.len() - 1, u)
+            {
+                for cell in u.all_cells() {
+                    cell.state.lock().free_all();
+                }
+                return Err(e);
+            }
+            dict.tables
+                .insert(dict_key(database, &u.def.name), u.clone());
+        }
+        for cell in rt.all_cells() {
+            let mut f = cell.state.lock();
+            if let Err(e) = f.add_index(def.clone()) {
+                // Undo the indexes already built on other fragments.
+                drop(f);
+                for c2 in rt.all_cells() {
+                    c2.state.lock().remove_last_index(rt.def.clone());
+                }
+                if let Some(u) = &unique {
+                    for c in u.all_cells() {
+                        c.state.lock().free_all();
+                    }
+                    dict.tables.remove(&dict_key(database, &u.def.name));
+                }
+                return Err(e);
+            }
+        }
+        dict.tables.insert(dict_key(database, table), new_rt);
+        Ok(())
+    }
+
+    /// DROP INDEX.
+    pub fn drop_index(&self, database: &str, table: &str, name: &str) -> Result<()> {
+        let mut dict = self.dict.write();
+        let rt = dict
+            .get(database, table)
+            .filter(|t| !t.hidden)
+            .ok_or_else(|| codes::no_such_table(table))?;
+        let (pos, _) = rt
+            .def
+            .index(name)
+            .ok_or_else(|| codes::no_such_index(name))?;
+        wait_no_locks(&rt, self.lock_timeout_ms())?;
+        let mut def = (*rt.def).clone();
+        def.indexes.remove(pos);
+        let def = Arc::new(def);
+        let mut unique_tables = rt.unique_tables.clone();
+        if let Some(u) = unique_tables.remove(pos) {
+            u.dropped.store(true, Ordering::Release);
+            for cell in u.all_cells() {
+                cell.state.lock().free_all();
+            }
+            dict.tables.remove(&dict_key(database, &u.def.name));
+        }
+        for cell in rt.all_cells() {
+            cell.state.lock().drop_index(pos, def.clone());
+        }
+        let new_rt = Arc::new(TableRuntime {
+            def,
+            database: rt.database.clone(),
+            fragments: rt.fragments.clone(),
+            auto_increment: rt.auto_increment.clone(),
+            blob_tables: rt.blob_tables.clone(),
+            unique_tables,
+            dropped: rt.dropped.clone(),
+            hidden: false,
+        });
+        dict.tables.insert(dict_key(database, table), new_rt);
+        Ok(())
+    }
+}
+
+/// Schema changes need the table quiet: waits until no fragment has a locked row.
+fn wait_no_locks(rt: &TableRuntime, timeout_ms: u64) -> Result<()> {
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms.max(1) * 4);
+    loop {
+        let busy = rt.all_cells().any(|c| c.state.lock().lock_count() > 0);
+        if !busy {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(NdbError::new(
+                785,
+                ErrorClassification::TemporaryResourceError,
+                "Schema object is busy with another schema transaction",
+            )
+            .detail(format!(
+                "table '{}' has rows locked by open transactions",
+                rt.def.name
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Default charset of string columns created without one (MySQL 8's utf8mb4).
+pub const DEFAULT_CHARSET: Charset = Charset::Utf8mb4;
+
+pub(crate) fn shared_dict() -> RwLock<Dictionary> {
+    RwLock::new(Dictionary::default())
+}

@@ -1,0 +1,18 @@
+//! The engine's API, what the Python module, the C ABI and the shell call: `Cluster`
+//! (like Ndb_cluster_connection with an embedded cluster), `Ndb`, `Transaction`, scans.
+
+pub mod cluster;
+pub mod dict;
+pub mod ndb;
+pub mod scan;
+pub mod transaction;
+pub mod unique;
+
+pub use cluster::{Cluster, ClusterInner};
+pub use dict::{TableRuntime, TableSpec};
+pub use ndb::Ndb;
+pub use scan::{Scan, ScanSpec};
+pub use transaction::{AbortOption, ExecType, OpId, OpKind, OpOutcome, Transaction, TxState};
+
+#[cfg(test)]
+mod tests;

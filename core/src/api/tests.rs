@@ -1,0 +1,451 @@
+//! Behaviour tests of the API: transactions, locks, scans, indexes, memory.
+
+use super::*;
+use crate::config::ClusterConfig;
+use crate::schema::{Charset, Column, ColumnType, IndexKind, Value};
+use crate::txn::lock::LockMode;
+
+fn cluster(data_nodes: u32, replicas: u32, data_memory: &str) -> Cluster {
+    let mut cfg = ClusterConfig::embedded(data_nodes, replicas).expect("config");
+    cfg.set_data_node_param("DataMemory", data_memory)
+        .expect("DataMemory");
+    cfg.set_data_node_param("TransactionDeadlockDetectionTimeout", "200")
+        .expect("timeout");
+    Cluster::embedded(cfg).expect("start")
+}
+
+fn t1(ndb: &Ndb) -> std::sync::Arc<TableRuntime> {
+    ndb.create_table(TableSpec {
+        name: "t1".into(),
+        columns: vec![
+            Column::new(
+                "id",
+                ColumnType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                },
+            )
+            .primary_key(),
+            Column::new(
+                "a",
+                ColumnType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+            ),
+            Column::new(
+                "b",
+                ColumnType::Varchar {
+                    len: 32,
+                    charset: Charset::Utf8mb4,
+                },
+            ),
+        ],
+        primary_key: vec![],
+        indexes: vec![("ix_a".into(), IndexKind::OrderedIndex, vec!["a".into()])],
+        logging: true,
+        if_not_exists: false,
+    })
+    .expect("create")
+}
+
+fn insert(
+    ndb: &Ndb,
+    t: &std::sync::Arc<TableRuntime>,
+    id: u64,
+    a: i64,
+    b: &str,
+) -> crate::Result<()> {
+    let mut tx = ndb.start_transaction()?;
+    tx.define(
+        t,
+        OpKind::Insert,
+        &[],
+        &[
+            ("id", Value::UInt(id)),
+            ("a", Value::Int(a)),
+            ("b", Value::Str(b.into())),
+        ],
+        None,
+    )?;
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+}
+
+fn read(ndb: &Ndb, t: &std::sync::Arc<TableRuntime>, id: u64) -> Option<Vec<Value>> {
+    let mut tx = ndb.start_transaction().expect("tx");
+    let op = tx
+        .define(
+            t,
+            OpKind::Read(LockMode::CommittedRead),
+            &[("id", Value::UInt(id))],
+            &[],
+            None,
+        )
+        .expect("define");
+    match tx.execute(ExecType::Commit, AbortOption::AbortOnError) {
+        Ok(()) => tx.take_row(op),
+        Err(e) => {
+            assert_eq!(e.code, 626, "unexpected error {e}");
+            None
+        }
+    }
+}
+
+fn check_all(t: &TableRuntime) {
+    for cell in t.all_cells() {
+        cell.state.lock().check().expect("fragment invariants");
+    }
+}
+
+#[test]
+fn insert_read_update_delete_on_two_replicas() {
+    let c = cluster(2, 2, "32M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    insert(&ndb, &t, 1, 10, "x").expect("insert");
+    assert_eq!(
+        read(&ndb, &t, 1),
+        Some(vec![Value::UInt(1), Value::Int(10), Value::Str("x".into())])
+    );
+    let e = insert(&ndb, &t, 1, 11, "y").expect_err("duplicate");
+    assert_eq!(e.code, 630);
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Update,
+        &[("id", Value::UInt(1))],
+        &[("b", Value::Str("a much longer value".into()))],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("update");
+    assert!(tx.gci().is_some());
+    assert_eq!(
+        read(&ndb, &t, 1).map(|r| r[2].clone()),
+        Some(Value::Str("a much longer value".into()))
+    );
+    // both replicas hold the row
+    for reps in &t.fragments {
+        let rows: Vec<u64> = reps.iter().map(|c| c.state.lock().rows()).collect();
+        assert!(
+            rows.iter().all(|&r| r == rows[0]),
+            "replicas differ: {rows:?}"
+        );
+    }
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(&t, OpKind::Delete, &[("id", Value::UInt(1))], &[], None)
+        .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("delete");
+    assert_eq!(read(&ndb, &t, 1), None);
+    check_all(&t);
+    assert_eq!(
+        c.inner()
+            .data_nodes
+            .iter()
+            .map(|n| n.pool.used_pages())
+            .sum::<u64>(),
+        0,
+        "pages returned"
+    );
+}
+
+#[test]
+fn uncommitted_changes_are_invisible_and_roll_back() {
+    let c = cluster(1, 1, "16M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    insert(&ndb, &t, 1, 10, "x").expect("insert");
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Insert,
+        &[],
+        &[("id", Value::UInt(2)), ("a", Value::Int(20))],
+        None,
+    )
+    .expect("define");
+    tx.define(
+        &t,
+        OpKind::Update,
+        &[("id", Value::UInt(1))],
+        &[("a", Value::Int(99))],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::NoCommit, AbortOption::AbortOnError)
+        .expect("prepare");
+    // another reader sees the committed state
+    assert_eq!(read(&ndb, &t, 2), None);
+    assert_eq!(
+        read(&ndb, &t, 1).map(|r| r[1].clone()),
+        Some(Value::Int(10))
+    );
+    // the writer reads its own writes
+    let op = tx
+        .define(
+            &t,
+            OpKind::Read(LockMode::Read),
+            &[("id", Value::UInt(1))],
+            &[],
+            None,
+        )
+        .expect("define");
+    tx.execute(ExecType::NoCommit, AbortOption::AbortOnError)
+        .expect("read own");
+    assert_eq!(tx.take_row(op).map(|r| r[1].clone()), Some(Value::Int(99)));
+    tx.execute(ExecType::Rollback, AbortOption::AbortOnError)
+        .expect("rollback");
+    assert_eq!(
+        read(&ndb, &t, 1).map(|r| r[1].clone()),
+        Some(Value::Int(10))
+    );
+    assert_eq!(read(&ndb, &t, 2), None);
+    check_all(&t);
+}
+
+#[test]
+fn lock_conflict_times_out_with_266() {
+    let c = cluster(1, 1, "16M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    insert(&ndb, &t, 1, 10, "x").expect("insert");
+    let mut holder = ndb.start_transaction().expect("tx");
+    holder
+        .define(
+            &t,
+            OpKind::Read(LockMode::Exclusive),
+            &[("id", Value::UInt(1))],
+            &[],
+            None,
+        )
+        .expect("define");
+    holder
+        .execute(ExecType::NoCommit, AbortOption::AbortOnError)
+        .expect("lock");
+    let mut waiter = ndb.start_transaction().expect("tx");
+    waiter
+        .define(
+            &t,
+            OpKind::Update,
+            &[("id", Value::UInt(1))],
+            &[("a", Value::Int(1))],
+            None,
+        )
+        .expect("define");
+    let start = std::time::Instant::now();
+    let e = waiter
+        .execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect_err("times out");
+    assert_eq!(e.code, 266);
+    assert!(e.is_temporary());
+    assert!(start.elapsed() >= std::time::Duration::from_millis(200));
+    assert_eq!(waiter.state(), TxState::Aborted);
+    // committed reads do not wait
+    assert!(read(&ndb, &t, 1).is_some());
+    holder
+        .execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("commit");
+    // after release the update goes through
+    let mut w2 = ndb.start_transaction().expect("tx");
+    w2.define(
+        &t,
+        OpKind::Update,
+        &[("id", Value::UInt(1))],
+        &[("a", Value::Int(5))],
+        None,
+    )
+    .expect("define");
+    w2.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("update");
+    check_all(&t);
+}
+
+#[test]
+fn waiter_proceeds_when_lock_released() {
+    let c = cluster(1, 1, "16M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    insert(&ndb, &t, 1, 10, "x").expect("insert");
+    let mut holder = ndb.start_transaction().expect("tx");
+    holder
+        .define(
+            &t,
+            OpKind::Update,
+            &[("id", Value::UInt(1))],
+            &[("a", Value::Int(1))],
+            None,
+        )
+        .expect("define");
+    holder
+        .execute(ExecType::NoCommit, AbortOption::AbortOnError)
+        .expect("lock");
+    let ndb2 = ndb.clone();
+    let t2 = t.clone();
+    let h = std::thread::spawn(move || {
+        let mut w = ndb2.start_transaction().expect("tx");
+        let op = w
+            .define(
+                &t2,
+                OpKind::Read(LockMode::Read),
+                &[("id", Value::UInt(1))],
+                &[],
+                None,
+            )
+            .expect("define");
+        w.execute(ExecType::Commit, AbortOption::AbortOnError)
+            .map(|_| w.take_row(op))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    holder
+        .execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("commit");
+    let row = h.join().expect("thread").expect("read after wait");
+    assert_eq!(row.map(|r| r[1].clone()), Some(Value::Int(1)));
+}
+
+#[test]
+fn scans_and_index_ranges() {
+    let c = cluster(2, 1, "32M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    for i in 0..1000u64 {
+        insert(&ndb, &t, i, (i % 100) as i64, &format!("v{i}")).expect("insert");
+    }
+    let mut tx = ndb.start_transaction().expect("tx");
+    let mut s = tx.scan(ScanSpec::table(t.clone())).expect("scan");
+    let mut n = 0;
+    while let Some(r) = tx.scan_next(&mut s).expect("next") {
+        assert_eq!(r.len(), 3);
+        n += 1;
+    }
+    assert_eq!(n, 1000);
+    let idx = t.def.index("ix_a").expect("index").0;
+    let mut spec = ScanSpec::table(t.clone());
+    spec.index = Some(idx);
+    spec.low = Some((vec![Value::Int(10)], true));
+    spec.high = Some((vec![Value::Int(20)], false));
+    spec.sorted = true;
+    let mut s = tx.scan(spec.clone()).expect("scan");
+    let mut got = Vec::new();
+    while let Some(r) = tx.scan_next(&mut s).expect("next") {
+        got.push(r[1].clone());
+    }
+    assert_eq!(got.len(), 100);
+    assert!(
+        got.windows(2)
+            .all(|w| w[0].sql_cmp(&w[1]) != std::cmp::Ordering::Greater),
+        "sorted"
+    );
+    assert_eq!(got.first(), Some(&Value::Int(10)));
+    assert_eq!(got.last(), Some(&Value::Int(19)));
+    spec.descending = true;
+    spec.low = Some((vec![Value::Int(95)], false));
+    spec.high = None;
+    let mut s = tx.scan(spec).expect("scan");
+    let first = tx.scan_next(&mut s).expect("next").expect("row");
+    assert_eq!(first[1], Value::Int(99));
+    check_all(&t);
+}
+
+#[test]
+fn data_memory_full_gives_827_and_recovers() {
+    let c = cluster(1, 1, "1M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    let mut inserted = 0u64;
+    let err = loop {
+        match insert(&ndb, &t, inserted, 1, "0123456789abcdef") {
+            Ok(()) => inserted += 1,
+            Err(e) => break e,
+        }
+        assert!(inserted < 1_000_000, "DataMemory never filled");
+    };
+    assert!(matches!(err.code, 827 | 625 | 902), "got {err}");
+    assert_eq!(err.mysql_code, 1114);
+    // still readable, deletable, insertable again
+    assert!(read(&ndb, &t, 0).is_some());
+    for i in 0..100 {
+        let mut tx = ndb.start_transaction().expect("tx");
+        tx.define(&t, OpKind::Delete, &[("id", Value::UInt(i))], &[], None)
+            .expect("define");
+        tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+            .expect("delete");
+    }
+    insert(&ndb, &t, 10_000_000, 1, "x").expect("insert after delete");
+    check_all(&t);
+    assert_eq!(t.row_count(), inserted - 100 + 1);
+}
+
+#[test]
+fn hidden_pk_blob_and_unique_index() {
+    let c = cluster(2, 2, "32M");
+    let ndb = c.ndb("test");
+    let t = ndb
+        .create_table(TableSpec {
+            name: "docs".into(),
+            columns: vec![
+                Column::new(
+                    "name",
+                    ColumnType::Varchar {
+                        len: 20,
+                        charset: Charset::Latin1,
+                    },
+                )
+                .not_null(),
+                Column::new(
+                    "body",
+                    ColumnType::Blob {
+                        kind: crate::schema::BlobKind::Regular,
+                        charset: None,
+                    },
+                ),
+            ],
+            primary_key: vec![],
+            indexes: vec![(
+                "u_name".into(),
+                IndexKind::UniqueHashIndex,
+                vec!["name".into()],
+            )],
+            logging: true,
+            if_not_exists: false,
+        })
+        .expect("create");
+    assert!(t.def.has_hidden_pk());
+    let body: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Insert,
+        &[],
+        &[
+            ("name", Value::Str("a".into())),
+            ("body", Value::Bytes(body.clone())),
+        ],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("insert");
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Insert,
+        &[],
+        &[("name", Value::Str("a".into()))],
+        None,
+    )
+    .expect("define");
+    let e = tx
+        .execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect_err("unique");
+    assert_eq!(e.code, 893);
+    assert_eq!(t.row_count(), 1, "the failed insert was rolled back");
+    let mut tx = ndb.start_transaction().expect("tx");
+    let mut s = tx.scan(ScanSpec::table(t.clone())).expect("scan");
+    let row = tx.scan_next(&mut s).expect("next").expect("row");
+    assert_eq!(row, vec![Value::Str("a".into()), Value::Bytes(body)]);
+    let parts = t.blob_tables[1].as_ref().expect("parts table").row_count();
+    assert_eq!(parts, (10_000 - 256u64).div_ceil(2000));
+}

@@ -1,0 +1,803 @@
+//! Transactions with NDB API semantics (DBTC): operations are defined, then executed
+//! together with NoCommit, Commit or Rollback, as `NdbTransaction::execute` does.
+//!
+//! An operation is prepared on every replica of its partition, primary first (NDB's
+//! linear prepare chain; reads go to the primary only). A prepared write holds an
+//! exclusive lock on each replica and an after-image; commit applies it on every replica
+//! and releases the locks, stamping the rows with the current GCI. A conflicting lock is
+//! waited for on the fragment's condition variable for at most
+//! TransactionDeadlockDetectionTimeout; then the transaction is aborted with error 266.
+//!
+//! Errors: with `AbortOption::AbortOnError` (the default) the first failing operation
+//! aborts the transaction; with `IgnoreError` operations that fail without side effects
+//! (626 not found, 630 duplicate key, a bad value) only record their error. Failures of
+//! the follow-up work NDB does with triggers (BLOB parts, unique indexes) always abort.
+//!
+//! Operations within one execute are run grouped by partition (a stable order, so two
+//! operations on the same key keep their order), holding each fragment's mutex once per
+//! group: a batch of reads costs one lock round per fragment, not per row.
+
+use super::cluster::ClusterInner;
+use super::dict::TableRuntime;
+use crate::error::{NdbError, Result, codes};
+use crate::schema::layout::index_hash;
+use crate::schema::value::coerce;
+use crate::schema::{ColumnType, Value};
+use crate::storage::RowId;
+use crate::txn::fragment::{FragmentCell, Step};
+use crate::txn::lock::{LockMode, TxnId};
+use parking_lot::MutexGuard;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// NdbTransaction::ExecType (NDB's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub enum ExecType {
+    NoCommit = 1,
+    Commit = 2,
+    Rollback = 3,
+}
+
+/// NdbOperation::AbortOption (NDB's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
+pub enum AbortOption {
+    #[default]
+    AbortOnError = 0,
+    IgnoreError = 2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Read(LockMode),
+    Insert,
+    Update,
+    Write,
+    Delete,
+}
+
+impl OpKind {
+    pub fn is_write(self) -> bool {
+        !matches!(self, OpKind::Read(_))
+    }
+}
+
+/// Result of one operation after execute.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpOutcome {
+    /// Not executed yet.
+    Pending,
+    /// Write done (prepared; committed with the transaction).
+    Done,
+    /// Read done: the requested columns in order.
+    Row(Vec<Value>),
+    Failed(NdbError),
+}
+
+/// Handle of an operation within its transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpId(pub usize);
+
+pub(crate) struct OpRecord {
+    pub table: Arc<TableRuntime>,
+    pub kind: OpKind,
+    /// (column position, value) for every primary-key column.
+    pub key: Vec<(usize, Value)>,
+    /// (column position, value) to set.
+    pub values: Vec<(usize, Value)>,
+    /// Columns to read (positions); None = every visible column.
+    pub read_columns: Option<Vec<usize>>,
+    pub outcome: OpOutcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxState {
+    Open,
+    Committed,
+    Aborted,
+    Closed,
+}
+
+/// A prepared key operation: key bytes, hash, partition, coerced values.
+pub(crate) struct Prepared {
+    pub op: usize,
+    pub key_values: Vec<Value>,
+    pub key_bytes: Vec<u8>,
+    pub h32: u32,
+    pub partition: usize,
+    pub changes: Vec<(usize, Value)>,
+    pub full: Vec<Value>,
+    pub cols: Vec<usize>,
+}
+
+pub struct Transaction {
+    pub(crate) cluster: Arc<ClusterInner>,
+    id: TxnId,
+    state: TxState,
+    pub(crate) ops: Vec<OpRecord>,
+    executed: usize,
+    touched: Vec<(Arc<FragmentCell>, RowId)>,
+    error: Option<NdbError>,
+    commit_gci: Option<u64>,
+    lock_timeout: Duration,
+}
+
+impl Transaction {
+    pub(crate) fn new(cluster: Arc<ClusterInner>) -> Result<Transaction> {
+        cluster.check_open()?;
+        cluster.transactions_started.fetch_add(1, Ordering::Relaxed);
+        let id = cluster.next_txn_id();
+        let lock_timeout = Duration::from_millis(cluster.lock_timeout_ms());
+        Ok(Transaction {
+            cluster,
+            id,
+            state: TxState::Open,
+            ops: Vec::new(),
+            executed: 0,
+            touched: Vec::new(),
+            error: None,
+            commit_gci: None,
+            lock_timeout,
+        })
+    }
+
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    pub fn state(&self) -> TxState {
+        self.state
+    }
+
+    /// The error that failed the transaction or its last execute, if any.
+    pub fn error(&self) -> Option<&NdbError> {
+        self.error.as_ref()
+    }
+
+    /// GCI of the commit (after a successful Commit).
+    pub fn gci(&self) -> Option<u64> {
+        self.commit_gci
+    }
+
+    pub fn outcome(&self, op: OpId) -> Option<&OpOutcome> {
+        self.ops.get(op.0).map(|o| &o.outcome)
+    }
+
+    /// Takes the row of an executed read, leaving `Done` behind.
+    pub fn take_row(&mut self, op: OpId) -> Option<Vec<Value>> {
+        let rec = self.ops.get_mut(op.0)?;
+        match std::mem::replace(&mut rec.outcome, OpOutcome::Done) {
+            OpOutcome::Row(r) => Some(r),
+            other => {
+                rec.outcome = other;
+                None
+            }
+        }
+    }
+
+    pub fn op_count(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        match self.state {
+            TxState::Open => self.cluster.check_open(),
+            TxState::Aborted => Err(self
+                .error
+                .clone()
+                .unwrap_or_else(codes::transaction_aborted)),
+            TxState::Committed | TxState::Closed => Err(codes::transaction_closed()),
+        }
+    }
+
+    /// Defines an operation by column names; the key must name every primary-key column.
+    pub fn define(
+        &mut self,
+        table: &Arc<TableRuntime>,
+        kind: OpKind,
+        key: &[(&str, Value)],
+        values: &[(&str, Value)],
+        read_columns: Option<&[&str]>,
+    ) -> Result<OpId> {
+        let def = &table.def;
+        let mut key_pos = Vec::with_capacity(key.len());
+        for (name, v) in key {
+            let (pos, _) = def.column(name)?;
+            key_pos.push((pos, v.clone()));
+        }
+        let mut val_pos = Vec::with_capacity(values.len());
+        for (name, v) in values {
+            let (pos, _) = def.column(name)?;
+            val_pos.push((pos, v.clone()));
+        }
+        let cols = match read_columns {
+            None => None,
+            Some(names) => Some(
+                names
+                    .iter()
+                    .map(|n| def.column(n).map(|(p, _)| p))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        };
+        self.define_by_pos(table, kind, key_pos, val_pos, cols)
+    }
+
+    /// Defines an operation by column positions.
+    pub fn define_by_pos(
+        &mut self,
+        table: &Arc<TableRuntime>,
+        kind: OpKind,
+        key: Vec<(usize, Value)>,
+        values: Vec<(usize, Value)>,
+        read_columns: Option<Vec<usize>>,
+    ) -> Result<OpId> {
+        self.check_usable()?;
+        table.check_live()?;
+        let max_ops = self
+            .cluster
+            .data_nodes
+            .first()
+            .and_then(|n| n.config.get_u64("MaxNoOfConcurrentOperations"))
+            .unwrap_or(32768) as usize;
+        if self.ops.len() - self.executed >= max_ops.max(1024) {
+            return Err(codes::too_many_operations());
+        }
+        self.ops.push(OpRecord {
+            table: table.clone(),
+            kind,
+            key,
+            values,
+            read_columns,
+            outcome: OpOutcome::Pending,
+        });
+        Ok(OpId(self.ops.len() - 1))
+    }
+
+    /// Executes the operations defined since the last execute, then commits, keeps the
+    /// transaction open (NoCommit) or rolls it back. On error the transaction's error is
+    /// set and returned; with AbortOnError the transaction is aborted.
+    pub fn execute(&mut self, exec: ExecType, abort: AbortOption) -> Result<()> {
+        if exec == ExecType::Rollback {
+            if self.state == TxState::Open || self.state == TxState::Aborted {
+                self.rollback();
+                self.state = TxState::Aborted;
+                return Ok(());
+            }
+            return Err(codes::transaction_closed());
+        }
+        self.check_usable()?;
+        let first_error = self.run_pending(abort);
+        if let Some(e) = first_error {
+            self.error = Some(e.clone());
+            if abort == AbortOption::AbortOnError || self.state == TxState::Aborted {
+                self.rollback();
+                self.state = TxState::Aborted;
+                return Err(e);
+            }
+        }
+        if exec == ExecType::Commit {
+            self.commit();
+        }
+        Ok(())
+    }
+
+    /// Runs every pending operation; returns the first error.
+    fn run_pending(&mut self, abort: AbortOption) -> Option<NdbError> {
+        let start = self.executed;
+        self.executed = self.ops.len();
+        let mut prepared: Vec<Prepared> = Vec::with_capacity(self.ops.len() - start);
+        let mut first_error = None;
+        for i in start..self.ops.len() {
+            match self.prepare_op(i) {
+                Ok(p) => prepared.push(p),
+                Err(e) => {
+                    self.ops[i].outcome = OpOutcome::Failed(e.clone());
+                    if first_error.is_none() {
+                        first_error = Some(e);
+                    }
+                    if abort == AbortOption::AbortOnError {
+                        return first_error;
+                    }
+                }
+            }
+        }
+        // Stable grouping by (table, partition): same key => same group, order kept.
+        prepared.sort_by_key(|p| (Arc::as_ptr(&self.ops[p.op].table) as usize, p.partition));
+        let mut i = 0;
+        while i < prepared.len() {
+            let table = self.ops[prepared[i].op].table.clone();
+            let part = prepared[i].partition;
+            let mut j = i;
+            while j < prepared.len()
+                && prepared[j].partition == part
+                && Arc::ptr_eq(&self.ops[prepared[j].op].table, &table)
+            {
+                j += 1;
+            }
+            if let Err(e) = self.run_group(&table, part, &mut prepared[i..j], abort) {
+                if first_error.is_none() {
+                    first_error = Some(e);
+                }
+                if abort == AbortOption::AbortOnError || self.state == TxState::Aborted {
+                    return first_error;
+                }
+            }
+            i = j;
+        }
+        first_error
+    }
+
+    /// Coerces values, builds the full row for inserts and the key bytes.
+    fn prepare_op(&mut self, i: usize) -> Result<Prepared> {
+        let rec = &self.ops[i];
+        let table = rec.table.clone();
+        let def = &table.def;
+        let kind = rec.kind;
+        let mut key_values: Vec<Option<Value>> = vec![None; def.primary_key.len()];
+        for (pos, v) in &rec.key {
+            let k = def
+                .primary_key
+                .iter()
+                .position(|p| p == pos)
+                .ok_or_else(|| {
+                    codes::key_not_complete(format!(
+                        "column '{}' is not part of the primary key",
+                        def.columns[*pos].name
+                    ))
+                })?;
+            key_values[k] = Some(coerce(
+                v.clone(),
+                &def.columns[*pos].ty,
+                &def.columns[*pos].name,
+            )?);
+        }
+        let mut changes: Vec<(usize, Value)> = Vec::with_capacity(rec.values.len());
+        for (pos, v) in &rec.values {
+            let c = &def.columns[*pos];
+            if c.primary_key && kind == OpKind::Update {
+                return Err(codes::pk_update());
+            }
+            let v = coerce(v.clone(), &c.ty, &c.name)?;
+            if v.is_null() && !c.nullable {
+                return Err(codes::null_in_not_null(&c.name));
+            }
+            changes.push((*pos, v));
+        }
+        let mut full = Vec::new();
+        if matches!(kind, OpKind::Insert | OpKind::Write) {
+            full = self.full_row(&table, &mut key_values, &changes)?;
+            // key columns given among the values count as the key
+            for (k, &p) in def.primary_key.iter().enumerate() {
+                if key_values[k].is_none() && !full[p].is_null() {
+                    key_values[k] = Some(full[p].clone());
+                }
+            }
+        }
+        let missing: Vec<&str> = def
+            .primary_key
+            .iter()
+            .zip(&key_values)
+            .filter(|(_, v)| v.as_ref().is_none_or(|v| v.is_null()))
+            .map(|(p, _)| def.columns[*p].name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(codes::key_not_complete(format!(
+                "no value for key column(s) {}",
+                missing.join(", ")
+            )));
+        }
+        let key_values: Vec<Value> = key_values
+            .into_iter()
+            .map(|v| v.unwrap_or(Value::Null))
+            .collect();
+        let mut key_bytes = Vec::new();
+        let h = table.key_hash_of(&key_values, &mut key_bytes);
+        if key_bytes.len() > 4092 {
+            return Err(codes::max_key_size());
+        }
+        let cols = match &rec.read_columns {
+            Some(c) => c.clone(),
+            None => def.visible_columns().map(|(i, _)| i).collect(),
+        };
+        Ok(Prepared {
+            op: i,
+            key_values,
+            key_bytes,
+            h32: index_hash(h),
+            partition: table.partition_of(h),
+            changes,
+            full,
+            cols,
+        })
+    }
+
+    /// The complete row an insert stores: given values, defaults, auto-increment.
+    fn full_row(
+        &self,
+        table: &TableRuntime,
+        key_values: &mut [Option<Value>],
+        changes: &[(usize, Value)],
+    ) -> Result<Vec<Value>> {
+        let def = &table.def;
+        let mut full: Vec<Option<Value>> = vec![None; def.columns.len()];
+        for (k, &p) in def.primary_key.iter().enumerate() {
+            if let Some(v) = &key_values[k] {
+                full[p] = Some(v.clone());
+            }
+        }
+        for (p, v) in changes {
+            full[*p] = Some(v.clone());
+        }
+        let mut out = Vec::with_capacity(def.columns.len());
+        for (i, c) in def.columns.iter().enumerate() {
+            let v = match full[i].take() {
+                Some(v) if !(c.auto_increment && (v.is_null() || v.as_i128() == Some(0))) => {
+                    if c.auto_increment {
+                        if let Some(n) = v.as_i128() {
+                            if n > 0 {
+                                table
+                                    .auto_increment
+                                    .fetch_max(n as u64 + 1, Ordering::AcqRel);
+                            }
+                        }
+                    }
+                    v
+                }
+                _ if c.auto_increment => {
+                    let n = table.auto_increment.fetch_add(1, Ordering::AcqRel);
+                    let v = coerce(Value::UInt(n), &c.ty, &c.name)?;
+                    if let Some(k) = def.primary_key.iter().position(|&p| p == i) {
+                        key_values[k] = Some(v.clone());
+                    }
+                    v
+                }
+                _ => match &c.default {
+                    Some(d) => d.clone(),
+                    None if c.nullable => Value::Null,
+                    None => return Err(codes::null_in_not_null(&c.name)),
+                },
+            };
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    /// Runs a group of operations on one partition.
+    fn run_group(
+        &mut self,
+        table: &Arc<TableRuntime>,
+        part: usize,
+        group: &mut [Prepared],
+        abort: AbortOption,
+    ) -> Result<()> {
+        let replicas = table.fragments[part].clone();
+        let mut first_error: Option<NdbError> = None;
+        let needs_follow_up = table.has_follow_ups();
+        {
+            let primary = &replicas[0];
+            let mut guard = primary.state.lock();
+            for p in group.iter() {
+                guard.prefetch(p.h32);
+            }
+            for p in group.iter_mut() {
+                let kind = self.ops[p.op].kind;
+                if needs_follow_up && kind.is_write() {
+                    // BLOB parts and unique indexes need reads and writes of other tables:
+                    // run this operation on its own, outside the group's lock.
+                    drop(guard);
+                    let r = self.run_write_with_follow_ups(table, p);
+                    guard = primary.state.lock();
+                    if let Err(e) = r {
+                        self.ops[p.op].outcome = OpOutcome::Failed(e.clone());
+                        if first_error.is_none() {
+                            first_error = Some(e);
+                        }
+                        if abort == AbortOption::AbortOnError || self.state == TxState::Aborted {
+                            return Err(
+                                first_error.unwrap_or_else(|| codes::internal("lost error"))
+                            );
+                        }
+                    }
+                    continue;
+                }
+                let r = self.run_on_replicas(primary, &mut guard, &replicas, p);
+                match r {
+                    Ok(outcome) => self.ops[p.op].outcome = outcome,
+                    Err(e) => {
+                        self.ops[p.op].outcome = OpOutcome::Failed(e.clone());
+                        if first_error.is_none() {
+                            first_error = Some(e.clone());
+                        }
+                        if abort == AbortOption::AbortOnError
+                            || self.state == TxState::Aborted
+                            || !is_clean_error(&e)
+                        {
+                            if !is_clean_error(&e) {
+                                self.state = TxState::Aborted;
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+        // BLOB/TEXT columns of reads are completed from the parts tables afterwards.
+        if table.def.has_blobs() {
+            for p in group.iter() {
+                if !matches!(self.ops[p.op].kind, OpKind::Read(_)) {
+                    continue;
+                }
+                let OpOutcome::Row(mut row) =
+                    std::mem::replace(&mut self.ops[p.op].outcome, OpOutcome::Done)
+                else {
+                    continue;
+                };
+                if let Err(e) = self.finish_blobs(table, &p.key_values, &p.cols, &mut row) {
+                    self.state = TxState::Aborted;
+                    return Err(e);
+                }
+                self.ops[p.op].outcome = OpOutcome::Row(row);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one operation on the primary (whose guard is held) and, for writes, on every
+    /// backup replica.
+    fn run_on_replicas(
+        &mut self,
+        primary: &Arc<FragmentCell>,
+        guard: &mut MutexGuard<'_, crate::txn::fragment::Fragment>,
+        replicas: &[Arc<FragmentCell>],
+        p: &Prepared,
+    ) -> Result<OpOutcome> {
+        let kind = self.ops[p.op].kind;
+        let deadline = Instant::now() + self.lock_timeout;
+        let txn = self.id;
+        // primary
+        let mut out_row = Vec::new();
+        loop {
+            let step = match kind {
+                OpKind::Read(mode) => {
+                    out_row.clear();
+                    guard
+                        .read(txn, &p.key_bytes, p.h32, mode, &p.cols, &mut out_row)
+                        .map(|s| match s {
+                            Step::Done(r) => Step::Done(r.locked.then_some(r.row)),
+                            Step::Blocked => Step::Blocked,
+                        })
+                }
+                OpKind::Insert => guard
+                    .insert(txn, &p.key_bytes, p.h32, &p.full)
+                    .map(map_some),
+                OpKind::Update => guard
+                    .update(txn, &p.key_bytes, p.h32, &p.changes)
+                    .map(map_some),
+                OpKind::Write => guard
+                    .write(txn, &p.key_bytes, p.h32, &p.changes, &p.full)
+                    .map(map_some),
+                OpKind::Delete => guard.delete(txn, &p.key_bytes, p.h32),
+            }?;
+            match step {
+                Step::Done(row) => {
+                    if let Some(row) = row {
+                        self.touched.push((primary.clone(), row));
+                    }
+                    break;
+                }
+                Step::Blocked => {
+                    if primary
+                        .lock_released
+                        .wait_until(guard, deadline)
+                        .timed_out()
+                    {
+                        self.state = TxState::Aborted;
+                        return Err(codes::deadlock_timeout());
+                    }
+                    self.cluster.check_open()?;
+                }
+            }
+        }
+        if let OpKind::Read(_) = kind {
+            return Ok(OpOutcome::Row(out_row));
+        }
+        for backup in &replicas[1..] {
+            let mut g = backup.state.lock();
+            let step = match kind {
+                OpKind::Insert => g.insert(txn, &p.key_bytes, p.h32, &p.full).map(map_some),
+                OpKind::Update => g.update(txn, &p.key_bytes, p.h32, &p.changes).map(map_some),
+                OpKind::Write => g
+                    .write(txn, &p.key_bytes, p.h32, &p.changes, &p.full)
+                    .map(map_some),
+                OpKind::Delete => g.delete(txn, &p.key_bytes, p.h32),
+                OpKind::Read(_) => Ok(Step::Done(None)),
+            };
+            match step {
+                Ok(Step::Done(Some(row))) => self.touched.push((backup.clone(), row)),
+                Ok(Step::Done(None)) => {}
+                Ok(Step::Blocked) => {
+                    // The primary's lock serialises writers; a blocked backup means the
+                    // replicas disagree. Abort rather than wait.
+                    self.state = TxState::Aborted;
+                    return Err(codes::internal(
+                        "backup replica locked while the primary was not",
+                    ));
+                }
+                Err(e) => {
+                    // The primary succeeded: the replicas would diverge. Abort the transaction.
+                    self.state = TxState::Aborted;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(OpOutcome::Done)
+    }
+
+    /// Executes a key operation on its own (used by follow-up work: blob parts, unique
+    /// index rows). Returns the read row for reads.
+    pub(crate) fn run_single(
+        &mut self,
+        table: &Arc<TableRuntime>,
+        kind: OpKind,
+        key: Vec<(usize, Value)>,
+        values: Vec<(usize, Value)>,
+        cols: Option<Vec<usize>>,
+    ) -> Result<Option<Vec<Value>>> {
+        self.ops.push(OpRecord {
+            table: table.clone(),
+            kind,
+            key,
+            values,
+            read_columns: cols,
+            outcome: OpOutcome::Pending,
+        });
+        let i = self.ops.len() - 1;
+        self.executed = self.ops.len();
+        let p = self.prepare_op(i);
+        let result = match p {
+            Err(e) => Err(e),
+            Ok(p) => {
+                let replicas = table.fragments[p.partition].clone();
+                let mut guard = replicas[0].state.lock();
+                self.run_on_replicas(&replicas[0], &mut guard, &replicas, &p)
+            }
+        };
+        // follow-up operations are not user-visible
+        self.ops.pop();
+        self.executed = self.ops.len();
+        match result? {
+            OpOutcome::Row(r) => Ok(Some(r)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Commits every prepared change, on every replica. Never fails.
+    fn commit(&mut self) {
+        let gci = self.cluster.current_gci();
+        let gci32 = gci as u32;
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.sort_by_key(|(c, _)| Arc::as_ptr(c) as usize);
+        let mut i = 0;
+        while i < touched.len() {
+            let cell = touched[i].0.clone();
+            {
+                let mut f = cell.state.lock();
+                while i < touched.len() && Arc::ptr_eq(&touched[i].0, &cell) {
+                    f.commit_row(self.id, touched[i].1, gci32);
+                    i += 1;
+                }
+            }
+            cell.lock_released.notify_all();
+        }
+        self.commit_gci = Some(gci);
+        self.state = TxState::Committed;
+        self.cluster
+            .transactions_committed
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Rolls back every prepared change and releases every lock.
+    fn rollback(&mut self) {
+        let mut touched = std::mem::take(&mut self.touched);
+        // Undo in reverse order of preparation within each fragment.
+        touched.reverse();
+        touched.sort_by_key(|(c, _)| Arc::as_ptr(c) as usize);
+        let mut i = 0;
+        while i < touched.len() {
+            let cell = touched[i].0.clone();
+            {
+                let mut f = cell.state.lock();
+                while i < touched.len() && Arc::ptr_eq(&touched[i].0, &cell) {
+                    f.abort_row(self.id, touched[i].1);
+                    i += 1;
+                }
+            }
+            cell.lock_released.notify_all();
+        }
+        if self.state == TxState::Open {
+            self.cluster
+                .transactions_aborted
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Closes the transaction; an open one is rolled back (NdbTransaction::close).
+    pub fn close(&mut self) {
+        if matches!(self.state, TxState::Open | TxState::Aborted) {
+            self.rollback();
+        }
+        self.state = TxState::Closed;
+    }
+
+    /// Records a lock or pending change taken by a scan.
+    pub(crate) fn record_touched(&mut self, cell: &Arc<FragmentCell>, row: RowId) {
+        self.touched.push((cell.clone(), row));
+    }
+
+    pub(crate) fn lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    pub(crate) fn abort_with(&mut self, e: NdbError) -> NdbError {
+        self.state = TxState::Aborted;
+        self.error = Some(e.clone());
+        self.rollback();
+        e
+    }
+
+    pub(crate) fn usable(&self) -> Result<()> {
+        self.check_usable()
+    }
+}
+
+fn map_some(s: Step<RowId>) -> Step<Option<RowId>> {
+    match s {
+        Step::Done(r) => Step::Done(Some(r)),
+        Step::Blocked => Step::Blocked,
+    }
+}
+
+/// Errors after which the transaction's state is as if the operation never ran.
+fn is_clean_error(e: &NdbError) -> bool {
+    matches!(
+        e.code,
+        626 | 630 | 4209 | 4217 | 839 | 4264 | 4202 | 827 | 625 | 902 | 4004
+    )
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if matches!(self.state, TxState::Open | TxState::Aborted) {
+            self.rollback();
+            self.state = TxState::Closed;
+        }
+    }
+}
+
+impl TableRuntime {
+    /// Writes on this table need follow-up work (BLOB parts or unique index rows).
+    pub fn has_follow_ups(&self) -> bool {
+        self.blob_tables.iter().any(|b| b.is_some())
+            || self.unique_tables.iter().any(|u| u.is_some())
+    }
+}
+
+/// Column value lengths for blobs: the number of parts of a value.
+pub(crate) fn blob_parts(ty: &ColumnType, total_len: u64) -> u32 {
+    match ty {
+        ColumnType::Blob { kind, .. } if kind.part_size() > 0 => {
+            let inline = kind.inline_size() as u64;
+            if total_len <= inline {
+                0
+            } else {
+                (total_len - inline).div_ceil(kind.part_size() as u64) as u32
+            }
+        }
+        _ => 0,
+    }
+}
