@@ -10,6 +10,8 @@ pub mod api;
 pub mod config;
 pub mod error;
 pub mod index;
+pub mod mgm;
+pub mod ndbinfo;
 pub mod schema;
 pub mod storage;
 pub mod txn;

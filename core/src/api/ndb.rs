@@ -14,9 +14,23 @@ use crate::error::{Result, codes};
 use crate::schema::layout::index_hash;
 use crate::schema::value::coerce;
 use crate::schema::{IndexKind, Value};
-use crate::txn::fragment::Step;
-use crate::txn::lock::LockMode;
+use crate::txn::fragment::BatchKey;
 use std::sync::Arc;
+
+/// Buffers of batched reads, reused per thread so a batch allocates nothing but its
+/// result values.
+#[derive(Default)]
+struct ReadScratch {
+    order: Vec<(u32, BatchKey)>,
+    key_buf: Vec<u8>,
+    buf: Vec<u8>,
+    coerced: Vec<Value>,
+    batch: Vec<BatchKey>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<ReadScratch> = std::cell::RefCell::new(ReadScratch::default());
+}
 
 /// Rows per transaction in [`Ndb::insert_batch`].
 pub const INSERT_BATCH_ROWS: usize = 1000;
@@ -100,15 +114,8 @@ impl Ndb {
         keys: &[Vec<Value>],
         cols: &[usize],
     ) -> Result<Vec<Option<Vec<Value>>>> {
-        self.cluster.check_open()?;
-        table.check_live()?;
-        let def = &table.def;
-        let npk = def.primary_key.len();
-        // hash and group by partition
-        let mut order: Vec<(u32, u32, u32)> = Vec::with_capacity(keys.len()); // (partition, key index, h32)
-        let mut key_bytes: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
-        let mut buf = Vec::new();
-        let mut coerced = Vec::with_capacity(npk);
+        let npk = table.def.primary_key.len();
+        let mut flat = Vec::with_capacity(keys.len() * npk);
         for (i, k) in keys.iter().enumerate() {
             if k.len() != npk {
                 return Err(codes::key_not_complete(format!(
@@ -116,49 +123,157 @@ impl Ndb {
                     k.len()
                 )));
             }
+            flat.extend(k.iter().cloned());
+        }
+        self.read_batch_flat(table, &flat, cols)
+    }
+
+    /// Same as [`Ndb::read_batch`] with the keys' values flattened: key i is
+    /// `keys[i*n..(i+1)*n]` for an n-column primary key (no allocation per key).
+    pub fn read_batch_flat(
+        &self,
+        table: &Arc<TableRuntime>,
+        keys: &[Value],
+        cols: &[usize],
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let (mut flat, mut found) = (Vec::new(), Vec::new());
+        self.read_batch_into(table, keys, cols, &mut flat, &mut found)?;
+        let ncols = cols.len();
+        let mut it = flat.into_iter();
+        Ok(found
+            .iter()
+            .map(|&f| {
+                let row: Vec<Value> = it.by_ref().take(ncols).collect();
+                f.then_some(row)
+            })
+            .collect())
+    }
+
+    /// The allocation-free form: row i's columns land in `out[i*c..(i+1)*c]` for `c =
+    /// cols.len()` and `found[i]` tells whether key i exists (its values are NULL when
+    /// not). `out` and `found` are cleared first and can be reused across batches.
+    pub fn read_batch_into(
+        &self,
+        table: &Arc<TableRuntime>,
+        keys: &[Value],
+        cols: &[usize],
+        out: &mut Vec<Value>,
+        found: &mut Vec<bool>,
+    ) -> Result<()> {
+        self.cluster.check_open()?;
+        table.check_live()?;
+        let def = &table.def;
+        let npk = def.primary_key.len();
+        if keys.len() % npk != 0 {
+            return Err(codes::key_not_complete(format!(
+                "{} key values do not divide into keys of {npk} columns",
+                keys.len()
+            )));
+        }
+        if let Some(&c) = cols.iter().find(|&&c| c >= def.columns.len()) {
+            return Err(codes::no_such_column(&format!("#{c}")));
+        }
+        let n = keys.len() / npk;
+        SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            let ReadScratch {
+                order,
+                key_buf,
+                buf,
+                coerced,
+                batch,
+            } = &mut *s;
+            order.clear();
+            key_buf.clear();
+            batch.clear();
+            self.read_batch_grouped(
+                table, keys, cols, out, found, n, order, key_buf, buf, coerced, batch,
+            )
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_batch_grouped(
+        &self,
+        table: &Arc<TableRuntime>,
+        keys: &[Value],
+        cols: &[usize],
+        out: &mut Vec<Value>,
+        found: &mut Vec<bool>,
+        n: usize,
+        order: &mut Vec<(u32, BatchKey)>,
+        key_buf: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
+        coerced: &mut Vec<Value>,
+        batch: &mut Vec<BatchKey>,
+    ) -> Result<()> {
+        let def = &table.def;
+        let npk = def.primary_key.len();
+        for (i, k) in keys.chunks_exact(npk).enumerate() {
             coerced.clear();
             for (v, &p) in k.iter().zip(&def.primary_key) {
                 coerced.push(coerce(v.clone(), &def.columns[p].ty, &def.columns[p].name)?);
             }
-            let h = table.key_hash_of(&coerced, &mut buf);
-            order.push((table.partition_of(h) as u32, i as u32, index_hash(h)));
-            key_bytes.push(buf.clone());
+            let h = table.key_hash_of(coerced, buf);
+            let key_start = key_buf.len() as u32;
+            key_buf.extend_from_slice(buf);
+            order.push((
+                table.partition_of(h) as u32,
+                BatchKey {
+                    h32: index_hash(h),
+                    key_start,
+                    key_len: buf.len() as u32,
+                    slot: i as u32,
+                },
+            ));
         }
-        order.sort_unstable_by_key(|e| (e.0, e.1));
-        let mut out: Vec<Option<Vec<Value>>> = vec![None; keys.len()];
-        let has_blobs = cols.iter().any(|&c| def.columns[c].ty.is_blob());
-        let mut i = 0;
-        while i < order.len() {
-            let part = order[i].0;
-            let cell = &table.fragments[part as usize][0];
-            let mut f = cell.state.lock();
-            let mut j = i;
-            while j < order.len() && order[j].0 == part {
-                f.prefetch(order[j].2);
-                j += 1;
-            }
-            for &(_, ki, h32) in &order[i..j] {
-                let mut row = Vec::with_capacity(cols.len());
-                match f.read(
-                    0,
-                    &key_bytes[ki as usize],
-                    h32,
-                    LockMode::CommittedRead,
+        // Counting sort by partition: stable, linear.
+        let parts = table.fragments.len();
+        let mut starts = vec![0usize; parts + 1];
+        for e in order.iter() {
+            starts[e.0 as usize + 1] += 1;
+        }
+        for p in 0..parts {
+            starts[p + 1] += starts[p];
+        }
+        batch.resize(
+            order.len(),
+            BatchKey {
+                h32: 0,
+                key_start: 0,
+                key_len: 0,
+                slot: 0,
+            },
+        );
+        let mut next = starts.clone();
+        for e in order.iter() {
+            batch[next[e.0 as usize]] = e.1;
+            next[e.0 as usize] += 1;
+        }
+        out.clear();
+        out.resize(n * cols.len(), Value::Null);
+        found.clear();
+        found.resize(n, false);
+        for p in 0..parts {
+            let (i, j) = (starts[p], starts[p + 1]);
+            if i < j {
+                table.fragments[p][0].state.lock().read_committed_batch(
+                    &batch[i..j],
+                    key_buf,
                     cols,
-                    &mut row,
-                ) {
-                    Ok(Step::Done(_)) => out[ki as usize] = Some(row),
-                    Ok(Step::Blocked) => return Err(codes::internal("committed read blocked")),
-                    Err(e) if e.code == 626 => {}
-                    Err(e) => return Err(e),
-                }
+                    out,
+                    found,
+                );
             }
-            i = j;
         }
-        if has_blobs {
+        if cols.iter().any(|&c| def.columns[c].ty.is_blob()) && !cols.is_empty() {
             let mut tx = self.start_transaction()?;
-            for (k, row) in keys.iter().zip(out.iter_mut()) {
-                if let Some(row) = row {
+            for ((k, row), f) in keys
+                .chunks_exact(npk)
+                .zip(out.chunks_mut(cols.len()))
+                .zip(found.iter())
+            {
+                if *f {
                     let key: Vec<Value> = k
                         .iter()
                         .zip(&def.primary_key)
@@ -169,7 +284,7 @@ impl Ndb {
             }
             tx.close();
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Inserts many rows: `rows[i]` holds values for `cols` (positions). Commits every

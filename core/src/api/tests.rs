@@ -449,3 +449,39 @@ fn hidden_pk_blob_and_unique_index() {
     let parts = t.blob_tables[1].as_ref().expect("parts table").row_count();
     assert_eq!(parts, (10_000 - 256u64).div_ceil(2000));
 }
+
+#[test]
+fn batched_reads_find_every_key() {
+    let c = cluster(2, 2, "64M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    let n = 5000u64;
+    let rows: Vec<Vec<Value>> = (0..n)
+        .map(|i| {
+            vec![
+                Value::UInt(i),
+                Value::Int(i as i64),
+                Value::Str(format!("v{i}")),
+            ]
+        })
+        .collect();
+    assert_eq!(ndb.insert_batch(&t, &[0, 1, 2], rows).expect("load"), n);
+    let all: Vec<Value> = (0..n + 10).rev().map(Value::UInt).collect();
+    let mut out = Vec::new();
+    for chunk in all.chunks(1000) {
+        out.extend(ndb.read_batch_flat(&t, chunk, &[0, 2]).expect("read"));
+    }
+    let keys = all;
+    for (k, row) in keys.iter().zip(&out) {
+        let Value::UInt(k) = k else { unreachable!() };
+        if *k < n {
+            assert_eq!(
+                row.as_deref(),
+                Some(&[Value::UInt(*k), Value::Str(format!("v{k}"))][..]),
+                "key {k}"
+            );
+        } else {
+            assert!(row.is_none(), "key {k} should be absent");
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! Indexes of a fragment, both living in 32 KB pages of the node's DataMemory pool.
 //!
-//! - [`HashIndex`] (`hash.rs`): the primary-key hash index, NDB's DBACC — linear hashing
-//!   over 64-byte bucket containers, one split or merge at a time.
-//! - [`OrderedIndex`] (`ordered.rs`, `ordered_scan.rs`): an ordered index, NDB's DBTUX —
+//! - [`HashIndex`] (`hash.rs`, `hash_grow.rs`): the primary-key hash index, NDB's DBACC —
+//!   linear hashing over 64-byte bucket containers, one split or merge at a time.
+//! - [`OrderedIndex`] (`ordered.rs`, `ordered_tree.rs`, `ordered_scan.rs`,
+//!   `ordered_stock.rs`): an ordered index, NDB's DBTUX —
 //!   a B+tree of 512-byte nodes holding only row ids; keys are read from the rows
 //!   through caller-supplied comparison closures, and the tree is not checkpointed
 //!   (rebuilt at restart).
@@ -15,8 +16,11 @@
 //! nodes that back outstanding reservations).
 
 pub mod hash;
+mod hash_grow;
 pub mod ordered;
 mod ordered_scan;
+mod ordered_stock;
+mod ordered_tree;
 mod slab;
 
 #[cfg(test)]

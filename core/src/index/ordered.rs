@@ -39,15 +39,15 @@ use crate::storage::pool::{PageKind, PagePool};
 use std::cmp::Ordering;
 
 pub(crate) const NODE_BYTES: usize = 512;
-const HDR: usize = 8;
+pub(crate) const HDR: usize = 8;
 pub(crate) const WORDS: usize = (NODE_BYTES - HDR) / 4;
 /// Entries of a leaf.
 pub(crate) const LEAF_CAP: usize = WORDS;
 /// Keys of an internal node (children: one more).
 pub(crate) const INT_KEYS: usize = (WORDS - 1) / 2;
-const CHILD_BASE: usize = INT_KEYS;
+pub(crate) const CHILD_BASE: usize = INT_KEYS;
 pub(crate) const MAX_HEIGHT: usize = 24;
-const MAGIC: u8 = 0xB7;
+pub(crate) const MAGIC: u8 = 0xB7;
 
 /// Compares the index keys of two rows.
 pub type KeyCmp<'a> = dyn FnMut(RowId, RowId) -> Ordering + 'a;
@@ -88,7 +88,7 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    fn new(level: usize) -> Node {
+    pub(super) fn new(level: usize) -> Node {
         Node {
             level: level as u8,
             count: 0,
@@ -96,7 +96,7 @@ impl Node {
         }
     }
     #[inline]
-    fn set_child(&mut self, i: usize, c: u32) {
+    pub(super) fn set_child(&mut self, i: usize, c: u32) {
         self.w[CHILD_BASE + i] = c;
     }
 }
@@ -117,6 +117,25 @@ pub(crate) fn gt(cmp: &mut KeyCmp<'_>, a: RowId, b: RowId) -> bool {
         Ordering::Less => false,
         Ordering::Equal => a > b,
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    pub(super) static CARRIES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static TAKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static DROPPED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Entries shifted between leaves by relocations on this thread (tests).
+#[cfg(test)]
+pub(crate) fn carries() -> u64 {
+    CARRIES.with(|c| c.get())
+}
+
+/// (nodes taken from the stock, nodes given back) on this thread (tests).
+#[cfg(test)]
+pub(crate) fn node_traffic() -> (u64, u64) {
+    (TAKEN.with(|c| c.get()), DROPPED.with(|c| c.get()))
 }
 
 /// An ordered index of one fragment (NDB's DBTUX).
@@ -178,8 +197,6 @@ impl OrderedIndex {
         self.height
     }
 
-    // ---- node access -------------------------------------------------------------
-
     /// Level and count of node `id`, asserting the header.
     #[inline]
     pub(crate) fn hdr(&self, id: u32) -> (usize, usize) {
@@ -204,7 +221,7 @@ impl OrderedIndex {
     }
 
     #[inline]
-    fn set_word(&mut self, id: u32, i: usize, v: u32) {
+    pub(super) fn set_word(&mut self, id: u32, i: usize, v: u32) {
         let o = HDR + 4 * i;
         self.slab.slot_mut(id)[o..o + 4].copy_from_slice(&v.to_le_bytes());
     }
@@ -223,7 +240,7 @@ impl OrderedIndex {
         n
     }
 
-    fn store(&mut self, id: u32, n: &Node) {
+    pub(super) fn store(&mut self, id: u32, n: &Node) {
         let cap = if n.level == 0 {
             self.leaf_cap
         } else {
@@ -245,16 +262,18 @@ impl OrderedIndex {
     }
 
     /// Takes a node from the stock (which the caller has ensured).
-    fn take_node(&mut self, level: usize) -> u32 {
+    pub(super) fn take_node(&mut self, level: usize) -> u32 {
         let id = self
             .slab
             .alloc()
             .expect("ordered index: node stock was ensured");
         self.level_nodes[level] += 1;
+        #[cfg(test)]
+        TAKEN.with(|c| c.set(c.get() + 1));
         id
     }
 
-    fn drop_node(&mut self, id: u32, level: usize) {
+    pub(super) fn drop_node(&mut self, id: u32, level: usize) {
         assert_eq!(
             self.hdr(id).0,
             level,
@@ -262,9 +281,9 @@ impl OrderedIndex {
         );
         self.level_nodes[level] -= 1;
         self.slab.free(id);
+        #[cfg(test)]
+        DROPPED.with(|c| c.set(c.get() + 1));
     }
-
-    // ---- navigation --------------------------------------------------------------
 
     /// Descends from the root to level `stop`, taking at each node the first position
     /// whose key satisfies `pred` (`pred` is false then true along the order). At an
@@ -337,7 +356,7 @@ impl OrderedIndex {
     /// The leaf of `p` has a new smallest entry `v`: rewrite the separator that names it
     /// (in the lowest ancestor where the path is not on the first child). None for the
     /// leftmost leaf.
-    fn set_leaf_min(&mut self, p: &Path, v: u32) {
+    pub(super) fn set_leaf_min(&mut self, p: &Path, v: u32) {
         for l in 1..self.height {
             if p.idx[l] > 0 {
                 self.set_word(p.node[l], p.idx[l] - 1, v);
@@ -345,8 +364,6 @@ impl OrderedIndex {
             }
         }
     }
-
-    // ---- insert ------------------------------------------------------------------
 
     /// Inserts `row`. Consumes one reserved insert if any is outstanding; an insert covered
     /// by a reservation does not fail. On `Err(902)` the index is unchanged.
@@ -390,7 +407,7 @@ impl OrderedIndex {
 
     /// Nodes an insert at `p` allocates: one per full node from the leaf up, plus a new
     /// root when the root is full too.
-    fn split_need(&self, p: &Path) -> u64 {
+    pub(super) fn split_need(&self, p: &Path) -> u64 {
         if self.hdr(p.node[0]).1 < self.leaf_cap {
             return 0;
         }
@@ -404,7 +421,17 @@ impl OrderedIndex {
         need + 1
     }
 
-    fn ensure_free(&mut self, pool: &PagePool, need: u64) -> bool {
+    /// Nodes inserting `row` now would allocate (tests look for the worst spot).
+    #[cfg(test)]
+    pub(crate) fn insert_need(&self, row: RowId, cmp: &mut KeyCmp<'_>) -> u64 {
+        if self.height == 0 {
+            return 1;
+        }
+        let p = self.descend(&mut |e| gt(cmp, e, row));
+        self.split_need(&p)
+    }
+
+    pub(super) fn ensure_free(&mut self, pool: &PagePool, need: u64) -> bool {
         while self.slab.free_slots() < need {
             if !self.slab.grow(pool) {
                 return false;
@@ -412,106 +439,6 @@ impl OrderedIndex {
         }
         true
     }
-
-    /// Inserts entry `v` at the leaf position of `p`, splitting up the path as needed
-    /// (the stock holds the nodes: see `split_need`).
-    fn insert_at(&mut self, p: &Path, v: u32) {
-        let leaf = p.node[0];
-        let j = p.idx[0];
-        let mut n = self.load(leaf);
-        assert!(j <= n.count);
-        if n.count < self.leaf_cap {
-            n.w.copy_within(j..n.count, j + 1);
-            n.w[j] = v;
-            n.count += 1;
-            self.store(leaf, &n);
-            return;
-        }
-        let c = n.count;
-        let mut all = [0u32; WORDS + 1];
-        all[..j].copy_from_slice(&n.w[..j]);
-        all[j] = v;
-        all[j + 1..=c].copy_from_slice(&n.w[j..c]);
-        let rightmost = (1..self.height).all(|l| p.idx[l] == self.hdr(p.node[l]).1);
-        let leftmost = (1..self.height).all(|l| p.idx[l] == 0);
-        let keep = if rightmost && j == c {
-            c
-        } else if leftmost && j == 0 {
-            1
-        } else {
-            (c + 1) / 2
-        };
-        n.w[..keep].copy_from_slice(&all[..keep]);
-        n.count = keep;
-        self.store(leaf, &n);
-        let rid = self.take_node(0);
-        let mut r = Node::new(0);
-        r.count = c + 1 - keep;
-        r.w[..r.count].copy_from_slice(&all[keep..=c]);
-        self.store(rid, &r);
-        let mut carry = Some((r.w[0], rid));
-        for lvl in 1..self.height {
-            let Some((sep, right)) = carry else { break };
-            carry = self.insert_into_internal(p.node[lvl], lvl, p.idx[lvl], sep, right);
-        }
-        if let Some((sep, right)) = carry {
-            assert!(self.height < MAX_HEIGHT, "ordered index: tree too tall");
-            let id = self.take_node(self.height);
-            let mut r = Node::new(self.height);
-            r.count = 1;
-            r.w[0] = sep;
-            r.set_child(0, self.root);
-            r.set_child(1, right);
-            self.store(id, &r);
-            self.root = id;
-            self.height += 1;
-        }
-    }
-
-    /// Inserts separator `sep` at `pos` and child `right` at `pos + 1` of internal node
-    /// `id`; returns the (middle key, new right node) to push up if it split.
-    fn insert_into_internal(
-        &mut self,
-        id: u32,
-        lvl: usize,
-        pos: usize,
-        sep: u32,
-        right: u32,
-    ) -> Option<(u32, u32)> {
-        let mut n = self.load(id);
-        let k = n.count;
-        assert!(pos <= k && n.level as usize == lvl);
-        let mut keys = [0u32; INT_KEYS + 1];
-        let mut kids = [0u32; INT_KEYS + 2];
-        keys[..pos].copy_from_slice(&n.w[..pos]);
-        keys[pos] = sep;
-        keys[pos + 1..=k].copy_from_slice(&n.w[pos..k]);
-        kids[..=pos].copy_from_slice(&n.w[CHILD_BASE..=CHILD_BASE + pos]);
-        kids[pos + 1] = right;
-        kids[pos + 2..=k + 1].copy_from_slice(&n.w[CHILD_BASE + pos + 1..=CHILD_BASE + k]);
-        if k < self.int_keys {
-            n.count = k + 1;
-            n.w[..=k].copy_from_slice(&keys[..=k]);
-            n.w[CHILD_BASE..=CHILD_BASE + k + 1].copy_from_slice(&kids[..=k + 1]);
-            self.store(id, &n);
-            return None;
-        }
-        let t = k + 1;
-        let nl = t / 2;
-        n.count = nl;
-        n.w[..nl].copy_from_slice(&keys[..nl]);
-        n.w[CHILD_BASE..=CHILD_BASE + nl].copy_from_slice(&kids[..=nl]);
-        self.store(id, &n);
-        let rid = self.take_node(lvl);
-        let mut r = Node::new(lvl);
-        r.count = t - nl - 1;
-        r.w[..r.count].copy_from_slice(&keys[nl + 1..t]);
-        r.w[CHILD_BASE..=CHILD_BASE + r.count].copy_from_slice(&kids[nl + 1..=t]);
-        self.store(rid, &r);
-        Some((keys[nl], rid))
-    }
-
-    // ---- remove ------------------------------------------------------------------
 
     /// Removes `row`; false when it is not in the index. Never allocates.
     pub fn remove(&mut self, pool: &PagePool, row: RowId, cmp: &mut KeyCmp<'_>) -> bool {
@@ -528,7 +455,7 @@ impl OrderedIndex {
         found
     }
 
-    fn remove_entry(&mut self, row: RowId, cmp: &mut KeyCmp<'_>) -> bool {
+    pub(super) fn remove_entry(&mut self, row: RowId, cmp: &mut KeyCmp<'_>) -> bool {
         if self.height == 0 {
             return false;
         }
@@ -563,340 +490,5 @@ impl OrderedIndex {
         self.len -= 1;
         self.rebalance(&p);
         true
-    }
-
-    /// Restores the fill invariant from the leaf of `p` upward after a removal (merges
-    /// free nodes into the stock; nothing is allocated).
-    fn rebalance(&mut self, p: &Path) {
-        for lvl in 0..self.height {
-            let id = p.node[lvl];
-            let (_, cnt) = self.hdr(id);
-            if lvl + 1 == self.height {
-                if cnt == 0 {
-                    if lvl == 0 {
-                        self.drop_node(id, 0);
-                        self.root = NIL;
-                        self.height = 0;
-                    } else {
-                        let c = self.child(id, 0);
-                        self.drop_node(id, lvl);
-                        self.root = c;
-                        self.height -= 1;
-                    }
-                }
-                return;
-            }
-            let min = if lvl == 0 {
-                self.leaf_cap / 2
-            } else {
-                self.int_keys / 2
-            };
-            if cnt >= min {
-                return;
-            }
-            let pid = p.node[lvl + 1];
-            let pi = p.idx[lvl + 1];
-            let li = if pi > 0 { pi - 1 } else { 0 };
-            assert!(
-                li < self.hdr(pid).1,
-                "ordered index: internal node without sibling"
-            );
-            let (lid, rid) = (self.child(pid, li), self.child(pid, li + 1));
-            let mut l = self.load(lid);
-            let mut r = self.load(rid);
-            if lvl == 0 {
-                let t = l.count + r.count;
-                if t < self.leaf_cap {
-                    l.w[l.count..t].copy_from_slice(&r.w[..r.count]);
-                    l.count = t;
-                    self.store(lid, &l);
-                    self.drop_node(rid, 0);
-                    self.remove_from_internal(pid, li);
-                    continue;
-                }
-                let mut all = [0u32; 2 * WORDS];
-                all[..l.count].copy_from_slice(&l.w[..l.count]);
-                all[l.count..t].copy_from_slice(&r.w[..r.count]);
-                let nl = t / 2;
-                l.w[..nl].copy_from_slice(&all[..nl]);
-                l.count = nl;
-                r.w[..t - nl].copy_from_slice(&all[nl..t]);
-                r.count = t - nl;
-                self.store(lid, &l);
-                self.store(rid, &r);
-                self.set_word(pid, li, r.w[0]);
-                return;
-            }
-            let sep = self.word(pid, li);
-            let t = l.count + 1 + r.count;
-            let mut keys = [0u32; 2 * INT_KEYS + 1];
-            let mut kids = [0u32; 2 * INT_KEYS + 2];
-            keys[..l.count].copy_from_slice(&l.w[..l.count]);
-            keys[l.count] = sep;
-            keys[l.count + 1..t].copy_from_slice(&r.w[..r.count]);
-            kids[..=l.count].copy_from_slice(&l.w[CHILD_BASE..=CHILD_BASE + l.count]);
-            kids[l.count + 1..=t].copy_from_slice(&r.w[CHILD_BASE..=CHILD_BASE + r.count]);
-            if t <= self.int_keys {
-                l.count = t;
-                l.w[..t].copy_from_slice(&keys[..t]);
-                l.w[CHILD_BASE..=CHILD_BASE + t].copy_from_slice(&kids[..=t]);
-                self.store(lid, &l);
-                self.drop_node(rid, lvl);
-                self.remove_from_internal(pid, li);
-                continue;
-            }
-            let nl = (t - 1) / 2;
-            l.count = nl;
-            l.w[..nl].copy_from_slice(&keys[..nl]);
-            l.w[CHILD_BASE..=CHILD_BASE + nl].copy_from_slice(&kids[..=nl]);
-            r.count = t - 1 - nl;
-            r.w[..r.count].copy_from_slice(&keys[nl + 1..t]);
-            r.w[CHILD_BASE..=CHILD_BASE + r.count].copy_from_slice(&kids[nl + 1..=t]);
-            self.store(lid, &l);
-            self.store(rid, &r);
-            self.set_word(pid, li, keys[nl]);
-            return;
-        }
-    }
-
-    /// Removes key `k` and child `k + 1` of internal node `id`.
-    fn remove_from_internal(&mut self, id: u32, k: usize) {
-        let mut n = self.load(id);
-        assert!(k < n.count);
-        n.w.copy_within(k + 1..n.count, k);
-        n.w.copy_within(
-            CHILD_BASE + k + 2..=CHILD_BASE + n.count,
-            CHILD_BASE + k + 1,
-        );
-        n.count -= 1;
-        self.store(id, &n);
-    }
-
-    // ---- relocate ----------------------------------------------------------------
-
-    /// The row `old` moved to `new` (same key; OPTIMIZE TABLE). `cmp` must be able to
-    /// read both rows' keys. Never allocates and never fails: when the new position's
-    /// leaf is full and the node stock has no node beyond what reservations need, entries
-    /// are shifted leaf to leaf toward the freed slot instead of splitting (the leaves in
-    /// between hold only entries with that same key). False when `old` is absent.
-    pub fn relocate(&mut self, old: RowId, new: RowId, cmp: &mut KeyCmp<'_>) -> bool {
-        if !self.remove_entry(old, cmp) {
-            return false;
-        }
-        if self.height == 0 {
-            let id = self
-                .slab
-                .alloc()
-                .expect("ordered index: the freed root is in the stock");
-            self.level_nodes[0] += 1;
-            let mut n = Node::new(0);
-            n.w[0] = new.0;
-            n.count = 1;
-            self.store(id, &n);
-            self.root = id;
-            self.height = 1;
-            self.len += 1;
-            return true;
-        }
-        let p = self.descend(&mut |e| gt(cmp, e, new));
-        let need = self.split_need(&p);
-        if need == 0 || self.slab.free_slots() >= need + self.reservation_target() {
-            self.insert_at(&p, new.0);
-        } else {
-            let toward_right = gt(cmp, old, new);
-            self.carry_insert(p, new.0, toward_right);
-        }
-        self.len += 1;
-        true
-    }
-
-    /// Inserts `v` at the full leaf position `p`, pushing the overflowing entry into the
-    /// next (or previous) leaf, and so on until a leaf has room.
-    fn carry_insert(&mut self, mut p: Path, mut v: u32, toward_right: bool) {
-        let mut pos = p.idx[0];
-        for _ in 0..=self.level_nodes[0] {
-            let id = p.node[0];
-            let mut n = self.load(id);
-            let old_min = n.w[0];
-            let c = n.count;
-            let out;
-            if c < self.leaf_cap {
-                n.w.copy_within(pos..c, pos + 1);
-                n.w[pos] = v;
-                n.count += 1;
-                out = None;
-            } else if toward_right {
-                if pos == c {
-                    out = Some(v);
-                } else {
-                    out = Some(n.w[c - 1]);
-                    n.w.copy_within(pos..c - 1, pos + 1);
-                    n.w[pos] = v;
-                }
-            } else if pos == 0 {
-                out = Some(v);
-            } else {
-                out = Some(n.w[0]);
-                n.w.copy_within(1..pos, 0);
-                n.w[pos - 1] = v;
-            }
-            self.store(id, &n);
-            if n.w[0] != old_min || c == 0 {
-                self.set_leaf_min(&p, n.w[0]);
-            }
-            let Some(o) = out else { return };
-            v = o;
-            if toward_right {
-                assert!(
-                    self.next_leaf(&mut p),
-                    "ordered index: no room to the right"
-                );
-                pos = 0;
-            } else {
-                assert!(self.prev_leaf(&mut p), "ordered index: no room to the left");
-                pos = p.idx[0];
-            }
-        }
-        panic!("ordered index: carry through more leaves than exist");
-    }
-
-    // ---- reservations and the node stock ----------------------------------------
-
-    /// Makes sure the next `n_inserts` inserts cannot fail for lack of pages: allocates
-    /// pages to the node stock now. `Err(902)` (nothing reserved) if the pool cannot.
-    pub fn reserve(&mut self, pool: &PagePool, n_inserts: usize) -> Result<(), NdbError> {
-        let total = self.reserved + n_inserts as u64;
-        let want = self.target_for(total);
-        while self.slab.free_slots() < want {
-            if !self.slab.grow(pool) {
-                let keep = self.reservation_target();
-                self.slab.release_empty(pool, keep);
-                return Err(codes::out_of_ordered_index_memory());
-            }
-        }
-        self.reserved = total;
-        Ok(())
-    }
-
-    /// Gives back reserved inserts that will not happen; the stock shrinks at the next
-    /// operation that holds the pool.
-    pub fn unreserve(&mut self, n_inserts: usize) {
-        self.reserved = self.reserved.saturating_sub(n_inserts as u64);
-    }
-
-    /// Outstanding reserved inserts.
-    pub fn reserved(&self) -> u64 {
-        self.reserved
-    }
-
-    /// Free nodes to keep for the outstanding reservations.
-    pub(crate) fn reservation_target(&self) -> u64 {
-        self.target_for(self.reserved)
-    }
-
-    fn target_for(&self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.nodes_for(n) + self.height as u64 + 2
-        }
-    }
-
-    /// Upper bound on the nodes any `n` inserts into the current tree allocate.
-    ///
-    /// Per level, `s` inserts (separators pushed up for the level above) cause at most
-    /// `min(s, nodes, ...)` first splits of existing nodes plus one split per `g` further
-    /// inserts, `g` being the least room a node has after a 50/50 split; edge splits of
-    /// leaves (which leave one half full) can at most double the leaf count. A level above
-    /// the root costs a new root first.
-    pub(crate) fn nodes_for(&self, n: u64) -> u64 {
-        let mut total = 0u64;
-        let mut s = n;
-        for lvl in 0..64 {
-            if s == 0 {
-                break;
-            }
-            let g = if lvl == 0 {
-                (self.leaf_cap as u64).div_ceil(2)
-            } else {
-                self.int_keys as u64 / 2 + 1
-            };
-            let splits = if lvl < self.height {
-                let first = self.level_nodes[lvl].min(s);
-                let k = if lvl == 0 {
-                    2 * (first + s / g)
-                } else {
-                    first + s / g
-                };
-                k.min(s)
-            } else {
-                total += 1;
-                if lvl == 0 {
-                    (2 * (s / g)).min(s)
-                } else {
-                    s / g
-                }
-            };
-            total += splits;
-            s = splits;
-        }
-        total
-    }
-
-    /// Tops the stock up to the reservation target (best effort) and returns the pages
-    /// beyond it whose nodes are all free.
-    fn settle(&mut self, pool: &PagePool) {
-        let t = self.reservation_target();
-        while self.slab.free_slots() < t && self.slab.grow(pool) {}
-        self.slab.release_empty(pool, t);
-    }
-
-    /// Moves every node of the emptiest page elsewhere so that the page becomes free.
-    fn evacuate_one(&mut self, cmp: &mut KeyCmp<'_>) {
-        let Some(pi) = self.slab.emptiest_page() else {
-            return;
-        };
-        let used = self.slab.begin_evacuation(pi);
-        let free_here = u64::from(self.slab.slots_per_page()) - used.len() as u64;
-        if self.slab.free_slots() - free_here < used.len() as u64 {
-            self.slab.end_evacuation(pi);
-            return;
-        }
-        for id in used {
-            let (level, _) = self.hdr(id);
-            let mut x = id;
-            for _ in 0..level {
-                x = self.child(x, 0);
-            }
-            let m = RowId(self.word(x, 0));
-            let to = self.slab.alloc().expect("ordered index: free node counted");
-            let mut copy = [0u8; NODE_BYTES];
-            copy.copy_from_slice(self.slab.slot(id));
-            self.slab.slot_mut(to).copy_from_slice(&copy);
-            if id == self.root {
-                self.root = to;
-            } else {
-                let p = self.descend_to(&mut |e| gt(cmp, e, m), level + 1);
-                let (parent, ci) = (p.node[level + 1], p.idx[level + 1]);
-                assert_eq!(
-                    self.child(parent, ci),
-                    id,
-                    "ordered index: parent search missed node {id:#x}"
-                );
-                self.set_word(parent, CHILD_BASE + ci, to);
-            }
-            self.slab.free(id);
-        }
-        self.slab.end_evacuation(pi);
-    }
-
-    /// TRUNCATE/DROP: every page back to the pool; outstanding reservations are dropped.
-    pub fn free_all(&mut self, pool: &PagePool) {
-        self.slab.free_all(pool);
-        self.root = NIL;
-        self.height = 0;
-        self.len = 0;
-        self.level_nodes = [0; MAX_HEIGHT];
-        self.reserved = 0;
     }
 }

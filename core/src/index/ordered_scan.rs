@@ -73,9 +73,9 @@ impl OrderedIndex {
         } else {
             self.step_back(&mut p)
         };
-        let mut taken = 0usize;
-        // Each round either returns or collects one row, so `limit + 1` rounds suffice.
-        for _ in 0..=limit {
+        // Each round either returns or collects one row (`taken` rows so far), so
+        // `limit + 1` rounds suffice.
+        for taken in 0..=limit {
             if !valid {
                 return true;
             }
@@ -87,7 +87,6 @@ impl OrderedIndex {
                 return false;
             }
             out.push(row);
-            taken += 1;
             valid = if asc {
                 p.idx[0] += 1;
                 self.settle_forward(&mut p)

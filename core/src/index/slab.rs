@@ -63,7 +63,7 @@ pub(crate) struct Slab {
 
 impl Slab {
     pub(crate) fn new(kind: PageKind, slot_size: usize) -> Slab {
-        assert!(slot_size.is_power_of_two() && slot_size >= 8 && slot_size <= PAGE_SIZE);
+        assert!(slot_size.is_power_of_two() && (8..=PAGE_SIZE).contains(&slot_size));
         let per_page = PAGE_SIZE / slot_size;
         Slab {
             kind,

@@ -424,7 +424,10 @@ fn string_bytes(v: &Value, charset: Charset) -> Vec<u8> {
 fn decode_string(b: &[u8], charset: Charset) -> String {
     match charset {
         Charset::Latin1 => b.iter().map(|&c| c as char).collect(),
-        _ => String::from_utf8_lossy(b).into_owned(),
+        _ => match std::str::from_utf8(b) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(b).into_owned(),
+        },
     }
 }
 

@@ -475,3 +475,14 @@ mod tests {
         assert_eq!(f.header(r), None);
     }
 }
+
+impl FixedPages {
+    /// Prefetch hint for a row's fixed part.
+    #[inline]
+    pub fn prefetch(&self, row: RowId) {
+        if let Some(Some(p)) = self.pages.get(row.page() as usize) {
+            let off = self.slot_off(row.slot());
+            super::prefetch(&p.bytes()[off..off + 1]);
+        }
+    }
+}

@@ -504,3 +504,18 @@ mod tests {
         }
     }
 }
+
+impl VarPages {
+    /// Prefetch hint for a var entry.
+    #[inline]
+    pub fn prefetch(&self, r: u32) {
+        let (lp, idx) = split(r);
+        if let Some(Some(p)) = self.pages.get(lp as usize) {
+            let e = p.u32_at(dir_off(idx));
+            if e & DIR_FREE == 0 {
+                let pos = (e & 0xFFFF) as usize;
+                super::prefetch(&p.bytes()[pos..pos + 1]);
+            }
+        }
+    }
+}

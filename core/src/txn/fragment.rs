@@ -102,6 +102,8 @@ pub struct Fragment {
     ordered: Vec<Option<OrderedIndex>>,
     locks: LockTable,
     scratch: Vec<u8>,
+    /// Reused by batched reads (no allocation per batch).
+    batch_rows: Vec<Option<RowId>>,
     pub stats: FragStats,
 }
 
@@ -151,6 +153,7 @@ impl Fragment {
             ordered,
             locks: LockTable::default(),
             scratch: Vec::new(),
+            batch_rows: Vec::new(),
             stats: FragStats::default(),
         }
     }
@@ -245,6 +248,20 @@ impl Fragment {
                 true
             }
         }
+    }
+
+    /// Decodes the committed view (for committed reads outside any transaction).
+    fn decode_into(&self, row: RowId, cols: &[usize], out: &mut [Value]) -> bool {
+        let f = self.fixed.get(row);
+        if header_of(f) & ROW_ALLOC != 0 {
+            return false;
+        }
+        let layout = &self.table.layout;
+        let v = var_of(layout, &self.var, f);
+        for (o, &c) in out.iter_mut().zip(cols) {
+            *o = layout.get(c, f, v);
+        }
+        true
     }
 
     /// Tries to take a lock; `None` when it conflicts.
@@ -1169,5 +1186,95 @@ impl Fragment {
         self.hash.free_all(&self.pool);
         self.var.free_all(&self.pool);
         self.fixed.free_all(&self.pool);
+    }
+}
+
+/// One key of a batched committed read: hash, key bytes range in the batch's key
+/// buffer, and the output slot.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchKey {
+    pub h32: u32,
+    pub key_start: u32,
+    pub key_len: u32,
+    pub slot: u32,
+}
+
+impl Fragment {
+    /// Committed reads of many keys, software-pipelined: the hash bucket of key i+2D,
+    /// the fixed part of key i+D and the var part of key i are loaded while key i is
+    /// decoded, so the cache misses of independent lookups overlap. Found rows are
+    /// decoded (`cols`) into `out[slot]`.
+    pub fn read_committed_batch(
+        &mut self,
+        keys: &[BatchKey],
+        key_buf: &[u8],
+        cols: &[usize],
+        out: &mut [Value],
+        found: &mut [bool],
+    ) {
+        let ncols = cols.len();
+        const D: usize = 6;
+        let n = keys.len();
+        self.stats.key_reads += n as u64;
+        let mut rows = std::mem::take(&mut self.batch_rows);
+        rows.clear();
+        rows.resize(n, None);
+        let table = self.table.clone();
+        let layout = &table.layout;
+        let key_of =
+            |k: &BatchKey| &key_buf[k.key_start as usize..(k.key_start + k.key_len) as usize];
+        for i in 0..n + 3 * D {
+            if i < n {
+                self.hash.prefetch(keys[i].h32);
+            }
+            if i >= D && i - D < n {
+                // Stage 2: first candidate with an equal hash; start loading its row.
+                let j = i - D;
+                let mut cand = None;
+                self.hash.find(keys[j].h32, |r| {
+                    cand = Some(r);
+                    true
+                });
+                if let Some(r) = cand {
+                    self.fixed.prefetch(r);
+                }
+                rows[j] = cand;
+            }
+            if i >= 2 * D && i - 2 * D < n {
+                // Stage 3: verify the key (a hash collision falls back to a full find)
+                // and start loading the var part.
+                let j = i - 2 * D;
+                if let Some(r) = rows[j] {
+                    let f = self.fixed.get(r);
+                    let ok = layout.row_key_eq(
+                        f,
+                        var_of(layout, &self.var, f),
+                        key_of(&keys[j]),
+                        &mut self.scratch,
+                    );
+                    rows[j] = if ok {
+                        Some(r)
+                    } else {
+                        self.find(key_of(&keys[j]), keys[j].h32)
+                    };
+                    if let Some(r) = rows[j] {
+                        if let Some(v) = layout.var_ref(self.fixed.get(r)) {
+                            self.var.prefetch(v);
+                        }
+                    }
+                }
+            }
+            if i >= 3 * D {
+                let j = i - 3 * D;
+                if let Some(r) = rows[j] {
+                    let slot = keys[j].slot as usize;
+                    found[slot] =
+                        self.decode_into(r, cols, &mut out[slot * ncols..(slot + 1) * ncols]);
+                } else {
+                    self.stats.key_refs += 1;
+                }
+            }
+        }
+        self.batch_rows = rows;
     }
 }

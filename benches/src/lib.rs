@@ -1,0 +1,80 @@
+//! Shared helpers of the benchmark programs: a seeded PRNG (no wall clock or OS
+//! randomness in measured loops) and the benchmark table.
+
+use rndb::api::{Ndb, TableRuntime, TableSpec};
+use rndb::schema::{Charset, Column, ColumnType, IndexKind};
+use std::sync::Arc;
+
+/// xorshift64*: deterministic, fast, good enough to shuffle keys.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Fisher-Yates shuffle.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// The table: BIGINT UNSIGNED key, INT, VARCHAR(32) (16 characters stored).
+pub fn kv_table(ndb: &Ndb, name: &str, with_index: bool) -> rndb::Result<Arc<TableRuntime>> {
+    ndb.create_table(TableSpec {
+        name: name.into(),
+        columns: vec![
+            Column::new(
+                "id",
+                ColumnType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                },
+            )
+            .primary_key(),
+            Column::new(
+                "a",
+                ColumnType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+            ),
+            Column::new(
+                "b",
+                ColumnType::Varchar {
+                    len: 32,
+                    charset: Charset::Utf8mb4,
+                },
+            ),
+        ],
+        primary_key: vec![],
+        indexes: if with_index {
+            vec![("ix_a".into(), IndexKind::OrderedIndex, vec!["a".into()])]
+        } else {
+            vec![]
+        },
+        logging: true,
+        if_not_exists: false,
+    })
+}
+
+/// The 16-character value stored in column b for key `i`.
+pub fn value_b(i: u64) -> String {
+    format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Median of measurements.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}

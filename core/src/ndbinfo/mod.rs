@@ -1,0 +1,235 @@
+//! ndbinfo: monitoring tables with NDB's table and column names, materialised from the
+//! engine's live state on every query (so they are exact at that moment).
+//!
+//! Tables: `memoryusage` (per node: Data memory, Index memory), `memory_per_fragment`
+//! (per fragment replica and per ordered index, NDB 7.6's view columns), `nodes`.
+//! SQL SELECTs over them run in the `sql` module on the rows returned here.
+
+use crate::api::ClusterInner;
+use crate::error::{NdbError, Result};
+use crate::schema::{IndexKind, Value};
+use crate::storage::{PAGE_SIZE, PageKind};
+
+/// Names of the ndbinfo tables, for SHOW TABLES and completion.
+pub fn table_names() -> Vec<&'static str> {
+    vec!["memory_per_fragment", "memoryusage", "nodes"]
+}
+
+/// Rows of a virtual table: `schema` is "ndbinfo" (or "information_schema"); None when
+/// there is no such table.
+pub fn lookup(
+    cluster: &ClusterInner,
+    schema: &str,
+    name: &str,
+) -> Option<Result<(Vec<String>, Vec<Vec<Value>>)>> {
+    if !schema.eq_ignore_ascii_case("ndbinfo") {
+        return None;
+    }
+    if let Err(e) = cluster.check_open() {
+        return Some(Err(e));
+    }
+    let t = match name.to_ascii_lowercase().as_str() {
+        "memoryusage" => memoryusage(cluster),
+        "memory_per_fragment" => memory_per_fragment(cluster),
+        "nodes" => nodes(cluster),
+        _ => return None,
+    };
+    Some(Ok(t))
+}
+
+fn cols(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn u(v: u64) -> Value {
+    Value::UInt(v)
+}
+
+/// Pages (used, total) per node as REPORT MEMORYUSAGE counts them: Data = fixed + var +
+/// ordered index pages, Index = hash index pages; both out of DataMemory.
+pub fn node_memory(cluster: &ClusterInner) -> Vec<(u32, u64, u64, u64)> {
+    cluster
+        .data_nodes
+        .iter()
+        .map(|n| {
+            (
+                n.node_id,
+                n.pool.data_pages(),
+                n.pool.index_pages(),
+                n.pool.total_pages() as u64,
+            )
+        })
+        .collect()
+}
+
+fn memoryusage(cluster: &ClusterInner) -> (Vec<String>, Vec<Vec<Value>>) {
+    let mut rows = Vec::new();
+    for (node, data, index, total) in node_memory(cluster) {
+        let page = PAGE_SIZE as u64;
+        rows.push(vec![
+            u(node as u64),
+            Value::Str("Data memory".into()),
+            u(data * page),
+            u(data),
+            u(total * page),
+            u(total),
+        ]);
+        rows.push(vec![
+            u(node as u64),
+            Value::Str("Index memory".into()),
+            u(index * page),
+            u(index),
+            u(total * page),
+            u(total),
+        ]);
+    }
+    (
+        cols(&[
+            "node_id",
+            "memory_type",
+            "used",
+            "used_pages",
+            "total",
+            "total_pages",
+        ]),
+        rows,
+    )
+}
+
+fn memory_per_fragment(cluster: &ClusterInner) -> (Vec<String>, Vec<Vec<Value>>) {
+    let names = [
+        "fq_name",
+        "parent_fq_name",
+        "type",
+        "table_id",
+        "node_id",
+        "block_instance",
+        "fragment_num",
+        "fixed_elem_alloc_bytes",
+        "fixed_elem_free_bytes",
+        "fixed_elem_size_bytes",
+        "fixed_elem_count",
+        "fixed_elem_free_count",
+        "var_elem_alloc_bytes",
+        "var_elem_free_bytes",
+        "var_elem_count",
+        "hash_index_alloc_bytes",
+    ];
+    let page = PAGE_SIZE as u64;
+    let mut rows = Vec::new();
+    let tables = cluster.dict.read().all();
+    let ldm = cluster.ldm_per_node.max(1) as u64;
+    for t in tables {
+        let def = &t.def;
+        let fq = format!("{}/def/{}", t.database, def.name);
+        let (ty, parent) = if !t.hidden {
+            ("User table", Value::Null)
+        } else if def.name.ends_with("$unique") {
+            ("Unique hash index", parent_of(&t.database, &def.name))
+        } else {
+            ("User table", parent_of(&t.database, &def.name))
+        };
+        for reps in &t.fragments {
+            for cell in reps {
+                let (m, part) = {
+                    let f = cell.state.lock();
+                    (f.memory(), f.partition)
+                };
+                let instance = u(1 + part as u64 % ldm);
+                let slot = m.fixed_slot_size as u64;
+                rows.push(vec![
+                    Value::Str(fq.clone()),
+                    parent.clone(),
+                    Value::Str(ty.into()),
+                    u(def.id as u64),
+                    u(cell.node_id as u64),
+                    instance.clone(),
+                    u(part as u64),
+                    u(m.fixed_pages as u64 * page),
+                    u(m.fixed_free_slots * slot),
+                    u(slot),
+                    u(m.fixed_rows),
+                    u(m.fixed_free_slots),
+                    u(m.var_pages as u64 * page),
+                    u(m.var_free_bytes),
+                    u(m.var_entries),
+                    u(m.hash_pages as u64 * page),
+                ]);
+                for (iname, pages, entries) in &m.ordered {
+                    let idx_id = def
+                        .indexes
+                        .iter()
+                        .position(|i| &i.name == iname && i.kind == IndexKind::OrderedIndex);
+                    rows.push(vec![
+                        Value::Str(format!("sys/def/{}/{}", def.id, iname)),
+                        Value::Str(fq.clone()),
+                        Value::Str("Ordered index".into()),
+                        u(idx_id.map(|i| i as u64).unwrap_or(0)),
+                        u(cell.node_id as u64),
+                        instance.clone(),
+                        u(part as u64),
+                        u(*pages as u64 * page),
+                        u(0),
+                        u(0),
+                        u(*entries),
+                        u(0),
+                        u(0),
+                        u(0),
+                        u(0),
+                        u(0),
+                    ]);
+                }
+            }
+        }
+    }
+    let _ = PageKind::Fixed;
+    (cols(&names), rows)
+}
+
+fn parent_of(db: &str, hidden_name: &str) -> Value {
+    // NDB$BLOB_<id>_<col> and <table>$<index>$unique name their parent.
+    let parent = hidden_name.split('$').next().unwrap_or(hidden_name);
+    if parent.is_empty() || parent == "NDB" {
+        Value::Null
+    } else {
+        Value::Str(format!("{db}/def/{parent}"))
+    }
+}
+
+fn nodes(cluster: &ClusterInner) -> (Vec<String>, Vec<Vec<Value>>) {
+    let rows = cluster
+        .data_nodes
+        .iter()
+        .map(|n| {
+            vec![
+                u(n.node_id as u64),
+                u(n.started_at.elapsed().as_secs()),
+                Value::Str(
+                    if cluster.is_closed() {
+                        "NOTHING"
+                    } else {
+                        "STARTED"
+                    }
+                    .into(),
+                ),
+                u(0),
+                u(1),
+            ]
+        })
+        .collect();
+    (
+        cols(&[
+            "node_id",
+            "uptime",
+            "status",
+            "start_phase",
+            "config_generation",
+        ]),
+        rows,
+    )
+}
+
+/// Error for an unknown ndbinfo table, as MySQL reports it.
+pub fn no_such_table(schema: &str, name: &str) -> NdbError {
+    crate::error::codes::no_such_table(&format!("{schema}.{name}"))
+}

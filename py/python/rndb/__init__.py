@@ -1,0 +1,59 @@
+"""rndb: an NDB-style (MySQL Cluster data node) database engine, embedded in Python.
+
+    import rndb
+    with rndb.Cluster.embedded(DataMemory="256M") as cluster:
+        ndb = cluster.ndb("test")
+        ndb.execute("CREATE TABLE t1 (id BIGINT UNSIGNED PRIMARY KEY, a INT) ENGINE=ndbcluster")
+        with ndb.transaction() as tx:
+            tx.insert("t1", {"id": 1, "a": 10})
+        print(ndb.read_many("t1", [1, 2]))
+
+Objects follow the NDB API: ``Cluster`` (Ndb_cluster_connection with its data nodes),
+``Ndb``, ``Transaction`` (NdbTransaction), ``Operation``, ``ScanIterator``. Errors are
+``NdbError`` with NDB's ``code``, ``status``, ``classification`` and ``message``;
+``TemporaryError``, ``PermanentError`` and ``UnknownResultError`` subclass it by status.
+"""
+
+from ._rndb import (
+    AO_IgnoreError,
+    AbortOnError,
+    Cluster,
+    Commit,
+    LM_CommittedRead,
+    LM_Exclusive,
+    LM_Read,
+    LM_SimpleRead,
+    Ndb,
+    NdbError,
+    NoCommit,
+    Operation,
+    PermanentError,
+    Rollback,
+    ScanIterator,
+    TemporaryError,
+    Transaction,
+    UnknownResultError,
+    __version__,
+)
+
+__all__ = [
+    "AO_IgnoreError",
+    "AbortOnError",
+    "Cluster",
+    "Commit",
+    "LM_CommittedRead",
+    "LM_Exclusive",
+    "LM_Read",
+    "LM_SimpleRead",
+    "Ndb",
+    "NdbError",
+    "NoCommit",
+    "Operation",
+    "PermanentError",
+    "Rollback",
+    "ScanIterator",
+    "TemporaryError",
+    "Transaction",
+    "UnknownResultError",
+    "__version__",
+]

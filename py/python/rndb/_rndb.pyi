@@ -1,0 +1,246 @@
+"""Type stubs of the rndb extension module (hand-written; checked by mypy.stubtest)."""
+
+import datetime
+import decimal
+import os
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final, Literal, final
+
+__version__: Final[str]
+
+NoCommit: Final = 1
+Commit: Final = 2
+Rollback: Final = 3
+LM_Read: Final = 0
+LM_Exclusive: Final = 1
+LM_CommittedRead: Final = 2
+LM_SimpleRead: Final = 3
+AbortOnError: Final = 0
+AO_IgnoreError: Final = 2
+
+#: A column value as Python sees it.
+_Value = (
+    None
+    | int
+    | float
+    | str
+    | bytes
+    | decimal.Decimal
+    | datetime.date
+    | datetime.datetime
+    | datetime.timedelta
+)
+#: A value passed in (bytearray is accepted as bytes).
+_InValue = _Value | bytearray
+_Row = dict[str, Any]
+#: A primary key: a dict of the key columns, a tuple in key order, or a bare value.
+_Key = Mapping[str, _InValue] | tuple[_InValue, ...] | list[_InValue] | _InValue
+_Bound = _InValue | tuple[_InValue, ...] | list[_InValue]
+_Status = Literal["TemporaryError", "PermanentError", "UnknownResult"]
+_TxStateName = Literal["Open", "Committed", "Aborted", "Closed"]
+
+class NdbError(Exception):
+    """An NDB error: NDB's code, status, classification and message."""
+
+    code: int
+    status: str
+    classification: str
+    message: str
+    mysql_code: int
+
+class TemporaryError(NdbError): ...
+class PermanentError(NdbError): ...
+class UnknownResultError(NdbError): ...
+
+@final
+class Cluster:
+    @staticmethod
+    def embedded(
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        config_file: str | os.PathLike[str] | None = None,
+        data_nodes: int | None = None,
+        no_of_replicas: int | None = None,
+        **params: str | int | bool,
+    ) -> Cluster: ...
+    def ndb(self, database: str = "test") -> Ndb: ...
+    def mgm(self, command: str) -> str: ...
+    def ndbinfo(self, name: str) -> list[_Row]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def data_node_ids(self) -> list[int]: ...
+    @property
+    def config_ini(self) -> str: ...
+    @property
+    def data_dir(self) -> pathlib.Path | None: ...
+    def __enter__(self) -> Cluster: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> bool: ...
+
+@final
+class Ndb:
+    @property
+    def database(self) -> str: ...
+    def transaction(self) -> Transaction: ...
+    def tables(self) -> list[str]: ...
+    def create_table(
+        self,
+        name: str,
+        columns: Mapping[str, str] | Iterable[tuple[str, str]],
+        primary_key: str | Sequence[str] | None = None,
+        indexes: Mapping[str, str | Sequence[str]] | None = None,
+        unique_indexes: Mapping[str, str | Sequence[str]] | None = None,
+        if_not_exists: bool = False,
+        logging: bool = True,
+    ) -> None: ...
+    def drop_table(self, name: str, if_exists: bool = False) -> bool: ...
+    def truncate_table(self, name: str) -> None: ...
+    def columns(self, table: str) -> list[str]: ...
+    def execute(self, sql: str) -> list[_Row] | int | None: ...
+    def insert_many(
+        self,
+        table: str,
+        rows: Iterable[Mapping[str, _InValue] | Sequence[_InValue]],
+        columns: Sequence[str] | None = None,
+        batch_size: int = 1000,
+    ) -> int: ...
+    def read_many(
+        self,
+        table: str,
+        keys: Iterable[_Key],
+        columns: Sequence[str] | None = None,
+    ) -> list[_Row | None]: ...
+    def scan(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        lock_mode: int = 2,
+        batch_size: int = 256,
+    ) -> ScanIterator: ...
+    def index_scan(
+        self,
+        table: str,
+        index: str,
+        low: _Bound | None = None,
+        high: _Bound | None = None,
+        low_inclusive: bool = True,
+        high_inclusive: bool = True,
+        descending: bool = False,
+        columns: Sequence[str] | None = None,
+        lock_mode: int = 2,
+        batch_size: int = 256,
+    ) -> ScanIterator: ...
+
+@final
+class Transaction:
+    def insert(self, table: str, row: Mapping[str, _InValue]) -> Operation: ...
+    def update(self, table: str, row: Mapping[str, _InValue]) -> Operation: ...
+    def write(self, table: str, row: Mapping[str, _InValue]) -> Operation: ...
+    def delete(self, table: str, key: Mapping[str, _InValue]) -> Operation: ...
+    def read(
+        self,
+        table: str,
+        key: _Key,
+        columns: Sequence[str] | None = None,
+        lock_mode: int = 0,
+    ) -> Operation: ...
+    def execute(self, exec_type: int = 1, abort_option: int = 0) -> None: ...
+    def commit(self) -> None: ...
+    def rollback(self) -> None: ...
+    def close(self) -> None: ...
+    def scan(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        lock_mode: int = 2,
+        batch_size: int = 256,
+    ) -> ScanIterator: ...
+    def index_scan(
+        self,
+        table: str,
+        index: str,
+        low: _Bound | None = None,
+        high: _Bound | None = None,
+        low_inclusive: bool = True,
+        high_inclusive: bool = True,
+        descending: bool = False,
+        columns: Sequence[str] | None = None,
+        lock_mode: int = 2,
+        batch_size: int = 256,
+    ) -> ScanIterator: ...
+    @property
+    def state(self) -> _TxStateName: ...
+    @property
+    def gci(self) -> int | None: ...
+    @property
+    def error(self) -> NdbError | None: ...
+    @property
+    def id(self) -> int: ...
+    def __enter__(self) -> Transaction: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> bool: ...
+
+@final
+class Operation:
+    @property
+    def row(self) -> _Row | None: ...
+    @property
+    def error(self) -> NdbError | None: ...
+    @property
+    def executed(self) -> bool: ...
+    @property
+    def table(self) -> str: ...
+    @property
+    def kind(self) -> Literal["read", "insert", "update", "write", "delete"]: ...
+
+@final
+class ScanIterator:
+    def __iter__(self) -> ScanIterator: ...
+    def __next__(self) -> _Row: ...
+    @property
+    def columns(self) -> list[str]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> ScanIterator: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> bool: ...
+
+__all__ = [
+    "AO_IgnoreError",
+    "AbortOnError",
+    "Cluster",
+    "Commit",
+    "LM_CommittedRead",
+    "LM_Exclusive",
+    "LM_Read",
+    "LM_SimpleRead",
+    "Ndb",
+    "NdbError",
+    "NoCommit",
+    "Operation",
+    "PermanentError",
+    "Rollback",
+    "ScanIterator",
+    "TemporaryError",
+    "Transaction",
+    "UnknownResultError",
+    "__version__",
+]

@@ -1,0 +1,197 @@
+//! `rndb.Cluster`: an embedded cluster (Ndb_cluster_connection plus its data nodes).
+
+use crate::convert::row_to_dict;
+use crate::errors::{bad_argument, guard, py_result, to_pyerr};
+use crate::ndb::Ndb;
+use crate::sqlglue;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
+use rndb::config::ClusterConfig;
+use rndb::error::codes;
+use std::path::PathBuf;
+
+#[pyclass(frozen, module = "rndb")]
+pub struct Cluster {
+    pub(crate) inner: rndb::Cluster,
+}
+
+/// A keyword argument value as config.ini text: str, int or bool.
+fn param_text(name: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(if b.is_true() { "true" } else { "false" }.to_string());
+    }
+    if v.cast::<PyInt>().is_ok() {
+        return Ok(v.str()?.to_string());
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_str()?.to_string());
+    }
+    Err(bad_argument(format!(
+        "parameter {name}: value must be str or int, not {}",
+        v.get_type().name()?
+    )))
+}
+
+impl Cluster {
+    fn check_open(&self) -> PyResult<()> {
+        if self.inner.is_closed() {
+            Err(crate::errors::err(codes::cluster_closed()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[pymethods]
+impl Cluster {
+    /// Starts an embedded cluster. NDB data-node parameters are keyword arguments
+    /// (`DataMemory="256M"`), set on every data node.
+    #[staticmethod]
+    #[pyo3(signature = (*, data_dir=None, config_file=None, data_nodes=None, no_of_replicas=None, **params))]
+    fn embedded(
+        py: Python<'_>,
+        data_dir: Option<PathBuf>,
+        config_file: Option<PathBuf>,
+        data_nodes: Option<u32>,
+        no_of_replicas: Option<u32>,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Cluster> {
+        let mut settings: Vec<(String, String)> = Vec::new();
+        if let Some(p) = params {
+            for (k, v) in p.iter() {
+                let k: String = k.extract()?;
+                let text = param_text(&k, &v)?;
+                settings.push((k, text));
+            }
+        }
+        if config_file.is_some() && (data_nodes.is_some() || no_of_replicas.is_some()) {
+            return Err(bad_argument(
+                "data_nodes and no_of_replicas describe the embedded layout: \
+                 with config_file= the layout comes from the file",
+            ));
+        }
+        let r = py.detach(|| {
+            guard(|| {
+                let mut config = match (&config_file, data_nodes, no_of_replicas) {
+                    (Some(path), _, _) => ClusterConfig::from_file(path)?,
+                    (None, None, None) => ClusterConfig::embedded_default(),
+                    (None, nodes, replicas) => {
+                        let nodes = nodes.unwrap_or(2);
+                        let replicas = replicas.unwrap_or(if nodes == 1 { 1 } else { 2 });
+                        ClusterConfig::embedded(nodes, replicas)?
+                    }
+                };
+                for (k, v) in &settings {
+                    config.set_data_node_param(k, v)?;
+                }
+                match &data_dir {
+                    Some(dir) => {
+                        std::fs::create_dir_all(dir).map_err(|e| {
+                            codes::bad_config(format!(
+                                "cannot create data directory {}: {e}",
+                                dir.display()
+                            ))
+                        })?;
+                        rndb::Cluster::embedded_in(config, dir.clone())
+                    }
+                    None => rndb::Cluster::embedded(config),
+                }
+            })
+        });
+        Ok(Cluster {
+            inner: py_result(r)?,
+        })
+    }
+
+    /// An `Ndb` object for a database, like `Ndb(&cluster_connection, "test")`.
+    #[pyo3(signature = (database="test"))]
+    fn ndb(&self, database: &str) -> PyResult<Ndb> {
+        self.check_open()?;
+        Ok(Ndb::new(self.inner.ndb(database)))
+    }
+
+    /// Runs a management-client command (the ndb_mgm language); returns its output.
+    fn mgm(&self, py: Python<'_>, command: &str) -> PyResult<String> {
+        self.check_open()?;
+        let inner = self.inner.inner().clone();
+        let r = py.detach(|| guard(|| sqlglue::mgm(&inner, command)));
+        r.map_err(|e| to_pyerr(py, e))
+    }
+
+    /// The rows of an ndbinfo table (`"memoryusage"` or `"ndbinfo.memoryusage"`).
+    fn ndbinfo<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyList>> {
+        self.check_open()?;
+        let inner = self.inner.inner().clone();
+        let table = name
+            .strip_prefix("ndbinfo.")
+            .or_else(|| name.strip_prefix("NDBINFO."))
+            .unwrap_or(name)
+            .to_string();
+        let r = py.detach(|| guard(|| sqlglue::ndbinfo(&inner, &table)));
+        let (columns, rows) = r.map_err(|e| to_pyerr(py, e))?;
+        let names: Vec<Bound<'py, PyString>> =
+            columns.iter().map(|c| PyString::intern(py, c)).collect();
+        let out = PyList::empty(py);
+        for row in rows {
+            out.append(row_to_dict(py, &names, row)?)?;
+        }
+        Ok(out)
+    }
+
+    /// Shuts the cluster down: every page of DataMemory is released; later use of the
+    /// cluster, its Ndb objects and transactions raises NdbError 4009.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = self.inner.clone();
+        py_result(py.detach(|| {
+            guard(|| {
+                inner.shutdown();
+                Ok(())
+            })
+        }))
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Node ids of the data nodes.
+    #[getter]
+    fn data_node_ids(&self) -> Vec<u32> {
+        self.inner.data_node_ids()
+    }
+
+    /// The configuration in effect, as config.ini text.
+    #[getter]
+    fn config_ini(&self) -> String {
+        self.inner.inner().config.read().to_ini()
+    }
+
+    /// The data directory given at start, if any.
+    #[getter]
+    fn data_dir(&self) -> Option<PathBuf> {
+        self.inner.inner().data_dir.clone()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<rndb.Cluster data_nodes={:?}{}>",
+            self.inner.data_node_ids(),
+            if self.inner.is_closed() {
+                " closed"
+            } else {
+                ""
+            }
+        )
+    }
+}

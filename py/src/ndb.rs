@@ -1,0 +1,438 @@
+//! `rndb.Ndb`: a database handle — transactions, batched key reads and inserts, scans,
+//! and SQL through one session per object.
+
+use crate::convert::{
+    column_positions, extract_columns, key_values, names, py_to_value, row_to_dict, value_to_py,
+};
+use crate::errors::{R, bad_argument, err, guard, py_result, to_pyerr};
+use crate::lock_detached;
+use crate::scan::{Owner, ScanArgs, ScanIterator};
+use crate::sqlglue::{Session, SqlOutcome};
+use crate::transaction::Transaction;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use rndb::Value;
+use rndb::api::TableRuntime;
+use std::sync::{Arc, Mutex};
+
+/// Rows converted per trip into the engine by `insert_many` and keys by `read_many`:
+/// the GIL is released for the engine work of each chunk, and memory stays bounded
+/// however long the input is.
+const CHUNK_ROWS: usize = 32_768;
+
+#[pyclass(frozen, module = "rndb")]
+pub struct Ndb {
+    pub(crate) ndb: rndb::Ndb,
+    session: Mutex<Option<Session>>,
+}
+
+impl Ndb {
+    pub(crate) fn new(ndb: rndb::Ndb) -> Ndb {
+        Ndb {
+            ndb,
+            session: Mutex::new(None),
+        }
+    }
+
+    fn table(&self, name: &str) -> PyResult<Arc<TableRuntime>> {
+        py_result(self.ndb.table(name))
+    }
+}
+
+/// Rows of one column set, waiting to be inserted.
+struct Segment {
+    cols: Vec<usize>,
+    rows: Vec<Vec<Value>>,
+}
+
+/// Inserts segments in transactions of `batch_size` rows; returns the rows inserted.
+fn insert_segments(
+    ndb: &rndb::Ndb,
+    table: &Arc<TableRuntime>,
+    segments: Vec<Segment>,
+    batch_size: usize,
+) -> R<u64> {
+    let mut done = 0;
+    for seg in segments {
+        let mut rows = seg.rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            let batch: Vec<Vec<Value>> = rows.by_ref().take(batch_size).collect();
+            done += ndb.insert_batch(table, &seg.cols, batch)?;
+        }
+    }
+    Ok(done)
+}
+
+#[pymethods]
+impl Ndb {
+    /// The database this object works in.
+    #[getter]
+    fn database(&self) -> &str {
+        self.ndb.database()
+    }
+
+    /// Starts a transaction (usable as a context manager).
+    fn transaction(&self) -> PyResult<Transaction> {
+        Transaction::start(self.ndb.clone())
+    }
+
+    /// Names of the tables of this database.
+    fn tables(&self) -> PyResult<Vec<String>> {
+        py_result(self.ndb.cluster().check_open())?;
+        Ok(self
+            .ndb
+            .tables()
+            .iter()
+            .map(|t| t.def.name.clone())
+            .collect())
+    }
+
+    /// Creates a table (NdbDictionary createTable). `columns` maps names to MySQL type
+    /// declarations (`{"id": "BIGINT UNSIGNED NOT NULL", "b": "VARCHAR(32)"}`, or a
+    /// list of (name, declaration) pairs); `primary_key` names the key columns (default:
+    /// the columns declared PRIMARY KEY, else NDB's hidden key); `indexes` and
+    /// `unique_indexes` map index names to their columns.
+    #[pyo3(signature = (name, columns, primary_key=None, indexes=None, unique_indexes=None, if_not_exists=false, logging=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_table(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        columns: &Bound<'_, PyAny>,
+        primary_key: Option<&Bound<'_, PyAny>>,
+        indexes: Option<&Bound<'_, PyDict>>,
+        unique_indexes: Option<&Bound<'_, PyDict>>,
+        if_not_exists: bool,
+        logging: bool,
+    ) -> PyResult<()> {
+        let pairs: Vec<(String, String)> = if let Ok(d) = columns.cast::<PyDict>() {
+            d.iter()
+                .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+                .collect::<PyResult<_>>()?
+        } else {
+            columns
+                .try_iter()?
+                .map(|item| item?.extract::<(String, String)>())
+                .collect::<PyResult<_>>()?
+        };
+        let mut cols = Vec::with_capacity(pairs.len());
+        for (n, decl) in &pairs {
+            cols.push(crate::ddl::column(n, decl).map_err(err)?);
+        }
+        let name_list = |o: &Bound<'_, PyAny>| -> PyResult<Vec<String>> {
+            if let Ok(s) = o.extract::<String>() {
+                Ok(vec![s])
+            } else {
+                extract_columns(Some(o))
+                    .map_err(err)
+                    .map(|c| c.unwrap_or_default())
+            }
+        };
+        let pk = match primary_key {
+            Some(p) if !p.is_none() => name_list(p)?,
+            _ => Vec::new(),
+        };
+        let mut idx = Vec::new();
+        for (dict, kind) in [
+            (indexes, rndb::schema::IndexKind::OrderedIndex),
+            (unique_indexes, rndb::schema::IndexKind::UniqueHashIndex),
+        ] {
+            if let Some(d) = dict {
+                for (k, v) in d.iter() {
+                    idx.push((k.extract::<String>()?, kind, name_list(&v)?));
+                }
+            }
+        }
+        let spec = rndb::api::TableSpec {
+            name: name.to_string(),
+            columns: cols,
+            primary_key: pk,
+            indexes: idx,
+            logging,
+            if_not_exists,
+        };
+        let ndb = &self.ndb;
+        py_result(py.detach(|| guard(|| ndb.create_table(spec).map(|_| ()))))
+    }
+
+    /// Drops a table; returns whether it existed (error 723 without `if_exists`).
+    #[pyo3(signature = (name, if_exists=false))]
+    fn drop_table(&self, py: Python<'_>, name: &str, if_exists: bool) -> PyResult<bool> {
+        let ndb = &self.ndb;
+        py_result(py.detach(|| guard(|| ndb.drop_table(name, if_exists))))
+    }
+
+    /// Deletes every row of a table (pages go back to DataMemory).
+    fn truncate_table(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let ndb = &self.ndb;
+        py_result(py.detach(|| guard(|| ndb.truncate_table(name))))
+    }
+
+    /// Column names of a table (visible columns, in table order).
+    fn columns(&self, table: &str) -> PyResult<Vec<String>> {
+        let t = self.table(table)?;
+        Ok(t.def
+            .visible_columns()
+            .map(|(_, c)| c.name.clone())
+            .collect())
+    }
+
+    /// Runs SQL. Returns the rows of the last statement as a list of dicts, or the
+    /// number of affected rows for DML/DDL (None when the statement returns neither).
+    fn execute<'py>(&self, py: Python<'py>, sql: &str) -> PyResult<Bound<'py, PyAny>> {
+        let r = py.detach(|| {
+            guard(|| {
+                let mut s = lock_detached(&self.session);
+                let session = s.get_or_insert_with(|| Session::new(self.ndb.clone()));
+                session.execute(sql)
+            })
+        });
+        match r.map_err(|e| to_pyerr(py, e))? {
+            SqlOutcome::Rows { columns, rows } => {
+                let names: Vec<Bound<'py, PyString>> =
+                    columns.iter().map(|c| PyString::intern(py, c)).collect();
+                let out: Vec<Bound<'py, PyDict>> = rows
+                    .into_iter()
+                    .map(|r| row_to_dict(py, &names, r))
+                    .collect::<PyResult<_>>()?;
+                Ok(PyList::new(py, out)?.into_any())
+            }
+            SqlOutcome::Affected(n) => value_to_py(py, Value::UInt(n)),
+            SqlOutcome::Nothing => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// Inserts rows (dicts, or sequences in the order of `columns`), committing every
+    /// `batch_size` rows. Returns the number of rows inserted. On error the failing
+    /// batch is rolled back; earlier batches stay committed.
+    #[pyo3(signature = (table, rows, columns=None, batch_size=1000))]
+    fn insert_many(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        rows: &Bound<'_, PyAny>,
+        columns: Option<&Bound<'_, PyAny>>,
+        batch_size: usize,
+    ) -> PyResult<u64> {
+        if batch_size == 0 {
+            return Err(bad_argument("batch_size must be at least 1"));
+        }
+        let t = self.table(table)?;
+        let def = t.def.clone();
+        let seq_cols = match extract_columns(columns).map_err(err)? {
+            Some(c) => Some(column_positions(&def, Some(&c)).map_err(err)?),
+            None => None,
+        };
+        let chunk = CHUNK_ROWS.div_ceil(batch_size).max(1) * batch_size;
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut pending = 0usize;
+        let mut total = 0u64;
+        // the key objects of the current dict segment (looked up in each following row)
+        let mut dict_keys: Vec<Bound<'_, PyAny>> = Vec::new();
+        let mut in_dict_segment = false;
+        let iter = rows
+            .try_iter()
+            .map_err(|_| bad_argument("rows must be an iterable of dicts or sequences"))?;
+        for item in iter {
+            let item = item?;
+            let mut values: Vec<Value>;
+            if let Ok(d) = item.cast::<PyDict>() {
+                let mut same = in_dict_segment && d.len() == dict_keys.len();
+                values = Vec::with_capacity(d.len());
+                if same {
+                    let cols = &segments.last().map(|s| &s.cols[..]).unwrap_or(&[]);
+                    for (k, &c) in dict_keys.iter().zip(cols.iter()) {
+                        match d.get_item(k)? {
+                            Some(v) => {
+                                values.push(py_to_value(&v, &def.columns[c].name).map_err(err)?)
+                            }
+                            None => {
+                                same = false;
+                                break;
+                            }
+                        }
+                    }
+                }
+                if !same {
+                    values.clear();
+                    dict_keys.clear();
+                    let mut cols = Vec::with_capacity(d.len());
+                    for (k, v) in d.iter() {
+                        let c = crate::convert::check_column_name(&def, &k).map_err(err)?;
+                        values.push(py_to_value(&v, &def.columns[c].name).map_err(err)?);
+                        cols.push(c);
+                        dict_keys.push(k);
+                    }
+                    segments.push(Segment {
+                        cols,
+                        rows: Vec::new(),
+                    });
+                    in_dict_segment = true;
+                }
+            } else {
+                let Some(cols) = &seq_cols else {
+                    return Err(bad_argument(format!(
+                        "a row that is not a dict ({}) needs columns=[...]",
+                        item.get_type().name()?
+                    )));
+                };
+                let n = item.len().map_err(|_| {
+                    bad_argument("rows must be dicts or sequences (tuple, list) of values")
+                })?;
+                if n != cols.len() {
+                    return Err(bad_argument(format!(
+                        "row has {n} values for {} columns",
+                        cols.len()
+                    )));
+                }
+                values = Vec::with_capacity(n);
+                for (i, &c) in cols.iter().enumerate() {
+                    let v = item.get_item(i)?;
+                    values.push(py_to_value(&v, &def.columns[c].name).map_err(err)?);
+                }
+                if in_dict_segment || segments.is_empty() {
+                    segments.push(Segment {
+                        cols: cols.clone(),
+                        rows: Vec::new(),
+                    });
+                    in_dict_segment = false;
+                }
+            }
+            if let Some(s) = segments.last_mut() {
+                s.rows.push(values);
+            }
+            pending += 1;
+            if pending >= chunk {
+                let segs = std::mem::take(&mut segments);
+                in_dict_segment = false;
+                pending = 0;
+                let ndb = &self.ndb;
+                let r = py.detach(|| guard(|| insert_segments(ndb, &t, segs, batch_size)));
+                total += r.map_err(|e| to_pyerr(py, e))?;
+            }
+        }
+        if !segments.is_empty() {
+            let ndb = &self.ndb;
+            let r = py.detach(|| guard(|| insert_segments(ndb, &t, segments, batch_size)));
+            total += r.map_err(|e| to_pyerr(py, e))?;
+        }
+        Ok(total)
+    }
+
+    /// Committed reads of many primary keys (scalars for a one-column key, tuples in key
+    /// order, or dicts). One entry per key: the row as a dict, or None.
+    #[pyo3(signature = (table, keys, columns=None))]
+    fn read_many<'py>(
+        &self,
+        py: Python<'py>,
+        table: &str,
+        keys: &Bound<'py, PyAny>,
+        columns: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let t = self.table(table)?;
+        let def = t.def.clone();
+        let wanted = extract_columns(columns).map_err(err)?;
+        let cols = column_positions(&def, wanted.as_deref()).map_err(err)?;
+        let col_names = names(py, &def, &cols);
+        let pk_names = names(py, &def, &def.primary_key);
+        let hint = keys.len().unwrap_or(0);
+        let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(hint);
+        let mut batch: Vec<Vec<Value>> = Vec::with_capacity(hint.min(CHUNK_ROWS));
+        let none = py.None().into_bound(py);
+        let iter = keys
+            .try_iter()
+            .map_err(|_| bad_argument("keys must be an iterable"))?;
+        let flush = |batch: &mut Vec<Vec<Value>>, out: &mut Vec<Bound<'py, PyAny>>| {
+            let ndb = &self.ndb;
+            let b = &*batch;
+            let cols = &cols;
+            let t = &t;
+            let res = py.detach(|| guard(|| ndb.read_batch(t, b, cols)));
+            batch.clear();
+            for r in res.map_err(|e| to_pyerr(py, e))? {
+                out.push(match r {
+                    Some(row) => row_to_dict(py, &col_names, row)?.into_any(),
+                    None => none.clone(),
+                });
+            }
+            PyResult::Ok(())
+        };
+        for key in iter {
+            let key = key?;
+            batch.push(key_values(&def, &pk_names, &key).map_err(err)?);
+            if batch.len() >= CHUNK_ROWS {
+                flush(&mut batch, &mut out)?;
+            }
+        }
+        if !batch.is_empty() {
+            flush(&mut batch, &mut out)?;
+        }
+        PyList::new(py, out)
+    }
+
+    /// A full-table scan: an iterator of dicts.
+    #[pyo3(signature = (table, columns=None, lock_mode=2, batch_size=256))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        columns: Option<&Bound<'_, PyAny>>,
+        lock_mode: i32,
+        batch_size: usize,
+    ) -> PyResult<ScanIterator> {
+        let args = ScanArgs {
+            table: self.table(table)?,
+            index: None,
+            low: None,
+            high: None,
+            low_inclusive: true,
+            high_inclusive: true,
+            descending: false,
+            columns: extract_columns(columns).map_err(err)?,
+            lock_mode,
+            batch_size,
+        };
+        let tx = py_result(self.ndb.start_transaction())?;
+        ScanIterator::open(py, Owner::Own(Box::new(tx)), args)
+    }
+
+    /// An ordered-index range scan, in index order: an iterator of dicts. Bounds are
+    /// values (or tuples for a prefix of a multi-column index).
+    #[pyo3(signature = (table, index, low=None, high=None, low_inclusive=true, high_inclusive=true, descending=false, columns=None, lock_mode=2, batch_size=256))]
+    #[allow(clippy::too_many_arguments)]
+    fn index_scan(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        index: &str,
+        low: Option<&Bound<'_, PyAny>>,
+        high: Option<&Bound<'_, PyAny>>,
+        low_inclusive: bool,
+        high_inclusive: bool,
+        descending: bool,
+        columns: Option<&Bound<'_, PyAny>>,
+        lock_mode: i32,
+        batch_size: usize,
+    ) -> PyResult<ScanIterator> {
+        let t = self.table(table)?;
+        let args = ScanArgs::index(
+            t,
+            index,
+            low,
+            high,
+            low_inclusive,
+            high_inclusive,
+            descending,
+            extract_columns(columns).map_err(err)?,
+            lock_mode,
+            batch_size,
+        )
+        .map_err(err)?;
+        let tx = py_result(self.ndb.start_transaction())?;
+        ScanIterator::open(py, Owner::Own(Box::new(tx)), args)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<rndb.Ndb database={:?}>", self.ndb.database())
+    }
+}
