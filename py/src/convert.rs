@@ -130,6 +130,15 @@ fn slow_value(obj: &Bound<'_, PyAny>, column: &str) -> R<Value> {
             ))
         });
     }
+    // integers of other libraries (numpy.int64...): anything with __index__
+    if obj.hasattr(intern!(py, "__index__")).unwrap_or(false) {
+        if let Ok(v) = obj.extract::<i64>() {
+            return Ok(Value::Int(v));
+        }
+        if let Ok(v) = obj.extract::<u64>() {
+            return Ok(Value::UInt(v));
+        }
+    }
     Err(wrong_type(obj, column))
 }
 
@@ -274,10 +283,10 @@ fn dict_get<'py>(
         return Ok(Some(v));
     }
     for (k, v) in d.iter() {
-        if let Ok(ks) = k.cast::<PyString>() {
-            if ks.to_str().is_ok_and(|s| s.eq_ignore_ascii_case(name)) {
-                return Ok(Some(v));
-            }
+        if let Ok(ks) = k.cast::<PyString>()
+            && ks.to_str().is_ok_and(|s| s.eq_ignore_ascii_case(name))
+        {
+            return Ok(Some(v));
         }
     }
     Ok(None)
@@ -291,9 +300,24 @@ pub fn key_values(
     pk_names: &[Bound<'_, PyString>],
     key: &Bound<'_, PyAny>,
 ) -> R<Vec<Value>> {
+    let mut out = Vec::with_capacity(def.primary_key.len());
+    key_values_into(def, pk_names, key, &mut out)?;
+    Ok(out)
+}
+
+/// Same, appending the values to `out` (the flat key list of a batch).
+pub fn key_values_into(
+    def: &TableDef,
+    pk_names: &[Bound<'_, PyString>],
+    key: &Bound<'_, PyAny>,
+    out: &mut Vec<Value>,
+) -> R<()> {
     let npk = def.primary_key.len();
+    if npk == 1 && (key.cast::<PyInt>().is_ok() || key.cast::<PyString>().is_ok()) {
+        out.push(py_to_value(key, &def.columns[def.primary_key[0]].name)?);
+        return Ok(());
+    }
     if let Ok(d) = key.cast::<PyDict>() {
-        let mut out = Vec::with_capacity(npk);
         for (k, &p) in def.primary_key.iter().enumerate() {
             let name = &def.columns[p].name;
             match dict_get(d, &pk_names[k], name)? {
@@ -310,42 +334,40 @@ pub fn key_values(
                 check_column_name(def, &k)?;
             }
         }
-        return Ok(out);
+        return Ok(());
     }
     if let Ok(t) = key.cast::<PyTuple>() {
-        return seq_key(def, t.len(), |i| t.get_item(i));
+        return seq_key(def, t.len(), |i| t.get_item(i), out);
     }
     if let Ok(l) = key.cast::<PyList>() {
-        return seq_key(def, l.len(), |i| l.get_item(i));
+        return seq_key(def, l.len(), |i| l.get_item(i), out);
     }
     if npk != 1 {
         return Err(codes::key_not_complete(format!(
             "the primary key has {npk} columns: give a tuple or a dict"
         )));
     }
-    Ok(vec![py_to_value(
-        key,
-        &def.columns[def.primary_key[0]].name,
-    )?])
+    out.push(py_to_value(key, &def.columns[def.primary_key[0]].name)?);
+    Ok(())
 }
 
 fn seq_key<'py>(
     def: &TableDef,
     len: usize,
     get: impl Fn(usize) -> PyResult<Bound<'py, PyAny>>,
-) -> R<Vec<Value>> {
+    out: &mut Vec<Value>,
+) -> R<()> {
     let npk = def.primary_key.len();
     if len != npk {
         return Err(codes::key_not_complete(format!(
             "key has {len} values, the primary key has {npk} columns"
         )));
     }
-    let mut out = Vec::with_capacity(npk);
     for (i, &p) in def.primary_key.iter().enumerate() {
         let v = get(i).map_err(|e| codes::bad_argument(e.to_string()))?;
         out.push(py_to_value(&v, &def.columns[p].name)?);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A dict key as a column position (4004 when the table has no such column).

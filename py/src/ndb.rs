@@ -2,7 +2,8 @@
 //! and SQL through one session per object.
 
 use crate::convert::{
-    column_positions, extract_columns, key_values, names, py_to_value, row_to_dict, value_to_py,
+    column_positions, extract_columns, key_values_into, names, py_to_value, row_to_dict,
+    value_to_py,
 };
 use crate::errors::{R, bad_argument, err, guard, py_result, to_pyerr};
 use crate::lock_detached;
@@ -335,37 +336,48 @@ impl Ndb {
         let cols = column_positions(&def, wanted.as_deref()).map_err(err)?;
         let col_names = names(py, &def, &cols);
         let pk_names = names(py, &def, &def.primary_key);
+        let npk = def.primary_key.len();
+        let ncols = cols.len();
         let hint = keys.len().unwrap_or(0);
         let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(hint);
-        let mut batch: Vec<Vec<Value>> = Vec::with_capacity(hint.min(CHUNK_ROWS));
+        let mut flat_keys: Vec<Value> = Vec::with_capacity(hint.min(CHUNK_ROWS) * npk);
+        let mut values: Vec<Value> = Vec::new();
+        let mut found: Vec<bool> = Vec::new();
         let none = py.None().into_bound(py);
         let iter = keys
             .try_iter()
             .map_err(|_| bad_argument("keys must be an iterable"))?;
-        let flush = |batch: &mut Vec<Vec<Value>>, out: &mut Vec<Bound<'py, PyAny>>| {
+        let mut flush = |flat_keys: &mut Vec<Value>, out: &mut Vec<Bound<'py, PyAny>>| {
             let ndb = &self.ndb;
-            let b = &*batch;
-            let cols = &cols;
-            let t = &t;
-            let res = py.detach(|| guard(|| ndb.read_batch(t, b, cols)));
-            batch.clear();
-            for r in res.map_err(|e| to_pyerr(py, e))? {
-                out.push(match r {
-                    Some(row) => row_to_dict(py, &col_names, row)?.into_any(),
-                    None => none.clone(),
-                });
+            let (k, c, t) = (&*flat_keys, &cols, &t);
+            let (v, f) = (&mut values, &mut found);
+            let res = py.detach(|| guard(|| ndb.read_batch_into(t, k, c, v, f)));
+            flat_keys.clear();
+            res.map_err(|e| to_pyerr(py, e))?;
+            let mut vals = values.drain(..);
+            for &f in found.iter() {
+                if f {
+                    let d = PyDict::new(py);
+                    for (n, v) in col_names.iter().zip(vals.by_ref().take(ncols)) {
+                        d.set_item(n, value_to_py(py, v)?)?;
+                    }
+                    out.push(d.into_any());
+                } else {
+                    vals.by_ref().take(ncols).for_each(drop);
+                    out.push(none.clone());
+                }
             }
             PyResult::Ok(())
         };
         for key in iter {
             let key = key?;
-            batch.push(key_values(&def, &pk_names, &key).map_err(err)?);
-            if batch.len() >= CHUNK_ROWS {
-                flush(&mut batch, &mut out)?;
+            key_values_into(&def, &pk_names, &key, &mut flat_keys).map_err(err)?;
+            if flat_keys.len() >= CHUNK_ROWS * npk {
+                flush(&mut flat_keys, &mut out)?;
             }
         }
-        if !batch.is_empty() {
-            flush(&mut batch, &mut out)?;
+        if !flat_keys.is_empty() {
+            flush(&mut flat_keys, &mut out)?;
         }
         PyList::new(py, out)
     }

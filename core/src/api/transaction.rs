@@ -353,21 +353,29 @@ impl Transaction {
                 &def.columns[*pos].name,
             )?);
         }
-        let mut changes: Vec<(usize, Value)> = Vec::with_capacity(rec.values.len());
-        for (pos, v) in &rec.values {
-            let c = &def.columns[*pos];
+        let read_columns = rec.read_columns.clone();
+        // The values are consumed: an operation executes once.
+        let values = std::mem::take(&mut self.ops[i].values);
+        let mut changes: Vec<(usize, Value)> = Vec::with_capacity(values.len());
+        for (pos, v) in values {
+            let c = &def.columns[pos];
             if c.primary_key && kind == OpKind::Update {
                 return Err(codes::pk_update());
             }
-            let v = coerce(v.clone(), &c.ty, &c.name)?;
+            let v = coerce(v, &c.ty, &c.name)?;
             if v.is_null() && !c.nullable {
                 return Err(codes::null_in_not_null(&c.name));
             }
-            changes.push((*pos, v));
+            changes.push((pos, v));
         }
         let mut full = Vec::new();
         if matches!(kind, OpKind::Insert | OpKind::Write) {
-            full = self.full_row(&table, &mut key_values, &changes)?;
+            if kind == OpKind::Insert {
+                let moved = std::mem::take(&mut changes);
+                full = self.full_row(&table, &mut key_values, moved)?;
+            } else {
+                full = self.full_row(&table, &mut key_values, changes.clone())?;
+            }
             // key columns given among the values count as the key
             for (k, &p) in def.primary_key.iter().enumerate() {
                 if key_values[k].is_none() && !full[p].is_null() {
@@ -397,9 +405,10 @@ impl Transaction {
         if key_bytes.len() > 4092 {
             return Err(codes::max_key_size());
         }
-        let cols = match &rec.read_columns {
-            Some(c) => c.clone(),
-            None => def.visible_columns().map(|(i, _)| i).collect(),
+        let cols = match (kind, read_columns) {
+            (OpKind::Read(_), Some(c)) => c,
+            (OpKind::Read(_), None) => def.visible_columns().map(|(i, _)| i).collect(),
+            _ => Vec::new(),
         };
         Ok(Prepared {
             op: i,
@@ -418,7 +427,7 @@ impl Transaction {
         &self,
         table: &TableRuntime,
         key_values: &mut [Option<Value>],
-        changes: &[(usize, Value)],
+        changes: Vec<(usize, Value)>,
     ) -> Result<Vec<Value>> {
         let def = &table.def;
         let mut full: Vec<Option<Value>> = vec![None; def.columns.len()];
@@ -428,7 +437,7 @@ impl Transaction {
             }
         }
         for (p, v) in changes {
-            full[*p] = Some(v.clone());
+            full[p] = Some(v);
         }
         let mut out = Vec::with_capacity(def.columns.len());
         for (i, c) in def.columns.iter().enumerate() {

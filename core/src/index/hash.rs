@@ -14,7 +14,7 @@
 //!   every entry of bucket `b` has `hash & 3 == b & 3`. The payload is the row id of an
 //!   entry, or the overflow container id of a link.
 //! - Primary container: 8 slots. Overflow container: 32 bytes, 4 slots, from a
-//!   [`Slab`](super::slab::Slab) of `HashIndex` pages. When a chain continues, the last
+//!   `Slab` (`slab.rs`) of `HashIndex` pages. When a chain continues, the last
 //!   slot of a container is a link to the next container.
 //!
 //! Invariants (asserted on write and on read, verified in full by `check`)
@@ -34,11 +34,14 @@
 //!   overflow pages are returned the moment they hold no container, and when the free
 //!   overflow containers exceed a page and a quarter the emptiest overflow page is
 //!   evacuated (containers moved, links rewritten) so it can be returned.
+//!
+//! This file: layout, lookup, insert, remove, relocate. Splits, merges, evacuation and
+//! `check`: `hash_grow.rs`.
 
 use super::slab::Slab;
 use crate::error::{NdbError, codes};
 use crate::storage::RowId;
-use crate::storage::pool::{Page, PageKind, PagePool};
+use crate::storage::pool::{PageBox, PageKind, PagePool};
 
 pub(super) const LINE: usize = 64;
 pub(super) const PRIMARY_SLOTS: usize = 8;
@@ -110,7 +113,7 @@ pub(super) fn overflow_containers(c: usize) -> usize {
 /// The primary-key hash index of one fragment (NDB's DBACC).
 pub struct HashIndex {
     /// Directory pages: bucket `b`'s primary container is line `b % 512` of `dir[b / 512]`.
-    pub(super) dir: Vec<Box<Page>>,
+    pub(super) dir: Vec<PageBox>,
     /// Overflow containers.
     pub(super) ovf: Slab,
     pub(super) n_buckets: u32,

@@ -6,7 +6,7 @@
 //! scan can resume strictly after any `(key, row)` it returned.
 //!
 //! Layout: nodes are 512-byte slots (64 per 32 KB `PageKind::OrderedIndex` page) from a
-//! [`Slab`]. A node is an 8-byte header — magic `0xB7`, level (0 = leaf), `u16` count —
+//! `Slab` (`slab.rs`). A node is an 8-byte header — magic `0xB7`, level (0 = leaf), `u16` count —
 //! followed by 126 little-endian `u32` words. A leaf holds up to 126 row ids. An internal
 //! node holds up to 62 separator row ids in words `0..62` and `count + 1` child node ids
 //! in words `62..125`. No key is stored; no leaf links (scans move through a root-to-leaf
@@ -31,6 +31,10 @@
 //!
 //! Every loop is bounded by the tree height, a node's count or the number of leaves;
 //! recursion (only in `check`) is bounded by the height.
+//!
+//! This file: types, node access, navigation, insert and remove. Splits, merges and
+//! redistribution: `ordered_tree.rs`; scans and `check`: `ordered_scan.rs`; reservations,
+//! the node stock, relocation and evacuation: `ordered_stock.rs`.
 
 use super::slab::{NIL, Slab};
 use crate::error::{NdbError, codes};

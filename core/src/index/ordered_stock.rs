@@ -32,11 +32,8 @@ impl OrderedIndex {
             return false;
         }
         if self.height == 0 {
-            let id = self
-                .slab
-                .alloc()
-                .expect("ordered index: the freed root is in the stock");
-            self.level_nodes[0] += 1;
+            // The root leaf just freed is still in the stock.
+            let id = self.take_node(0);
             let mut n = Node::new(0);
             n.w[0] = new.0;
             n.count = 1;
@@ -51,8 +48,19 @@ impl OrderedIndex {
         if need == 0 || self.slab.free_slots() >= need + self.reservation_target() {
             self.insert_at(&p, new.0);
         } else {
-            let toward_right = gt(cmp, old, new);
-            self.carry_insert(p, new.0, toward_right);
+            // The freed slot lies toward `old`'s old position — except that a gap at the
+            // end of a leaf is also the gap at the start of the next one, where `old` may
+            // have been the first entry: then that leaf has the room.
+            let mut q = p;
+            if p.idx[0] == self.hdr(p.node[0]).1
+                && self.next_leaf(&mut q)
+                && self.hdr(q.node[0]).1 < self.leaf_cap
+            {
+                self.carry_insert(q, new.0, true);
+            } else {
+                let toward_right = gt(cmp, old, new);
+                self.carry_insert(p, new.0, toward_right);
+            }
         }
         self.len += 1;
         true
@@ -113,7 +121,7 @@ impl OrderedIndex {
     /// Makes sure the next `n_inserts` inserts cannot fail for lack of pages: allocates
     /// pages to the node stock now. `Err(902)` (nothing reserved) if the pool cannot.
     pub fn reserve(&mut self, pool: &PagePool, n_inserts: usize) -> Result<(), NdbError> {
-        let total = self.reserved + n_inserts as u64;
+        let total = self.reserved.saturating_add(n_inserts as u64);
         let want = self.target_for(total);
         while self.slab.free_slots() < want {
             if !self.slab.grow(pool) {
@@ -146,7 +154,7 @@ impl OrderedIndex {
         if n == 0 {
             0
         } else {
-            self.nodes_for(n) + self.height as u64 + 2
+            self.nodes_for(n).saturating_add(self.height as u64 + 2)
         }
     }
 
@@ -172,7 +180,7 @@ impl OrderedIndex {
             let splits = if lvl < self.height {
                 let first = self.level_nodes[lvl].min(s);
                 let k = if lvl == 0 {
-                    2 * (first + s / g)
+                    (2 * first).saturating_add(2 * (s / g))
                 } else {
                     first + s / g
                 };
@@ -185,7 +193,7 @@ impl OrderedIndex {
                     s / g
                 }
             };
-            total += splits;
+            total = total.saturating_add(splits);
             s = splits;
         }
         total

@@ -5,10 +5,22 @@
 
 use super::ordered::{OrderedIndex, ScanDirection, Seek};
 use crate::storage::RowId;
-use crate::storage::pool::{Page, PageKind, PagePool};
+use crate::storage::pool::{PageBox, PageKind, PagePool};
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
+
+/// `cases` proptest cases (`PROPTEST_CASES` overrides), no regression files written.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cases),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
 
 type Key = (u8, u8);
 
@@ -352,7 +364,7 @@ fn caps() -> impl Strategy<Value = Option<(usize, usize)>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(config(48))]
 
     #[test]
     fn ordered_matches_model(ops in prop::collection::vec(op(), 1..250), caps in caps()) {
@@ -371,7 +383,7 @@ proptest! {
 }
 
 /// Takes every free page of the pool (as table data) so the index cannot get more.
-fn exhaust(pool: &PagePool) -> Vec<Box<Page>> {
+fn exhaust(pool: &PagePool) -> Vec<PageBox> {
     let mut held = Vec::new();
     while let Some(p) = pool.alloc(PageKind::Fixed) {
         held.push(p);
@@ -390,7 +402,7 @@ enum Pattern {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(config(64))]
 
     /// After `reserve(n)` succeeds, `n` inserts succeed with the pool exhausted, whatever
     /// their keys, with removals in between.
@@ -424,7 +436,7 @@ proptest! {
         };
         // Fill `fill_pages` pages until an insert fails: the node stock is then (nearly)
         // empty and the failed insert's spot has a full path.
-        let hostages: Vec<Box<Page>> =
+        let hostages: Vec<PageBox> =
             (0..POOL - fill_pages).map(|_| pool.alloc(PageKind::Fixed).expect("page")).collect();
         let mut spot = (0, 0);
         for _ in 0..100_000 {
@@ -506,6 +518,11 @@ fn reserve_fails_cleanly_and_unreserve_returns_stock() {
     let err = idx
         .reserve(&pool, 10_000)
         .expect_err("needs more than 3 pages");
+    assert_eq!(err.code, 902);
+    assert_eq!(idx.reserved(), 0);
+    let err = idx
+        .reserve(&pool, usize::MAX)
+        .expect_err("absurd reservation");
     assert_eq!(err.code, 902);
     assert_eq!(idx.reserved(), 0);
     assert_eq!(

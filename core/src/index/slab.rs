@@ -21,7 +21,7 @@
 //! returned as soon as it holds no slot — unless the owner asks to keep free slots
 //! (the ordered index's reservation stock).
 
-use crate::storage::pool::{PAGE_SIZE, Page, PageKind, PagePool};
+use crate::storage::pool::{PAGE_SIZE, PageBox, PageKind, PagePool};
 
 /// Written into the second word of every free slot.
 pub(crate) const FREE_MARK: u32 = 0xF4EE_51A8;
@@ -33,7 +33,7 @@ const NOT_LISTED: u32 = u32::MAX;
 pub(crate) const NIL: u32 = u32::MAX;
 
 struct SlabPage {
-    page: Box<Page>,
+    page: PageBox,
     /// Number of free slots.
     free: u32,
     /// First free slot, or `NO_SLOT`.

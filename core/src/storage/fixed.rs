@@ -19,7 +19,7 @@
 //! it has a free slot; the free-slot chain of a page has exactly `free count` entries;
 //! `rows` equals the number of used slots.
 
-use super::pool::{PAGE_SIZE, Page, PageKind, PagePool};
+use super::pool::{PAGE_SIZE, Page, PageBox, PageKind, PagePool};
 use super::row_id::{MAX_LOGICAL_PAGES, MAX_SLOTS_PER_PAGE, RowId};
 
 pub const FIXED_PAGE_MAGIC: u32 = 0x5455_5046; // "FPUT"
@@ -48,7 +48,7 @@ pub const ROW_VERSION_SHIFT: u32 = 16;
 pub struct FixedPages {
     slot_size: u32,
     slots_per_page: u32,
-    pages: Vec<Option<Box<Page>>>,
+    pages: Vec<Option<PageBox>>,
     free_logical: Vec<u32>,
     list_head: u32,
     list_tail: u32,

@@ -7,7 +7,7 @@ pub mod row_id;
 pub mod var;
 
 pub use fixed::FixedPages;
-pub use pool::{PAGE_SIZE, Page, PageKind, PagePool};
+pub use pool::{PAGE_SIZE, Page, PageBox, PageKind, PagePool};
 pub use row_id::RowId;
 pub use var::VarPages;
 

@@ -2,10 +2,14 @@
 //!
 //! All table data of a data node — fixed-size row parts, var-size row parts, the
 //! primary-key hash index and the ordered indexes — lives in pages taken from one
-//! [`PagePool`], allocated in full when the node starts (NDB allocates DataMemory at
-//! start, never on demand). A page is owned by exactly one structure at a time: it is
-//! moved out of the pool by [`PagePool::alloc`] and moved back by [`PagePool::free`], so
-//! ownership is checked by the compiler and no page is ever shared.
+//! [`PagePool`]: a single anonymous mapping of DataMemory bytes, reserved when the node
+//! starts (NDB allocates DataMemory at start, never on demand), aligned to 2 MB and
+//! advised to use transparent huge pages (fewer TLB misses on random reads, 512 times
+//! fewer page faults on first use). The kernel commits memory as pages are first
+//! written. A page is owned by exactly one structure at a time: [`PagePool::alloc`]
+//! hands out a [`PageBox`], a unique handle like `PageBox`, and [`PagePool::free`]
+//! takes it back, so ownership is checked by the compiler and no page is ever shared.
+//! Each handle keeps the mapping alive, so a page can never outlive its memory.
 //!
 //! Accounting is exact: every owner tells the pool which [`PageKind`] it takes a page
 //! for, and the pool keeps per-kind counts that `REPORT MEMORYUSAGE` and
@@ -16,6 +20,9 @@
 //! held and never the other way round.
 
 use parking_lot::Mutex;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Size of one DataMemory page (NDB's GLOBAL_PAGE_SIZE).
@@ -84,25 +91,150 @@ pub enum PageKind {
 }
 
 const KINDS: usize = 4;
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The anonymous mapping behind a pool: `pages` pages from `base` (2 MB aligned inside
+/// a mapping of `map_len` bytes at `map_start`).
+struct Region {
+    map_start: *mut u8,
+    map_len: usize,
+    base: *mut u8,
+    pages: u32,
+}
+
+// SAFETY: the region is plain memory; access to each page is serialised by the unique
+// ownership of its `PageBox`, and the region itself is only read (addresses).
+unsafe impl Send for Region {}
+unsafe impl Sync for Region {}
+
+impl Region {
+    fn new(pages: u32) -> Region {
+        let len = pages as usize * PAGE_SIZE;
+        if len == 0 {
+            return Region {
+                map_start: std::ptr::null_mut(),
+                map_len: 0,
+                base: std::ptr::null_mut(),
+                pages: 0,
+            };
+        }
+        let map_len = len + HUGE_PAGE;
+        // SAFETY: an anonymous private mapping with no address hint; checked below.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert!(
+            raw != libc::MAP_FAILED,
+            "DataMemory: mmap of {map_len} bytes failed: {}",
+            std::io::Error::last_os_error()
+        );
+        let map_start = raw as *mut u8;
+        let offset = (map_start as usize).next_multiple_of(HUGE_PAGE) - map_start as usize;
+        // SAFETY: `offset < HUGE_PAGE`, so base..base+len lies inside the mapping.
+        let base = unsafe { map_start.add(offset) };
+        // SAFETY: advice on memory this mapping owns; failing is harmless (no THP).
+        unsafe {
+            libc::madvise(base as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+        Region {
+            map_start,
+            map_len,
+            base,
+            pages,
+        }
+    }
+
+    /// Tells the kernel the content of every page is no longer needed (shutdown): the
+    /// memory goes back to the system, the mapping stays valid (reads give zeros).
+    fn discard(&self) {
+        if self.pages > 0 {
+            // SAFETY: advice on memory this mapping owns.
+            unsafe {
+                libc::madvise(
+                    self.base as *mut libc::c_void,
+                    self.pages as usize * PAGE_SIZE,
+                    libc::MADV_DONTNEED,
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        if self.map_len > 0 {
+            // SAFETY: unmapping the mapping created in `new`; no `PageBox` is left, as
+            // every one holds an `Arc` to this region.
+            unsafe {
+                libc::munmap(self.map_start as *mut libc::c_void, self.map_len);
+            }
+        }
+    }
+}
+
+/// Unique handle to one page of a pool (like `PageBox`). Dropping it without
+/// [`PagePool::free`] leaks the page for the pool's lifetime, never memory safety.
+pub struct PageBox {
+    ptr: NonNull<Page>,
+    region: Arc<Region>,
+}
+
+// SAFETY: a PageBox is the only handle to its page (the pool hands each page out once
+// until it is freed), so it can move between threads like a Box.
+unsafe impl Send for PageBox {}
+unsafe impl Sync for PageBox {}
+
+impl Deref for PageBox {
+    type Target = Page;
+    #[inline]
+    fn deref(&self) -> &Page {
+        // SAFETY: `ptr` points at a page inside `region`, kept alive by the Arc; this
+        // handle is unique, so no `&mut` to the page exists elsewhere.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl DerefMut for PageBox {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Page {
+        // SAFETY: as in `deref`, and `&mut self` makes this borrow exclusive.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
+impl PageBox {
+    fn index(&self) -> u32 {
+        ((self.ptr.as_ptr() as usize - self.region.base as usize) / PAGE_SIZE) as u32
+    }
+}
 
 /// The node's DataMemory.
 pub struct PagePool {
-    free: Mutex<Vec<Box<Page>>>,
+    region: Arc<Region>,
+    /// Free page indexes, and one bit per page: handed out or not (double-free check).
+    free: Mutex<(Vec<u32>, Vec<u64>)>,
     total_pages: u32,
     used_by_kind: [AtomicU64; KINDS],
     high_water_pages: AtomicU64,
 }
 
 impl PagePool {
-    /// Allocates `total_pages` pages now. The memory is obtained zeroed from the
-    /// allocator, so the OS commits it only when a page is first written.
+    /// Reserves `total_pages` pages now.
     pub fn new(total_pages: u32) -> PagePool {
-        let mut free = Vec::with_capacity(total_pages as usize);
-        for _ in 0..total_pages {
-            free.push(new_zeroed_page());
-        }
+        let region = Arc::new(Region::new(total_pages));
+        // Hand out low addresses first (pop from the end of a descending list).
+        let free: Vec<u32> = (0..total_pages).rev().collect();
+        let bits = vec![0u64; (total_pages as usize).div_ceil(64)];
         PagePool {
-            free: Mutex::new(free),
+            region,
+            free: Mutex::new((free, bits)),
             total_pages,
             used_by_kind: Default::default(),
             high_water_pages: AtomicU64::new(0),
@@ -116,29 +248,48 @@ impl PagePool {
 
     /// Takes one page for `kind`, or `None` when DataMemory is exhausted.
     /// The page's content is unspecified: the new owner initialises it.
-    pub fn alloc(&self, kind: PageKind) -> Option<Box<Page>> {
-        let page = self.free.lock().pop()?;
-        let used = self.used_by_kind[kind as usize].fetch_add(1, Ordering::Relaxed) + 1;
-        let _ = used;
-        let total_used = self.used_pages();
+    pub fn alloc(&self, kind: PageKind) -> Option<PageBox> {
+        let idx = {
+            let mut g = self.free.lock();
+            let (free, bits) = &mut *g;
+            let idx = free.pop()?;
+            let (w, b) = (idx as usize / 64, idx % 64);
+            assert!(
+                bits[w] & (1 << b) == 0,
+                "page pool: page {idx} handed out twice"
+            );
+            bits[w] |= 1 << b;
+            idx
+        };
+        self.used_by_kind[kind as usize].fetch_add(1, Ordering::Relaxed);
         self.high_water_pages
-            .fetch_max(total_used, Ordering::Relaxed);
-        Some(page)
+            .fetch_max(self.used_pages(), Ordering::Relaxed);
+        // SAFETY: idx < pages, so the page lies inside the region.
+        let ptr = unsafe { self.region.base.add(idx as usize * PAGE_SIZE) } as *mut Page;
+        Some(PageBox {
+            ptr: NonNull::new(ptr).expect("page address"),
+            region: self.region.clone(),
+        })
     }
 
     /// Returns a page taken for `kind`.
-    pub fn free(&self, kind: PageKind, page: Box<Page>) {
+    pub fn free(&self, kind: PageKind, page: PageBox) {
+        assert!(
+            Arc::ptr_eq(&page.region, &self.region),
+            "page pool: page of another pool"
+        );
+        let idx = page.index();
         let prev = self.used_by_kind[kind as usize].fetch_sub(1, Ordering::Relaxed);
         assert!(
             prev > 0,
             "page pool: free of a {kind:?} page that was never allocated"
         );
-        let mut free = self.free.lock();
-        assert!(
-            free.len() < self.total_pages as usize,
-            "page pool: more pages freed than exist"
-        );
-        free.push(page);
+        let mut g = self.free.lock();
+        let (free, bits) = &mut *g;
+        let (w, b) = (idx as usize / 64, idx % 64);
+        assert!(bits[w] & (1 << b) != 0, "page pool: page {idx} freed twice");
+        bits[w] &= !(1 << b);
+        free.push(idx);
     }
 
     pub fn total_pages(&self) -> u32 {
@@ -146,7 +297,7 @@ impl PagePool {
     }
 
     pub fn free_pages(&self) -> u32 {
-        self.free.lock().len() as u32
+        self.free.lock().0.len() as u32
     }
 
     pub fn used_pages_of(&self, kind: PageKind) -> u64 {
@@ -173,22 +324,18 @@ impl PagePool {
         self.used_pages_of(PageKind::HashIndex)
     }
 
-    /// Gives the free pages' memory back to the allocator (cluster shutdown); later
-    /// allocations fail. Pages still held are released when their owners drop them.
+    /// Gives the pool's memory back to the system (cluster shutdown); later allocations
+    /// fail. Pages still held stay addressable (they read as zeros).
     pub fn release_memory(&self) {
-        let mut free = self.free.lock();
-        free.clear();
-        free.shrink_to_fit();
+        let mut g = self.free.lock();
+        g.0.clear();
+        g.0.shrink_to_fit();
+        self.region.discard();
     }
 
     pub fn high_water_pages(&self) -> u64 {
         self.high_water_pages.load(Ordering::Relaxed)
     }
-}
-
-fn new_zeroed_page() -> Box<Page> {
-    // SAFETY: `Page` is a byte array, for which all-zero bytes are a valid value.
-    unsafe { Box::<Page>::new_zeroed().assume_init() }
 }
 
 #[cfg(test)]
@@ -219,9 +366,36 @@ mod tests {
 
     #[test]
     #[should_panic(expected = "never allocated")]
-    fn double_free_is_caught() {
+    fn wrong_kind_is_caught() {
         let pool = PagePool::new(1);
         let a = pool.alloc(PageKind::Fixed).expect("page");
         pool.free(PageKind::Var, a);
+    }
+
+    #[test]
+    #[should_panic(expected = "another pool")]
+    fn foreign_page_is_caught() {
+        let p1 = PagePool::new(1);
+        let p2 = PagePool::new(1);
+        let a = p1.alloc(PageKind::Fixed).expect("page");
+        p2.free(PageKind::Fixed, a);
+    }
+
+    #[test]
+    fn pages_are_distinct_and_writable() {
+        let pool = PagePool::new(4);
+        let mut pages: Vec<PageBox> = (0..4)
+            .map(|_| pool.alloc(PageKind::Var).expect("page"))
+            .collect();
+        for (i, p) in pages.iter_mut().enumerate() {
+            p.set_u32_at(PAGE_SIZE - 4, i as u32);
+        }
+        for (i, p) in pages.iter().enumerate() {
+            assert_eq!(p.u32_at(PAGE_SIZE - 4), i as u32);
+        }
+        for p in pages {
+            pool.free(PageKind::Var, p);
+        }
+        assert_eq!(pool.free_pages(), 4);
     }
 }

@@ -23,7 +23,7 @@
 //! takes the head of the next lists up, then a new page. A page whose last entry is freed
 //! goes back to the pool at once.
 
-use super::pool::{PAGE_SIZE, Page, PageKind, PagePool};
+use super::pool::{PAGE_SIZE, Page, PageBox, PageKind, PagePool};
 use super::row_id::{MAX_LOGICAL_PAGES, ROW_ID_SLOT_BITS};
 
 pub const VAR_PAGE_MAGIC: u32 = 0x5241_5654; // "TVAR"
@@ -57,7 +57,7 @@ fn list_of(free: u32) -> usize {
 }
 
 pub struct VarPages {
-    pages: Vec<Option<Box<Page>>>,
+    pages: Vec<Option<PageBox>>,
     free_logical: Vec<u32>,
     heads: [u32; LISTS],
     pages_held: u32,

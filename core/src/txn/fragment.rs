@@ -104,6 +104,9 @@ pub struct Fragment {
     scratch: Vec<u8>,
     /// Reused by batched reads (no allocation per batch).
     batch_rows: Vec<Option<RowId>>,
+    /// Reused row encoding buffers of inserts.
+    enc_fixed: Vec<u8>,
+    enc_var: Vec<u8>,
     pub stats: FragStats,
 }
 
@@ -154,6 +157,8 @@ impl Fragment {
             locks: LockTable::default(),
             scratch: Vec::new(),
             batch_rows: Vec::new(),
+            enc_fixed: Vec::new(),
+            enc_var: Vec::new(),
             stats: FragStats::default(),
         }
     }
@@ -615,12 +620,22 @@ impl Fragment {
 
     fn alloc_row(&mut self, values: &[Value], header: u32) -> Result<RowId> {
         let layout = &self.table.layout;
-        let (mut fixed, mut var) = (Vec::new(), Vec::new());
+        let (mut fixed, mut var) = (
+            std::mem::take(&mut self.enc_fixed),
+            std::mem::take(&mut self.enc_var),
+        );
         layout.encode_row(values, &mut fixed, &mut var);
+        let r = self.store_row(&fixed, &var, header);
+        (self.enc_fixed, self.enc_var) = (fixed, var);
+        r
+    }
+
+    fn store_row(&mut self, fixed: &[u8], var: &[u8], header: u32) -> Result<RowId> {
+        let layout = &self.table.layout;
         let vref = if layout.has_var() {
             Some(
                 self.var
-                    .alloc(&self.pool, &var)
+                    .alloc(&self.pool, var)
                     .ok_or_else(codes::out_of_data_memory)?,
             )
         } else {

@@ -84,7 +84,7 @@ class Cluster:
         exc: BaseException | None,
         tb: TracebackType | None,
         /,
-    ) -> bool: ...
+    ) -> Literal[False]: ...
 
 @final
 class Ndb:
@@ -192,7 +192,7 @@ class Transaction:
         exc: BaseException | None,
         tb: TracebackType | None,
         /,
-    ) -> bool: ...
+    ) -> Literal[False]: ...
 
 @final
 class Operation:
@@ -221,7 +221,7 @@ class ScanIterator:
         exc: BaseException | None,
         tb: TracebackType | None,
         /,
-    ) -> bool: ...
+    ) -> Literal[False]: ...
 
 __all__ = [
     "AO_IgnoreError",

@@ -1,0 +1,133 @@
+//! SQL-level metadata the engine's dictionary does not hold, shared by every session of
+//! a cluster: the known databases (namespaces; `test` exists from the start) and, per
+//! table, what SHOW CREATE TABLE and INSERT need beyond the engine's `TableDef` (default
+//! character set, comments, `DEFAULT CURRENT_TIMESTAMP` / `ON UPDATE` columns, whether
+//! the primary key or a unique key was created `USING HASH`).
+//!
+//! Invariants: entries are keyed by the cluster (held weakly, so a dropped cluster's
+//! entry is pruned and never matched by a new cluster at the same address) and, for
+//! tables, by (database, lower-case name) together with the engine's table id: metadata
+//! of a table that was dropped and re-created outside SQL is ignored, not misapplied.
+
+use crate::api::ClusterInner;
+use crate::schema::Charset;
+use parking_lot::Mutex;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+
+/// The virtual schemas: they always exist and hold no NDB tables.
+pub(crate) const VIRTUAL_SCHEMAS: [&str; 2] = ["information_schema", "ndbinfo"];
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TableMeta {
+    pub table_id: u32,
+    pub charset: Option<Charset>,
+    pub comment: Option<String>,
+    /// Lower-case column name -> comment.
+    pub column_comments: HashMap<String, String>,
+    /// Columns with DEFAULT CURRENT_TIMESTAMP (lower-case names).
+    pub default_now: Vec<String>,
+    /// Columns with ON UPDATE CURRENT_TIMESTAMP (lower-case names).
+    pub on_update_now: Vec<String>,
+    /// Primary key created USING HASH (no ordered index).
+    pub pk_hash_only: bool,
+}
+
+struct ClusterMeta {
+    cluster: Weak<ClusterInner>,
+    databases: BTreeSet<String>,
+    tables: HashMap<(String, String), TableMeta>,
+}
+
+static REGISTRY: Mutex<Vec<ClusterMeta>> = Mutex::new(Vec::new());
+
+fn with<R>(cluster: &Arc<ClusterInner>, f: impl FnOnce(&mut ClusterMeta) -> R) -> R {
+    let mut reg = REGISTRY.lock();
+    reg.retain(|m| m.cluster.strong_count() > 0);
+    let pos = reg
+        .iter()
+        .position(|m| m.cluster.upgrade().is_some_and(|c| Arc::ptr_eq(&c, cluster)));
+    let idx = match pos {
+        Some(i) => i,
+        None => {
+            let mut databases = BTreeSet::new();
+            databases.insert("test".to_string());
+            reg.push(ClusterMeta {
+                cluster: Arc::downgrade(cluster),
+                databases,
+                tables: HashMap::new(),
+            });
+            reg.len() - 1
+        }
+    };
+    f(&mut reg[idx])
+}
+
+fn key(db: &str, table: &str) -> (String, String) {
+    (db.to_ascii_lowercase(), table.to_ascii_lowercase())
+}
+
+pub(crate) fn is_virtual(db: &str) -> bool {
+    VIRTUAL_SCHEMAS.iter().any(|v| v.eq_ignore_ascii_case(db))
+}
+
+/// Databases: the registered ones, those holding tables, and the virtual schemas.
+pub(crate) fn databases(cluster: &Arc<ClusterInner>) -> Vec<String> {
+    let mut all: BTreeSet<String> = with(cluster, |m| m.databases.clone());
+    for t in cluster.dict.read().all() {
+        if !t.hidden {
+            all.insert(t.database.to_ascii_lowercase());
+        }
+    }
+    for v in VIRTUAL_SCHEMAS {
+        all.insert(v.to_string());
+    }
+    all.into_iter().collect()
+}
+
+pub(crate) fn database_exists(cluster: &Arc<ClusterInner>, db: &str) -> bool {
+    let db = db.to_ascii_lowercase();
+    databases(cluster).contains(&db)
+}
+
+/// Registers a database; false when it already existed.
+pub(crate) fn create_database(cluster: &Arc<ClusterInner>, db: &str) -> bool {
+    let exists = database_exists(cluster, db);
+    with(cluster, |m| m.databases.insert(db.to_ascii_lowercase()));
+    !exists
+}
+
+pub(crate) fn forget_database(cluster: &Arc<ClusterInner>, db: &str) {
+    let db = db.to_ascii_lowercase();
+    with(cluster, |m| {
+        m.databases.remove(&db);
+        m.tables.retain(|(d, _), _| *d != db);
+    });
+}
+
+pub(crate) fn set_table(cluster: &Arc<ClusterInner>, db: &str, table: &str, meta: TableMeta) {
+    with(cluster, |m| {
+        m.tables.insert(key(db, table), meta);
+    });
+}
+
+/// The metadata of a table, if it belongs to the table with this id.
+pub(crate) fn table(
+    cluster: &Arc<ClusterInner>,
+    db: &str,
+    table: &str,
+    table_id: u32,
+) -> Option<TableMeta> {
+    with(cluster, |m| {
+        m.tables
+            .get(&key(db, table))
+            .filter(|t| t.table_id == table_id)
+            .cloned()
+    })
+}
+
+pub(crate) fn forget_table(cluster: &Arc<ClusterInner>, db: &str, table: &str) {
+    with(cluster, |m| {
+        m.tables.remove(&key(db, table));
+    });
+}
