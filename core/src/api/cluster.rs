@@ -40,6 +40,7 @@ pub struct ClusterInner {
     started_at: Instant,
     gcp_interval_ms: u64,
     lock_timeout_ms: u64,
+    max_operations: usize,
     pub transactions_started: AtomicU64,
     pub transactions_committed: AtomicU64,
     pub transactions_aborted: AtomicU64,
@@ -96,6 +97,10 @@ impl ClusterInner {
         let ldm_per_node = ldm_threads(first.max_no_of_execution_threads);
         let gcp_interval_ms = first.time_between_global_checkpoints_ms.max(1);
         let lock_timeout_ms = first.transaction_deadlock_detection_timeout_ms;
+        let max_operations = first
+            .get_u64("MaxNoOfConcurrentOperations")
+            .unwrap_or(32768)
+            .max(1024) as usize;
         Ok(Arc::new(ClusterInner {
             config: RwLock::new(config),
             data_nodes,
@@ -108,6 +113,7 @@ impl ClusterInner {
             started_at,
             gcp_interval_ms,
             lock_timeout_ms,
+            max_operations,
             transactions_started: AtomicU64::new(0),
             transactions_committed: AtomicU64::new(0),
             transactions_aborted: AtomicU64::new(0),
@@ -122,6 +128,11 @@ impl ClusterInner {
     /// every TimeBetweenGlobalCheckpoints.
     pub fn current_gci(&self) -> u64 {
         1 + self.started_at.elapsed().as_millis() as u64 / self.gcp_interval_ms
+    }
+
+    /// Operations one execute may define (MaxNoOfConcurrentOperations, error 233 beyond).
+    pub fn max_operations_per_execute(&self) -> usize {
+        self.max_operations
     }
 
     pub fn lock_timeout_ms(&self) -> u64 {

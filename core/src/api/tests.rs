@@ -485,3 +485,63 @@ fn batched_reads_find_every_key() {
         }
     }
 }
+
+#[test]
+fn bulk_insert_batches_are_atomic() {
+    let c = cluster(2, 2, "64M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    insert(&ndb, &t, 1500, 1, "x").expect("insert");
+    // batch 1: rows 0..1000 fine; batch 2: rows 1000..2000 contains the existing 1500
+    let rows: Vec<Vec<Value>> = (0..2000u64)
+        .map(|i| {
+            vec![
+                Value::UInt(i),
+                Value::Int(i as i64 % 7),
+                Value::Str(format!("r{i}")),
+            ]
+        })
+        .collect();
+    let e = ndb
+        .insert_batch(&t, &[0, 1, 2], rows)
+        .expect_err("duplicate in batch 2");
+    assert_eq!(e.code, 630);
+    assert_eq!(
+        t.row_count(),
+        1001,
+        "batch 1 committed, batch 2 rolled back entirely"
+    );
+    assert!(read(&ndb, &t, 999).is_some());
+    assert!(read(&ndb, &t, 1000).is_none());
+    check_all(&t);
+    // ordered index holds exactly the committed rows: a full index scan counts them
+    let mut tx = ndb.start_transaction().expect("tx");
+    let mut spec = ScanSpec::table(t.clone());
+    spec.index = t.def.index("ix_a").map(|(i, _)| i);
+    let mut s = tx.scan(spec).expect("scan");
+    let mut n = 0;
+    while tx.scan_next(&mut s).expect("next").is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 1001);
+    // a row locked by an open transaction makes the batch take the transactional path
+    let mut holder = ndb.start_transaction().expect("tx");
+    holder
+        .define(&t, OpKind::Insert, &[], &[("id", Value::UInt(5000))], None)
+        .expect("define");
+    holder
+        .execute(ExecType::NoCommit, AbortOption::AbortOnError)
+        .expect("prepare");
+    let rows = vec![
+        vec![Value::UInt(4999), Value::Int(0), Value::Null],
+        vec![Value::UInt(5000), Value::Int(0), Value::Null],
+    ];
+    let e = ndb
+        .insert_batch(&t, &[0, 1, 2], rows)
+        .expect_err("waits, then times out");
+    assert_eq!(e.code, 266);
+    holder
+        .execute(ExecType::Rollback, AbortOption::AbortOnError)
+        .expect("rollback");
+    check_all(&t);
+}

@@ -235,13 +235,7 @@ impl Transaction {
     ) -> Result<OpId> {
         self.check_usable()?;
         table.check_live()?;
-        let max_ops = self
-            .cluster
-            .data_nodes
-            .first()
-            .and_then(|n| n.config.get_u64("MaxNoOfConcurrentOperations"))
-            .unwrap_or(32768) as usize;
-        if self.ops.len() - self.executed >= max_ops.max(1024) {
+        if self.ops.len() - self.executed >= self.cluster.max_operations_per_execute() {
             return Err(codes::too_many_operations());
         }
         self.ops.push(OpRecord {
@@ -647,6 +641,26 @@ impl Transaction {
         Ok(OpOutcome::Done)
     }
 
+    /// Coerces and completes one insert without running it (bulk loads).
+    pub(crate) fn prepare_insert(
+        &mut self,
+        table: &Arc<TableRuntime>,
+        values: Vec<(usize, Value)>,
+    ) -> Result<Prepared> {
+        self.ops.push(OpRecord {
+            table: table.clone(),
+            kind: OpKind::Insert,
+            key: Vec::new(),
+            values,
+            read_columns: None,
+            outcome: OpOutcome::Pending,
+        });
+        let i = self.ops.len() - 1;
+        let p = self.prepare_op(i);
+        self.ops.pop();
+        p
+    }
+
     /// Executes a key operation on its own (used by follow-up work: blob parts, unique
     /// index rows). Returns the read row for reads.
     pub(crate) fn run_single(
@@ -733,6 +747,15 @@ impl Transaction {
                 .transactions_aborted
                 .fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Closes a transaction that never executed anything (bulk-load preparation).
+    pub(crate) fn discard(&mut self) {
+        assert!(
+            self.touched.is_empty(),
+            "discarding a transaction that holds rows"
+        );
+        self.state = TxState::Closed;
     }
 
     /// Closes the transaction; an open one is rolled back (NdbTransaction::close).

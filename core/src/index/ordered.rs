@@ -369,8 +369,8 @@ impl OrderedIndex {
         }
     }
 
-    /// Inserts `row`. Consumes one reserved insert if any is outstanding; an insert covered
-    /// by a reservation does not fail. On `Err(902)` the index is unchanged.
+    /// Inserts `row`. Does not fail while a reservation covers it (see `reserve`); on
+    /// `Err(902)` the index is unchanged.
     pub fn insert(
         &mut self,
         pool: &PagePool,
@@ -404,7 +404,6 @@ impl OrderedIndex {
             self.insert_at(&p, row.0);
         }
         self.len += 1;
-        self.reserved = self.reserved.saturating_sub(1);
         self.settle(pool);
         Ok(())
     }

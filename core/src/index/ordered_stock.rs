@@ -2,11 +2,16 @@
 //! relocation of a moved row, page return and page evacuation, TRUNCATE.
 //!
 //! The stock is the set of free node slots in the pages the index holds. Inserts at
-//! transaction commit must not fail, so a transaction reserves its inserts beforehand:
-//! the stock is kept at `reservation_target()` — `nodes_for(reserved)`, a worst-case
-//! bound on the nodes any `reserved` inserts into the current tree allocate, plus a
-//! margin of `height + 2` — by every operation that holds the pool (best effort; only
-//! `reserve` reports failure). Pages whose nodes are all free are returned beyond that.
+//! transaction commit must not fail, so a transaction reserves its inserts beforehand
+//! and releases each reservation explicitly (`unreserve`) once its insert is done or
+//! abandoned — `insert` itself never touches the count. The stock is kept at
+//! `reservation_target()` — `nodes_for(reserved)`, a worst-case bound on the nodes any
+//! `reserved` inserts into the current tree allocate, plus a margin of `height + 2` — by
+//! every operation that holds the pool (best effort; only `reserve` reports failure), so
+//! the reserved inserts succeed even when the pool has run dry meanwhile. An insert made
+//! without a reservation while others are held can use that stock too (it cannot tell):
+//! every insert that must not fail needs its own reservation. Pages whose nodes are all
+//! free are returned beyond the target.
 //! When more than a page and a quarter of nodes are free without any page being empty,
 //! the emptiest page is evacuated: each of its nodes is copied to a free slot elsewhere
 //! and its parent, found by descending toward the node's smallest entry, is rewritten.
@@ -118,8 +123,14 @@ impl OrderedIndex {
         panic!("ordered index: carry through more leaves than exist");
     }
 
-    /// Makes sure the next `n_inserts` inserts cannot fail for lack of pages: allocates
-    /// pages to the node stock now. `Err(902)` (nothing reserved) if the pool cannot.
+    /// Makes sure `n_inserts` inserts cannot fail for lack of pages: allocates pages to
+    /// the node stock now. `Err(902)` (nothing reserved) if the pool cannot.
+    ///
+    /// Reservations are released explicitly, never by `insert`: the owner gives each one
+    /// back with `unreserve` once its insert is done or abandoned (commit: `insert` then
+    /// `unreserve(1)`; abort: `unreserve(1)`). While `r` reservations are held, any `r`
+    /// inserts succeed, whatever other inserts (unreserved, which may fail) and removals
+    /// happen in between.
     pub fn reserve(&mut self, pool: &PagePool, n_inserts: usize) -> Result<(), NdbError> {
         let total = self.reserved.saturating_add(n_inserts as u64);
         let want = self.target_for(total);
@@ -134,8 +145,8 @@ impl OrderedIndex {
         Ok(())
     }
 
-    /// Gives back reserved inserts that will not happen; the stock shrinks at the next
-    /// operation that holds the pool.
+    /// Gives back reservations (their inserts are done or will not happen); the stock
+    /// shrinks at the next operation that holds the pool.
     pub fn unreserve(&mut self, n_inserts: usize) {
         self.reserved = self.reserved.saturating_sub(n_inserts as u64);
     }

@@ -252,7 +252,11 @@ fn run_ops(ops: &[Op], caps: Option<(usize, usize)>, pool_pages: u32) -> Result<
                     match r {
                         Ok(()) => {
                             w.model.insert((k, row.0));
-                            reserved = reserved.saturating_sub(1);
+                            // A reservation covers this insert: give it back.
+                            if reserved > 0 {
+                                idx.unreserve(1);
+                                reserved -= 1;
+                            }
                         }
                         Err(e) => {
                             prop_assert_eq!(e.code, 902);
@@ -484,6 +488,8 @@ proptest! {
             let row = w.add_row(k);
             let r = idx.insert(&pool, row, &mut w.cmp());
             prop_assert!(r.is_ok(), "reserved insert {} of {} failed: {:?}", j, n, r);
+            prop_assert_eq!(idx.reserved(), (n - j) as u64, "insert consumed a reservation");
+            idx.unreserve(1);
             w.model.insert((k, row.0));
             if removes > 0 && next() % u64::from(removes + 1) == 0 {
                 let victim = w.nth(next() as usize).expect("not empty");

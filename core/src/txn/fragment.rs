@@ -886,6 +886,11 @@ impl Fragment {
         }
     }
 
+    /// Hash-index bits of a row's key.
+    pub fn row_hash_pub(&mut self, row: RowId) -> u32 {
+        self.row_hash(row)
+    }
+
     fn row_hash(&mut self, row: RowId) -> u32 {
         let layout = &self.table.layout;
         let f = self.fixed.get(row);
@@ -1291,5 +1296,99 @@ impl Fragment {
             }
         }
         self.batch_rows = rows;
+    }
+}
+
+/// Result of [`Fragment::insert_committed`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum DirectInsert {
+    Inserted(RowId),
+    /// The key belongs to a row another transaction has locked: use the locking path.
+    Conflict,
+}
+
+impl Fragment {
+    /// Inserts a row as committed at once, for bulk loads that hold the mutexes of every
+    /// fragment they write (so no other transaction can see a partial batch). Error 630
+    /// when the key exists; DataMemory errors leave nothing allocated.
+    pub fn insert_committed(
+        &mut self,
+        key: &[u8],
+        h32: u32,
+        values: &[Value],
+        gci: u32,
+    ) -> Result<DirectInsert> {
+        self.stats.key_inserts += 1;
+        if let Some(row) = self.find(key, h32) {
+            if header_of(self.fixed.get(row)) & (ROW_LOCKED | ROW_ALLOC) != 0 {
+                return Ok(DirectInsert::Conflict);
+            }
+            return Err(codes::tuple_already_exists());
+        }
+        let row = self.alloc_row(values, 0)?;
+        if let Err(e) = self.hash.insert(&self.pool, h32, row) {
+            self.free_row(row);
+            return Err(e);
+        }
+        let mask = self.all_ordered_mask();
+        let mut failed = None;
+        let mut done = 0u64;
+        {
+            let Fragment {
+                table,
+                fixed,
+                var,
+                ordered,
+                pool,
+                ..
+            } = &mut *self;
+            let layout = &table.layout;
+            for (i, o) in ordered.iter_mut().enumerate() {
+                let Some(o) = o else { continue };
+                if mask & (1 << i) == 0 {
+                    continue;
+                }
+                let cols = &table.indexes[i].columns;
+                let mut cmp = |a: RowId, b: RowId| {
+                    let fa = fixed.get(a);
+                    let fb = fixed.get(b);
+                    layout.cmp_rows(
+                        cols,
+                        (fa, var_of(layout, var, fa)),
+                        (fb, var_of(layout, var, fb)),
+                    )
+                };
+                if let Err(e) = o.insert(pool, row, &mut cmp) {
+                    failed = Some(e);
+                    break;
+                }
+                done |= 1 << i;
+            }
+        }
+        if let Some(e) = failed {
+            self.with_ordered(done, |o, pool, cmp| {
+                o.remove(pool, row, cmp);
+            });
+            self.hash.remove(&self.pool, h32, row);
+            self.free_row(row);
+            return Err(e);
+        }
+        self.fixed.get_mut(row)[4..8].copy_from_slice(&gci.to_le_bytes());
+        self.fixed.mark_changed(row, gci);
+        self.stats.commits += 1;
+        Ok(DirectInsert::Inserted(row))
+    }
+
+    /// Removes a row inserted by [`Fragment::insert_committed`] in a batch that failed
+    /// later (the batch still holds the fragment's mutex, so nobody saw it).
+    pub fn undo_insert_committed(&mut self, row: RowId, h32: u32) {
+        let mask = self.all_ordered_mask();
+        self.with_ordered(mask, |o, pool, cmp| {
+            let removed = o.remove(pool, row, cmp);
+            assert!(removed, "undone row missing from an ordered index");
+        });
+        let removed = self.hash.remove(&self.pool, h32, row);
+        assert!(removed, "undone row missing from the hash index");
+        self.free_row(row);
     }
 }
