@@ -244,11 +244,19 @@ impl RowLayout {
     /// Key bytes from the primary key values (coerced, in key order).
     pub fn key_from_values(&self, values: &[Value], out: &mut Vec<u8>) {
         out.clear();
-        let mut buf = Vec::new();
         for (&c, v) in self.pk.iter().zip(values) {
-            buf.clear();
-            encode_stored(&self.cols[c].ty, v, &mut buf);
-            push_key_part(&self.cols[c].ty, &buf, out);
+            let ty = &self.cols[c].ty;
+            match ty {
+                ColumnType::Char { .. }
+                | ColumnType::Varchar { .. }
+                | ColumnType::Varbinary { .. } => {
+                    let mut buf = Vec::new();
+                    encode_stored(ty, v, &mut buf);
+                    push_key_part(ty, &buf, out);
+                }
+                // Fixed, non-string: the stored bytes are the key part.
+                _ => encode_stored(ty, v, out),
+            }
         }
     }
 

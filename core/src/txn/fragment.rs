@@ -1233,7 +1233,7 @@ impl Fragment {
         found: &mut [bool],
     ) {
         let ncols = cols.len();
-        const D: usize = 6;
+        const D: usize = 8;
         let n = keys.len();
         self.stats.key_reads += n as u64;
         let mut rows = std::mem::take(&mut self.batch_rows);
