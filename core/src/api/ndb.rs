@@ -165,7 +165,7 @@ impl Ndb {
         table.check_live()?;
         let def = &table.def;
         let npk = def.primary_key.len();
-        if keys.len() % npk != 0 {
+        if !keys.len().is_multiple_of(npk) {
             return Err(codes::key_not_complete(format!(
                 "{} key values do not divide into keys of {npk} columns",
                 keys.len()

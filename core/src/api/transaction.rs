@@ -437,14 +437,13 @@ impl Transaction {
         for (i, c) in def.columns.iter().enumerate() {
             let v = match full[i].take() {
                 Some(v) if !(c.auto_increment && (v.is_null() || v.as_i128() == Some(0))) => {
-                    if c.auto_increment {
-                        if let Some(n) = v.as_i128() {
-                            if n > 0 {
-                                table
-                                    .auto_increment
-                                    .fetch_max(n as u64 + 1, Ordering::AcqRel);
-                            }
-                        }
+                    if c.auto_increment
+                        && let Some(n) = v.as_i128()
+                        && n > 0
+                    {
+                        table
+                            .auto_increment
+                            .fetch_max(n as u64 + 1, Ordering::AcqRel);
                     }
                     v
                 }

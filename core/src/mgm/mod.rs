@@ -73,7 +73,7 @@ pub fn memory_report(cluster: &ClusterInner, nodes: &[u32]) -> String {
 
 /// EventLogger's getTextMemoryUsage: percent truncated by integer division.
 pub fn usage_line(node: u32, what: &str, used: u64, total: u64) -> String {
-    let pct = if total > 0 { used * 100 / total } else { 0 };
+    let pct = (used * 100).checked_div(total).unwrap_or(0);
     format!("Node {node}: {what} usage is {pct}%({used} 32K pages of total {total})")
 }
 

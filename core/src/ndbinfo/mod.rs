@@ -15,13 +15,12 @@ pub fn table_names() -> Vec<&'static str> {
     vec!["memory_per_fragment", "memoryusage", "nodes"]
 }
 
+/// A materialised virtual table: column names and rows.
+pub type VirtualTable = (Vec<String>, Vec<Vec<Value>>);
+
 /// Rows of a virtual table: `schema` is "ndbinfo" (or "information_schema"); None when
 /// there is no such table.
-pub fn lookup(
-    cluster: &ClusterInner,
-    schema: &str,
-    name: &str,
-) -> Option<Result<(Vec<String>, Vec<Vec<Value>>)>> {
+pub fn lookup(cluster: &ClusterInner, schema: &str, name: &str) -> Option<Result<VirtualTable>> {
     if !schema.eq_ignore_ascii_case("ndbinfo") {
         return None;
     }
@@ -62,7 +61,7 @@ pub fn node_memory(cluster: &ClusterInner) -> Vec<(u32, u64, u64, u64)> {
         .collect()
 }
 
-fn memoryusage(cluster: &ClusterInner) -> (Vec<String>, Vec<Vec<Value>>) {
+fn memoryusage(cluster: &ClusterInner) -> VirtualTable {
     let mut rows = Vec::new();
     for (node, data, index, total) in node_memory(cluster) {
         let page = PAGE_SIZE as u64;
@@ -96,7 +95,7 @@ fn memoryusage(cluster: &ClusterInner) -> (Vec<String>, Vec<Vec<Value>>) {
     )
 }
 
-fn memory_per_fragment(cluster: &ClusterInner) -> (Vec<String>, Vec<Vec<Value>>) {
+fn memory_per_fragment(cluster: &ClusterInner) -> VirtualTable {
     let names = [
         "fq_name",
         "parent_fq_name",
@@ -196,7 +195,7 @@ fn parent_of(db: &str, hidden_name: &str) -> Value {
     }
 }
 
-fn nodes(cluster: &ClusterInner) -> (Vec<String>, Vec<Vec<Value>>) {
+fn nodes(cluster: &ClusterInner) -> VirtualTable {
     let rows = cluster
         .data_nodes
         .iter()

@@ -190,10 +190,10 @@ impl RowLayout {
         }
         let data_start = 2 * self.var_cols as usize;
         for (i, (c, v)) in self.cols.iter().zip(values).enumerate() {
-            if v.is_null() {
-                if let Some(bit) = c.null_bit {
-                    fixed[NULL_BITMAP_OFFSET + (bit / 8) as usize] |= 1 << (bit % 8);
-                }
+            if v.is_null()
+                && let Some(bit) = c.null_bit
+            {
+                fixed[NULL_BITMAP_OFFSET + (bit / 8) as usize] |= 1 << (bit % 8);
             }
             match c.place {
                 ColPlace::Fixed { offset, size } => {
@@ -609,6 +609,23 @@ pub fn blob_bytes(ty: &ColumnType, v: &Value) -> Vec<u8> {
     out
 }
 
+/// Seed of the stable key hash. Never change it: partition placement and the hash
+/// index depend on it (a stored or replicated row must hash alike on every node and run).
+pub const KEY_HASH_SEED: u64 = 0x4e44_425f_5244_4231; // "NDB_RDB1"
+
+/// Stable 64-bit hash of key bytes (xxh3). The low bits choose the partition, the high
+/// 32 bits address the hash index inside the fragment.
+#[inline]
+pub fn key_hash(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(key, KEY_HASH_SEED)
+}
+
+/// Hash-index bits of a key hash.
+#[inline]
+pub fn index_hash(h: u64) -> u32 {
+    (h >> 32) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -768,21 +785,4 @@ mod tests {
         let mut s = Vec::new();
         assert!(l.row_key_eq(&f, &v, &k1, &mut s));
     }
-}
-
-/// Seed of the stable key hash. Never change it: partition placement and the hash
-/// index depend on it (a stored or replicated row must hash alike on every node and run).
-pub const KEY_HASH_SEED: u64 = 0x4e44_425f_5244_4231; // "NDB_RDB1"
-
-/// Stable 64-bit hash of key bytes (xxh3). The low bits choose the partition, the high
-/// 32 bits address the hash index inside the fragment.
-#[inline]
-pub fn key_hash(key: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(key, KEY_HASH_SEED)
-}
-
-/// Hash-index bits of a key hash.
-#[inline]
-pub fn index_hash(h: u64) -> u32 {
-    (h >> 32) as u32
 }

@@ -727,7 +727,11 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
     let env = s.vars.env(now);
     let limit = limit_value(sel.limit.as_ref(), &env)?;
     let offset = limit_value(sel.offset.as_ref(), &env)?.unwrap_or(0);
-    let want = limit.map(|l| l.saturating_add(offset));
+    let want = if sel.distinct {
+        None
+    } else {
+        limit.map(|l| l.saturating_add(offset))
+    };
     let mut out = Output::new(&b, want);
     if limit == Some(0) {
         return Ok((b.names, Vec::new()));
@@ -755,7 +759,11 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
                 },
                 limit.is_some(),
             )?;
-            out.ordered = plan.ordered && !b.aggregate;
+            out.ordered = if b.aggregate || sel.distinct {
+                b.order_by.is_empty()
+            } else {
+                plan.ordered
+            };
             let mut cols = Vec::new();
             used_columns(b.all_exprs().into_iter(), &mut cols);
             if cols.is_empty() {

@@ -59,7 +59,7 @@ pub struct FixedPages {
 impl FixedPages {
     pub fn new(slot_size: u32) -> FixedPages {
         assert!(
-            slot_size >= 8 && slot_size % 4 == 0,
+            slot_size >= 8 && slot_size.is_multiple_of(4),
             "fixed slot size {slot_size} must be a multiple of 4, >= 8"
         );
         let slots_per_page =
@@ -414,6 +414,17 @@ impl FixedPages {
     }
 }
 
+impl FixedPages {
+    /// Prefetch hint for a row's fixed part.
+    #[inline]
+    pub fn prefetch(&self, row: RowId) {
+        if let Some(Some(p)) = self.pages.get(row.page() as usize) {
+            let off = self.slot_off(row.slot());
+            super::prefetch(&p.bytes()[off..off + 1]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,16 +484,5 @@ mod tests {
         assert_eq!(&f.get(r)[8..12], &7u32.to_le_bytes());
         f.free(&pool, r);
         assert_eq!(f.header(r), None);
-    }
-}
-
-impl FixedPages {
-    /// Prefetch hint for a row's fixed part.
-    #[inline]
-    pub fn prefetch(&self, row: RowId) {
-        if let Some(Some(p)) = self.pages.get(row.page() as usize) {
-            let off = self.slot_off(row.slot());
-            super::prefetch(&p.bytes()[off..off + 1]);
-        }
     }
 }

@@ -436,6 +436,21 @@ fn compact(p: &mut Page) {
     p.set_u32_at(OFF_INSERT, insert as u32);
 }
 
+impl VarPages {
+    /// Prefetch hint for a var entry.
+    #[inline]
+    pub fn prefetch(&self, r: u32) {
+        let (lp, idx) = split(r);
+        if let Some(Some(p)) = self.pages.get(lp as usize) {
+            let e = p.u32_at(dir_off(idx));
+            if e & DIR_FREE == 0 {
+                let pos = (e & 0xFFFF) as usize;
+                super::prefetch(&p.bytes()[pos..pos + 1]);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,7 +503,9 @@ mod tests {
                             } else {
                                 let n = model[&r].len() / 2;
                                 v.shrink(r, n);
-                                model.get_mut(&r).map(|d| d.truncate(n));
+                                if let Some(d) = model.get_mut(&r) {
+                                    d.truncate(n);
+                                }
                                 keys.push(r);
                             }
                         }
@@ -501,21 +518,6 @@ mod tests {
             }
             for r in keys { v.free(&pool, r); }
             prop_assert_eq!(pool.used_pages(), 0);
-        }
-    }
-}
-
-impl VarPages {
-    /// Prefetch hint for a var entry.
-    #[inline]
-    pub fn prefetch(&self, r: u32) {
-        let (lp, idx) = split(r);
-        if let Some(Some(p)) = self.pages.get(lp as usize) {
-            let e = p.u32_at(dir_off(idx));
-            if e & DIR_FREE == 0 {
-                let pos = (e & 0xFFFF) as usize;
-                super::prefetch(&p.bytes()[pos..pos + 1]);
-            }
         }
     }
 }

@@ -215,14 +215,14 @@ impl Fragment {
     fn view(&self, txn: TxnId, row: RowId) -> View {
         let f = self.fixed.get(row);
         let h = header_of(f);
-        if h & ROW_LOCKED != 0 {
-            if let Some(l) = self.locks.get(row) {
-                match l.pending_of(txn) {
-                    Some(Pending::Update { .. }) => return View::Image,
-                    Some(Pending::Delete) => return View::Gone,
-                    Some(Pending::Insert { .. }) => return View::Row,
-                    None => {}
-                }
+        if h & ROW_LOCKED != 0
+            && let Some(l) = self.locks.get(row)
+        {
+            match l.pending_of(txn) {
+                Some(Pending::Update { .. }) => return View::Image,
+                Some(Pending::Delete) => return View::Gone,
+                Some(Pending::Insert { .. }) => return View::Row,
+                None => {}
             }
         }
         if h & ROW_ALLOC != 0 {
@@ -547,7 +547,7 @@ impl Fragment {
         let grows = layout.has_var() && var.len() > committed_var.len();
         let newly = self.reserve_ordered(changed & !old_reserved)?;
         let mut new_var = old_new_var;
-        if grows && !new_var.is_some_and(|nv| self.var.get(nv).len() >= var.len()) {
+        if grows && new_var.is_none_or(|nv| self.var.get(nv).len() < var.len()) {
             match self.var.alloc(&self.pool, &var) {
                 Some(nv) => {
                     if let Some(old) = new_var.replace(nv) {
@@ -559,10 +559,8 @@ impl Fragment {
                     return Err(codes::out_of_data_memory());
                 }
             }
-        } else if !grows {
-            if let Some(old) = new_var.take() {
-                self.var.free(&self.pool, old);
-            }
+        } else if !grows && let Some(old) = new_var.take() {
+            self.var.free(&self.pool, old);
         }
         self.unreserve_ordered(old_reserved & !changed);
         let reserved = (old_reserved | newly) & changed;
@@ -673,10 +671,10 @@ impl Fragment {
             if let Some(o) = o {
                 if let Err(e) = o.reserve(&self.pool, 1) {
                     for (j, o2) in self.ordered.iter_mut().enumerate() {
-                        if done & (1 << j) != 0 {
-                            if let Some(o2) = o2 {
-                                o2.unreserve(1);
-                            }
+                        if done & (1 << j) != 0
+                            && let Some(o2) = o2
+                        {
+                            o2.unreserve(1);
                         }
                     }
                     return Err(e);
@@ -689,10 +687,10 @@ impl Fragment {
 
     fn unreserve_ordered(&mut self, mask: u64) {
         for (i, o) in self.ordered.iter_mut().enumerate() {
-            if mask & (1 << i) != 0 {
-                if let Some(o) = o {
-                    o.unreserve(1);
-                }
+            if mask & (1 << i) != 0
+                && let Some(o) = o
+            {
+                o.unreserve(1);
             }
         }
     }
@@ -1119,13 +1117,13 @@ impl Fragment {
             cur = RowId(r.0 + 1);
         }
         for (i, o) in self.ordered.iter().enumerate() {
-            if let Some(o) = o {
-                if o.len() != committed {
-                    return Err(format!(
-                        "ordered index {i} has {} entries for {committed} committed rows",
-                        o.len()
-                    ));
-                }
+            if let Some(o) = o
+                && o.len() != committed
+            {
+                return Err(format!(
+                    "ordered index {i} has {} entries for {committed} committed rows",
+                    o.len()
+                ));
             }
         }
         let _ = PAGE_SIZE;
@@ -1160,11 +1158,11 @@ impl Fragment {
             };
             let mut cur = RowId(0);
             while let Some(r) = fixed.next_row(cur) {
-                if header_of(fixed.get(r)) & ROW_ALLOC == 0 {
-                    if let Err(e) = o.insert(&self.pool, r, &mut cmp) {
-                        o.free_all(&self.pool);
-                        return Err(e);
-                    }
+                if header_of(fixed.get(r)) & ROW_ALLOC == 0
+                    && let Err(e) = o.insert(&self.pool, r, &mut cmp)
+                {
+                    o.free_all(&self.pool);
+                    return Err(e);
                 }
                 cur = RowId(r.0 + 1);
             }
@@ -1177,20 +1175,20 @@ impl Fragment {
 
     /// Undoes a successful [`Fragment::add_index`] (when another fragment failed).
     pub fn remove_last_index(&mut self, old_def: Arc<TableDef>) {
-        if self.ordered.len() > old_def.indexes.len() {
-            if let Some(Some(mut o)) = self.ordered.pop() {
-                o.free_all(&self.pool);
-            }
+        if self.ordered.len() > old_def.indexes.len()
+            && let Some(Some(mut o)) = self.ordered.pop()
+        {
+            o.free_all(&self.pool);
         }
         self.table = old_def;
     }
 
     /// Drops index `pos`; `def` is the table's definition without it.
     pub fn drop_index(&mut self, pos: usize, def: Arc<TableDef>) {
-        if pos < self.ordered.len() {
-            if let Some(mut o) = self.ordered.remove(pos) {
-                o.free_all(&self.pool);
-            }
+        if pos < self.ordered.len()
+            && let Some(mut o) = self.ordered.remove(pos)
+        {
+            o.free_all(&self.pool);
         }
         self.table = def;
     }
@@ -1277,10 +1275,10 @@ impl Fragment {
                     } else {
                         self.find(key_of(&keys[j]), keys[j].h32)
                     };
-                    if let Some(r) = rows[j] {
-                        if let Some(v) = layout.var_ref(self.fixed.get(r)) {
-                            self.var.prefetch(v);
-                        }
+                    if let Some(r) = rows[j]
+                        && let Some(v) = layout.var_ref(self.fixed.get(r))
+                    {
+                        self.var.prefetch(v);
                     }
                 }
             }
