@@ -118,7 +118,8 @@ pub struct Transaction {
     state: TxState,
     pub(crate) ops: Vec<OpRecord>,
     executed: usize,
-    touched: Vec<(Arc<FragmentCell>, RowId)>,
+    /// Rows with a lock or pending change: (fragment, row, replica index; 0 = primary).
+    touched: Vec<(Arc<FragmentCell>, RowId, u8)>,
     error: Option<NdbError>,
     commit_gci: Option<u64>,
     lock_timeout: Duration,
@@ -588,7 +589,7 @@ impl Transaction {
             match step {
                 Step::Done(row) => {
                     if let Some(row) = row {
-                        self.touched.push((primary.clone(), row));
+                        self.touched.push((primary.clone(), row, 0));
                     }
                     break;
                 }
@@ -608,32 +609,41 @@ impl Transaction {
         if let OpKind::Read(_) = kind {
             return Ok(OpOutcome::Row(out_row));
         }
-        for backup in &replicas[1..] {
+        for (rank, backup) in replicas.iter().enumerate().skip(1) {
             let mut g = backup.state.lock();
-            let step = match kind {
-                OpKind::Insert => g.insert(txn, &p.key_bytes, p.h32, &p.full).map(map_some),
-                OpKind::Update => g.update(txn, &p.key_bytes, p.h32, &p.changes).map(map_some),
-                OpKind::Write => g
-                    .write(txn, &p.key_bytes, p.h32, &p.changes, &p.full)
-                    .map(map_some),
-                OpKind::Delete => g.delete(txn, &p.key_bytes, p.h32),
-                OpKind::Read(_) => Ok(Step::Done(None)),
-            };
-            match step {
-                Ok(Step::Done(Some(row))) => self.touched.push((backup.clone(), row)),
-                Ok(Step::Done(None)) => {}
-                Ok(Step::Blocked) => {
-                    // The primary's lock serialises writers; a blocked backup means the
-                    // replicas disagree. Abort rather than wait.
-                    self.state = TxState::Aborted;
-                    return Err(codes::internal(
-                        "backup replica locked while the primary was not",
-                    ));
-                }
-                Err(e) => {
-                    // The primary succeeded: the replicas would diverge. Abort the transaction.
-                    self.state = TxState::Aborted;
-                    return Err(e);
+            loop {
+                let step = match kind {
+                    OpKind::Insert => g.insert(txn, &p.key_bytes, p.h32, &p.full).map(map_some),
+                    OpKind::Update => g.update(txn, &p.key_bytes, p.h32, &p.changes).map(map_some),
+                    OpKind::Write => g
+                        .write(txn, &p.key_bytes, p.h32, &p.changes, &p.full)
+                        .map(map_some),
+                    OpKind::Delete => g.delete(txn, &p.key_bytes, p.h32),
+                    OpKind::Read(_) => Ok(Step::Done(None)),
+                };
+                match step {
+                    Ok(Step::Done(Some(row))) => {
+                        self.touched.push((backup.clone(), row, rank as u8));
+                        break;
+                    }
+                    Ok(Step::Done(None)) => break,
+                    Ok(Step::Blocked) => {
+                        // The primary's lock serialises writers and backups are released
+                        // before primaries, so this wait is short; bounded all the same.
+                        if backup
+                            .lock_released
+                            .wait_until(&mut g, deadline)
+                            .timed_out()
+                        {
+                            self.state = TxState::Aborted;
+                            return Err(codes::deadlock_timeout());
+                        }
+                    }
+                    Err(e) => {
+                        // The primary succeeded: the replicas would diverge. Abort.
+                        self.state = TxState::Aborted;
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -703,7 +713,9 @@ impl Transaction {
         let gci = self.cluster.current_gci();
         let gci32 = gci as u32;
         let mut touched = std::mem::take(&mut self.touched);
-        touched.sort_by_key(|(c, _)| Arc::as_ptr(c) as usize);
+        // Backups first, primaries last: whoever gets a primary's lock next finds the
+        // backups of that row already released (the order NDB's commit chain gives).
+        touched.sort_by_key(|(c, _, rank)| (std::cmp::Reverse(*rank), Arc::as_ptr(c) as usize));
         let mut i = 0;
         while i < touched.len() {
             let cell = touched[i].0.clone();
@@ -726,9 +738,10 @@ impl Transaction {
     /// Rolls back every prepared change and releases every lock.
     fn rollback(&mut self) {
         let mut touched = std::mem::take(&mut self.touched);
-        // Undo in reverse order of preparation within each fragment.
+        // Undo in reverse order of preparation within each fragment, backups before
+        // primaries (as in commit).
         touched.reverse();
-        touched.sort_by_key(|(c, _)| Arc::as_ptr(c) as usize);
+        touched.sort_by_key(|(c, _, rank)| (std::cmp::Reverse(*rank), Arc::as_ptr(c) as usize));
         let mut i = 0;
         while i < touched.len() {
             let cell = touched[i].0.clone();
@@ -767,7 +780,7 @@ impl Transaction {
 
     /// Records a lock or pending change taken by a scan.
     pub(crate) fn record_touched(&mut self, cell: &Arc<FragmentCell>, row: RowId) {
-        self.touched.push((cell.clone(), row));
+        self.touched.push((cell.clone(), row, 0));
     }
 
     pub(crate) fn lock_timeout(&self) -> Duration {

@@ -1356,7 +1356,14 @@ impl Fragment {
                         (fb, var_of(layout, var, fb)),
                     )
                 };
-                if let Err(e) = o.insert(pool, row, &mut cmp) {
+                // Reserve first: the stock reserved by other transactions' pending
+                // inserts must stay theirs.
+                let r = o.reserve(pool, 1).and_then(|()| {
+                    let r = o.insert(pool, row, &mut cmp);
+                    o.unreserve(1);
+                    r
+                });
+                if let Err(e) = r {
                     failed = Some(e);
                     break;
                 }
