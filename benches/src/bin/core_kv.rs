@@ -81,6 +81,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let rndb_rate = median(&mut runs);
     println!("read_batch(1000) {rndb_rate:>12.0} rows/s  (median of 3)");
+    if std::env::var("RNDB_BENCH_DETAIL").is_ok() {
+        for (name, cs) in [
+            ("no columns", &[][..]),
+            ("id, a", &[0usize, 1][..]),
+            ("all", &cols[..]),
+        ] {
+            let t0 = Instant::now();
+            let (mut batch, mut out, mut hit) = (Vec::with_capacity(1000), Vec::new(), Vec::new());
+            for chunk in keys.chunks(1000) {
+                batch.clear();
+                batch.extend(chunk.iter().map(|&k| Value::UInt(k)));
+                ndb.read_batch_into(&t, &batch, cs, &mut out, &mut hit)?;
+            }
+            println!(
+                "  read_batch {name:<12} {:>12.0} rows/s",
+                rows as f64 / t0.elapsed().as_secs_f64()
+            );
+        }
+    }
 
     // The limit: a plain HashMap of the same rows, looked up in the same order.
     let mut map: hashbrown::HashMap<u64, (i32, String), foldhash::fast::RandomState> =

@@ -235,7 +235,7 @@ impl RowLayout {
     #[inline]
     pub fn row_key_eq(&self, fixed: &[u8], var: &[u8], key: &[u8], scratch: &mut Vec<u8>) -> bool {
         if let Some((off, size)) = self.pk_fixed_slice {
-            return &fixed[off as usize..(off + size) as usize] == key;
+            return fixed_key_eq(&fixed[off as usize..(off + size) as usize], key);
         }
         self.row_key(fixed, var, scratch);
         scratch.as_slice() == key
@@ -312,6 +312,23 @@ impl RowLayout {
         if let Some(o) = self.var_ref_offset {
             fixed[o as usize..o as usize + 4].copy_from_slice(&r.to_le_bytes());
         }
+    }
+}
+
+/// Equality of a fixed key slice with key bytes; 4- and 8-byte keys compare as integers
+/// (no memcmp call on the hot path).
+#[inline(always)]
+pub fn fixed_key_eq(a: &[u8], b: &[u8]) -> bool {
+    match (a.len(), b.len()) {
+        (8, 8) => {
+            u64::from_ne_bytes(a.try_into().unwrap_or([0; 8]))
+                == u64::from_ne_bytes(b.try_into().unwrap_or([1; 8]))
+        }
+        (4, 4) => {
+            u32::from_ne_bytes(a.try_into().unwrap_or([0; 4]))
+                == u32::from_ne_bytes(b.try_into().unwrap_or([1; 4]))
+        }
+        _ => a == b,
     }
 }
 

@@ -437,7 +437,17 @@ fn compact(p: &mut Page) {
 }
 
 impl VarPages {
-    /// Prefetch hint for a var entry.
+    /// Prefetch hint for a var entry's directory word (no memory read).
+    #[inline]
+    pub fn prefetch_dir(&self, r: u32) {
+        let (lp, idx) = split(r);
+        if let Some(Some(p)) = self.pages.get(lp as usize) {
+            let off = dir_off(idx);
+            super::prefetch(&p.bytes()[off..off + 1]);
+        }
+    }
+
+    /// Prefetch hint for a var entry's data (reads its directory word).
     #[inline]
     pub fn prefetch(&self, r: u32) {
         let (lp, idx) = split(r);

@@ -1239,14 +1239,16 @@ impl Fragment {
         rows.resize(n, None);
         let table = self.table.clone();
         let layout = &table.layout;
+        let has_var = layout.has_var();
         let key_of =
             |k: &BatchKey| &key_buf[k.key_start as usize..(k.key_start + k.key_len) as usize];
-        for i in 0..n + 3 * D {
+        // Five stages, D keys apart: bucket, row, var directory word, var data, decode.
+        for i in 0..n + 4 * D {
             if i < n {
                 self.hash.prefetch(keys[i].h32);
             }
             if i >= D && i - D < n {
-                // Stage 2: first candidate with an equal hash; start loading its row.
+                // First candidate with an equal hash; start loading its row.
                 let j = i - D;
                 let mut cand = None;
                 self.hash.find(keys[j].h32, |r| {
@@ -1259,31 +1261,45 @@ impl Fragment {
                 rows[j] = cand;
             }
             if i >= 2 * D && i - 2 * D < n {
-                // Stage 3: verify the key (a hash collision falls back to a full find)
-                // and start loading the var part.
+                // Verify the key (a hash collision falls back to a full find); start
+                // loading the var part's directory word.
                 let j = i - 2 * D;
                 if let Some(r) = rows[j] {
+                    let key = key_of(&keys[j]);
                     let f = self.fixed.get(r);
-                    let ok = layout.row_key_eq(
-                        f,
-                        var_of(layout, &self.var, f),
-                        key_of(&keys[j]),
-                        &mut self.scratch,
-                    );
+                    let ok = match layout.pk_fixed_slice {
+                        Some((off, size)) => crate::schema::layout::fixed_key_eq(
+                            &f[off as usize..(off + size) as usize],
+                            key,
+                        ),
+                        None => layout.row_key_eq(
+                            f,
+                            var_of(layout, &self.var, f),
+                            key,
+                            &mut self.scratch,
+                        ),
+                    };
                     rows[j] = if ok {
                         Some(r)
                     } else {
-                        self.find(key_of(&keys[j]), keys[j].h32)
+                        self.find(key, keys[j].h32)
                     };
-                    if let Some(r) = rows[j]
-                        && let Some(v) = layout.var_ref(self.fixed.get(r))
-                    {
+                    if let (true, Some(r)) = (has_var, rows[j]) {
+                        if let Some(v) = layout.var_ref(self.fixed.get(r)) {
+                            self.var.prefetch_dir(v);
+                        }
+                    }
+                }
+            }
+            if has_var && i >= 3 * D && i - 3 * D < n {
+                if let Some(r) = rows[i - 3 * D] {
+                    if let Some(v) = layout.var_ref(self.fixed.get(r)) {
                         self.var.prefetch(v);
                     }
                 }
             }
-            if i >= 3 * D {
-                let j = i - 3 * D;
+            if i >= 4 * D {
+                let j = i - 4 * D;
                 if let Some(r) = rows[j] {
                     let slot = keys[j].slot as usize;
                     found[slot] =
