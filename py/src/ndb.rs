@@ -183,6 +183,7 @@ impl Ndb {
     fn execute<'py>(&self, py: Python<'py>, sql: &str) -> PyResult<Bound<'py, PyAny>> {
         let r = py.detach(|| {
             guard(|| {
+                self.ndb.cluster().check_open()?;
                 let mut s = lock_detached(&self.session);
                 let session = s.get_or_insert_with(|| Session::new(self.ndb.clone()));
                 session.execute(sql)
@@ -201,6 +202,38 @@ impl Ndb {
             SqlOutcome::Affected(n) => value_to_py(py, Value::UInt(n)),
             SqlOutcome::Nothing => Ok(py.None().into_bound(py)),
         }
+    }
+
+    /// The access path SQL would use for a statement, e.g. "t1: primary key lookup
+    /// (1 key)".
+    fn explain(&self, py: Python<'_>, sql: &str) -> PyResult<String> {
+        py_result(py.detach(|| {
+            guard(|| {
+                self.ndb.cluster().check_open()?;
+                let mut s = lock_detached(&self.session);
+                s.get_or_insert_with(|| Session::new(self.ndb.clone()))
+                    .explain(sql)
+            })
+        }))
+    }
+
+    /// The SQL session's current database (what USE selected; the NDB API calls of
+    /// this object keep working in `database`).
+    #[getter]
+    fn sql_database(&self, py: Python<'_>) -> String {
+        let s = crate::lock(py, &self.session);
+        match s.as_ref() {
+            Some(s) => s.database().to_string(),
+            None => self.ndb.database().to_string(),
+        }
+    }
+
+    /// Whether the SQL session has an open transaction (BEGIN, or autocommit=0).
+    #[getter]
+    fn sql_in_transaction(&self, py: Python<'_>) -> bool {
+        crate::lock(py, &self.session)
+            .as_ref()
+            .is_some_and(|s| s.in_transaction())
     }
 
     /// Inserts rows (dicts, or sequences in the order of `columns`), committing every

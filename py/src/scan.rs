@@ -122,6 +122,16 @@ impl ScanState {
     }
 }
 
+impl Drop for ScanState {
+    /// An abandoned scan's own transaction is rolled back (releasing its locks); a panic
+    /// there must not unwind into the interpreter's deallocator.
+    fn drop(&mut self) {
+        if let Owner::Own(tx) = &mut self.owner {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tx.close()));
+        }
+    }
+}
+
 #[pyclass(frozen, module = "rndb")]
 pub struct ScanIterator {
     names: Vec<Py<PyString>>,

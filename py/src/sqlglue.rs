@@ -3,11 +3,13 @@
 use crate::errors::R;
 use rndb::Value;
 use rndb::api::ClusterInner;
-use rndb::error::codes;
+use rndb::sql::SqlResult;
 use std::sync::Arc;
 
 /// One SQL session per Python `Ndb` (USE, SET @x, BEGIN/COMMIT persist across calls).
-pub struct Session {}
+pub struct Session {
+    inner: rndb::sql::Session,
+}
 
 /// Result of the last statement: rows or an affected-row count.
 pub enum SqlOutcome {
@@ -20,12 +22,34 @@ pub enum SqlOutcome {
 }
 
 impl Session {
-    pub fn new(_ndb: rndb::Ndb) -> Session {
-        Session {}
+    pub fn new(ndb: rndb::Ndb) -> Session {
+        Session {
+            inner: rndb::sql::Session::new(ndb),
+        }
     }
 
-    pub fn execute(&mut self, _sql: &str) -> R<SqlOutcome> {
-        Err(codes::unsupported("SQL (the core has no sql module yet)"))
+    /// Runs `;`-separated statements; the outcome of the last one.
+    pub fn execute(&mut self, sql: &str) -> R<SqlOutcome> {
+        let results = self.inner.execute(sql)?;
+        Ok(match results.into_iter().last() {
+            Some(SqlResult::Rows { columns, rows }) => SqlOutcome::Rows { columns, rows },
+            Some(SqlResult::Affected { rows, .. }) => SqlOutcome::Affected(rows),
+            None => SqlOutcome::Nothing,
+        })
+    }
+
+    /// The access path of a statement (EXPLAIN's one-line form).
+    pub fn explain(&mut self, sql: &str) -> R<String> {
+        self.inner.explain(sql)
+    }
+
+    /// The session's current database (changed by USE).
+    pub fn database(&self) -> &str {
+        self.inner.database()
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.inner.in_transaction()
     }
 }
 

@@ -20,6 +20,15 @@ pub(crate) struct TxInner {
     pending: Vec<(OpId, Py<Operation>)>,
 }
 
+impl Drop for TxInner {
+    /// An open transaction is rolled back when its Python object goes away; a panic
+    /// there must not unwind into the interpreter's deallocator.
+    fn drop(&mut self) {
+        let tx = &mut self.tx;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tx.close()));
+    }
+}
+
 #[pyclass(frozen, module = "rndb")]
 pub struct Transaction {
     ndb: rndb::Ndb,

@@ -63,7 +63,9 @@ def test_session_state_persists(cluster: rndb.Cluster, ndb: rndb.Ndb) -> None:
     assert ndb.execute("SELECT @x + 1 AS y") == [{"y": 42}]
     # explicit transactions span calls; another Ndb object has its own session
     other = cluster.ndb("test")
+    assert not ndb.sql_in_transaction
     ndb.execute("BEGIN")
+    assert ndb.sql_in_transaction
     ndb.execute("INSERT INTO t1 VALUES (1, 1, 'in tx')")
     assert ndb.execute("SELECT b FROM t1 WHERE id = 1") == [{"b": "in tx"}]
     assert other.execute("SELECT * FROM t1") == []
@@ -77,7 +79,10 @@ def test_session_state_persists(cluster: rndb.Cluster, ndb: rndb.Ndb) -> None:
 
 def test_use_database(cluster: rndb.Cluster, ndb: rndb.Ndb) -> None:
     ndb.execute("CREATE DATABASE db2")
+    assert ndb.sql_database == "test"
     ndb.execute("USE db2")
+    assert ndb.sql_database == "db2"
+    assert ndb.database == "test"  # the NDB API calls of this object stay in "test"
     ndb.execute("CREATE TABLE t2 (id INT PRIMARY KEY) ENGINE=ndbcluster")
     ndb.execute("INSERT INTO t2 VALUES (7)")
     assert ndb.execute("SELECT id FROM t2") == [{"id": 7}]
@@ -115,3 +120,9 @@ def test_sql_errors(ndb: rndb.Ndb) -> None:
 def test_ndbinfo_through_sql(cluster: rndb.Cluster, ndb: rndb.Ndb) -> None:
     rows = ndb.execute("SELECT node_id, memory_type FROM ndbinfo.memoryusage")
     assert rows == [{k: r[k] for k in ("node_id", "memory_type")} for r in cluster.ndbinfo("memoryusage")]
+
+
+def test_explain(ndb: rndb.Ndb) -> None:
+    ndb.execute(DDL)
+    assert ndb.explain("SELECT * FROM t1 WHERE id = 1") == "t1: primary key lookup (1 key)"
+    assert "t1" in ndb.explain("SELECT * FROM t1 WHERE a BETWEEN 1 AND 5")

@@ -609,11 +609,14 @@ pub fn coerce(v: Value, ty: &ColumnType, column: &str) -> Result<Value> {
             other => Err(wrong(&other)),
         },
         ColumnType::Time => match v {
-            Value::Time(t) => Ok(Value::Time(t)),
+            Value::Time(t) if t.unsigned_abs() <= MAX_TIME_SECONDS => Ok(Value::Time(t)),
+            Value::Time(t) => Err(out_of_range(column, ty, &Value::Time(t).to_string())),
             Value::Str(s) => parse_time(&s).map(Value::Time).ok_or_else(|| {
                 codes::wrong_type(format!("incorrect time value '{s}' for column '{column}'"))
             }),
-            Value::Int(i) if i.abs() <= 838 * 3600 => Ok(Value::Time(i as i32)),
+            Value::Int(i) if i.unsigned_abs() <= MAX_TIME_SECONDS as u64 => {
+                Ok(Value::Time(i as i32))
+            }
             other => Err(wrong(&other)),
         },
     }
@@ -628,6 +631,9 @@ fn check_timestamp(ty: &ColumnType, column: &str, d: Datetime) -> Result<Value> 
     }
     Ok(Value::Datetime(d))
 }
+
+/// TIME's range: -838:59:59 .. 838:59:59.
+const MAX_TIME_SECONDS: u32 = 838 * 3600 + 59 * 60 + 59;
 
 fn parse_time(s: &str) -> Option<i32> {
     let s = s.trim();
