@@ -13,6 +13,7 @@ pub mod index;
 pub mod mgm;
 pub mod ndbinfo;
 pub mod schema;
+pub mod sql;
 pub mod storage;
 pub mod txn;
 

@@ -711,3 +711,96 @@ fn concurrent_transfers_keep_the_total() {
         assert_eq!(dump(&reps[0]), dump(&reps[1]), "replicas diverged");
     }
 }
+
+#[test]
+fn write_with_key_among_values_on_a_table_with_a_unique_index() {
+    let c = cluster(1, 1, "16M");
+    let ndb = c.ndb("test");
+    let t = ndb
+        .create_table(TableSpec {
+            name: "u".into(),
+            columns: vec![
+                Column::new(
+                    "id",
+                    ColumnType::Int {
+                        bytes: 4,
+                        unsigned: true,
+                    },
+                )
+                .primary_key(),
+                Column::new(
+                    "email",
+                    ColumnType::Varchar {
+                        len: 40,
+                        charset: Charset::Latin1,
+                    },
+                ),
+            ],
+            primary_key: vec![],
+            indexes: vec![(
+                "u_email".into(),
+                IndexKind::UniqueHashIndex,
+                vec!["email".into()],
+            )],
+            logging: true,
+            if_not_exists: false,
+        })
+        .expect("create");
+    for email in ["a@x", "b@x"] {
+        let mut tx = ndb.start_transaction().expect("tx");
+        tx.define(
+            &t,
+            OpKind::Write,
+            &[],
+            &[("id", Value::UInt(1)), ("email", Value::Str(email.into()))],
+            None,
+        )
+        .expect("define");
+        tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+            .expect("write");
+    }
+    let row = read_u(&ndb, &t, 1);
+    assert_eq!(row, Some(vec![Value::UInt(1), Value::Str("b@x".into())]));
+    // the old unique entry is gone: another row may take "a@x", none may take "b@x"
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Insert,
+        &[],
+        &[("id", Value::UInt(2)), ("email", Value::Str("a@x".into()))],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("a@x is free again");
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Insert,
+        &[],
+        &[("id", Value::UInt(3)), ("email", Value::Str("b@x".into()))],
+        None,
+    )
+    .expect("define");
+    assert_eq!(
+        tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+            .map_err(|e| e.code),
+        Err(893)
+    );
+}
+
+fn read_u(ndb: &Ndb, t: &std::sync::Arc<TableRuntime>, id: u64) -> Option<Vec<Value>> {
+    let mut tx = ndb.start_transaction().expect("tx");
+    let op = tx
+        .define(
+            t,
+            OpKind::Read(LockMode::CommittedRead),
+            &[("id", Value::UInt(id))],
+            &[],
+            None,
+        )
+        .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .ok()?;
+    tx.take_row(op)
+}

@@ -62,7 +62,14 @@ impl Transaction {
         // The main row.
         let main_values: Vec<(usize, Value)> = match effective {
             OpKind::Insert => p.full.iter().cloned().enumerate().collect(),
-            _ => p.changes.clone(),
+            // A write that became an update: the key columns among its values are the
+            // key itself, not changes.
+            _ => p
+                .changes
+                .iter()
+                .filter(|(c, _)| !def.columns[*c].primary_key)
+                .cloned()
+                .collect(),
         };
         let main_key = key.clone();
         let main_kind = if effective == OpKind::Insert {

@@ -116,7 +116,9 @@ pub(crate) fn assign(v: Value, col: &Column, row: u64, strict: bool) -> Result<V
                 }
                 other => eval::to_i128(other).unwrap_or(0),
             };
-            let (lo, hi) = ty.int_range().unwrap_or((i64::MIN as i128, u64::MAX as i128));
+            let (lo, hi) = ty
+                .int_range()
+                .unwrap_or((i64::MIN as i128, u64::MAX as i128));
             let n = if n < lo || n > hi {
                 if strict {
                     return Err(errors::out_of_range(&col.name, row));
@@ -136,7 +138,9 @@ pub(crate) fn assign(v: Value, col: &Column, row: u64, strict: bool) -> Result<V
                 Value::Str(_) | Value::Bytes(_) => {
                     let (f, whole) = eval::parse_prefix(&shown);
                     if !whole {
-                        if shown.trim().is_empty() || (f == 0.0 && !shown.trim().starts_with(['0', '.'])) {
+                        if shown.trim().is_empty()
+                            || (f == 0.0 && !shown.trim().starts_with(['0', '.']))
+                        {
                             return bad(errors::incorrect_value("double", &shown, &col.name, row));
                         }
                         if strict {
@@ -171,16 +175,14 @@ pub(crate) fn assign(v: Value, col: &Column, row: u64, strict: bool) -> Result<V
                     scale: 0,
                 }),
                 Value::Decimal(d) => Some(*d),
-                Value::Double(f) => Decimal::from_f64(*f, scale.max(1).min(30)),
-                Value::Float(f) => Decimal::from_f64(*f as f64, scale.max(1).min(30)),
+                Value::Double(f) => Decimal::from_f64(*f, (scale + 2).min(30)),
+                Value::Float(f) => Decimal::from_f64(*f as f64, (scale + 2).min(30)),
                 _ => match Decimal::parse(shown.trim()) {
                     Some(d) => Some(d),
                     None => {
                         let (f, whole) = eval::parse_prefix(&shown);
                         if !whole {
-                            return bad(errors::incorrect_value(
-                                "decimal", &shown, &col.name, row,
-                            ));
+                            return bad(errors::incorrect_value("decimal", &shown, &col.name, row));
                         }
                         Decimal::from_f64(f, scale)
                     }
@@ -406,9 +408,20 @@ mod tests {
             bytes: 1,
             unsigned: false,
         });
-        assert_eq!(assign(Value::Str(" 12 ".into()), &int, 1, true), Ok(Value::Int(12)));
         assert_eq!(
-            assign(Value::Decimal(Decimal { mantissa: 25, scale: 1 }), &int, 1, true),
+            assign(Value::Str(" 12 ".into()), &int, 1, true),
+            Ok(Value::Int(12))
+        );
+        assert_eq!(
+            assign(
+                Value::Decimal(Decimal {
+                    mantissa: 25,
+                    scale: 1
+                }),
+                &int,
+                1,
+                true
+            ),
             Ok(Value::Int(3))
         );
         assert_eq!(assign(Value::Double(2.5), &int, 1, true), Ok(Value::Int(2)));
@@ -461,7 +474,10 @@ mod tests {
         });
         assert_eq!(
             assign(Value::Str("1.005".into()), &dec, 1, true),
-            Ok(Value::Decimal(Decimal { mantissa: 101, scale: 2 }))
+            Ok(Value::Decimal(Decimal {
+                mantissa: 101,
+                scale: 2
+            }))
         );
         assert_eq!(
             assign(Value::Int(1000), &dec, 1, true).map_err(|e| e.mysql_code),

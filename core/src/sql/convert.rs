@@ -36,10 +36,8 @@ pub(crate) fn parse(st: &lexer::Statement<'_>) -> Result<Stmt> {
         .unwrap_or_default();
     let stmt = stmts.pop().ok_or_else(|| lexer::syntax_at(st.text, 0))?;
     let mut out = statement(stmt, &names)?;
-    if share_lock {
-        if let Stmt::Select(s) = &mut out {
-            s.lock = Lock::Shared;
-        }
+    if share_lock && let Stmt::Select(s) = &mut out {
+        s.lock = Lock::Shared;
     }
     Ok(out)
 }
@@ -451,10 +449,11 @@ pub(crate) fn sys_name(s: &str) -> String {
 fn set_value(target: &SetTarget, e: sp::Expr) -> Result<Expr> {
     if let SetTarget::System(..) = target {
         // SET autocommit = ON: a bare word is the value
-        if let sp::Expr::Identifier(i) = &e {
-            if i.quote_style.is_none() && !i.value.starts_with('@') {
-                return Ok(Expr::Lit(Value::Str(i.value.clone())));
-            }
+        if let sp::Expr::Identifier(i) = &e
+            && i.quote_style.is_none()
+            && !i.value.starts_with('@')
+        {
+            return Ok(Expr::Lit(Value::Str(i.value.clone())));
         }
     }
     expr(e)
@@ -545,7 +544,8 @@ fn value(v: sp::Value) -> Result<Value> {
         | sp::Value::TripleSingleQuotedString(s)
         | sp::Value::TripleDoubleQuotedString(s) => Value::Str(s),
         sp::Value::HexStringLiteral(h) => Value::Bytes(hex(&h)?),
-        sp::Value::SingleQuotedByteStringLiteral(b) | sp::Value::DoubleQuotedByteStringLiteral(b) => {
+        sp::Value::SingleQuotedByteStringLiteral(b)
+        | sp::Value::DoubleQuotedByteStringLiteral(b) => {
             if b.len() > 64 || !b.bytes().all(|c| c == b'0' || c == b'1') {
                 return unsupported("this bit literal");
             }
@@ -586,6 +586,24 @@ fn binop(op: sp::BinaryOperator) -> Result<BinOp> {
     })
 }
 
+/// MySQL's precedence groups of binary operators.
+fn op_group(op: &sp::BinaryOperator) -> u8 {
+    use sp::BinaryOperator as B;
+    match op {
+        B::Or | B::StringConcat => 1,
+        B::Xor => 2,
+        B::And => 3,
+        B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship => 4,
+        B::BitwiseOr => 5,
+        B::BitwiseAnd => 6,
+        B::PGBitwiseShiftLeft | B::PGBitwiseShiftRight => 7,
+        B::Plus | B::Minus => 8,
+        B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide | B::DuckIntegerDivide => 9,
+        B::BitwiseXor | B::PGBitwiseXor => 10,
+        _ => 11,
+    }
+}
+
 fn bx(e: sp::Expr) -> Result<Box<Expr>> {
     expr(e).map(Box::new)
 }
@@ -595,11 +613,18 @@ pub(crate) fn expr(e: sp::Expr) -> Result<Expr> {
     use sp::Expr as E;
     Ok(match e {
         E::BinaryOp { .. } => {
+            // Flatten the left spine of operators of one precedence group (iteratively:
+            // a long `a + b + c ...` is a deep left spine); other groups nest, which
+            // precedence bounds to a few levels.
+            let E::BinaryOp { op: top, .. } = &e else {
+                return unsupported("operator");
+            };
+            let group = op_group(top);
             let mut pairs: Vec<(sp::BinaryOperator, sp::Expr)> = Vec::new();
             let mut cur = e;
             let base = loop {
                 match cur {
-                    E::BinaryOp { left, op, right } => {
+                    E::BinaryOp { left, op, right } if op_group(&op) == group => {
                         pairs.push((op, *right));
                         cur = *left;
                     }
@@ -651,9 +676,7 @@ pub(crate) fn expr(e: sp::Expr) -> Result<Expr> {
             },
             sp::UnaryOperator::Plus => expr(*inner)?,
             sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => Expr::Not(bx(*inner)?),
-            sp::UnaryOperator::BitwiseNot | sp::UnaryOperator::PGBitwiseNot => {
-                Expr::BitNot(bx(*inner)?)
-            }
+            sp::UnaryOperator::BitwiseNot => Expr::BitNot(bx(*inner)?),
             other => return Err(errors::unsupported(format!("operator {other}"))),
         },
         E::IsNull(a) | E::IsUnknown(a) => Expr::IsNull(bx(*a)?, false),
@@ -662,11 +685,9 @@ pub(crate) fn expr(e: sp::Expr) -> Result<Expr> {
         E::IsNotTrue(a) => Expr::IsBool(bx(*a)?, true, true),
         E::IsFalse(a) => Expr::IsBool(bx(*a)?, false, false),
         E::IsNotFalse(a) => Expr::IsBool(bx(*a)?, false, true),
-        E::IsDistinctFrom(a, b) => Expr::Not(Box::new(Expr::binary(
-            expr(*a)?,
-            BinOp::NullEq,
-            expr(*b)?,
-        ))),
+        E::IsDistinctFrom(a, b) => {
+            Expr::Not(Box::new(Expr::binary(expr(*a)?, BinOp::NullEq, expr(*b)?)))
+        }
         E::IsNotDistinctFrom(a, b) => Expr::binary(expr(*a)?, BinOp::NullEq, expr(*b)?),
         E::In {
             expr: a,
@@ -845,7 +866,10 @@ fn function(f: sp::Function) -> Result<Expr> {
                 return unsupported(&format!("this {upper} syntax"));
             }
             (
-                matches!(l.duplicate_treatment, Some(sp::DuplicateTreatment::Distinct)),
+                matches!(
+                    l.duplicate_treatment,
+                    Some(sp::DuplicateTreatment::Distinct)
+                ),
                 l.args,
             )
         }

@@ -46,6 +46,8 @@ pub(crate) struct ColumnSpec {
     pub comment: Option<String>,
     pub storage: Option<StorageType>,
     pub on_update_now: bool,
+    /// `PRIMARY KEY USING HASH` in the column definition.
+    pub pk_using_hash: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,15 +92,9 @@ pub(crate) enum AlterAction {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ShowWhat {
-    Tables {
-        db: Option<String>,
-        full: bool,
-    },
+    Tables { db: Option<String>, full: bool },
     Databases,
-    Columns {
-        table: TableName,
-        full: bool,
-    },
+    Columns { table: TableName, full: bool },
     CreateTable(TableName),
     CreateDatabase(String),
     Index(TableName),
@@ -528,15 +524,12 @@ impl<'a> P<'a> {
     }
 
     fn charset_name(&mut self) -> Result<Charset> {
-        let at = self.i;
         let name = self.name_or_string()?;
         if name.eq_ignore_ascii_case("binary") {
             return Err(errors::unsupported("CHARACTER SET binary"));
         }
-        Charset::parse(&name).ok_or_else(|| {
-            let _ = at;
-            errors::app(1115, format!("Unknown character set: '{name}'"))
-        })
+        Charset::parse(&name)
+            .ok_or_else(|| errors::app(1115, format!("Unknown character set: '{name}'")))
     }
 
     fn collation(&mut self) -> Result<Charset> {
@@ -576,14 +569,13 @@ impl<'a> P<'a> {
     }
 
     fn table_element(&mut self, ct: &mut CreateTable) -> Result<()> {
-        if self.eat_kw("CONSTRAINT") {
-            if !(self.peek_kw("PRIMARY")
+        if self.eat_kw("CONSTRAINT")
+            && !(self.peek_kw("PRIMARY")
                 || self.peek_kw("UNIQUE")
                 || self.peek_kw("FOREIGN")
                 || self.peek_kw("CHECK"))
-            {
-                self.ident()?;
-            }
+        {
+            self.ident()?;
         }
         if self.eat_kw("PRIMARY") {
             self.expect_kw("KEY")?;
@@ -674,6 +666,7 @@ impl<'a> P<'a> {
             comment: None,
             storage: None,
             on_update_now: false,
+            pk_using_hash: false,
         };
         loop {
             if self.eat_kw("NOT") {
@@ -688,6 +681,7 @@ impl<'a> P<'a> {
             } else if self.eat_kw("PRIMARY") {
                 self.expect_kw("KEY")?;
                 c.primary_key = true;
+                c.pk_using_hash |= self.using()?;
             } else if self.eat_kw("KEY") {
                 c.primary_key = true;
             } else if self.eat_kw("UNIQUE") {
@@ -697,8 +691,7 @@ impl<'a> P<'a> {
                 c.comment = Some(self.string()?);
             } else if self.eat_kw("CHARSET") {
                 charset = Some(self.charset_name()?);
-            } else if self.peek_kw("CHARACTER") && self.peek_at(1).is_some_and(|t| t.is_kw("SET"))
-            {
+            } else if self.peek_kw("CHARACTER") && self.peek_at(1).is_some_and(|t| t.is_kw("SET")) {
                 self.i += 2;
                 charset = Some(self.charset_name()?);
             } else if self.eat_kw("COLLATE") {
@@ -738,9 +731,7 @@ impl<'a> P<'a> {
     fn storage_kind(&mut self) -> Result<StorageType> {
         if self.eat_kw("DISK") {
             Ok(StorageType::Disk)
-        } else if self.eat_kw("MEMORY") {
-            Ok(StorageType::Memory)
-        } else if self.eat_kw("DEFAULT") {
+        } else if self.eat_kw("MEMORY") || self.eat_kw("DEFAULT") {
             Ok(StorageType::Memory)
         } else {
             Err(self.err())
@@ -829,19 +820,20 @@ impl<'a> P<'a> {
         };
         self.i += 1;
         let mut charset = None;
-        let int = |bytes: u8| {
-            TypeSpec::Plain(ColumnType::Int {
+        let int = |p: &mut Self, bytes: u8| -> Result<TypeSpec> {
+            p.type_args()?;
+            Ok(TypeSpec::Plain(ColumnType::Int {
                 bytes,
                 unsigned: false,
-            })
+            }))
         };
         let ty = match word.as_str() {
-            "TINYINT" | "INT1" => int(1),
-            "BOOL" | "BOOLEAN" => return Ok((int(1), None)),
-            "SMALLINT" | "INT2" => int(2),
-            "MEDIUMINT" | "INT3" | "MIDDLEINT" => int(3),
-            "INT" | "INTEGER" | "INT4" => int(4),
-            "BIGINT" | "INT8" => int(8),
+            "TINYINT" | "INT1" => int(self, 1)?,
+            "BOOL" | "BOOLEAN" => return Ok((int(self, 1)?, None)),
+            "SMALLINT" | "INT2" => int(self, 2)?,
+            "MEDIUMINT" | "INT3" | "MIDDLEINT" => int(self, 3)?,
+            "INT" | "INTEGER" | "INT4" => int(self, 4)?,
+            "BIGINT" | "INT8" => int(self, 8)?,
             "FLOAT" => {
                 let (p, d) = self.type_args()?;
                 if d.is_none() && p.is_some_and(|p| p > 24) {
@@ -883,10 +875,8 @@ impl<'a> P<'a> {
                 })
             }
             "CHAR" | "CHARACTER" | "NCHAR" | "NATIONAL" => {
-                if word == "NATIONAL" {
-                    if !self.eat_kw("CHAR") {
-                        self.expect_kw("CHARACTER")?;
-                    }
+                if word == "NATIONAL" && !self.eat_kw("CHAR") {
+                    self.expect_kw("CHARACTER")?;
                 }
                 if word == "NCHAR" || word == "NATIONAL" {
                     charset = Some(Charset::Utf8mb3);
@@ -1046,7 +1036,7 @@ impl<'a> P<'a> {
                 ct.storage = Some(self.storage_kind()?);
             } else if self.peek_kw("PARTITION") {
                 return Err(errors::unsupported("PARTITION BY"));
-            } else if let Some(k) = self.peek().and_then(Token::kw).filter(|k| {
+            } else if self.peek().and_then(Token::kw).is_some_and(|k| {
                 matches!(
                     k.as_str(),
                     "ROW_FORMAT"
@@ -1065,13 +1055,10 @@ impl<'a> P<'a> {
                         | "INSERT_METHOD"
                 )
             }) {
-                let _ = k;
                 self.i += 1;
                 self.opt_eq();
                 match self.peek().map(|t| &t.tok) {
-                    Some(Tok::Word(_))
-                    | Some(Tok::Num(_))
-                    | Some(Tok::Str(_))
+                    Some(Tok::Word(_)) | Some(Tok::Num(_)) | Some(Tok::Str(_))
                     | Some(Tok::Quoted(_)) => self.i += 1,
                     _ => return Err(self.err()),
                 }
@@ -1339,10 +1326,7 @@ mod tests {
             })
         );
         assert_eq!(ct.columns[1].ty, TypeSpec::Varchar(512));
-        assert_eq!(
-            ct.columns[1].default,
-            Some(DefaultSpec::Value(Value::Null))
-        );
+        assert_eq!(ct.columns[1].default, Some(DefaultSpec::Value(Value::Null)));
         assert_eq!(ct.columns[2].storage, Some(StorageType::Disk));
         assert_eq!(ct.indexes[0].kind, IndexType::Primary);
         assert!(ct.indexes[0].using_hash);

@@ -15,7 +15,11 @@ use crate::error::{ErrorClassification, NdbError, codes};
 /// (MySQL error number, SQLSTATE, message template with `%s` placeholders).
 const MYSQL_ERRORS: &[(u32, &str, &str)] = &[
     (1007, "HY000", "Can't create database '%s'; database exists"),
-    (1008, "HY000", "Can't drop database '%s'; database doesn't exist"),
+    (
+        1008,
+        "HY000",
+        "Can't drop database '%s'; database doesn't exist",
+    ),
     (1032, "HY000", "Can't find record in '%s'"),
     (1036, "HY000", "Table '%s' is read only"),
     (
@@ -47,7 +51,11 @@ const MYSQL_ERRORS: &[(u32, &str, &str)] = &[
         "42000",
         "Incorrect table definition; there can be only one auto column and it must be defined as a key",
     ),
-    (1091, "42000", "Can't DROP '%s'; check that column/key exists"),
+    (
+        1091,
+        "42000",
+        "Can't DROP '%s'; check that column/key exists",
+    ),
     (
         1101,
         "42000",
@@ -64,9 +72,17 @@ const MYSQL_ERRORS: &[(u32, &str, &str)] = &[
         "42000",
         "Row size too large. The maximum row size for the used table type, not counting BLOBs, is 8052. You have to change some columns to TEXT or BLOBs",
     ),
-    (1136, "21S01", "Column count doesn't match value count at row %s"),
+    (
+        1136,
+        "21S01",
+        "Column count doesn't match value count at row %s",
+    ),
     (1146, "42S02", "Table '%s' doesn't exist"),
-    (1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes"),
+    (
+        1153,
+        "08S01",
+        "Got a packet bigger than 'max_allowed_packet' bytes",
+    ),
     (1166, "42000", "Incorrect column name '%s'"),
     (
         1170,
@@ -81,17 +97,37 @@ const MYSQL_ERRORS: &[(u32, &str, &str)] = &[
         "Lock wait timeout exceeded; try restarting transaction",
     ),
     (1210, "HY000", "Incorrect arguments to %s"),
-    (1231, "42000", "Variable '%s' can't be set to the value of '%s'"),
-    (1235, "42000", "This version of MySQL doesn't yet support '%s'"),
-    (1264, "22003", "Out of range value for column '%s' at row %s"),
+    (
+        1231,
+        "42000",
+        "Variable '%s' can't be set to the value of '%s'",
+    ),
+    (
+        1235,
+        "42000",
+        "This version of MySQL doesn't yet support '%s'",
+    ),
+    (
+        1264,
+        "22003",
+        "Out of range value for column '%s' at row %s",
+    ),
     (1265, "01000", "Data truncated for column '%s' at row %s"),
     (1273, "HY000", "Unknown collation: '%s'"),
     (1280, "42000", "Incorrect index name '%s'"),
     (1286, "42000", "Unknown storage engine '%s'"),
-    (1292, "22007", "Incorrect %s value: '%s' for column '%s' at row %s"),
+    (
+        1292,
+        "22007",
+        "Incorrect %s value: '%s' for column '%s' at row %s",
+    ),
     (1305, "42000", "FUNCTION %s does not exist"),
     (1364, "HY000", "Field '%s' doesn't have a default value"),
-    (1366, "HY000", "Incorrect %s value: '%s' for column '%s' at row %s"),
+    (
+        1366,
+        "HY000",
+        "Incorrect %s value: '%s' for column '%s' at row %s",
+    ),
     (1406, "22001", "Data too long for column '%s' at row %s"),
     (
         1426,
@@ -139,21 +175,32 @@ pub fn render_error(e: &NdbError) -> String {
     let Some((state, template)) = lookup(e.mysql_code) else {
         return format!("ERROR {} (HY000): {}", e.mysql_code, e.message);
     };
-    format!("ERROR {} ({state}): {}", e.mysql_code, mysql_text(e, template))
+    format!(
+        "ERROR {} ({state}): {}",
+        e.mysql_code,
+        mysql_text(e, template)
+    )
 }
 
 /// The MySQL message inside an error's NDB message (see the module invariant).
 fn mysql_text(e: &NdbError, template: &str) -> String {
-    let prefix = template.split("%s").next().unwrap_or(template);
-    if !prefix.is_empty() {
-        if let Some(i) = e.message.find(&format!(": {prefix}")) {
-            return e.message[i + 2..].to_string();
-        }
-        if e.message.starts_with(prefix) {
-            return e.message.clone();
+    let fragments: Vec<&str> = template.split("%s").collect();
+    if let Some((k, frag)) = fragments.iter().enumerate().find(|(_, f)| !f.is_empty()) {
+        if k == 0 {
+            if let Some(i) = e.message.find(&format!(": {frag}")) {
+                return e.message[i + 2..].to_string();
+            }
+            if e.message.starts_with(frag) {
+                return e.message.clone();
+            }
+        } else if let Some(p) = e.message.find(frag) {
+            // the text starts with a placeholder: it begins after the ": " before it
+            if let Some(i) = e.message[..p].rfind(": ") {
+                return e.message[i + 2..].to_string();
+            }
         }
     }
-    let holes = template.matches("%s").count();
+    let holes = fragments.len() - 1;
     match holes {
         0 => template.to_string(),
         1 => {
@@ -284,7 +331,9 @@ pub(crate) fn schema(mysql_code: u32, text: impl std::fmt::Display) -> NdbError 
 }
 
 pub(crate) fn unsupported(what: impl std::fmt::Display) -> NdbError {
-    codes::unsupported(format!("This version of MySQL doesn't yet support '{what}'"))
+    codes::unsupported(format!(
+        "This version of MySQL doesn't yet support '{what}'"
+    ))
 }
 
 pub(crate) fn unknown_database(db: &str) -> NdbError {
@@ -319,10 +368,7 @@ pub(crate) fn too_deep() -> NdbError {
 }
 
 pub(crate) fn too_big() -> NdbError {
-    app(
-        1153,
-        "Got a packet bigger than 'max_allowed_packet' bytes",
-    )
+    app(1153, "Got a packet bigger than 'max_allowed_packet' bytes")
 }
 
 pub(crate) fn read_only(table: &str) -> NdbError {

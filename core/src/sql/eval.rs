@@ -170,9 +170,6 @@ fn bool_val(b: Option<bool>) -> Value {
 }
 
 fn int_value(i: i128, unsigned: bool, what: &str) -> Result<Value> {
-    if unsigned && i >= 0 && i <= u64::MAX as i128 && i > i64::MAX as i128 {
-        return Ok(Value::UInt(i as u64));
-    }
     if unsigned && i >= 0 && i <= u64::MAX as i128 {
         return Ok(Value::UInt(i as u64));
     }
@@ -214,7 +211,10 @@ fn dec_add(a: Decimal, b: Decimal, sub: bool) -> Option<Decimal> {
     } else {
         x.checked_add(y)?
     };
-    fits(Decimal { mantissa: m, scale: s })
+    fits(Decimal {
+        mantissa: m,
+        scale: s,
+    })
 }
 
 fn dec_mul(a: Decimal, b: Decimal) -> Option<Decimal> {
@@ -248,7 +248,8 @@ fn dec_div(a: Decimal, b: Decimal) -> Option<Decimal> {
     } else {
         (
             a.mantissa,
-            b.mantissa.checked_mul(10i128.checked_pow((-shift) as u32)?)?,
+            b.mantissa
+                .checked_mul(10i128.checked_pow((-shift) as u32)?)?,
         )
     };
     let q = num / den;
@@ -414,9 +415,7 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Option<Ordering> {
     if is_text(a) && is_text(b) {
         return Some(a.sql_cmp(b));
     }
-    if (is_temporal(a) && (is_text(b) || is_temporal(b)))
-        || (is_text(a) && is_temporal(b))
-    {
+    if (is_temporal(a) && (is_text(b) || is_temporal(b))) || (is_text(a) && is_temporal(b)) {
         if let (Value::Time(x), Value::Time(y)) = (a, b) {
             return Some(x.cmp(y));
         }
@@ -434,10 +433,10 @@ fn num_cmp(x: Num, y: Num) -> Ordering {
     match (x, y) {
         (Num::I(i, _), Num::I(j, _)) => i.cmp(&j),
         _ => {
-            if let (Some(p), Some(q)) = (dec(x), dec(y)) {
-                if let Some((m, n, _)) = align(p, q) {
-                    return m.cmp(&n);
-                }
+            if let (Some(p), Some(q)) = (dec(x), dec(y))
+                && let Some((m, n, _)) = align(p, q)
+            {
+                return m.cmp(&n);
             }
             num_f64(x).total_cmp(&num_f64(y))
         }
@@ -469,16 +468,13 @@ pub(crate) fn as_datetime(v: &Value) -> Option<Datetime> {
         Value::Int(_) | Value::UInt(_) => {
             let n = to_i128(v)?;
             if (10_000_000..=99_991_231).contains(&n) {
-                Date::new(
-                    (n / 10000) as u16,
-                    (n / 100 % 100) as u8,
-                    (n % 100) as u8,
-                )
-                .map(|date| Datetime {
-                    date,
-                    hour: 0,
-                    minute: 0,
-                    second: 0,
+                Date::new((n / 10000) as u16, (n / 100 % 100) as u8, (n % 100) as u8).map(|date| {
+                    Datetime {
+                        date,
+                        hour: 0,
+                        minute: 0,
+                        second: 0,
+                    }
                 })
             } else if n >= 10_000_000_000_000 {
                 let d = Datetime::unpack(n as u64);
@@ -1251,7 +1247,7 @@ fn func(f: Func, args: &[Expr], c: &Ctx<'_>) -> Result<Value> {
             }
         }
         Func::FromUnixtime => match int(0)? {
-            Some(n) if n >= 0 && n < (1i128 << 40) => {
+            Some(n) if (0..(1i128 << 40)).contains(&n) => {
                 Value::Datetime(Datetime::from_epoch_seconds(n as i64))
             }
             _ => Value::Null,
@@ -1309,9 +1305,8 @@ pub(crate) fn cast(v: Value, to: CastTo) -> Result<Value> {
     Ok(match to {
         CastTo::Signed => match num(&v) {
             Some(Num::I(i, _)) => Value::Int(i as i64),
-            Some(n) => {
+            Some(_) => {
                 let i = to_i128(&v).unwrap_or(0);
-                let _ = n;
                 Value::Int(i.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
             }
             None => Value::Null,
@@ -1356,9 +1351,7 @@ pub(crate) fn cast(v: Value, to: CastTo) -> Result<Value> {
         CastTo::Date => as_datetime(&v)
             .map(|d| Value::Date(d.date))
             .unwrap_or(Value::Null),
-        CastTo::Datetime => as_datetime(&v)
-            .map(Value::Datetime)
-            .unwrap_or(Value::Null),
+        CastTo::Datetime => as_datetime(&v).map(Value::Datetime).unwrap_or(Value::Null),
         CastTo::Time => match &v {
             Value::Time(_) => v,
             Value::Datetime(d) => {
@@ -1403,10 +1396,7 @@ mod tests {
             arith(BinOp::Mod, &Value::Int(-7), &Value::Int(3)),
             Ok(Value::Int(-1))
         );
-        assert_eq!(
-            arith(BinOp::Add, &d("1.5"), &Value::Int(2)),
-            Ok(d("3.5"))
-        );
+        assert_eq!(arith(BinOp::Add, &d("1.5"), &Value::Int(2)), Ok(d("3.5")));
         assert_eq!(
             arith(BinOp::Add, &Value::Str("2abc".into()), &Value::Int(1)),
             Ok(Value::Double(3.0))
@@ -1451,8 +1441,8 @@ mod tests {
 
     #[test]
     fn rounding_and_text() {
-        assert_eq!(round_to(&d("2.5"), 0, false), Value::Int(3));
-        assert_eq!(round_to(&d("-2.5"), 0, false), Value::Int(-3));
+        assert_eq!(round_to(&d("2.5"), 0, false), d("3"));
+        assert_eq!(round_to(&d("-2.5"), 0, false), d("-3"));
         assert_eq!(round_to(&d("1.2345"), 2, false), d("1.23"));
         assert_eq!(round_to(&Value::Int(1234), -2, false), Value::Int(1200));
         assert_eq!(round_to(&d("1.239"), 2, true), d("1.23"));

@@ -174,13 +174,7 @@ pub(crate) enum Expr {
 
 impl Expr {
     pub fn binary(left: Expr, op: BinOp, right: Expr) -> Expr {
-        match left {
-            Expr::Chain(first, mut rest) => {
-                rest.push((op, right));
-                Expr::Chain(first, rest)
-            }
-            other => Expr::Chain(Box::new(other), vec![(op, right)]),
-        }
+        Expr::Chain(Box::new(left), vec![(op, right)])
     }
 
     /// Visits every sub-expression (pre-order), iteratively.

@@ -75,8 +75,8 @@ pub(crate) const MAX_PARENS: usize = 200;
 
 const SYMS: &[&str] = &[
     "<=>", "<=", ">=", "<>", "!=", "<<", ">>", "||", "&&", ":=", "::", "->", "(", ")", ",", ";",
-    ".", "+", "-", "*", "/", "%", "=", "<", ">", "!", "~", "^", "&", "|", "?", "{", "}", "[",
-    "]", ":",
+    ".", "+", "-", "*", "/", "%", "=", "<", ">", "!", "~", "^", "&", "|", "?", "{", "}", "[", "]",
+    ":",
 ];
 
 /// Line and column (1-based, columns in characters) of byte offset `pos` in `text`.
@@ -146,8 +146,9 @@ pub(crate) fn statements(input: &str) -> Vec<Result<Statement<'_>, NdbError>> {
                     }
                 }
                 Err(pos) => {
-                    let text = &input[stmt_start..];
-                    failed = Some(syntax_at(text, pos - stmt_start));
+                    let base = tokens.first().map(|t| t.start).unwrap_or(pos);
+                    let base = base.max(stmt_start).min(pos);
+                    failed = Some(syntax_at(&input[base..], pos - base));
                     break;
                 }
             }
@@ -307,7 +308,7 @@ impl Lexer<'_> {
                 let e = self.src[self.pos..].find('\'').ok_or(start)?;
                 let h = &self.src[self.pos..self.pos + e];
                 self.pos += e + 1;
-                if h.len() % 2 != 0 {
+                if !h.len().is_multiple_of(2) {
                     return Err(start);
                 }
                 Tok::Hex(hex_bytes(h).ok_or(start)?)
@@ -482,10 +483,8 @@ pub(crate) fn check_complexity(st: &Statement<'_>) -> Result<(), NdbError> {
                     return Err(errors::too_deep());
                 }
             }
-            Tok::Sym(")") => {
-                if levels.len() > 1 {
-                    levels.pop();
-                }
+            Tok::Sym(")") if levels.len() > 1 => {
+                levels.pop();
             }
             Tok::Sym(",") => {
                 if let Some(l) = levels.last_mut() {
@@ -513,10 +512,10 @@ pub(crate) fn check_complexity(st: &Statement<'_>) -> Result<(), NdbError> {
             }
             _ => {}
         }
-        if let Some(l) = levels.last() {
-            if l.0 > MAX_CHAIN || l.1 > MAX_POSTFIX {
-                return Err(errors::too_deep());
-            }
+        if let Some(l) = levels.last()
+            && (l.0 > MAX_CHAIN || l.1 > MAX_POSTFIX)
+        {
+            return Err(errors::too_deep());
         }
     }
     Ok(())

@@ -44,9 +44,11 @@ static REGISTRY: Mutex<Vec<ClusterMeta>> = Mutex::new(Vec::new());
 fn with<R>(cluster: &Arc<ClusterInner>, f: impl FnOnce(&mut ClusterMeta) -> R) -> R {
     let mut reg = REGISTRY.lock();
     reg.retain(|m| m.cluster.strong_count() > 0);
-    let pos = reg
-        .iter()
-        .position(|m| m.cluster.upgrade().is_some_and(|c| Arc::ptr_eq(&c, cluster)));
+    let pos = reg.iter().position(|m| {
+        m.cluster
+            .upgrade()
+            .is_some_and(|c| Arc::ptr_eq(&c, cluster))
+    });
     let idx = match pos {
         Some(i) => i,
         None => {

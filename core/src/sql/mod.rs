@@ -102,10 +102,7 @@ impl Vars {
     }
 
     fn flag(&self, name: &str) -> bool {
-        self.sys
-            .get(name)
-            .and_then(eval::truth)
-            .unwrap_or(true)
+        self.sys.get(name).and_then(eval::truth).unwrap_or(true)
     }
 }
 
@@ -129,11 +126,7 @@ impl TxnState {
 
     /// The session's transaction, started on first use.
     pub fn tx(&mut self, ndb: &Ndb) -> Result<&mut Transaction> {
-        if self
-            .tx
-            .as_ref()
-            .is_some_and(|t| t.state() != TxState::Open)
-        {
+        if self.tx.as_ref().is_some_and(|t| t.state() != TxState::Open) {
             self.tx = None;
         }
         match &mut self.tx {
@@ -148,10 +141,10 @@ impl TxnState {
 
     pub fn commit(&mut self) -> Result<()> {
         self.rows = 0;
-        if let Some(mut t) = self.tx.take() {
-            if t.state() == TxState::Open {
-                t.execute(ExecType::Commit, AbortOption::AbortOnError)?;
-            }
+        if let Some(mut t) = self.tx.take()
+            && t.state() == TxState::Open
+        {
+            t.execute(ExecType::Commit, AbortOption::AbortOnError)?;
         }
         Ok(())
     }
@@ -204,7 +197,12 @@ fn default_sys_vars() -> HashMap<String, Value> {
         ("ndb_read_backup", i(1)),
         ("ndb_log_bin", i(0)),
         ("ndb_default_column_format", s("FIXED")),
-        ("sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")),
+        (
+            "sql_mode",
+            s(
+                "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION",
+            ),
+        ),
         ("character_set_client", s("utf8mb4")),
         ("character_set_connection", s("utf8mb4")),
         ("character_set_results", s("utf8mb4")),
@@ -217,7 +215,10 @@ fn default_sys_vars() -> HashMap<String, Value> {
         ("default_storage_engine", s("ndbcluster")),
         ("storage_engine", s("ndbcluster")),
         ("version", s(eval::VERSION)),
-        ("version_comment", s("rndb: MySQL Cluster data nodes in Rust")),
+        (
+            "version_comment",
+            s("rndb: MySQL Cluster data nodes in Rust"),
+        ),
         ("sql_log_bin", i(1)),
         ("foreign_key_checks", i(1)),
         ("unique_checks", i(1)),
@@ -246,7 +247,12 @@ fn default_sys_vars() -> HashMap<String, Value> {
         ("optimizer_switch", s("")),
         ("session_track_schema", i(1)),
         ("session_track_state_change", i(0)),
-        ("session_track_system_variables", s("time_zone,autocommit,character_set_client,character_set_results,character_set_connection")),
+        (
+            "session_track_system_variables",
+            s(
+                "time_zone,autocommit,character_set_client,character_set_results,character_set_connection",
+            ),
+        ),
         ("session_track_transaction_info", s("OFF")),
         ("explicit_defaults_for_timestamp", i(1)),
         ("have_ndbcluster", s("YES")),
@@ -342,7 +348,10 @@ impl Session {
         Ok(lines.join("\n"))
     }
 
-    fn plan_of(&mut self, stmt: &Stmt) -> Result<(String, Option<plan::Plan>, Option<Arc<TableRuntime>>)> {
+    fn plan_of(
+        &mut self,
+        stmt: &Stmt,
+    ) -> Result<(String, Option<plan::Plan>, Option<Arc<TableRuntime>>)> {
         match stmt {
             Stmt::Select(sel) => select::explain(self, sel),
             Stmt::Update(u) => dml::explain_update(self, u),
@@ -461,11 +470,19 @@ impl Session {
             _ => vec![
                 Value::Int(1),
                 s(kind),
-                if table == "NULL" { Value::Null } else { s(&table) },
+                if table == "NULL" {
+                    Value::Null
+                } else {
+                    s(&table)
+                },
                 Value::Null,
                 Value::Null,
                 Value::Null,
-                s(if table == "NULL" { "No tables used" } else { "virtual table" }),
+                s(if table == "NULL" {
+                    "No tables used"
+                } else {
+                    "virtual table"
+                }),
             ],
         };
         Ok(SqlResult::Rows {
@@ -580,16 +597,13 @@ impl Session {
 
     /// An NDB table (1146 with the database in the text when missing).
     pub(crate) fn table(&self, db: &str, name: &str) -> Result<Arc<TableRuntime>> {
-        self.ndb
-            .cluster()
-            .table(db, name)
-            .map_err(|e| {
-                if e.code == 723 {
-                    errors::no_such_table(db, name)
-                } else {
-                    e
-                }
-            })
+        self.ndb.cluster().table(db, name).map_err(|e| {
+            if e.code == 723 {
+                errors::no_such_table(db, name)
+            } else {
+                e
+            }
+        })
     }
 }
 

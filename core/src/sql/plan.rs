@@ -159,22 +159,23 @@ fn column_conds(where_: &Expr, env: &Env<'_>) -> Result<Vec<(usize, Cond)>> {
                 ));
             }
             Expr::In(a, list, false) => {
-                if let Expr::Col(i) = &**a {
-                    if list.iter().all(Expr::is_constant) {
-                        let vals = list
-                            .iter()
-                            .map(|x| eval::eval(x, &ctx))
-                            .collect::<Result<Vec<_>>>()?;
-                        out.push((*i, Cond::In(vals)));
-                    }
+                if let Expr::Col(i) = &**a
+                    && list.iter().all(Expr::is_constant)
+                {
+                    let vals = list
+                        .iter()
+                        .map(|x| eval::eval(x, &ctx))
+                        .collect::<Result<Vec<_>>>()?;
+                    out.push((*i, Cond::In(vals)));
                 }
             }
             Expr::Between(a, lo, hi, false) => {
-                if let Expr::Col(i) = &**a {
-                    if lo.is_constant() && hi.is_constant() {
-                        out.push((*i, Cond::Cmp(BinOp::Ge, eval::eval(lo, &ctx)?)));
-                        out.push((*i, Cond::Cmp(BinOp::Le, eval::eval(hi, &ctx)?)));
-                    }
+                if let Expr::Col(i) = &**a
+                    && lo.is_constant()
+                    && hi.is_constant()
+                {
+                    out.push((*i, Cond::Cmp(BinOp::Ge, eval::eval(lo, &ctx)?)));
+                    out.push((*i, Cond::Cmp(BinOp::Le, eval::eval(hi, &ctx)?)));
                 }
             }
             _ => {}
@@ -213,7 +214,9 @@ fn key_value(col: &Column, v: &Value) -> KeyVal {
             }
             _ => false,
         },
-        ColumnType::Decimal { .. } => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_)),
+        ColumnType::Decimal { .. } => {
+            matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_))
+        }
         ColumnType::Char { .. } | ColumnType::Varchar { .. } => matches!(v, Value::Str(_)),
         ColumnType::Varbinary { .. } => matches!(v, Value::Str(_) | Value::Bytes(_)),
         ColumnType::Date | ColumnType::Datetime | ColumnType::Timestamp => {
@@ -226,9 +229,7 @@ fn key_value(col: &Column, v: &Value) -> KeyVal {
         return KeyVal::Unusable;
     }
     let v2 = match v {
-        Value::Str(s) if col.ty.is_integer() => {
-            Value::Int(eval::parse_prefix(s).0 as i64)
-        }
+        Value::Str(s) if col.ty.is_integer() => Value::Int(eval::parse_prefix(s).0 as i64),
         Value::Double(f) if col.ty.is_integer() => Value::Int(*f as i64),
         Value::Float(f) if col.ty.is_integer() => Value::Int(*f as i64),
         other => other.clone(),
@@ -397,9 +398,9 @@ pub(crate) fn plan(
                     }
                     _ => {
                         let incl = *op == BinOp::Le;
-                        let tighter = high.as_ref().is_none_or(|(h, _)| {
-                            eval::sort_cmp(&v, h) == std::cmp::Ordering::Less
-                        });
+                        let tighter = high
+                            .as_ref()
+                            .is_none_or(|(h, _)| eval::sort_cmp(&v, h) == std::cmp::Ordering::Less);
                         if tighter {
                             high = Some((v, incl));
                         }
@@ -586,6 +587,9 @@ pub(crate) fn read_rows(
                         scan.close();
                         return Ok(());
                     }
+                }
+                if scan.is_closed() {
+                    return Ok(());
                 }
             }
         }

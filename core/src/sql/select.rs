@@ -129,24 +129,29 @@ impl Scope {
             [] => true,
             [t] => match &self.alias {
                 Some(a) => a.eq_ignore_ascii_case(t),
-                None => self.table.as_ref().is_some_and(|n| n.eq_ignore_ascii_case(t)),
+                None => self
+                    .table
+                    .as_ref()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(t)),
             },
             [d, t] => {
                 self.alias.is_none()
                     && self.db.as_ref().is_some_and(|x| x.eq_ignore_ascii_case(d))
-                    && self.table.as_ref().is_some_and(|n| n.eq_ignore_ascii_case(t))
+                    && self
+                        .table
+                        .as_ref()
+                        .is_some_and(|n| n.eq_ignore_ascii_case(t))
             }
             _ => false,
         };
-        if qual_ok {
-            if let Some(i) = self
+        if qual_ok
+            && let Some(i) = self
                 .names
                 .iter()
                 .zip(&self.hidden)
                 .position(|(n, h)| !h && n.eq_ignore_ascii_case(name))
-            {
-                return Ok(i);
-            }
+        {
+            return Ok(i);
         }
         let full = if qual.is_empty() {
             name.to_string()
@@ -398,10 +403,7 @@ pub(crate) fn limit_value(e: Option<&Expr>, env: &Env<'_>) -> Result<Option<u64>
         return Ok(None);
     };
     if !e.is_constant() {
-        return Err(errors::app(
-            1210,
-            "Incorrect arguments to LIMIT",
-        ));
+        return Err(errors::app(1210, "Incorrect arguments to LIMIT"));
     }
     let v = eval::eval(e, &Ctx::new(env, &[]))?;
     match v {
@@ -606,7 +608,10 @@ pub(crate) fn bind_select(sel: &Select, scope: &Scope) -> Result<Bound> {
                 if let Some(q) = q {
                     let ok = match &scope.alias {
                         Some(a) => a.eq_ignore_ascii_case(q),
-                        None => scope.table.as_ref().is_some_and(|t| t.eq_ignore_ascii_case(q)),
+                        None => scope
+                            .table
+                            .as_ref()
+                            .is_some_and(|t| t.eq_ignore_ascii_case(q)),
                     };
                     if !ok {
                         return Err(errors::app(1051, format!("Unknown table '{q}'")));
@@ -641,7 +646,10 @@ pub(crate) fn bind_select(sel: &Select, scope: &Scope) -> Result<Bound> {
                     return Err(errors::unknown_column(&n.to_string(), "group statement"));
                 }
                 if items[i - 1].has_aggregate() {
-                    return Err(errors::app(1056, format!("Can't group on '{}'", names[i - 1])));
+                    return Err(errors::app(
+                        1056,
+                        format!("Can't group on '{}'", names[i - 1]),
+                    ));
                 }
                 items[i - 1].clone()
             }
@@ -668,6 +676,14 @@ pub(crate) fn bind_select(sel: &Select, scope: &Scope) -> Result<Bound> {
                 Expr::Out(*n as usize - 1)
             }
             other => b.bind(other.clone(), "order clause", Names::AliasFirst, true)?,
+        };
+        // a select item that is a plain column orders by that column (plans can use it)
+        let e = match e {
+            Expr::Out(i) => match items.get(i) {
+                Some(Expr::Col(c)) => Expr::Col(*c),
+                _ => Expr::Out(i),
+            },
+            other => other,
         };
         order_by.push((e, *desc));
     }
@@ -697,10 +713,10 @@ pub(crate) fn bind_select(sel: &Select, scope: &Scope) -> Result<Bound> {
 pub(crate) fn used_columns<'e>(exprs: impl Iterator<Item = &'e Expr>, out: &mut Vec<usize>) {
     for e in exprs {
         e.walk(&mut |x| {
-            if let Expr::Col(i) = x {
-                if !out.contains(i) {
-                    out.push(*i);
-                }
+            if let Expr::Col(i) = x
+                && !out.contains(i)
+            {
+                out.push(*i);
             }
         });
     }
@@ -786,9 +802,15 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
                 })?;
             } else if lock != LockMode::CommittedRead {
                 let mut tx = ndb.start_transaction()?;
-                plan::read_rows(&ndb, Some(&mut tx), table, &plan.access, &cols, lock, &mut |r| {
-                    out.add_row(&r, &env)
-                })?;
+                plan::read_rows(
+                    &ndb,
+                    Some(&mut tx),
+                    table,
+                    &plan.access,
+                    &cols,
+                    lock,
+                    &mut |r| out.add_row(&r, &env),
+                )?;
                 tx.execute(
                     crate::api::ExecType::Commit,
                     crate::api::AbortOption::AbortOnError,
@@ -805,7 +827,10 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
 }
 
 /// Plans a SELECT without running it (EXPLAIN).
-pub(crate) fn explain(s: &Session, sel: &Select) -> Result<(String, Option<Plan>, Option<Arc<TableRuntime>>)> {
+pub(crate) fn explain(
+    s: &Session,
+    sel: &Select,
+) -> Result<(String, Option<Plan>, Option<Arc<TableRuntime>>)> {
     let source = resolve(s, sel.from.as_ref())?;
     let scope = Scope::of(&source, sel.from.as_ref());
     let b = bind_select(sel, &scope)?;
@@ -864,10 +889,10 @@ impl<'b> Output<'b> {
     /// Adds a source row; false when no more rows are needed.
     fn add_row(&mut self, row: &[Value], env: &Env<'_>) -> Result<bool> {
         let ctx = Ctx::new(env, row);
-        if let Some(w) = &self.b.where_ {
-            if eval::truth(&eval::eval(w, &ctx)?) != Some(true) {
-                return Ok(true);
-            }
+        if let Some(w) = &self.b.where_
+            && eval::truth(&eval::eval(w, &ctx)?) != Some(true)
+        {
+            return Ok(true);
         }
         if self.b.aggregate {
             let gvals = self
@@ -901,14 +926,25 @@ impl<'b> Output<'b> {
             .iter()
             .map(|e| eval::eval(e, &ctx))
             .collect::<Result<Vec<_>>>()?;
+        if let Some(h) = &self.b.having {
+            let hctx = Ctx {
+                row,
+                aggs: &[],
+                out: &out,
+                new_row: &[],
+                env,
+            };
+            if eval::truth(&eval::eval(h, &hctx)?) != Some(true) {
+                return Ok(true);
+            }
+        }
         let keys = self.order_keys(row, &[], &out, env)?;
         self.rows.push((out, keys));
-        if self.ordered {
-            if let Some(w) = self.want {
-                if self.rows.len() as u64 >= w && self.b.having.is_none() {
-                    return Ok(false);
-                }
-            }
+        if self.ordered
+            && let Some(w) = self.want
+            && self.rows.len() as u64 >= w
+        {
+            return Ok(false);
         }
         Ok(true)
     }
@@ -983,21 +1019,6 @@ impl<'b> Output<'b> {
                 let keys = self.order_keys(&g.first, &aggs, &out, env)?;
                 self.rows.push((out, keys));
             }
-        } else if let Some(h) = &self.b.having {
-            let mut kept = Vec::with_capacity(self.rows.len());
-            for (out, keys) in std::mem::take(&mut self.rows) {
-                let ctx = Ctx {
-                    row: &[],
-                    aggs: &[],
-                    out: &out,
-                    new_row: &[],
-                    env,
-                };
-                if eval::truth(&eval::eval(h, &ctx)?) == Some(true) {
-                    kept.push((out, keys));
-                }
-            }
-            self.rows = kept;
         }
         let mut rows = self.rows;
         if distinct {

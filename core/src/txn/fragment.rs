@@ -1284,19 +1284,20 @@ impl Fragment {
                     } else {
                         self.find(key, keys[j].h32)
                     };
-                    if let (true, Some(r)) = (has_var, rows[j]) {
-                        if let Some(v) = layout.var_ref(self.fixed.get(r)) {
-                            self.var.prefetch_dir(v);
-                        }
+                    if let (true, Some(r)) = (has_var, rows[j])
+                        && let Some(v) = layout.var_ref(self.fixed.get(r))
+                    {
+                        self.var.prefetch_dir(v);
                     }
                 }
             }
-            if has_var && i >= 3 * D && i - 3 * D < n {
-                if let Some(r) = rows[i - 3 * D] {
-                    if let Some(v) = layout.var_ref(self.fixed.get(r)) {
-                        self.var.prefetch(v);
-                    }
-                }
+            if has_var
+                && i >= 3 * D
+                && i - 3 * D < n
+                && let Some(r) = rows[i - 3 * D]
+                && let Some(v) = layout.var_ref(self.fixed.get(r))
+            {
+                self.var.prefetch(v);
             }
             if i >= 4 * D {
                 let j = i - 4 * D;
