@@ -11,9 +11,9 @@ use super::cluster::ClusterInner;
 use super::dict::{TableRuntime, TableSpec};
 use super::transaction::{AbortOption, ExecType, OpKind, Transaction};
 use crate::error::{Result, codes};
-use crate::schema::layout::index_hash;
+use crate::schema::layout::{index_hash, key_hash};
 use crate::schema::value::coerce;
-use crate::schema::{IndexKind, Value};
+use crate::schema::{ColumnType, IndexKind, Value};
 use crate::storage::RowId;
 use crate::txn::fragment::{BatchKey, DirectInsert};
 use std::sync::Arc;
@@ -210,20 +210,47 @@ impl Ndb {
     ) -> Result<()> {
         let def = &table.def;
         let npk = def.primary_key.len();
-        for (i, k) in keys.chunks_exact(npk).enumerate() {
-            coerced.clear();
-            for (v, &p) in k.iter().zip(&def.primary_key) {
-                coerced.push(coerce(v.clone(), &def.columns[p].ty, &def.columns[p].name)?);
+        // A single integer key column: its key bytes are the value's little-endian bytes
+        // in the column's width (what coerce + key_from_values give), without the detour.
+        let int_key = match (npk, def.columns[def.primary_key[0]].ty) {
+            (1, ty @ ColumnType::Int { bytes, .. }) if bytes != 3 => {
+                ty.int_range().map(|r| (r, bytes as usize))
             }
-            let h = table.key_hash_of(coerced, buf);
+            _ => None,
+        };
+        for (i, k) in keys.chunks_exact(npk).enumerate() {
             let key_start = key_buf.len() as u32;
-            key_buf.extend_from_slice(buf);
+            let fast = match (int_key, &k[0]) {
+                (Some(((lo, hi), width)), Value::Int(_) | Value::UInt(_)) => {
+                    let n = k[0].as_i128().unwrap_or(i128::MIN);
+                    if n < lo || n > hi {
+                        None
+                    } else {
+                        key_buf.extend_from_slice(&(n as i64).to_le_bytes()[..width]);
+                        Some(key_hash(&key_buf[key_start as usize..]))
+                    }
+                }
+                _ => None,
+            };
+            let h = match fast {
+                Some(h) => h,
+                None => {
+                    coerced.clear();
+                    for (v, &p) in k.iter().zip(&def.primary_key) {
+                        coerced.push(coerce(v.clone(), &def.columns[p].ty, &def.columns[p].name)?);
+                    }
+                    let h = table.key_hash_of(coerced, buf);
+                    key_buf.extend_from_slice(buf);
+                    h
+                }
+            };
+            let buf_len = key_buf.len() as u32 - key_start;
             order.push((
                 table.partition_of(h) as u32,
                 BatchKey {
                     h32: index_hash(h),
                     key_start,
-                    key_len: buf.len() as u32,
+                    key_len: buf_len,
                     slot: i as u32,
                 },
             ));
@@ -251,7 +278,9 @@ impl Ndb {
             batch[next[e.0 as usize]] = e.1;
             next[e.0 as usize] += 1;
         }
-        out.clear();
+        // Keep the values of the previous batch in place: strings are decoded into their
+        // allocations. Slots of keys not found are set to NULL below.
+        out.truncate(n * cols.len());
         out.resize(n * cols.len(), Value::Null);
         found.clear();
         found.resize(n, false);
@@ -265,6 +294,13 @@ impl Ndb {
                     out,
                     found,
                 );
+            }
+        }
+        if !cols.is_empty() {
+            for (row, f) in out.chunks_mut(cols.len()).zip(found.iter()) {
+                if !*f {
+                    row.fill(Value::Null);
+                }
             }
         }
         if cols.iter().any(|&c| def.columns[c].ty.is_blob()) && !cols.is_empty() {

@@ -804,3 +804,41 @@ fn read_u(ndb: &Ndb, t: &std::sync::Arc<TableRuntime>, id: u64) -> Option<Vec<Va
         .ok()?;
     tx.take_row(op)
 }
+
+#[test]
+fn batched_reads_reuse_buffers_without_stale_values() {
+    let c = cluster(1, 1, "16M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    let rows: Vec<Vec<Value>> = (0..100u64)
+        .map(|i| {
+            vec![
+                Value::UInt(i),
+                Value::Int(i as i64),
+                Value::Str(format!("value-{i}")),
+            ]
+        })
+        .collect();
+    ndb.insert_batch(&t, &[0, 1, 2], rows).expect("load");
+    let (mut out, mut found) = (Vec::new(), Vec::new());
+    let keys: Vec<Value> = (0..10u64).map(Value::UInt).collect();
+    ndb.read_batch_into(&t, &keys, &[2, 1], &mut out, &mut found)
+        .expect("read");
+    assert!(found.iter().all(|&f| f));
+    // second batch: fewer keys, some missing; reused strings must be overwritten
+    let keys = vec![Value::UInt(50), Value::UInt(1000), Value::UInt(7)];
+    ndb.read_batch_into(&t, &keys, &[2, 1], &mut out, &mut found)
+        .expect("read");
+    assert_eq!(found, vec![true, false, true]);
+    assert_eq!(
+        out,
+        vec![
+            Value::Str("value-50".into()),
+            Value::Int(50),
+            Value::Null,
+            Value::Null,
+            Value::Str("value-7".into()),
+            Value::Int(7)
+        ]
+    );
+}

@@ -174,6 +174,27 @@ impl RowLayout {
         }
     }
 
+    /// Decodes one column into `out`, reusing the allocation of a string `out` already
+    /// holds (batched reads decode into the same buffers batch after batch).
+    #[inline]
+    pub fn get_into(&self, col: usize, fixed: &[u8], var: &[u8], out: &mut Value) {
+        let ty = &self.cols[col].ty;
+        match (self.col_bytes(col, fixed, var), ty, &mut *out) {
+            (Some(b), ColumnType::Varchar { charset, .. }, Value::Str(s))
+                if *charset != Charset::Latin1 =>
+            {
+                if let Ok(text) = std::str::from_utf8(b) {
+                    s.clear();
+                    s.push_str(text);
+                    return;
+                }
+                *out = decode_value(ty, b);
+            }
+            (Some(b), _, _) => *out = decode_value(ty, b),
+            (None, _, _) => *out = Value::Null,
+        }
+    }
+
     /// Builds the fixed part (header and GCI zero, var ref zero) and the var part from
     /// coerced values, one per column. NULL for a NOT NULL column is the caller's check.
     pub fn encode_row(&self, values: &[Value], fixed: &mut Vec<u8>, var: &mut Vec<u8>) {

@@ -264,7 +264,7 @@ impl Fragment {
         let layout = &self.table.layout;
         let v = var_of(layout, &self.var, f);
         for (o, &c) in out.iter_mut().zip(cols) {
-            *o = layout.get(c, f, v);
+            layout.get_into(c, f, v, o);
         }
         true
     }
