@@ -1,4 +1,5 @@
-//! Micro benchmark: one batch of 1000 primary-key reads through `Ndb::read_batch`
+//! Micro benchmark: one batch of 1000 primary-key reads through `Ndb::read_batch` and
+//! `Ndb::read_batch_into`
 //! against the same lookups in a `hashbrown::HashMap` (the limit), on 100k rows.
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -1,0 +1,212 @@
+//! Bulk paths of a fragment: software-pipelined committed reads of many keys, and
+//! committed inserts for bulk loads that hold every written fragment's mutex.
+
+use super::*;
+
+/// One key of a batched committed read: hash, key bytes range in the batch's key
+/// buffer, and the output slot.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchKey {
+    pub h32: u32,
+    pub key_start: u32,
+    pub key_len: u32,
+    pub slot: u32,
+}
+
+impl Fragment {
+    /// Committed reads of many keys, software-pipelined: the hash bucket of key i+2D,
+    /// the fixed part of key i+D and the var part of key i are loaded while key i is
+    /// decoded, so the cache misses of independent lookups overlap. Found rows are
+    /// decoded (`cols`) into `out[slot]`.
+    pub fn read_committed_batch(
+        &mut self,
+        keys: &[BatchKey],
+        key_buf: &[u8],
+        cols: &[usize],
+        out: &mut [Value],
+        found: &mut [bool],
+    ) {
+        let ncols = cols.len();
+        const D: usize = 8;
+        let n = keys.len();
+        self.stats.key_reads += n as u64;
+        let mut rows = std::mem::take(&mut self.batch_rows);
+        rows.clear();
+        rows.resize(n, None);
+        let table = self.table.clone();
+        let layout = &table.layout;
+        let has_var = layout.has_var();
+        let key_of =
+            |k: &BatchKey| &key_buf[k.key_start as usize..(k.key_start + k.key_len) as usize];
+        // Five stages, D keys apart: bucket, row, var directory word, var data, decode.
+        for i in 0..n + 4 * D {
+            if i < n {
+                self.hash.prefetch(keys[i].h32);
+            }
+            if i >= D && i - D < n {
+                // First candidate with an equal hash; start loading its row.
+                let j = i - D;
+                let mut cand = None;
+                self.hash.find(keys[j].h32, |r| {
+                    cand = Some(r);
+                    true
+                });
+                if let Some(r) = cand {
+                    self.fixed.prefetch(r);
+                }
+                rows[j] = cand;
+            }
+            if i >= 2 * D && i - 2 * D < n {
+                // Verify the key (a hash collision falls back to a full find); start
+                // loading the var part's directory word.
+                let j = i - 2 * D;
+                if let Some(r) = rows[j] {
+                    let key = key_of(&keys[j]);
+                    let f = self.fixed.get(r);
+                    let ok = match layout.pk_fixed_slice {
+                        Some((off, size)) => crate::schema::layout::fixed_key_eq(
+                            &f[off as usize..(off + size) as usize],
+                            key,
+                        ),
+                        None => layout.row_key_eq(
+                            f,
+                            var_of(layout, &self.var, f),
+                            key,
+                            &mut self.scratch,
+                        ),
+                    };
+                    rows[j] = if ok {
+                        Some(r)
+                    } else {
+                        self.find(key, keys[j].h32)
+                    };
+                    if let (true, Some(r)) = (has_var, rows[j])
+                        && let Some(v) = layout.var_ref(self.fixed.get(r))
+                    {
+                        self.var.prefetch_dir(v);
+                    }
+                }
+            }
+            if has_var
+                && i >= 3 * D
+                && i - 3 * D < n
+                && let Some(r) = rows[i - 3 * D]
+                && let Some(v) = layout.var_ref(self.fixed.get(r))
+            {
+                self.var.prefetch(v);
+            }
+            if i >= 4 * D {
+                let j = i - 4 * D;
+                if let Some(r) = rows[j] {
+                    let slot = keys[j].slot as usize;
+                    found[slot] =
+                        self.decode_into(r, cols, &mut out[slot * ncols..(slot + 1) * ncols]);
+                } else {
+                    self.stats.key_refs += 1;
+                }
+            }
+        }
+        self.batch_rows = rows;
+    }
+}
+
+/// Result of [`Fragment::insert_committed`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum DirectInsert {
+    Inserted(RowId),
+    /// The key belongs to a row another transaction has locked: use the locking path.
+    Conflict,
+}
+
+impl Fragment {
+    /// Inserts a row as committed at once, for bulk loads that hold the mutexes of every
+    /// fragment they write (so no other transaction can see a partial batch). Error 630
+    /// when the key exists; DataMemory errors leave nothing allocated.
+    pub fn insert_committed(
+        &mut self,
+        key: &[u8],
+        h32: u32,
+        values: &[Value],
+        gci: u32,
+    ) -> Result<DirectInsert> {
+        self.stats.key_inserts += 1;
+        if let Some(row) = self.find(key, h32) {
+            if header_of(self.fixed.get(row)) & (ROW_LOCKED | ROW_ALLOC) != 0 {
+                return Ok(DirectInsert::Conflict);
+            }
+            return Err(codes::tuple_already_exists());
+        }
+        let row = self.alloc_row(values, 0)?;
+        if let Err(e) = self.hash.insert(&self.pool, h32, row) {
+            self.free_row(row);
+            return Err(e);
+        }
+        let mask = self.all_ordered_mask();
+        let mut failed = None;
+        let mut done = 0u64;
+        {
+            let Fragment {
+                table,
+                fixed,
+                var,
+                ordered,
+                pool,
+                ..
+            } = &mut *self;
+            let layout = &table.layout;
+            for (i, o) in ordered.iter_mut().enumerate() {
+                let Some(o) = o else { continue };
+                if mask & (1 << i) == 0 {
+                    continue;
+                }
+                let cols = &table.indexes[i].columns;
+                let mut cmp = |a: RowId, b: RowId| {
+                    let fa = fixed.get(a);
+                    let fb = fixed.get(b);
+                    layout.cmp_rows(
+                        cols,
+                        (fa, var_of(layout, var, fa)),
+                        (fb, var_of(layout, var, fb)),
+                    )
+                };
+                // Reserve first: the stock reserved by other transactions' pending
+                // inserts must stay theirs.
+                let r = o.reserve(pool, 1).and_then(|()| {
+                    let r = o.insert(pool, row, &mut cmp);
+                    o.unreserve(1);
+                    r
+                });
+                if let Err(e) = r {
+                    failed = Some(e);
+                    break;
+                }
+                done |= 1 << i;
+            }
+        }
+        if let Some(e) = failed {
+            self.with_ordered(done, |o, pool, cmp| {
+                o.remove(pool, row, cmp);
+            });
+            self.hash.remove(&self.pool, h32, row);
+            self.free_row(row);
+            return Err(e);
+        }
+        self.fixed.get_mut(row)[4..8].copy_from_slice(&gci.to_le_bytes());
+        self.fixed.mark_changed(row, gci);
+        self.stats.commits += 1;
+        Ok(DirectInsert::Inserted(row))
+    }
+
+    /// Removes a row inserted by [`Fragment::insert_committed`] in a batch that failed
+    /// later (the batch still holds the fragment's mutex, so nobody saw it).
+    pub fn undo_insert_committed(&mut self, row: RowId, h32: u32) {
+        let mask = self.all_ordered_mask();
+        self.with_ordered(mask, |o, pool, cmp| {
+            let removed = o.remove(pool, row, cmp);
+            assert!(removed, "undone row missing from an ordered index");
+        });
+        let removed = self.hash.remove(&self.pool, h32, row);
+        assert!(removed, "undone row missing from the hash index");
+        self.free_row(row);
+    }
+}
