@@ -8,15 +8,27 @@
 //!
 //! Closing the cluster ([`Cluster::shutdown`], or dropping the last handle) frees every
 //! page; transactions still open fail afterwards with error 4009 (Cluster Failure).
+//!
+//! Management state the running cluster keeps (used by [`crate::mgm`]):
+//! - every `Ndb` holds an API node id from the configuration's `[mysqld]`/`[api]` slots
+//!   ([`ApiLease`]): the first free slot, released when the `Ndb` and its clones are
+//!   dropped; when every slot is taken, the least-used slot is shared (as several `Ndb`
+//!   objects share their cluster connection's node id in NDB);
+//! - single user mode ([`ClusterInner::enter_single_user_mode`]): while on, only `Ndb`
+//!   objects of the given API node may start transactions, read or change the schema;
+//!   the others get error 299. Transactions already open are not aborted;
+//! - TransactionDeadlockDetectionTimeout is read from an atomic by every new transaction,
+//!   so a `SET` of it ([`ClusterInner::apply_dynamic_params`]) takes effect at once;
+//! - the cluster log and event state ([`crate::mgm::MgmState`]).
 
 use super::dict::{Dictionary, TableRuntime, shared_dict};
 use crate::config::{ClusterConfig, DataNodeConfig};
-use crate::error::{Result, codes};
+use crate::error::{ErrorClassification, NdbError, Result, codes};
 use crate::storage::PagePool;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// One data node (ndbmtd) of the embedded cluster.
@@ -39,11 +51,50 @@ pub struct ClusterInner {
     closed: AtomicBool,
     started_at: Instant,
     gcp_interval_ms: u64,
-    lock_timeout_ms: u64,
+    /// TransactionDeadlockDetectionTimeout, dynamic (see [`ClusterInner::apply_dynamic_params`]).
+    lock_timeout_ms: AtomicU64,
     max_operations: usize,
     pub transactions_started: AtomicU64,
     pub transactions_committed: AtomicU64,
     pub transactions_aborted: AtomicU64,
+    /// API node id allowed in single user mode; 0 = single user mode off.
+    single_user: AtomicU32,
+    api_slots: Arc<ApiSlots>,
+    /// Cluster log and management event state.
+    pub mgm: crate::mgm::MgmState,
+}
+
+/// The `[mysqld]`/`[api]` node ids of the configuration and how many `Ndb` objects hold
+/// each.
+struct ApiSlots {
+    ids: Vec<u32>,
+    users: Mutex<Vec<usize>>,
+}
+
+/// An API node id held by an `Ndb` (shared by its clones); the slot is released on drop.
+/// `node_id` is 0 when the configuration has no API slot.
+pub struct ApiLease {
+    slots: Arc<ApiSlots>,
+    index: Option<usize>,
+    pub node_id: u32,
+}
+
+impl Drop for ApiLease {
+    fn drop(&mut self) {
+        if let Some(i) = self.index {
+            let mut users = self.slots.users.lock();
+            users[i] = users[i].saturating_sub(1);
+        }
+    }
+}
+
+/// NDB error 299.
+pub fn single_user_mode_error() -> NdbError {
+    NdbError::new(
+        299,
+        ErrorClassification::ApplicationError,
+        "Operation not allowed due to single user mode",
+    )
 }
 
 /// LDM instances per data node from MaxNoOfExecutionThreads, as ndbmtd divides its
@@ -101,7 +152,9 @@ impl ClusterInner {
             .get_u64("MaxNoOfConcurrentOperations")
             .unwrap_or(32768)
             .max(1024) as usize;
-        Ok(Arc::new(ClusterInner {
+        let api_ids: Vec<u32> = config.api_nodes.iter().map(|a| a.node_id).collect();
+        let mgm = crate::mgm::MgmState::new(&config, data_dir.as_deref());
+        let inner = Arc::new(ClusterInner {
             config: RwLock::new(config),
             data_nodes,
             node_groups,
@@ -112,12 +165,20 @@ impl ClusterInner {
             closed: AtomicBool::new(false),
             started_at,
             gcp_interval_ms,
-            lock_timeout_ms,
+            lock_timeout_ms: AtomicU64::new(lock_timeout_ms),
             max_operations,
             transactions_started: AtomicU64::new(0),
             transactions_committed: AtomicU64::new(0),
             transactions_aborted: AtomicU64::new(0),
-        }))
+            single_user: AtomicU32::new(0),
+            api_slots: Arc::new(ApiSlots {
+                users: Mutex::new(vec![0; api_ids.len()]),
+                ids: api_ids,
+            }),
+            mgm,
+        });
+        crate::mgm::on_cluster_start(&inner);
+        Ok(inner)
     }
 
     pub fn next_txn_id(&self) -> u64 {
@@ -136,7 +197,95 @@ impl ClusterInner {
     }
 
     pub fn lock_timeout_ms(&self) -> u64 {
-        self.lock_timeout_ms
+        self.lock_timeout_ms.load(Ordering::Relaxed)
+    }
+
+    /// Applies the parameters that take effect without a restart (Restart::None) and that
+    /// the engine uses, from the current configuration: TransactionDeadlockDetectionTimeout
+    /// (for transactions started from now on).
+    pub fn apply_dynamic_params(&self) {
+        if let Some(first) = self.config.read().data_nodes.first() {
+            self.lock_timeout_ms.store(
+                first.transaction_deadlock_detection_timeout_ms,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// The configuration's API node ids (`[mysqld]`/`[api]` slots), in file order.
+    pub fn api_node_ids(&self) -> &[u32] {
+        &self.api_slots.ids
+    }
+
+    /// API node ids held by at least one `Ndb`.
+    pub fn connected_api_nodes(&self) -> Vec<u32> {
+        let users = self.api_slots.users.lock();
+        self.api_slots
+            .ids
+            .iter()
+            .zip(users.iter())
+            .filter(|(_, u)| **u > 0)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Takes an API node id for a new `Ndb`: the first free slot, else the least-used one.
+    pub fn lease_api_node(&self) -> ApiLease {
+        let mut users = self.api_slots.users.lock();
+        let pick = users
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, u)| (**u, *i))
+            .map(|(i, _)| i);
+        if let Some(i) = pick {
+            users[i] += 1;
+        }
+        ApiLease {
+            slots: self.api_slots.clone(),
+            index: pick,
+            node_id: pick.map_or(0, |i| self.api_slots.ids[i]),
+        }
+    }
+
+    /// Single user mode for API node `node_id` (must be an API slot of the configuration).
+    pub fn enter_single_user_mode(&self, node_id: u32) -> Result<()> {
+        self.check_open()?;
+        if !self.api_slots.ids.contains(&node_id) {
+            return Err(codes::bad_argument(format!(
+                "node {node_id} is not an API node of this cluster"
+            )));
+        }
+        match self
+            .single_user
+            .compare_exchange(0, node_id, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Ok(()),
+            Err(current) if current == node_id => Ok(()),
+            Err(current) => Err(codes::bad_argument(format!(
+                "the cluster is already in single user mode for node {current}"
+            ))),
+        }
+    }
+
+    /// Leaves single user mode; false when it was not on.
+    pub fn exit_single_user_mode(&self) -> bool {
+        self.single_user.swap(0, Ordering::AcqRel) != 0
+    }
+
+    /// The API node that has exclusive access, when single user mode is on.
+    pub fn single_user_node(&self) -> Option<u32> {
+        match self.single_user.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
+    /// Error 299 when single user mode is on for another API node than `node_id`.
+    pub fn check_api_access(&self, node_id: u32) -> Result<()> {
+        match self.single_user_node() {
+            Some(n) if n != node_id => Err(single_user_mode_error()),
+            _ => Ok(()),
+        }
     }
 
     pub fn uptime_secs(&self) -> u64 {

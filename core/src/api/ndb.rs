@@ -6,8 +6,13 @@
 //! fragment's mutex is taken once per batch and the lookups of the group run back to
 //! back (with prefetch hints), so independent cache misses overlap and no thread hand-off
 //! happens per row.
+//!
+//! Every `Ndb` holds an API node id ([`Ndb::node_id`], from the configuration's
+//! `[mysqld]`/`[api]` slots, shared by its clones). In single user mode only the `Ndb`
+//! objects of the chosen API node may start transactions, run batched reads or inserts,
+//! or change the schema; the others get error 299.
 
-use super::cluster::ClusterInner;
+use super::cluster::{ApiLease, ClusterInner};
 use super::dict::{TableRuntime, TableSpec};
 use super::transaction::{AbortOption, ExecType, OpKind, Transaction};
 use crate::error::{Result, codes};
@@ -40,14 +45,27 @@ pub const INSERT_BATCH_ROWS: usize = 1000;
 pub struct Ndb {
     pub(crate) cluster: Arc<ClusterInner>,
     database: String,
+    api: Arc<ApiLease>,
 }
 
 impl Ndb {
     pub(crate) fn new(cluster: Arc<ClusterInner>, database: &str) -> Ndb {
+        let api = Arc::new(cluster.lease_api_node());
         Ndb {
             cluster,
             database: database.to_string(),
+            api,
         }
+    }
+
+    /// The API node id this `Ndb` acts as (0 when the configuration has no API slot).
+    pub fn node_id(&self) -> u32 {
+        self.api.node_id
+    }
+
+    /// Error 299 when single user mode is on for another API node.
+    fn check_access(&self) -> Result<()> {
+        self.cluster.check_api_access(self.api.node_id)
     }
 
     pub fn database(&self) -> &str {
@@ -71,21 +89,26 @@ impl Ndb {
     }
 
     pub fn start_transaction(&self) -> Result<Transaction> {
+        self.cluster.check_open()?;
+        self.check_access()?;
         Transaction::new(self.cluster.clone())
     }
 
     pub fn create_table(&self, spec: TableSpec) -> Result<Arc<TableRuntime>> {
         self.cluster.check_open()?;
+        self.check_access()?;
         self.cluster.create_table(&self.database, spec)
     }
 
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool> {
         self.cluster.check_open()?;
+        self.check_access()?;
         self.cluster.drop_table(&self.database, name, if_exists)
     }
 
     pub fn truncate_table(&self, name: &str) -> Result<()> {
         self.cluster.check_open()?;
+        self.check_access()?;
         self.cluster.truncate_table(&self.database, name)
     }
 
@@ -97,12 +120,14 @@ impl Ndb {
         cols: &[String],
     ) -> Result<()> {
         self.cluster.check_open()?;
+        self.check_access()?;
         self.cluster
             .create_index(&self.database, table, name, kind, cols)
     }
 
     pub fn drop_index(&self, table: &str, name: &str) -> Result<()> {
         self.cluster.check_open()?;
+        self.check_access()?;
         self.cluster.drop_index(&self.database, table, name)
     }
 
@@ -162,6 +187,7 @@ impl Ndb {
         found: &mut Vec<bool>,
     ) -> Result<()> {
         self.cluster.check_open()?;
+        self.check_access()?;
         table.check_live()?;
         let def = &table.def;
         let npk = def.primary_key.len();

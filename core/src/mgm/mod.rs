@@ -1,65 +1,207 @@
-//! Management commands with ndb_mgm's grammar and output lines, shared by the shell, the
-//! Python module (`cluster.mgm(...)`) and the C ABI.
+//! Management commands with ndb_mgm's grammar and output lines, shared by the shell
+//! (`rndb_mgm`), the Python module (`cluster.mgm(...)`) and the C ABI.
 //!
-//! Implemented here: `SHOW`, `ALL STATUS` / `<id> STATUS`, `ALL REPORT MEMORYUSAGE` /
-//! `<id> REPORT MemoryUsage` (report names are case-insensitive and prefix-matched, as
-//! ndb_mgm does), `<id> DUMP 1000` (memory usage to the cluster log, printed here).
+//! Commands ([`parse`] then [`run`], or [`execute`] for both):
+//! - `SHOW`, `ALL STATUS` / `<id> STATUS`, `ALL REPORT MEMORYUSAGE` / `<id> REPORT
+//!   MemoryUsage` / `REPORT EventLog` (report names case-insensitive and prefix-matched,
+//!   as ndb_mgm does), `<id> DUMP 1000`;
+//! - `CLUSTERLOG ON|OFF|TOGGLE [severity...]`, `CLUSTERLOG INFO`: the cluster log
+//!   ([`log`]), written to `ndb_<mgm id>_cluster.log` in the data directory;
+//! - `ENTER SINGLE USER MODE <api id>` / `EXIT SINGLE USER MODE` (real: other API nodes get
+//!   error 299, see [`crate::api::cluster`]);
+//! - `SHUTDOWN` (really stops the embedded cluster);
+//! - `SET <Parameter>=<value>`: changes a data node parameter in the cluster's
+//!   configuration, applying the ones that need no restart at once;
+//! - `<id> STOP`, `<id> START`, `<id> RESTART [-n] [-i] [-a] [-f]`, `ROLLING RESTART`:
+//!   refused with the reason (node recovery and persistence do not exist yet), never
+//!   faked; `START BACKUP`, `CREATE NODEGROUP` likewise.
+//!
+//! Errors are NDB error 5001 (5000 for configuration errors) with a one-line message.
+//! Every command first samples memory usage, so threshold crossings reach the cluster log.
+
+pub mod help;
+pub mod log;
+pub mod parse;
+
+#[cfg(test)]
+mod tests;
+
+pub use log::{ClusterLog, MgmState, Severity, sample_events};
+pub use parse::{ClusterLogCmd, Command, Flags, Report, Target, is_config_set, parse, suggest};
 
 use crate::api::ClusterInner;
-use crate::error::{ErrorClassification, NdbError, Result};
+use crate::config::{ParamValue, Restart, Section, lookup_param_in};
+use crate::error::{ErrorClassification, NdbError, Result, codes};
 
 /// NDB version string the nodes report.
 pub const VERSION: &str = concat!("rndb-", env!("CARGO_PKG_VERSION"));
 
-fn mgm_error(msg: impl Into<String>) -> NdbError {
+pub(crate) fn mgm_error(msg: impl Into<String>) -> NdbError {
     NdbError::new(5001, ErrorClassification::ApplicationError, msg)
 }
 
 /// Runs one management command and returns its output (lines joined by '\n').
 pub fn execute(cluster: &ClusterInner, command: &str) -> Result<String> {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let Some(first) = words.first() else {
-        return Ok(String::new());
-    };
-    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
-    if upper[0] == "SHOW" && words.len() == 1 {
-        return Ok(show(cluster));
+    match parse(command)? {
+        None => Ok(String::new()),
+        Some(cmd) => run(cluster, &cmd),
     }
-    let targets: Vec<u32> = if upper[0] == "ALL" {
-        cluster.data_nodes.iter().map(|n| n.node_id).collect()
-    } else if let Ok(id) = first.parse::<u32>() {
-        if cluster.node(id).is_none() {
-            return Err(mgm_error(format!(
-                "Node {id}: not a data node of this cluster"
-            )));
+}
+
+/// Runs a parsed command.
+pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
+    if !matches!(cmd, Command::Help(_)) {
+        cluster.check_open()?;
+        sample_events(cluster);
+    }
+    match cmd {
+        Command::Help(None) => Ok(help::GENERAL.to_string()),
+        Command::Help(Some(t)) => help::topic(t).map(str::to_string).ok_or_else(|| {
+            mgm_error(format!(
+                "No help for {}. Type HELP for the list of commands.",
+                parse::shorten(t)
+            ))
+        }),
+        Command::Show => Ok(show(cluster)),
+        Command::Status(t) => status(cluster, *t),
+        Command::Report(t, Report::MemoryUsage) => {
+            Ok(memory_report(cluster, &data_targets(cluster, *t)?))
         }
-        vec![id]
-    } else {
-        return Err(mgm_error(format!("Invalid command: {command}")));
-    };
-    match upper.get(1).map(String::as_str) {
-        Some("STATUS") if words.len() == 2 => Ok(targets
-            .iter()
-            .map(|id| format!("Node {id}: started ({VERSION})"))
-            .collect::<Vec<_>>()
-            .join("\n")),
-        Some("REPORT") => {
-            let Some(what) = upper.get(2) else {
-                return Err(mgm_error("REPORT needs a report type: MemoryUsage"));
-            };
-            if words.len() == 3 && "MEMORYUSAGE".starts_with(what.as_str()) && !what.is_empty() {
-                Ok(memory_report(cluster, &targets))
-            } else {
-                Err(mgm_error(format!("Unknown report type: {}", words[2])))
+        Command::Report(t, Report::EventLog) => {
+            let mut out = Vec::new();
+            for id in data_targets(cluster, *t)? {
+                out.extend(cluster.mgm.log.lines(Some(id)));
             }
+            Ok(out.join("\n"))
         }
-        Some("DUMP") if words.get(2) == Some(&"1000") => Ok(memory_report(cluster, &targets)),
-        _ => Err(mgm_error(format!("Invalid command: {command}"))),
+        Command::Dump(t, codes) => dump(cluster, *t, codes),
+        Command::ClusterLog(c) => Ok(clusterlog(cluster, c)),
+        Command::EnterSingleUser(id) => enter_single_user(cluster, *id),
+        Command::ExitSingleUser => exit_single_user(cluster),
+        Command::Stop(t, _) => {
+            let ids = data_targets(cluster, *t)?;
+            Err(mgm_error(match t {
+                Target::All => "Shutdown of NDB Cluster node(s) failed: ALL STOP would stop every data node, and starting them again is a system restart, which needs the data on disk (persistence, issue 6). Use SHUTDOWN to stop the cluster and the management server.".to_string(),
+                Target::Node(_) => format!(
+                    "Node {} failed to stop: a stopped data node can only rejoin through node recovery (copying its fragments from the live replica), which arrives with issue 7. Use SHUTDOWN to stop the whole cluster.",
+                    ids[0]
+                ),
+            }))
+        }
+        Command::Start(t) => {
+            let ids = data_targets(cluster, *t)?;
+            Err(mgm_error(format!(
+                "Start failed: data node(s) {} already started. START starts a node restarted with -n, and restarts need node recovery, which arrives with issue 7.",
+                join_ids(&ids)
+            )))
+        }
+        Command::Restart(t, flags) => restart(cluster, *t, flags),
+        Command::RollingRestart => {
+            let first = cluster.data_nodes.first().map_or(0, |n| n.node_id);
+            let peer = cluster
+                .node_groups
+                .iter()
+                .find(|g| g.iter().any(|n| n.node_id == first))
+                .and_then(|g| g.iter().find(|n| n.node_id != first))
+                .map(|n| format!("node {}", n.node_id))
+                .unwrap_or_else(|| "its node group peer".into());
+            Err(mgm_error(format!(
+                "Rolling restart refused: restarting data node {first} needs node recovery (copying its fragments from {peer} while transactions continue), which arrives with issue 7. No node was restarted."
+            )))
+        }
+        Command::Shutdown => Ok(shutdown(cluster)),
+        Command::Set { name, value } => set(cluster, name, value),
+        Command::Backup(text) => Err(mgm_error(format!(
+            "{}: backups are not implemented in rndb yet (they need the disk formats of the persistence issue).",
+            parse::shorten(text)
+        ))),
+        Command::NodeGroup(text) => Err(mgm_error(format!(
+            "{}: adding or dropping node groups online needs the distributed cluster (issue 7).",
+            parse::shorten(text)
+        ))),
+        Command::PurgeStaleSessions => Ok("No sessions purged".to_string()),
     }
+}
+
+fn join_ids(ids: &[u32]) -> String {
+    ids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "Node 9: no such node (...)" naming the nodes there are.
+fn no_such_node(cluster: &ClusterInner, id: u32) -> NdbError {
+    let data: Vec<u32> = cluster.data_nodes.iter().map(|n| n.node_id).collect();
+    mgm_error(format!(
+        "Node {id}: no such node. Data nodes: {}; management node: {}; API nodes: {}",
+        join_ids(&data),
+        cluster.mgm.mgm_node_id,
+        join_ids(cluster.api_node_ids())
+    ))
+}
+
+/// The data node ids a command is for; error when `<id>` is not a data node.
+fn data_targets(cluster: &ClusterInner, t: Target) -> Result<Vec<u32>> {
+    match t {
+        Target::All => Ok(cluster.data_nodes.iter().map(|n| n.node_id).collect()),
+        Target::Node(id) if cluster.node(id).is_some() => Ok(vec![id]),
+        Target::Node(id)
+            if id == cluster.mgm.mgm_node_id || cluster.api_node_ids().contains(&id) =>
+        {
+            Err(mgm_error(format!(
+                "Node {id}: not a data node; this command is for data nodes ({})",
+                join_ids(
+                    &cluster
+                        .data_nodes
+                        .iter()
+                        .map(|n| n.node_id)
+                        .collect::<Vec<_>>()
+                )
+            )))
+        }
+        Target::Node(id) => Err(no_such_node(cluster, id)),
+    }
+}
+
+fn data_node_state(cluster: &ClusterInner) -> &'static str {
+    if cluster.single_user_node().is_some() {
+        "single user mode"
+    } else {
+        "started"
+    }
+}
+
+fn status(cluster: &ClusterInner, t: Target) -> Result<String> {
+    if let Target::Node(id) = t
+        && cluster.node(id).is_none()
+    {
+        if id == cluster.mgm.mgm_node_id {
+            return Ok(format!("Node {id}: connected ({VERSION})"));
+        }
+        if cluster.api_node_ids().contains(&id) {
+            return Ok(if cluster.connected_api_nodes().contains(&id) {
+                format!("Node {id}: connected ({VERSION})")
+            } else {
+                format!("Node {id}: not connected")
+            });
+        }
+        return Err(no_such_node(cluster, id));
+    }
+    let state = data_node_state(cluster);
+    Ok(data_targets(cluster, t)?
+        .iter()
+        .map(|id| format!("Node {id}: {state} ({VERSION})"))
+        .collect::<Vec<_>>()
+        .join("\n"))
 }
 
 /// `Node N: Data usage is P%(U 32K pages of total T)` and the Index line, per node.
 pub fn memory_report(cluster: &ClusterInner, nodes: &[u32]) -> String {
+    memory_lines(cluster, nodes).join("\n")
+}
+
+fn memory_lines(cluster: &ClusterInner, nodes: &[u32]) -> Vec<String> {
     let mut lines = Vec::new();
     for (node, data, index, total) in crate::ndbinfo::node_memory(cluster) {
         if !nodes.contains(&node) {
@@ -68,7 +210,7 @@ pub fn memory_report(cluster: &ClusterInner, nodes: &[u32]) -> String {
         lines.push(usage_line(node, "Data", data, total));
         lines.push(usage_line(node, "Index", index, total));
     }
-    lines.join("\n")
+    lines
 }
 
 /// EventLogger's getTextMemoryUsage: percent truncated by integer division.
@@ -77,24 +219,278 @@ pub fn usage_line(node: u32, what: &str, used: u64, total: u64) -> String {
     format!("Node {node}: {what} usage is {pct}%({used} 32K pages of total {total})")
 }
 
+fn dump(cluster: &ClusterInner, t: Target, codes: &[u32]) -> Result<String> {
+    let ids = data_targets(cluster, t)?;
+    if codes.first() != Some(&1000) {
+        return Err(mgm_error(format!(
+            "DUMP {} is not supported by rndb (supported: DUMP 1000, memory usage)",
+            codes.first().copied().unwrap_or(0)
+        )));
+    }
+    let mut out = vec!["Sending dump signal with data:".to_string()];
+    out.push(
+        codes
+            .iter()
+            .map(|c| format!("0x{c:08x}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    for line in memory_lines(cluster, &ids) {
+        // "Node 2: Data usage is ..." -> event of node 2
+        let (node, text) = split_node(&line);
+        cluster.mgm.log.event(Severity::Info, node, text);
+        out.push(line);
+    }
+    Ok(out.join("\n"))
+}
+
+fn split_node(line: &str) -> (u32, &str) {
+    let rest = line.strip_prefix("Node ").unwrap_or(line);
+    match rest.split_once(": ") {
+        Some((n, text)) => (n.parse().unwrap_or(0), text),
+        None => (0, line),
+    }
+}
+
+fn clusterlog(cluster: &ClusterInner, c: &ClusterLogCmd) -> String {
+    let log = &cluster.mgm.log;
+    match c {
+        ClusterLogCmd::Info => {
+            if !log.is_enabled() {
+                return "Cluster logging is disabled.".to_string();
+            }
+            let on: Vec<&str> = Severity::ALL
+                .iter()
+                .filter(|s| log.severity_enabled(**s))
+                .map(|s| s.name())
+                .collect();
+            let file = match (log.path(), log.file_error()) {
+                (Some(_), Some(e)) => format!("Log file: not written ({e})"),
+                (Some(p), None) => format!("Log file: {}", p.display()),
+                (None, _) => {
+                    "Log file: none (no data directory); ALL REPORT EventLog shows the events"
+                        .to_string()
+                }
+            };
+            format!("Severities enabled: {}\n{file}", on.join(" "))
+        }
+        ClusterLogCmd::Set(mode, sevs) if sevs.is_empty() => {
+            let on = mode.unwrap_or(!log.is_enabled());
+            log.set_enabled(on);
+            format!(
+                "Cluster logging is {}.",
+                if on { "enabled" } else { "disabled" }
+            )
+        }
+        ClusterLogCmd::Set(mode, sevs) => {
+            let mut out = Vec::new();
+            for s in sevs {
+                let on = mode.unwrap_or(!log.severity_enabled(*s));
+                log.set_severity(*s, on);
+                out.push(format!(
+                    "{} {}",
+                    s.name(),
+                    if on { "enabled" } else { "disabled" }
+                ));
+            }
+            out.join("\n")
+        }
+    }
+}
+
+fn enter_single_user(cluster: &ClusterInner, id: u32) -> Result<String> {
+    if let Err(e) = cluster.enter_single_user_mode(id) {
+        let why = e
+            .message
+            .rsplit(": ")
+            .next()
+            .unwrap_or(&e.message)
+            .to_string();
+        return Err(mgm_error(format!(
+            "Entering single user mode for node {id} failed: {why}"
+        )));
+    }
+    for n in &cluster.data_nodes {
+        cluster
+            .mgm
+            .log
+            .event(Severity::Info, n.node_id, "Entering single user mode");
+        cluster.mgm.log.event(
+            Severity::Info,
+            n.node_id,
+            &format!("Entered single user mode Node {id} has exclusive access"),
+        );
+    }
+    Ok(format!(
+        "Single user mode entered\nAccess is granted for API node {id} only."
+    ))
+}
+
+fn exit_single_user(cluster: &ClusterInner) -> Result<String> {
+    let Some(was) = cluster.single_user_node() else {
+        return Err(mgm_error(
+            "Exiting single user mode failed: the cluster is not in single user mode",
+        ));
+    };
+    cluster.exit_single_user_mode();
+    for n in &cluster.data_nodes {
+        cluster.mgm.log.event(
+            Severity::Info,
+            n.node_id,
+            &format!("Exiting single user mode (node {was} had exclusive access)"),
+        );
+    }
+    Ok("Exiting single user mode in progress.\n\
+        Use ALL STATUS or SHOW to see when single user mode has been exited."
+        .to_string())
+}
+
+fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {
+    let ids = data_targets(cluster, t)?;
+    let kind = if flags.initial {
+        "an initial node restart"
+    } else {
+        "a node restart"
+    };
+    Err(mgm_error(match t {
+        Target::All => format!(
+            "Restart of data nodes {} refused: restarting every data node is a system restart{}, which needs the data on disk (persistence, issue 6). Nothing was restarted.",
+            join_ids(&ids),
+            if flags.initial {
+                " (initial: all data wiped)"
+            } else {
+                ""
+            }
+        ),
+        Target::Node(id) => format!(
+            "Node {id}: restart refused: {kind} must copy the node's data from the live replica (node recovery), which arrives with issue 7. Nothing was restarted."
+        ),
+    }))
+}
+
+fn shutdown(cluster: &ClusterInner) -> String {
+    let ids: Vec<u32> = cluster.data_nodes.iter().map(|n| n.node_id).collect();
+    let mut out = Vec::new();
+    for id in &ids {
+        cluster
+            .mgm
+            .log
+            .event(Severity::Info, *id, "Cluster shutdown initiated");
+        out.push(format!("Node {id}: Cluster shutdown initiated"));
+    }
+    cluster.shutdown();
+    for id in &ids {
+        cluster
+            .mgm
+            .log
+            .event(Severity::Info, *id, "Node shutdown completed.");
+        out.push(format!("Node {id}: Node shutdown completed."));
+    }
+    out.push(format!(
+        "{} NDB Cluster node(s) have shutdown.",
+        ids.len() + 1
+    ));
+    out.push("Disconnecting to allow management server to shutdown.".to_string());
+    cluster.mgm.log.event(
+        Severity::Info,
+        cluster.mgm.mgm_node_id,
+        "Management server shutdown completed.",
+    );
+    out.push("NDB Cluster has shutdown.".to_string());
+    out.join("\n")
+}
+
+/// Parameters the running engine reads again when they change (Restart::None).
+const APPLIED_AT_ONCE: &[&str] = &["TransactionDeadlockDetectionTimeout"];
+
+fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
+    let spec = lookup_param_in(Section::Ndbd, name);
+    let show = |v: Option<&ParamValue>| match (spec, v) {
+        (Some(s), Some(v)) => s.format_value(v),
+        _ => "(not set)".to_string(),
+    };
+    let (old, new, restart, ids) = {
+        let mut config = cluster.config.write();
+        let old = show(config.data_nodes.first().and_then(|n| n.get(name)));
+        let restart = config
+            .set_data_node_param(name, value)
+            .map_err(codes::bad_config)?;
+        let new = show(config.data_nodes.first().and_then(|n| n.get(name)));
+        let ids: Vec<u32> = config.data_nodes.iter().map(|n| n.node_id).collect();
+        (old, new, restart, ids)
+    };
+    let pname = spec.map_or(name, |s| s.name);
+    let effect = match restart {
+        Restart::None if APPLIED_AT_ONCE.contains(&pname) => {
+            cluster.apply_dynamic_params();
+            "in effect now, no restart needed".to_string()
+        }
+        Restart::None => format!("no restart needed (rndb does not use {pname} yet)"),
+        Restart::Rolling => "a rolling restart of the data nodes is needed to apply it (ROLLING RESTART needs node recovery, which arrives with issue 7; until then the nodes keep the old value)".to_string(),
+        Restart::Initial => "an initial (system) restart is needed to apply it (it needs persistence, which arrives with issue 6; until then the nodes keep the old value)".to_string(),
+    };
+    let generation = cluster.mgm.next_generation();
+    let what = format!(
+        "{pname} changed from {old} to {new} for data nodes {}",
+        join_ids(&ids)
+    );
+    cluster.mgm.log.event(
+        Severity::Info,
+        cluster.mgm.mgm_node_id,
+        &format!(
+            "Config change completed! New generation: {generation} ({what}; {})",
+            restart.describe()
+        ),
+    );
+    Ok(format!("{what}: {effect}"))
+}
+
+/// Called once when a cluster starts: logs each data node's start.
+pub fn on_cluster_start(cluster: &ClusterInner) {
+    for n in &cluster.data_nodes {
+        let log = &cluster.mgm.log;
+        log.event(
+            Severity::Info,
+            n.node_id,
+            &format!("Start initiated (version {VERSION})"),
+        );
+        log.event(
+            Severity::Info,
+            n.node_id,
+            &format!("Started (version {VERSION})"),
+        );
+    }
+    sample_events(cluster);
+}
+
 fn show(cluster: &ClusterInner) -> String {
     let config = cluster.config.read();
+    let state = match cluster.single_user_node() {
+        Some(_) => ", single user mode",
+        None => "",
+    };
     let mut out = vec![
         "Cluster Configuration".to_string(),
         "---------------------".to_string(),
     ];
-    out.push(format!("[ndbd(NDB)]\t{} node(s)", config.data_nodes.len()));
-    for (i, n) in config.data_nodes.iter().enumerate() {
+    out.push(format!("[ndbd(NDB)]\t{} node(s)", cluster.data_nodes.len()));
+    for (i, n) in cluster.data_nodes.iter().enumerate() {
         let master = if i == 0 { ", *" } else { "" };
         out.push(format!(
-            "id={}\t@127.0.0.1  ({VERSION}, Nodegroup: {}{master})",
+            "id={}\t@127.0.0.1  ({VERSION}{state}, Nodegroup: {}{master})",
             n.node_id, n.node_group
         ));
     }
     out.push(format!(
         "\n[ndb_mgmd(MGM)]\t{} node(s)",
-        config.mgm_nodes.len()
+        config.mgm_nodes.len().max(1)
     ));
+    if config.mgm_nodes.is_empty() {
+        out.push(format!(
+            "id={}\t@127.0.0.1  ({VERSION})",
+            cluster.mgm.mgm_node_id
+        ));
+    }
     for n in &config.mgm_nodes {
         out.push(format!("id={}\t@127.0.0.1  ({VERSION})", n.node_id));
     }
@@ -102,62 +498,21 @@ fn show(cluster: &ClusterInner) -> String {
         "\n[mysqld(API)]\t{} node(s)",
         config.api_nodes.len()
     ));
+    let connected = cluster.connected_api_nodes();
     for n in &config.api_nodes {
-        out.push(format!(
-            "id={} (not connected, accepting connect from any host)",
-            n.node_id
-        ));
+        if connected.contains(&n.node_id) {
+            out.push(format!("id={}\t@127.0.0.1  ({VERSION})", n.node_id));
+        } else {
+            let from = if n.host_name.is_empty() {
+                "any host".to_string()
+            } else {
+                n.host_name.clone()
+            };
+            out.push(format!(
+                "id={} (not connected, accepting connect from {from})",
+                n.node_id
+            ));
+        }
     }
     out.join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::Cluster;
-    use crate::config::ClusterConfig;
-
-    #[test]
-    fn memory_report_lines() {
-        assert_eq!(
-            usage_line(2, "Data", 14890, 32768),
-            "Node 2: Data usage is 45%(14890 32K pages of total 32768)"
-        );
-        let c = Cluster::embedded(ClusterConfig::embedded_default()).expect("start");
-        let out = execute(c.inner(), "all report mem").expect("report");
-        let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines.len(), 4);
-        assert!(
-            lines[0].starts_with("Node 2: Data usage is 0%(0 32K pages of total "),
-            "{}",
-            lines[0]
-        );
-        assert!(
-            lines[3].starts_with("Node 3: Index usage is 0%(0 32K pages"),
-            "{}",
-            lines[3]
-        );
-        assert_eq!(
-            execute(c.inner(), "3 REPORT MemoryUsage")
-                .expect("one")
-                .lines()
-                .count(),
-            2
-        );
-        assert_eq!(
-            execute(c.inner(), "9 REPORT MemoryUsage").map_err(|e| e.code),
-            Err(5001)
-        );
-        assert_eq!(
-            execute(c.inner(), "ALL REPORT Foo").map_err(|e| e.code),
-            Err(5001)
-        );
-        assert_eq!(
-            execute(c.inner(), "ALL STATUS")
-                .expect("status")
-                .lines()
-                .count(),
-            2
-        );
-    }
 }

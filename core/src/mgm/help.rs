@@ -1,0 +1,122 @@
+//! `HELP` and `HELP <command>`: ndb_mgm's help text for the commands rndb has, saying
+//! which ones are refused and why.
+
+/// The command list (`HELP`).
+pub const GENERAL: &str = "\
+---------------------------------------------------------------------------
+ rndb Cluster -- Management Client -- Help
+---------------------------------------------------------------------------
+HELP                                   Print help text
+HELP COMMAND                           Print detailed help for COMMAND(e.g. SHOW)
+SHOW                                   Print information about cluster
+SHUTDOWN                               Shutdown all processes in cluster
+CLUSTERLOG ON [<severity>] ...         Enable Cluster logging
+CLUSTERLOG OFF [<severity>] ...        Disable Cluster logging
+CLUSTERLOG TOGGLE [<severity>] ...     Toggle severity filter on/off
+CLUSTERLOG INFO                        Print cluster log information
+<id> START                             Start data node (started with -n)
+<id> RESTART [-n] [-i] [-a] [-f]       Restart data node (needs node recovery)
+<id> STOP [-a] [-f]                    Stop data node (needs node recovery)
+ROLLING RESTART                        Restart the data nodes one at a time
+ENTER SINGLE USER MODE <id>            Enter single user mode
+EXIT SINGLE USER MODE                  Exit single user mode
+<id> STATUS                            Print status
+<id> REPORT {<report>}+                Display report for <report>
+<id> DUMP 1000                         Memory usage to the cluster log
+SET <Parameter>=<value>                Change a data node parameter
+PURGE STALE SESSIONS                   Reset reserved nodeid's in the mgmt server
+
+<severity> = ALERT | CRITICAL | ERROR | WARNING | INFO | DEBUG
+<report>   = MEMORYUSAGE | EVENTLOG
+<id>       = ALL | Any database node id
+
+For detailed help on COMMAND, use HELP COMMAND.";
+
+/// Detailed help for one command (by its first word, or a verb after `<id>`).
+pub fn topic(name: &str) -> Option<&'static str> {
+    let first = name.split_whitespace().next().unwrap_or("");
+    Some(match first.to_ascii_uppercase().as_str() {
+        "HELP" => {
+            "HELP [<command>]\n\
+             Print the list of commands, or detailed help for <command> (e.g. HELP SHOW)."
+        }
+        "SHOW" => {
+            "SHOW\n\
+             Print the cluster configuration: the data nodes ([ndbd(NDB)]) with their\n\
+             node group and the master mark (*), the management node ([ndb_mgmd(MGM)])\n\
+             and the API slots ([mysqld(API)]), connected or not."
+        }
+        "STATUS" => {
+            "<id> STATUS | ALL STATUS\n\
+             Print the status of a node: started, starting (Last completed phase N),\n\
+             single user mode; for API nodes connected or not connected."
+        }
+        "REPORT" => {
+            "<id> REPORT <report> | ALL REPORT <report>\n\
+             <report> = MemoryUsage | EventLog (case-insensitive, any unique prefix: MEM)\n\
+             MemoryUsage: Data and Index usage of DataMemory, in 32K pages.\n\
+             EventLog:    the events the cluster log keeps in memory for the node."
+        }
+        "DUMP" => {
+            "<id> DUMP <code> [<arg>...] | ALL DUMP <code>\n\
+             Send a dump signal. Supported: 1000 (memory usage to the cluster log)."
+        }
+        "CLUSTERLOG" => {
+            "CLUSTERLOG ON|OFF|TOGGLE [<severity>...] | CLUSTERLOG INFO\n\
+             Turn the cluster log on or off, or enable/disable severities\n\
+             (ALERT CRITICAL ERROR WARNING INFO DEBUG; INFO and up by default).\n\
+             The log is ndb_<mgm id>_cluster.log in the data directory; the last 1000\n\
+             events are also kept in memory (ALL REPORT EventLog)."
+        }
+        "ENTER" | "SINGLE" => {
+            "ENTER SINGLE USER MODE <api node id>\n\
+             Only the given API node may run transactions and change the schema;\n\
+             the others get error 299 (Operation not allowed due to single user mode).\n\
+             SHOW and ALL STATUS list the API node ids."
+        }
+        "EXIT" => {
+            "EXIT SINGLE USER MODE\n\
+             Give every API node access again. (EXIT alone, like QUIT, leaves the client.)"
+        }
+        "SHUTDOWN" => {
+            "SHUTDOWN\n\
+             Shut down every data node and the management server: the embedded cluster\n\
+             stops and the client exits. In-memory data is lost (no persistence yet)."
+        }
+        "START" => {
+            "<id> START\n\
+             Start a data node that was restarted with -n. Data nodes here are always\n\
+             started, so this only reports that."
+        }
+        "STOP" => {
+            "<id> STOP [-a] [-f]\n\
+             Stop a data node. Refused: a stopped node can only rejoin through node\n\
+             recovery (copying its fragments from the live replica), which rndb does\n\
+             not have yet. SHUTDOWN stops the whole cluster."
+        }
+        "RESTART" => {
+            "<id> RESTART [-n] [-i] [-a] [-f] | ALL RESTART [...]\n\
+             -n  do not start again until START   -i  initial (wipe the node's files)\n\
+             -a  abort transactions at once        -f  force, even if the cluster stops\n\
+             Refused: a node restart needs node recovery, a system restart (ALL)\n\
+             needs the data on disk; neither exists in rndb yet."
+        }
+        "ROLLING" => {
+            "ROLLING RESTART\n\
+             Restart the data nodes one at a time, each waited for until started, to\n\
+             apply configuration changes (SET). Refused until node recovery exists."
+        }
+        "SET" => {
+            "SET <Parameter>=<value>\n\
+             Change a data node parameter (config.ini name and syntax, e.g.\n\
+             SET DiskPageBufferMemory=512M) on every data node, checked like config.ini.\n\
+             Says whether applying it needs a rolling or initial restart; parameters\n\
+             that need none (TransactionDeadlockDetectionTimeout) take effect at once."
+        }
+        "PURGE" => {
+            "PURGE STALE SESSIONS\n\
+             Release node ids reserved by clients that went away."
+        }
+        _ => return None,
+    })
+}

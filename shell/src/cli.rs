@@ -1,0 +1,52 @@
+//! Command-line arguments (clap).
+
+use clap::Parser;
+use std::path::PathBuf;
+
+/// rndb_mgm: the rndb management client and SQL shell. Without a connectstring it starts
+/// the cluster embedded in this process.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rndb_mgm",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (rndb-", env!("CARGO_PKG_VERSION"), ")"),
+    about = "rndb management client and SQL shell: ndb_mgm's commands and the mysql client's SQL, on an embedded cluster",
+    after_help = "Commands are read from -e, else from standard input: interactively on a terminal, \
+as a script otherwise. Type HELP at the prompt for the commands."
+)]
+pub struct MgmArgs {
+    /// Management server to connect to (host:port). The distributed cluster (rndb_mgmd)
+    /// arrives with issue 7; without this option the cluster runs embedded.
+    #[arg(
+        short = 'c',
+        long = "ndb-connectstring",
+        visible_alias = "connect-string",
+        value_name = "HOST:PORT"
+    )]
+    pub connectstring: Option<String>,
+
+    /// Run these commands and exit (separated by ';' or newlines); stops at the first
+    /// failing command with exit status 1.
+    #[arg(short = 'e', long = "execute", value_name = "COMMANDS")]
+    pub execute: Option<String>,
+
+    /// config.ini of the embedded cluster (default: two data nodes, NoOfReplicas=2).
+    #[arg(short = 'f', long = "config-file", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+
+    /// Data directory of the embedded cluster (cluster log ndb_1_cluster.log).
+    #[arg(long = "data-dir", value_name = "DIR", default_value = "./rndb-data")]
+    pub data_dir: PathBuf,
+
+    /// Database the SQL session starts in.
+    #[arg(
+        short = 'd',
+        long = "database",
+        value_name = "NAME",
+        default_value = "test"
+    )]
+    pub database: String,
+
+    /// History file of the interactive client (default ~/.rndb_mgm_history).
+    #[arg(long = "history-file", value_name = "FILE")]
+    pub history_file: Option<PathBuf>,
+}

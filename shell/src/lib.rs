@@ -1,0 +1,73 @@
+//! rndb's command-line programs. `rndb_mgm` is the management client and SQL shell in
+//! one: ndb_mgm's commands for the nodes and the mysql client's SQL for the data,
+//! against an embedded cluster started in-process (see docs/shell.md).
+//!
+//! Layout: [`cli`] (arguments), [`input`] (where commands end, management vs SQL),
+//! [`shell`] (running one command and printing its output), [`script`] (`-e` and piped
+//! input), [`repl`] (the interactive editor), [`progress`] (long operations).
+
+pub mod cli;
+pub mod input;
+pub mod progress;
+pub mod repl;
+pub mod script;
+pub mod shell;
+
+use clap::Parser;
+use rndb::api::Cluster;
+use rndb::config::ClusterConfig;
+use std::io::IsTerminal;
+
+/// `rndb_mgm`: returns the process exit status.
+pub fn main_mgm() -> i32 {
+    let args = cli::MgmArgs::parse();
+    if let Some(cs) = &args.connectstring {
+        eprintln!(
+            "rndb_mgm: cannot connect to {cs}: the distributed cluster (rndb_mgmd) arrives with issue 7; use the embedded cluster (run rndb_mgm without -c)"
+        );
+        return 1;
+    }
+    let config = match &args.config_file {
+        Some(path) => match ClusterConfig::from_file(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("rndb_mgm: {e}");
+                return 1;
+            }
+        },
+        None => ClusterConfig::embedded_default(),
+    };
+    for w in &config.warnings {
+        eprintln!("Warning: {w}");
+    }
+    if let Err(e) = std::fs::create_dir_all(&args.data_dir) {
+        eprintln!(
+            "rndb_mgm: cannot create the data directory {}: {e}",
+            args.data_dir.display()
+        );
+        return 1;
+    }
+    let cluster = match Cluster::embedded_in(config, args.data_dir.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rndb_mgm: cannot start the embedded cluster: {}", e.message);
+            return 1;
+        }
+    };
+    let mut sh = shell::Shell::new(
+        cluster.clone(),
+        &args.database,
+        std::io::stderr().is_terminal(),
+    );
+    let status = if let Some(text) = &args.execute {
+        script::run_execute(&mut sh, text)
+    } else if std::io::stdin().is_terminal() {
+        let history = repl::history_path(args.history_file.clone(), &args.data_dir);
+        repl::run_interactive(&mut sh, history)
+    } else {
+        script::run_script(&mut sh, &mut std::io::stdin().lock())
+    };
+    drop(sh);
+    cluster.shutdown();
+    status
+}

@@ -1,0 +1,306 @@
+//! The command executor shared by every input mode: runs one command (management, shell
+//! or SQL) against the embedded cluster and prints its output.
+//!
+//! Output: results go to stdout, error lines to stderr (both flushed after every command,
+//! so a transcript that merges them keeps their order). SQL results print as the mysql
+//! client prints them ([`rndb::sql::render`], with the real elapsed time), SQL errors as
+//! its `ERROR <code> (<state>): <text>` line; management output as ndb_mgm prints it and
+//! management errors as their one-line message.
+
+use crate::input::{self, Kind};
+use crate::progress::Progress;
+use rndb::api::Cluster;
+use rndb::mgm::{self, Command};
+use rndb::sql::{self, Session};
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The mysql client's default max_allowed_packet: longer commands are refused (1153).
+pub const MAX_COMMAND_BYTES: usize = 16 * 1024 * 1024;
+
+/// How deep SOURCE may nest.
+const MAX_SOURCE_DEPTH: usize = 16;
+
+pub const DEFAULT_PROMPT: &str = "rndb_mgm> ";
+
+/// What a command did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Failed,
+    /// QUIT/EXIT, or SHUTDOWN (the management server stopped).
+    Quit,
+}
+
+/// One shell: the cluster, its SQL session, and output settings.
+pub struct Shell {
+    cluster: Cluster,
+    session: Option<Session>,
+    /// The session's current database, shared with the completer.
+    pub current_db: Arc<Mutex<String>>,
+    pub prompt: String,
+    /// Interactive: a blank line after SQL results, as the mysql client prints.
+    pub interactive: bool,
+    progress: Progress,
+    depth: usize,
+}
+
+fn print_out(text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{text}");
+    let _ = o.flush();
+}
+
+fn print_err(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = writeln!(e, "{text}");
+    let _ = e.flush();
+}
+
+impl Shell {
+    /// `progress_tty`: long operations draw a status line (stderr is a terminal).
+    pub fn new(cluster: Cluster, database: &str, progress_tty: bool) -> Shell {
+        let session = Session::new(cluster.ndb(database));
+        let current_db = Arc::new(Mutex::new(session.database().to_string()));
+        Shell {
+            cluster,
+            session: Some(session),
+            current_db,
+            prompt: DEFAULT_PROMPT.to_string(),
+            interactive: false,
+            progress: Progress::new(progress_tty),
+            depth: 0,
+        }
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Runs one command (as split by [`input::Splitter`]).
+    pub fn run(&mut self, text: &str) -> Outcome {
+        let text = text.trim();
+        if text.is_empty() {
+            return Outcome::Ok;
+        }
+        if text.len() > MAX_COMMAND_BYTES {
+            print_err(&format!(
+                "ERROR 1153 (08S01): Got a packet bigger than 'max_allowed_packet' bytes (the command is {} bytes, the limit {MAX_COMMAND_BYTES})",
+                text.len()
+            ));
+            return Outcome::Failed;
+        }
+        match input::classify(text) {
+            Kind::Sql => self.sql(text),
+            Kind::Mgm => self.mgm(text),
+            Kind::Quit => Outcome::Quit,
+            Kind::Help(topic) => self.help(topic.as_deref()),
+            Kind::Source(path) => self.source(&path),
+            Kind::Prompt(p) => {
+                self.prompt = match p {
+                    Some(p) => format!("{} ", p.trim_matches(|c| c == '"' || c == '\'').trim_end()),
+                    None => DEFAULT_PROMPT.to_string(),
+                };
+                Outcome::Ok
+            }
+            Kind::Connect => {
+                print_err(
+                    "CONNECT: the distributed cluster (rndb_mgmd) arrives with issue 7; this client runs the embedded cluster",
+                );
+                Outcome::Failed
+            }
+            Kind::Unknown => {
+                let hint = input::suggestion(text)
+                    .map(|s| format!(" Did you mean {s}?"))
+                    .unwrap_or_default();
+                print_err(&format!(
+                    "Invalid command: {}.{hint} Type HELP for help.",
+                    mgm::parse::shorten(text)
+                ));
+                Outcome::Failed
+            }
+        }
+    }
+
+    fn mgm(&mut self, text: &str) -> Outcome {
+        let cmd = match mgm::parse(text) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Outcome::Ok,
+            Err(e) => {
+                print_err(&e.message);
+                return Outcome::Failed;
+            }
+        };
+        let shutdown = cmd == Command::Shutdown;
+        if shutdown {
+            // the session's open transaction goes first, then the cluster
+            self.session = None;
+        }
+        match mgm::run(self.cluster.inner(), &cmd) {
+            Ok(out) => {
+                print_out(&out);
+                if shutdown { Outcome::Quit } else { Outcome::Ok }
+            }
+            Err(e) => {
+                print_err(&e.message);
+                Outcome::Failed
+            }
+        }
+    }
+
+    fn sql(&mut self, text: &str) -> Outcome {
+        let Some(session) = self.session.as_mut() else {
+            print_err("ERROR 2006 (HY000): the cluster has shut down");
+            return Outcome::Failed;
+        };
+        let start = Instant::now();
+        let result = {
+            let _running = self.progress.begin(text);
+            session.execute(text)
+        };
+        let elapsed = start.elapsed();
+        if let Ok(mut db) = self.current_db.lock() {
+            *db = session.database().to_string();
+        }
+        mgm::sample_events(self.cluster.inner());
+        match result {
+            Ok(results) => {
+                let is_use = results.len() == 1
+                    && text
+                        .split_whitespace()
+                        .next()
+                        .is_some_and(|w| w.eq_ignore_ascii_case("USE"));
+                for r in &results {
+                    if is_use {
+                        // the mysql client's own USE command
+                        print_out("Database changed");
+                    } else {
+                        print_out(&sql::render(r, elapsed));
+                    }
+                    if self.interactive {
+                        let _ = writeln!(std::io::stdout());
+                    }
+                }
+                Outcome::Ok
+            }
+            Err(e) => {
+                print_err(&sql::render_error(&e));
+                Outcome::Failed
+            }
+        }
+    }
+
+    fn help(&mut self, topic: Option<&str>) -> Outcome {
+        match topic.map(|t| t.trim().to_ascii_uppercase()) {
+            None => {
+                print_out(&format!("{}\n{SHELL_HELP}", mgm::help::GENERAL));
+                Outcome::Ok
+            }
+            Some(t) if t == "SQL" => {
+                print_out(SQL_HELP);
+                Outcome::Ok
+            }
+            Some(t) if ["QUIT", "EXIT"].contains(&t.as_str()) => {
+                print_out(
+                    "QUIT | EXIT | Ctrl-D\nLeave the client (the embedded cluster stops with it).\nEXIT SINGLE USER MODE is the management command: HELP ENTER.",
+                );
+                Outcome::Ok
+            }
+            Some(t) if t == "SOURCE" => {
+                print_out(
+                    "SOURCE <file>\nRun the commands and SQL statements in <file>, as if typed; errors are\nprinted and the file goes on.",
+                );
+                Outcome::Ok
+            }
+            Some(t) if t == "PROMPT" => {
+                print_out(
+                    "PROMPT [<prompt>]\nSet the prompt, or back to \"rndb_mgm> \" without an argument.",
+                );
+                Outcome::Ok
+            }
+            Some(t) => match mgm::help::topic(&t) {
+                Some(text) => {
+                    print_out(text);
+                    Outcome::Ok
+                }
+                None => {
+                    print_err(&format!(
+                        "No help for {}. Type HELP for the list of commands.",
+                        mgm::parse::shorten(&t)
+                    ));
+                    Outcome::Failed
+                }
+            },
+        }
+    }
+
+    /// Runs a file of commands; a failing command does not stop the file.
+    fn source(&mut self, path: &str) -> Outcome {
+        let path = path.trim().trim_matches(|c| c == '\'' || c == '"');
+        if path.is_empty() {
+            print_err("SOURCE needs a file name: SOURCE <file>");
+            return Outcome::Failed;
+        }
+        if self.depth >= MAX_SOURCE_DEPTH {
+            print_err(&format!(
+                "SOURCE {path}: files nested deeper than {MAX_SOURCE_DEPTH} (a file sourcing itself?)"
+            ));
+            return Outcome::Failed;
+        }
+        let text = match std::fs::read(Path::new(path)) {
+            Ok(b) => match String::from_utf8(b) {
+                Ok(t) => t,
+                Err(_) => {
+                    print_err(&format!("SOURCE {path}: not a text file (not UTF-8)"));
+                    return Outcome::Failed;
+                }
+            },
+            Err(e) => {
+                print_err(&format!("SOURCE {path}: {e}"));
+                return Outcome::Failed;
+            }
+        };
+        self.depth += 1;
+        let mut outcome = Outcome::Ok;
+        for cmd in input::split_all(&text) {
+            match self.run(&cmd) {
+                Outcome::Ok => {}
+                Outcome::Failed => outcome = Outcome::Failed,
+                Outcome::Quit => {
+                    outcome = Outcome::Quit;
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        outcome
+    }
+}
+
+const SHELL_HELP: &str = "\
+---------------------------------------------------------------------------
+ Client commands and SQL
+---------------------------------------------------------------------------
+QUIT | EXIT                            Quit the client (Ctrl-D too)
+SOURCE <file>                          Run the commands in <file>
+PROMPT [<prompt-string>]               Set the prompt (default \"rndb_mgm> \")
+<SQL statement>;                       Run SQL, ended by ';' (HELP SQL)";
+
+const SQL_HELP: &str = "\
+SQL statements run on the cluster as the mysql client runs them, and end with ';'
+(a statement may span lines; the prompt shows -> while it is open):
+  CREATE/DROP DATABASE, USE, CREATE/ALTER/DROP/TRUNCATE TABLE, CREATE/DROP INDEX,
+  INSERT, REPLACE, UPDATE, DELETE, SELECT (joins, aggregates, GROUP BY, ORDER BY),
+  BEGIN/COMMIT/ROLLBACK, SET @var / SET variable, SHOW TABLES/DATABASES/CREATE TABLE/
+  INDEX/VARIABLES, DESCRIBE, EXPLAIN.
+Monitoring tables: ndbinfo.memoryusage, ndbinfo.memory_per_fragment, ndbinfo.nodes
+(or bare names after USE ndbinfo), with expressions, aggregates, WHERE, GROUP BY and
+ORDER BY, e.g.
+  SELECT node_id, 100*(sum(used)/(sum(used)+sum(total))) AS pct
+  FROM ndbinfo.memoryusage GROUP BY node_id;
+Division follows MySQL: exact DECIMAL results with 4 more digits of scale.";

@@ -1,0 +1,116 @@
+//! Helpers of the shell's integration tests: running the real `rndb_mgm` binary with
+//! its standard output and error merged in order, and masking what changes between runs.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_rndb_mgm");
+
+/// The transcripts directory (`tests/shell` of the workspace).
+pub fn transcripts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/shell")
+}
+
+/// What a run printed (stdout and stderr merged, in order) and its exit status.
+pub struct Run {
+    pub output: String,
+    pub status: i32,
+}
+
+/// Runs `rndb_mgm` with `args` in a fresh data directory (`$DATA`, also HOME), `stdin`
+/// piped in. `dir` is kept by the caller to look at files afterwards.
+pub fn run_in(dir: &Path, args: &[String], stdin: &[u8]) -> Run {
+    let out_path = dir.join("output.txt");
+    let out = std::fs::File::create(&out_path).expect("output file");
+    let err = out.try_clone().expect("clone");
+    let data = dir.join("data");
+    let mut child = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(args)
+        .env("HOME", dir)
+        .env("TZ", "UTC")
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .spawn()
+        .expect("spawn rndb_mgm");
+    {
+        let mut si = child.stdin.take().expect("stdin");
+        // the shell may exit before reading everything (QUIT, SHUTDOWN)
+        let _ = si.write_all(stdin);
+    }
+    let status = child.wait().expect("wait").code().unwrap_or(-1);
+    let output =
+        String::from_utf8_lossy(&std::fs::read(&out_path).expect("read output")).into_owned();
+    Run {
+        output: mask(&output, dir),
+        status,
+    }
+}
+
+fn is_digit(b: u8) -> bool {
+    b.is_ascii_digit()
+}
+
+/// Masks times (`(0.01 sec)` -> `(X.XX sec)`), timestamps (`YYYY-MM-DD HH:MM:SS`), the
+/// version, and the run's directory (`$DIR`).
+pub fn mask(text: &str, dir: &Path) -> String {
+    let text = text.replace(&dir.display().to_string(), "$DIR");
+    let text = text.replace(concat!("rndb-", env!("CARGO_PKG_VERSION")), "rndb-VERSION");
+    let text = text.replace(
+        concat!("rndb_mgm ", env!("CARGO_PKG_VERSION")),
+        "rndb_mgm VERSION",
+    );
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        // (N.NN sec)
+        if b[i] == b'(' {
+            let mut j = i + 1;
+            while j < b.len() && is_digit(b[j]) {
+                j += 1;
+            }
+            if j > i + 1
+                && b.get(j) == Some(&b'.')
+                && b.get(j + 1).copied().is_some_and(is_digit)
+                && b.get(j + 2).copied().is_some_and(is_digit)
+                && text[j + 3..].starts_with(" sec)")
+            {
+                out.push_str("(X.XX sec)");
+                i = j + 8;
+                continue;
+            }
+        }
+        // YYYY-MM-DD HH:MM:SS
+        if i + 19 <= b.len() {
+            let s = &b[i..i + 19];
+            let shape = b"dddd-dd-dd dd:dd:dd";
+            if s.iter()
+                .zip(shape)
+                .all(|(c, m)| if *m == b'd' { is_digit(*c) } else { c == m })
+            {
+                out.push_str("YYYY-MM-DD HH:MM:SS");
+                i += 19;
+                continue;
+            }
+        }
+        let ch = text[i..].chars().next().expect("char");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// A fresh directory for one run.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("rndb-shell-test")
+        .tempdir()
+        .expect("tempdir")
+}
