@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PIP      = $(VENV)/bin/pip
 CARGO   ?= cargo
 
-.PHONY: demo test test-rust test-python venv py lint bench
+.PHONY: demo test test-rust test-python venv py lint bench install
 
 demo:
 	$(CARGO) run --release -p rndb --example demo
@@ -37,3 +37,19 @@ lint:
 
 bench:
 	$(CARGO) run --release -p rndb-benches --bin core_kv
+
+# make install PREFIX=DIR: librndb (shared and static), rndb.h, NdbApi.hpp and rndb.pc, so
+# that `g++ app.cpp $(pkg-config --cflags --libs rndb)` builds with
+# PKG_CONFIG_PATH=DIR/lib/pkgconfig. CAPI_BUILD/CAPI_LIBDIR let the tests install a debug build.
+PREFIX      ?= /usr/local
+CAPI_BUILD  ?= $(CARGO) build --release -p rndb-capi
+CAPI_LIBDIR ?= target/release
+CAPI_VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+
+install:
+	$(CAPI_BUILD)
+	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/include
+	install -m 755 $(CAPI_LIBDIR)/librndb.so $(PREFIX)/lib/librndb.so
+	install -m 644 $(CAPI_LIBDIR)/librndb.a $(PREFIX)/lib/librndb.a
+	install -m 644 capi/include/rndb.h capi/include/NdbApi.hpp $(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|' -e 's|@VERSION@|$(CAPI_VERSION)|' capi/rndb.pc.in > $(PREFIX)/lib/pkgconfig/rndb.pc

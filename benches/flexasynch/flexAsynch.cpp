@@ -1,0 +1,302 @@
+/*
+ * flexAsynch.cpp: a flexAsynch-style benchmark (NDB's storage/ndb/test/ndbapi/flexAsynch)
+ * against the embedded cluster, through NdbApi.hpp and librndb's C ABI.
+ *
+ * Table TAB0: COL0 BIGINT UNSIGNED (a 2-word key) + COL1..COL24 Uint32. Each thread has
+ * its own Ndb object and runs batches of P parallel transactions (default 32), each
+ * with one operation, prepared with executeAsynchPrepare and sent with sendPollNdb;
+ * phases insert, read (LM_CommittedRead, values into getValue buffers, checked),
+ * update, delete, with all threads starting each phase together. Prints one line per
+ * phase: "capi <phase> <threads> <ops/s>".
+ *
+ * Two ways to define the operations, as flexAsynch has: by default NdbOperation with
+ * equal/setValue/getValue per attribute (NdbRecAttr); with -ndbrecord one call per
+ * operation from a row buffer (NdbRecord: readTuple/insertTuple/updateTuple/deleteTuple
+ * of NdbTransaction), printed as "capi_rec".
+ *
+ * Usage: flexAsynch [-t threads] [-p parallel] [-o ops_per_thread] [-c connectstring]
+ *                   [-ndbrecord]
+ */
+#include <NdbApi.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+static const int NATTR = 24;
+
+struct Options {
+  int threads = 1;
+  int parallel = 32;
+  long ops = 200000;
+  const char* connectstring = "embedded;DataMemory=1G";
+  bool ndbrecord = false;
+};
+
+enum Phase { P_INSERT, P_READ, P_UPDATE, P_DELETE, P_END };
+static const char* phase_name[] = {"insert", "read", "update", "delete"};
+
+class Barrier {
+ public:
+  explicit Barrier(int n) : n_(n), waiting_(0), gen_(0) {}
+  void wait() {
+    std::unique_lock<std::mutex> l(m_);
+    int gen = gen_;
+    if (++waiting_ == n_) {
+      waiting_ = 0;
+      gen_++;
+      cv_.notify_all();
+    } else {
+      cv_.wait(l, [&] { return gen != gen_; });
+    }
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int n_, waiting_, gen_;
+};
+
+/* The row of an NdbRecord: COL0 at 0, COLa at 8 + 4 * (a - 1). */
+struct Row {
+  Uint64 key;
+  Uint32 attr[NATTR];
+};
+
+struct Slot {
+  NdbTransaction* tx;
+  Uint64 key;
+  Uint32 values[NATTR + 1];
+  Row row, out;
+  int failed;
+};
+
+static void callback(int result, NdbTransaction* tx, void* arg) {
+  Slot* s = static_cast<Slot*>(arg);
+  if (result == -1) {
+    const NdbError& e = tx->getNdbError();
+    if (s->failed++ == 0) fprintf(stderr, "key %llu: error %d: %s\n", s->key, e.code, e.message);
+  }
+}
+
+static void fail(const char* what, const NdbError& e) {
+  fprintf(stderr, "%s: error %d: %s\n", what, e.code, e.message);
+  exit(1);
+}
+
+static Uint32 value_of(Uint64 key, int attr, int delta) {
+  return (Uint32)key + (Uint32)attr + (Uint32)delta;
+}
+
+/* One thread's share of a phase: `ops` single-operation transactions in batches. */
+/* Defines the operation of slot `s` with an NdbRecord. */
+static void define_record(NdbTransaction* tx, const NdbRecord* rec, Phase phase, Slot& s) {
+  s.row.key = s.key;
+  const NdbOperation* op = NULL;
+  switch (phase) {
+    case P_INSERT:
+    case P_UPDATE: {
+      int delta = phase == P_INSERT ? 0 : 1;
+      for (int a = 1; a <= NATTR; a++) s.row.attr[a - 1] = value_of(s.key, a, delta);
+      op = phase == P_INSERT ? tx->insertTuple(rec, (const char*)&s.row)
+                             : tx->updateTuple(rec, (const char*)&s.row, rec, (const char*)&s.row);
+      break;
+    }
+    case P_READ:
+      op = tx->readTuple(rec, (const char*)&s.row, rec, (char*)&s.out,
+                         NdbOperation::LM_CommittedRead);
+      break;
+    default:
+      op = tx->deleteTuple(rec, (const char*)&s.row);
+      break;
+  }
+  if (op == NULL) fail("NdbRecord operation", tx->getNdbError());
+}
+
+static long run_phase(Ndb& ndb, const NdbDictionary::Table* tab, const NdbRecord* rec, Phase phase,
+                      int thread, long ops, int parallel, std::vector<Slot>& slots) {
+  long errors = 0;
+  for (long i = 0; i < ops; i += parallel) {
+    int n = (int)std::min<long>(parallel, ops - i);
+    for (int j = 0; j < n; j++) {
+      Slot& s = slots[j];
+      s.key = ((Uint64)thread << 32) | (Uint64)(i + j);
+      s.failed = 0;
+      s.tx = ndb.startTransaction();
+      if (s.tx == NULL) fail("startTransaction", ndb.getNdbError());
+      if (rec != NULL) {
+        define_record(s.tx, rec, phase, s);
+        if (s.tx->executeAsynchPrepare(NdbTransaction::Commit, &callback, &s) != 0)
+          fail("executeAsynchPrepare", s.tx->getNdbError());
+        continue;
+      }
+      NdbOperation* op = s.tx->getNdbOperation(tab);
+      if (op == NULL) fail("getNdbOperation", s.tx->getNdbError());
+      switch (phase) {
+        case P_INSERT:
+        case P_UPDATE: {
+          int delta = phase == P_INSERT ? 0 : 1;
+          if (phase == P_INSERT)
+            op->insertTuple();
+          else
+            op->updateTuple();
+          op->equal((Uint32)0, (const char*)&s.key);
+          for (int a = 1; a <= NATTR; a++) {
+            s.values[a] = value_of(s.key, a, delta);
+            op->setValue((Uint32)a, (const char*)&s.values[a]);
+          }
+          break;
+        }
+        case P_READ:
+          op->readTuple(NdbOperation::LM_CommittedRead);
+          op->equal((Uint32)0, (const char*)&s.key);
+          for (int a = 1; a <= NATTR; a++) op->getValue((Uint32)a, (char*)&s.values[a]);
+          break;
+        default:
+          op->deleteTuple();
+          op->equal((Uint32)0, (const char*)&s.key);
+          break;
+      }
+      if (s.tx->executeAsynchPrepare(NdbTransaction::Commit, &callback, &s) != 0)
+        fail("executeAsynchPrepare", s.tx->getNdbError());
+    }
+    int done = ndb.sendPollNdb(3000, n, 0);
+    while (done < n) {
+      int more = ndb.pollNdb(3000, n - done);
+      if (more <= 0) fail("pollNdb", ndb.getNdbError());
+      done += more;
+    }
+    for (int j = 0; j < n; j++) {
+      Slot& s = slots[j];
+      errors += s.failed != 0;
+      if (phase == P_READ && !s.failed) {
+        if (rec != NULL)
+          for (int a = 1; a <= NATTR; a++) s.values[a] = s.out.attr[a - 1];
+        for (int a = 1; a <= NATTR; a++)
+          if (s.values[a] != value_of(s.key, a, 0)) {
+            if (errors++ == 0)
+              fprintf(stderr, "key %llu COL%d: read %u, expected %u\n", s.key, a, s.values[a],
+                      value_of(s.key, a, 0));
+            break;
+          }
+      }
+      ndb.closeTransaction(s.tx);
+    }
+  }
+  return errors;
+}
+
+static void create_table(Ndb& ndb) {
+  NdbDictionary::Dictionary* dict = ndb.getDictionary();
+  NdbDictionary::Table tab("TAB0");
+  NdbDictionary::Column key("COL0");
+  key.setType(NdbDictionary::Column::Bigunsigned);
+  key.setPrimaryKey(true);
+  tab.addColumn(key);
+  for (int a = 1; a <= NATTR; a++) {
+    char name[16];
+    snprintf(name, sizeof name, "COL%d", a);
+    NdbDictionary::Column c(name);
+    c.setType(NdbDictionary::Column::Unsigned);
+    c.setNullable(false);
+    tab.addColumn(c);
+  }
+  if (dict->createTable(tab) != 0) fail("createTable", dict->getNdbError());
+}
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-ndbrecord")) {
+      o.ndbrecord = true;
+      continue;
+    }
+    if (v == NULL) {
+      fprintf(stderr, "usage: %s [-t threads] [-p parallel] [-o ops] [-c connectstring] [-ndbrecord]\n",
+              argv[0]);
+      return 2;
+    }
+    i++;
+    if (!strcmp(a, "-t"))
+      o.threads = atoi(v);
+    else if (!strcmp(a, "-p"))
+      o.parallel = atoi(v);
+    else if (!strcmp(a, "-o"))
+      o.ops = atol(v);
+    else if (!strcmp(a, "-c"))
+      o.connectstring = v;
+    else {
+      fprintf(stderr, "unknown option %s\n", a);
+      return 2;
+    }
+  }
+  ndb_init();
+  long total_errors = 0;
+  {
+    Ndb_cluster_connection conn(o.connectstring);
+    if (conn.connect(12, 5, 1) != 0 || conn.wait_until_ready(30, 0) < 0) {
+      fprintf(stderr, "connect: %s\n", conn.get_latest_error_msg());
+      return 1;
+    }
+    {
+      Ndb ndb(&conn, "TEST_DB");
+      if (ndb.init(1024) != 0) fail("init", ndb.getNdbError());
+      create_table(ndb);
+    }
+    Barrier start(o.threads + 1), end(o.threads + 1);
+    std::vector<long> errors(o.threads, 0);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < o.threads; t++) {
+      workers.emplace_back([&, t] {
+        Ndb ndb(&conn, "TEST_DB");
+        if (ndb.init(1024) != 0) fail("init", ndb.getNdbError());
+        NdbDictionary::Dictionary* dict = ndb.getDictionary();
+        const NdbDictionary::Table* tab = dict->getTable("TAB0");
+        if (tab == NULL) fail("getTable", dict->getNdbError());
+        const NdbRecord* rec = NULL;
+        if (o.ndbrecord) {
+          NdbDictionary::RecordSpecification spec[NATTR + 1];
+          for (int a = 0; a <= NATTR; a++) {
+            spec[a].column = tab->getColumn(a);
+            spec[a].offset = a == 0 ? 0 : (Uint32)(8 + 4 * (a - 1));
+            spec[a].nullbit_byte_offset = 0;
+            spec[a].nullbit_bit_in_byte = 0;
+            spec[a].column_flags = 0;
+          }
+          rec = dict->createRecord(tab, spec, NATTR + 1, sizeof(spec[0]));
+          if (rec == NULL) fail("createRecord", dict->getNdbError());
+        }
+        std::vector<Slot> slots(o.parallel);
+        for (int p = 0; p < P_END; p++) {
+          start.wait();
+          errors[t] += run_phase(ndb, tab, rec, (Phase)p, t, o.ops, o.parallel, slots);
+          end.wait();
+        }
+      });
+    }
+    for (int p = 0; p < P_END; p++) {
+      start.wait();
+      std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+      end.wait();
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      printf("%s %s %d %.0f\n", o.ndbrecord ? "capi_rec" : "capi", phase_name[p], o.threads,
+             (double)o.threads * o.ops / secs);
+      fflush(stdout);
+    }
+    for (size_t t = 0; t < workers.size(); t++) workers[t].join();
+    for (int t = 0; t < o.threads; t++) total_errors += errors[t];
+  }
+  ndb_end(0);
+  if (total_errors) {
+    fprintf(stderr, "%ld transactions failed\n", total_errors);
+    return 1;
+  }
+  return 0;
+}

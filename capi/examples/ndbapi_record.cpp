@@ -1,0 +1,192 @@
+/*
+ * ndbapi_record.cpp: primary-key operations with NdbRecord, NDB's row-buffer interface:
+ * one call defines a whole operation from a row (values at fixed offsets, NULL bits),
+ * and a read writes its result row.
+ *
+ * Table api_rec (ID INT UNSIGNED key, V BIGINT NULL, NAME VARCHAR(20) NULL) through
+ * the dictionary API; one record over all three columns, on the struct Row below.
+ */
+#include <NdbApi.hpp>
+
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#define APIERROR(error)                                                                  \
+  {                                                                                      \
+    printf("Error in %s, line: %d, code: %d, msg: %s.\n", __FILE__, __LINE__, (error).code, \
+           (error).message);                                                             \
+    exit(-1);                                                                            \
+  }
+
+struct Row {
+  Uint32 id;
+  Int64 v;
+  char name[21]; /* VARCHAR(20) latin1: length byte + 20 */
+  unsigned char nulls;
+};
+
+static void set_row(Row& r, Uint32 id, Int64 v, const char* name) {
+  memset(&r, 0, sizeof r);
+  r.id = id;
+  r.v = v;
+  if (name) {
+    r.name[0] = (char)strlen(name);
+    memcpy(r.name + 1, name, strlen(name));
+  } else {
+    r.nulls |= 2;
+  }
+}
+
+static void print_row(const Row& r) {
+  printf("  ID=%u V=", r.id);
+  if (r.nulls & 1)
+    printf("NULL");
+  else
+    printf("%lld", (long long)r.v);
+  if (r.nulls & 2)
+    printf(" NAME=NULL\n");
+  else
+    printf(" NAME=%.*s\n", (int)(unsigned char)r.name[0], r.name + 1);
+}
+
+struct Pending {
+  Row key, out;
+  NdbTransaction* tx;
+};
+
+static void done(int result, NdbTransaction* tx, void* arg) {
+  Pending* p = static_cast<Pending*>(arg);
+  if (result == 0)
+    print_row(p->out);
+  else
+    printf("  ID=%u: error %d (%s)\n", p->key.id, tx->getNdbError().code, tx->getNdbError().message);
+}
+
+/* Committed reads prepared with executeAsynchPrepare and sent together. */
+static void read_async(Ndb& ndb, const NdbRecord* rec, const Uint32* ids, int n) {
+  Pending p[8];
+  for (int i = 0; i < n; i++) {
+    p[i].key.id = ids[i];
+    p[i].tx = ndb.startTransaction();
+    if (p[i].tx->readTuple(rec, (const char*)&p[i].key, rec, (char*)&p[i].out,
+                           NdbOperation::LM_CommittedRead) == NULL)
+      APIERROR(p[i].tx->getNdbError());
+    p[i].tx->executeAsynchPrepare(NdbTransaction::Commit, &done, &p[i]);
+  }
+  printf("  sendPollNdb: %d completed\n", ndb.sendPollNdb());
+  for (int i = 0; i < n; i++) ndb.closeTransaction(p[i].tx);
+}
+
+static void read_all(Ndb& ndb, const NdbRecord* rec) {
+  for (Uint32 id = 0; id < 8; id++) {
+    NdbTransaction* tx = ndb.startTransaction();
+    Row key, out;
+    memset(&out, 0xAA, sizeof out);
+    key.id = id;
+    if (tx->readTuple(rec, (const char*)&key, rec, (char*)&out, NdbOperation::LM_CommittedRead) ==
+        NULL)
+      APIERROR(tx->getNdbError());
+    if (tx->execute(NdbTransaction::Commit) == 0)
+      print_row(out);
+    else if (tx->getNdbError().classification == NdbError::NoDataFound)
+      printf("  ID=%u not found (%d)\n", id, tx->getNdbError().code);
+    else
+      APIERROR(tx->getNdbError());
+    ndb.closeTransaction(tx);
+  }
+}
+
+int main(int argc, char** argv) {
+  ndb_init();
+  {
+    Ndb_cluster_connection conn(argc > 1 ? argv[1] : "embedded");
+    if (conn.connect(4, 5, 1) != 0 || conn.wait_until_ready(30, 0) < 0) {
+      printf("Cluster connect failed: %s\n", conn.get_latest_error_msg());
+      exit(-1);
+    }
+    Ndb ndb(&conn, "ndb_examples");
+    if (ndb.init(64) != 0) APIERROR(ndb.getNdbError());
+    NdbDictionary::Dictionary* dict = ndb.getDictionary();
+
+    NdbDictionary::Table t("api_rec");
+    NdbDictionary::Column id("ID"), v("V"), name("NAME");
+    id.setType(NdbDictionary::Column::Unsigned);
+    id.setPrimaryKey(true);
+    v.setType(NdbDictionary::Column::Bigint);
+    v.setNullable(true);
+    name.setType(NdbDictionary::Column::Varchar);
+    name.setLength(20);
+    name.setNullable(true);
+    t.addColumn(id);
+    t.addColumn(v);
+    t.addColumn(name);
+    if (dict->createTable(t) != 0) APIERROR(dict->getNdbError());
+    const NdbDictionary::Table* tab = dict->getTable("api_rec");
+
+    NdbDictionary::RecordSpecification spec[3];
+    spec[0].column = tab->getColumn("ID");
+    spec[0].offset = offsetof(Row, id);
+    spec[0].nullbit_byte_offset = 0;
+    spec[0].nullbit_bit_in_byte = 0;
+    spec[0].column_flags = 0;
+    spec[1].column = tab->getColumn("V");
+    spec[1].offset = offsetof(Row, v);
+    spec[1].nullbit_byte_offset = offsetof(Row, nulls);
+    spec[1].nullbit_bit_in_byte = 0;
+    spec[1].column_flags = 0;
+    spec[2].column = tab->getColumn("NAME");
+    spec[2].offset = offsetof(Row, name);
+    spec[2].nullbit_byte_offset = offsetof(Row, nulls);
+    spec[2].nullbit_bit_in_byte = 1;
+    spec[2].column_flags = 0;
+    const NdbRecord* rec = dict->createRecord(tab, spec, 3, sizeof(spec[0]));
+    if (rec == NULL) APIERROR(dict->getNdbError());
+
+    printf("Insert 5 rows, one transaction:\n");
+    Row rows[5];
+    const char* names[] = {"zero", "one", "two", NULL, "four"};
+    NdbTransaction* tx = ndb.startTransaction();
+    for (Uint32 i = 0; i < 5; i++) {
+      set_row(rows[i], i, (Int64)i * -1000, names[i]);
+      if (i == 2) rows[i].nulls |= 1;
+      if (tx->insertTuple(rec, (const char*)&rows[i]) == NULL) APIERROR(tx->getNdbError());
+    }
+    if (tx->execute(NdbTransaction::Commit) != 0) APIERROR(tx->getNdbError());
+    ndb.closeTransaction(tx);
+    read_all(ndb, rec);
+
+    printf("Update V of ID 1 only (mask), write ID 7, delete ID 0:\n");
+    tx = ndb.startTransaction();
+    Row r;
+    set_row(r, 1, 111, "ignored");
+    unsigned char mask = 1 << 1; /* attribute id 1: V */
+    if (tx->updateTuple(rec, (const char*)&r, rec, (const char*)&r, &mask) == NULL)
+      APIERROR(tx->getNdbError());
+    Row w;
+    set_row(w, 7, 7, "seven");
+    if (tx->writeTuple(rec, (const char*)&w, rec, (const char*)&w) == NULL)
+      APIERROR(tx->getNdbError());
+    Row d;
+    d.id = 0;
+    if (tx->deleteTuple(rec, (const char*)&d) == NULL) APIERROR(tx->getNdbError());
+    if (tx->execute(NdbTransaction::Commit) != 0) APIERROR(tx->getNdbError());
+    ndb.closeTransaction(tx);
+    read_all(ndb, rec);
+
+    printf("Asynchronous reads of IDs 4, 6 (missing), 1, 2:\n");
+    const Uint32 ids[] = {4, 6, 1, 2};
+    read_async(ndb, rec, ids, 4);
+
+    printf("Insert of an existing key:\n");
+    tx = ndb.startTransaction();
+    tx->insertTuple(rec, (const char*)&w);
+    if (tx->execute(NdbTransaction::Commit) != 0)
+      printf("  error %d: %s\n", tx->getNdbError().code, tx->getNdbError().message);
+    ndb.closeTransaction(tx);
+    dict->releaseRecord(const_cast<NdbRecord*>(rec));
+  }
+  ndb_end(0);
+  return 0;
+}

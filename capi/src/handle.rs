@@ -1,0 +1,387 @@
+//! Handles: what C sees as `rndb_transaction*` and the like are not addresses but
+//! numbers naming a slot of a registry, checked on every call.
+//!
+//! A handle packs, from the top: a 4-bit kind, a 20-bit slot index, a 20-bit generation
+//! and a 20-bit sub-index (an operation or rec attr of a transaction; 0 otherwise):
+//!
+//! ```text
+//!  63    60 59            40 39            20 19             0
+//! | kind   | slot index     | generation     | sub-index       |
+//! ```
+//!
+//! A slot's generation is odd while the slot is in use and even while it is free; freeing
+//! bumps it, so a handle kept after its object was freed no longer matches and is
+//! reported (error 4604 for transactions and their parts, 4118 otherwise) instead of
+//! being dereferenced. The kind catches a handle of one type passed as another. NULL is
+//! never a valid handle. The generation wraps after 2^19 reuses of one slot; a handle
+//! kept that long could alias a newer object of the same kind.
+//!
+//! Slots live in chunks that are allocated on demand and never move or shrink (until
+//! [`Registry::release_all_memory`] when nothing is live), so a lookup is two loads and
+//! a compare, without a lock. Allocation and freeing take the registry's mutex;
+//! transactions avoid even that by recycling slots through their Ndb's free list.
+//!
+//! Thread rules (NDB's): connections may be shared between threads; an Ndb object and
+//! everything obtained from it (dictionary, tables, transactions, operations, rec attrs)
+//! must be used by one thread at a time. The registry itself is thread-safe.
+
+use std::cell::UnsafeCell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+const KIND_SHIFT: u32 = 60;
+const SLOT_SHIFT: u32 = 40;
+const GEN_SHIFT: u32 = 20;
+const FIELD_MASK: u64 = (1 << 20) - 1;
+pub(crate) const MAX_SUB: usize = (1 << 20) - 1;
+
+const CHUNK_BITS: u32 = 10;
+const CHUNK: usize = 1 << CHUNK_BITS;
+const MAX_CHUNKS: usize = 1 << (20 - CHUNK_BITS);
+
+/// What a handle names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Connection = 1,
+    Ndb = 2,
+    Dictionary = 3,
+    Table = 4,
+    Column = 5,
+    Index = 6,
+    Transaction = 7,
+    Operation = 8,
+    Scan = 9,
+    RecAttr = 10,
+    Record = 11,
+}
+
+impl Kind {
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Kind::Connection => "rndb_cluster_connection",
+            Kind::Ndb => "rndb_ndb",
+            Kind::Dictionary => "rndb_dictionary",
+            Kind::Table => "rndb_table",
+            Kind::Column => "rndb_column",
+            Kind::Index => "rndb_index",
+            Kind::Transaction => "rndb_transaction",
+            Kind::Operation => "rndb_operation",
+            Kind::Scan => "rndb_scan",
+            Kind::RecAttr => "rndb_rec_attr",
+            Kind::Record => "rndb_record",
+        }
+    }
+
+    fn from_bits(b: u64) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Connection,
+            2 => Kind::Ndb,
+            3 => Kind::Dictionary,
+            4 => Kind::Table,
+            5 => Kind::Column,
+            6 => Kind::Index,
+            7 => Kind::Transaction,
+            8 => Kind::Operation,
+            9 => Kind::Scan,
+            10 => Kind::RecAttr,
+            11 => Kind::Record,
+            _ => return None,
+        })
+    }
+}
+
+/// A decoded handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle {
+    pub kind: Kind,
+    pub slot: u32,
+    pub generation: u32,
+    pub sub: u32,
+}
+
+/// Why a handle was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleError {
+    Null,
+    /// Not a handle of the expected kind (garbage, or another type's handle).
+    WrongKind {
+        expected: Kind,
+        found: Option<Kind>,
+    },
+    /// The object was freed or closed.
+    Stale,
+}
+
+impl Handle {
+    #[inline]
+    pub fn new(kind: Kind, slot: u32, generation: u32, sub: u32) -> Handle {
+        Handle {
+            kind,
+            slot,
+            generation: generation & FIELD_MASK as u32,
+            sub,
+        }
+    }
+
+    #[inline]
+    pub fn encode(self) -> usize {
+        let v = ((self.kind as u64) << KIND_SHIFT)
+            | ((self.slot as u64 & FIELD_MASK) << SLOT_SHIFT)
+            | ((self.generation as u64 & FIELD_MASK) << GEN_SHIFT)
+            | (self.sub as u64 & FIELD_MASK);
+        v as usize
+    }
+
+    /// As an opaque pointer for C (never dereferenced by anyone).
+    #[inline]
+    pub fn ptr<T>(self) -> *mut T {
+        std::ptr::without_provenance_mut(self.encode())
+    }
+
+    #[inline]
+    pub fn with(self, kind: Kind, sub: u32) -> Handle {
+        Handle { kind, sub, ..self }
+    }
+
+    /// Decodes a pointer received from C, accepting any of `kinds`.
+    #[inline]
+    pub fn decode<T>(p: *const T, kinds: &[Kind]) -> Result<Handle, HandleError> {
+        let v = p.addr() as u64;
+        if v == 0 {
+            return Err(HandleError::Null);
+        }
+        let kind = Kind::from_bits(v >> KIND_SHIFT);
+        match kind {
+            Some(k) if kinds.contains(&k) => Ok(Handle {
+                kind: k,
+                slot: ((v >> SLOT_SHIFT) & FIELD_MASK) as u32,
+                generation: ((v >> GEN_SHIFT) & FIELD_MASK) as u32,
+                sub: (v & FIELD_MASK) as u32,
+            }),
+            found => Err(HandleError::WrongKind {
+                expected: kinds[0],
+                found,
+            }),
+        }
+    }
+}
+
+struct Slot<T> {
+    generation: AtomicU32,
+    value: UnsafeCell<Option<T>>,
+}
+
+struct FreeList {
+    free: Vec<u32>,
+    next: u32,
+    live: usize,
+}
+
+/// Slots of one kind of object.
+pub struct Registry<T> {
+    kind: Kind,
+    chunks: [AtomicPtr<Slot<T>>; MAX_CHUNKS],
+    state: Mutex<FreeList>,
+}
+
+// The registry hands out raw pointers to slot values; the thread rules above say who may
+// use them. Objects move between threads with their Ndb, hence `T: Send`.
+unsafe impl<T: Send> Sync for Registry<T> {}
+
+impl<T> Registry<T> {
+    pub const fn new(kind: Kind) -> Registry<T> {
+        Registry {
+            kind,
+            chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CHUNKS],
+            state: Mutex::new(FreeList {
+                free: Vec::new(),
+                next: 0,
+                live: 0,
+            }),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, index: u32) -> Option<&Slot<T>> {
+        let c = (index as usize) >> CHUNK_BITS;
+        let chunk = self.chunks.get(c)?.load(Ordering::Acquire);
+        if chunk.is_null() {
+            return None;
+        }
+        // SAFETY: chunks are arrays of CHUNK slots, allocated once and freed only by
+        // `release_all_memory` when no slot is live.
+        Some(unsafe { &*chunk.add(index as usize & (CHUNK - 1)) })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FreeList> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The object a handle names, if the handle is live.
+    #[inline]
+    pub fn get(&self, h: Handle) -> Result<*mut T, HandleError> {
+        let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
+        let g = slot.generation.load(Ordering::Acquire);
+        if g & 1 == 0 || (g & FIELD_MASK as u32) != h.generation {
+            return Err(HandleError::Stale);
+        }
+        // SAFETY: a live slot always holds a value.
+        match unsafe { &mut *slot.value.get() } {
+            Some(v) => Ok(v as *mut T),
+            None => Err(HandleError::Stale),
+        }
+    }
+
+    /// Stores a new object; returns its handle.
+    pub fn insert(&self, v: T) -> Result<Handle, T> {
+        let index = {
+            let mut st = self.lock();
+            let index = match st.free.pop() {
+                Some(i) => i,
+                None => {
+                    let i = st.next;
+                    if i as usize >= MAX_CHUNKS * CHUNK {
+                        return Err(v);
+                    }
+                    let c = i as usize >> CHUNK_BITS;
+                    if self.chunks[c].load(Ordering::Acquire).is_null() {
+                        let chunk: Box<[Slot<T>]> = (0..CHUNK)
+                            .map(|_| Slot {
+                                generation: AtomicU32::new(0),
+                                value: UnsafeCell::new(None),
+                            })
+                            .collect();
+                        self.chunks[c].store(Box::into_raw(chunk).cast(), Ordering::Release);
+                    }
+                    st.next += 1;
+                    i
+                }
+            };
+            st.live += 1;
+            index
+        };
+        let Some(slot) = self.slot(index) else {
+            return Err(v);
+        };
+        // SAFETY: the slot is free (even generation) and was taken off the free list
+        // under the lock: nobody else uses it.
+        unsafe { *slot.value.get() = Some(v) };
+        let g = (slot.generation.load(Ordering::Relaxed) + 1) & FIELD_MASK as u32;
+        slot.generation.store(g, Ordering::Release);
+        Ok(Handle::new(self.kind, index, g, 0))
+    }
+
+    /// Frees the object a handle names and returns it.
+    pub fn remove(&self, h: Handle) -> Result<T, HandleError> {
+        self.get(h)?;
+        let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
+        slot.generation
+            .store((h.generation + 1) & FIELD_MASK as u32, Ordering::Release);
+        // SAFETY: the handle was live and is now dead; the caller owned the object.
+        let v = unsafe { (*slot.value.get()).take() };
+        let mut st = self.lock();
+        st.free.push(h.slot);
+        st.live -= 1;
+        v.ok_or(HandleError::Stale)
+    }
+
+    /// Marks a live slot free but keeps its value (for reuse by [`Registry::revive`]).
+    /// The caller keeps the slot index; it is not on the registry's free list.
+    pub fn retire(&self, h: Handle) -> Result<u32, HandleError> {
+        self.get(h)?;
+        let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
+        slot.generation
+            .store((h.generation + 1) & FIELD_MASK as u32, Ordering::Release);
+        Ok(h.slot)
+    }
+
+    /// Makes a retired slot live again; returns its new handle and its kept value.
+    pub fn revive(&self, index: u32) -> Option<(Handle, *mut T)> {
+        let slot = self.slot(index)?;
+        let g = slot.generation.load(Ordering::Acquire);
+        if g & 1 == 1 {
+            return None;
+        }
+        // SAFETY: retired slots keep their value; the caller owns the slot.
+        let v = unsafe { (*slot.value.get()).as_mut()? } as *mut T;
+        let g = (g + 1) & FIELD_MASK as u32;
+        slot.generation.store(g, Ordering::Release);
+        Some((Handle::new(self.kind, index, g, 0), v))
+    }
+
+    /// Drops the value of a retired slot and gives the slot back to the registry.
+    pub fn release(&self, index: u32) {
+        let Some(slot) = self.slot(index) else {
+            return;
+        };
+        if slot.generation.load(Ordering::Acquire) & 1 == 1 {
+            return;
+        }
+        // SAFETY: the slot is retired and owned by the caller.
+        let v = unsafe { (*slot.value.get()).take() };
+        drop(v);
+        let mut st = self.lock();
+        st.free.push(index);
+        st.live -= 1;
+    }
+
+    /// Frees the chunks when no object is live (library teardown, `rndb_end`).
+    pub fn release_all_memory(&self) {
+        let mut st = self.lock();
+        if st.live != 0 {
+            return;
+        }
+        for c in &self.chunks {
+            let p = c.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: allocated in `insert` as a boxed slice of CHUNK slots.
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+            }
+        }
+        st.free = Vec::new();
+        st.next = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip_and_go_stale() {
+        static R: Registry<String> = Registry::new(Kind::Table);
+        let h = R.insert("a".to_string()).expect("insert");
+        let p: *mut u8 = h.ptr();
+        let d = Handle::decode(p, &[Kind::Table]).expect("decode");
+        assert_eq!(d, h);
+        assert!(matches!(
+            Handle::decode(p, &[Kind::Column]),
+            Err(HandleError::WrongKind { .. })
+        ));
+        assert_eq!(
+            Handle::decode(std::ptr::null::<u8>(), &[Kind::Table]),
+            Err(HandleError::Null)
+        );
+        // SAFETY: live handle, single thread.
+        assert_eq!(unsafe { &*R.get(d).expect("live") }, "a");
+        assert_eq!(R.remove(d).as_deref(), Ok("a"));
+        assert_eq!(R.get(d).err(), Some(HandleError::Stale));
+        let h2 = R.insert("b".to_string()).expect("insert");
+        assert_eq!(h2.slot, h.slot, "slot reused");
+        assert_eq!(
+            R.get(d).err(),
+            Some(HandleError::Stale),
+            "old handle stays stale"
+        );
+        let idx = R.retire(h2).expect("retire");
+        assert_eq!(R.get(h2).err(), Some(HandleError::Stale));
+        let (h3, v) = R.revive(idx).expect("revive");
+        // SAFETY: revived slot, single thread.
+        assert_eq!(unsafe { &*v }, "b");
+        assert!(R.get(h3).is_ok());
+        R.retire(h3).expect("retire");
+        R.release(idx);
+        R.release_all_memory();
+    }
+}

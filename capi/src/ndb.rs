@@ -1,0 +1,480 @@
+//! Ndb objects: the database they work in, their transactions (started, closed,
+//! prepared for asynchronous execution, polled) and their dictionary.
+
+use crate::conn::{cluster_of, conn_ref, not_connected};
+use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
+use crate::handle::{Handle, Kind, Registry};
+use crate::txn::{Completion, Scratch, TXS, TxObj, TxStatus, run_fast_reads};
+use crate::{cstr, rndb_cluster_connection, rndb_ndb, rndb_table, rndb_transaction};
+use rndb_core::api::Ndb;
+use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
+use rndb_core::sql::Session;
+use std::ffi::{CString, c_char, c_int};
+
+pub(crate) struct NdbObj {
+    pub conn: Handle,
+    pub database: CString,
+    pub core: Option<Ndb>,
+    pub dict: Option<Handle>,
+    pub error: ErrorStore,
+    /// Retired transaction slots of this Ndb, reused by startTransaction.
+    pub tx_free: Vec<u32>,
+    /// Open transactions (closed by rndb_ndb_free if the application did not).
+    pub open: Vec<Handle>,
+    pub max_transactions: usize,
+    /// Prepared by executeAsynchPrepare, not yet sent.
+    pub prepared: Vec<Handle>,
+    /// Executed, callbacks not yet run.
+    pub completed: Vec<Completion>,
+    pub scratch: Scratch,
+    /// Spare buffers of `prepared` and `completed` (no allocation per batch).
+    pub spare_prepared: Vec<Handle>,
+    pub spare_completed: Vec<Completion>,
+    pub session: Option<Session>,
+    pub next_tx: u64,
+}
+
+pub(crate) static NDBS: Registry<NdbObj> = Registry::new(Kind::Ndb);
+
+pub(crate) fn release_registries() {
+    NDBS.release_all_memory();
+}
+
+impl NdbObj {
+    /// The engine's Ndb, made when the connection is up.
+    pub fn core(&mut self) -> Result<&Ndb> {
+        if self.core.is_none() {
+            let cluster = cluster_of(self.conn).map_err(|_| not_connected())?;
+            let db = self.database.to_str().unwrap_or("def");
+            self.core = Some(cluster.ndb(db));
+        }
+        self.core.as_ref().ok_or_else(not_connected)
+    }
+
+    pub fn fail(&mut self, e: NdbError) -> NdbError {
+        self.error.set(&e);
+        e
+    }
+}
+
+/// The Ndb object a handle names.
+#[inline]
+pub(crate) fn ndb_mut<'a>(p: *const rndb_ndb) -> Result<(Handle, &'a mut NdbObj)> {
+    let h = Handle::decode(p, &[Kind::Ndb]).map_err(|e| handle_error(Kind::Ndb, e))?;
+    ndb_by_handle(h)
+}
+
+#[inline]
+pub(crate) fn ndb_by_handle<'a>(h: Handle) -> Result<(Handle, &'a mut NdbObj)> {
+    let o = NDBS.get(h).map_err(|e| handle_error(Kind::Ndb, e))?;
+    // SAFETY: live slot; an Ndb is used by one thread at a time, and no other reference
+    // to it is held across this call.
+    Ok((h, unsafe { &mut *o }))
+}
+
+/// The transaction a handle names.
+#[inline]
+pub(crate) fn tx_by_handle<'a>(h: Handle) -> Result<&'a mut TxObj> {
+    let o = TXS
+        .get(h.with(Kind::Transaction, 0))
+        .map_err(|e| handle_error(h.kind, e))?;
+    // SAFETY: as for ndb_by_handle (a transaction belongs to its Ndb's thread).
+    Ok(unsafe { &mut *o })
+}
+
+/// Starts a transaction of Ndb `nh`.
+#[inline]
+pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
+    let core = n.core()?;
+    core.cluster().check_open()?;
+    if n.open.len() >= n.max_transactions {
+        return Err(NdbError::new(
+            4006,
+            ErrorClassification::TemporaryResourceError,
+            "Connect failure - out of connection objects (increase MaxNoOfConcurrentTransactions)",
+        )
+        .detail(format!(
+            "{} transactions are open, Ndb::init allowed {}",
+            n.open.len(),
+            n.max_transactions
+        )));
+    }
+    n.next_tx += 1;
+    let id = ((nh.slot as u64) << 40) | n.next_tx;
+    let (h, tx) = match n.tx_free.pop().and_then(|i| TXS.revive(i)) {
+        Some((h, p)) => {
+            // SAFETY: just revived by this Ndb's thread.
+            (h, unsafe { &mut *p })
+        }
+        None => {
+            let h = TXS
+                .insert(TxObj::new())
+                .map_err(|_| codes::bad_argument("too many transaction objects"))?;
+            (h, tx_by_handle(h)?)
+        }
+    };
+    tx.reset(nh, id);
+    tx.open_pos = n.open.len();
+    n.open.push(h);
+    Ok(h)
+}
+
+/// Closes transaction `th` of Ndb `nh` (rolled back if still open).
+#[inline]
+pub(crate) fn close_tx(nh: Handle, n: &mut NdbObj, th: Handle) -> Result<()> {
+    let tx = tx_by_handle(th)?;
+    if tx.ndb != nh {
+        return Err(codes::bad_argument(
+            "the transaction belongs to another rndb_ndb: close it with the Ndb that started it",
+        ));
+    }
+    tx.close_core();
+    tx.status = TxStatus::Aborted;
+    if tx.asynch.take().is_some() {
+        // Prepared but never sent: it will not run.
+        n.prepared.retain(|h| *h != th);
+    }
+    let pos = tx.open_pos;
+    if n.open.get(pos) == Some(&th) {
+        n.open.swap_remove(pos);
+        if let Some(&moved) = n.open.get(pos)
+            && let Ok(m) = tx_by_handle(moved)
+        {
+            m.open_pos = pos;
+        }
+    }
+    let idx = TXS
+        .retire(th)
+        .map_err(|e| handle_error(Kind::Transaction, e))?;
+    n.tx_free.push(idx);
+    Ok(())
+}
+
+/// Executes prepared transactions in order; their completions go to `n.completed`.
+pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
+    if n.core().is_err() {
+        let done = &mut n.completed;
+        for &h in list {
+            if let Ok(tx) = tx_by_handle(h) {
+                let a = tx.asynch.take();
+                tx.fail(None, not_connected());
+                if let Some(a) = a {
+                    done.push(Completion {
+                        tx: h,
+                        result: -1,
+                        cb: a.cb,
+                        arg: a.arg,
+                    });
+                }
+            }
+        }
+        return;
+    }
+    let NdbObj {
+        core,
+        scratch,
+        completed: done,
+        ..
+    } = n;
+    let Some(core) = core.as_ref() else {
+        return;
+    };
+    let mut i = 0;
+    while i < list.len() {
+        // A run of transactions that only do committed key reads, in one batch.
+        let mut j = i;
+        while j < list.len() {
+            match tx_by_handle(list[j]) {
+                Ok(tx)
+                    if tx
+                        .asynch
+                        .as_ref()
+                        .is_some_and(|a| tx.fast_reads_eligible(a.exec)) =>
+                {
+                    j += 1
+                }
+                _ => break,
+            }
+        }
+        if j > i {
+            let mut txs: Vec<&mut TxObj> = Vec::with_capacity(j - i);
+            for &h in &list[i..j] {
+                if let Ok(tx) = tx_by_handle(h) {
+                    txs.push(tx);
+                }
+            }
+            let served = run_fast_reads(core, &mut txs, scratch);
+            drop(txs);
+            for (k, &h) in list[i..j].iter().enumerate() {
+                let Ok(tx) = tx_by_handle(h) else { continue };
+                let Some(a) = tx.asynch.take() else { continue };
+                let r = if served[k] {
+                    tx.finish_fast(a.exec, a.abort)
+                } else {
+                    tx.execute_slow(core, a.exec, a.abort)
+                };
+                done.push(Completion {
+                    tx: h,
+                    result: if r.is_ok() { 0 } else { -1 },
+                    cb: a.cb,
+                    arg: a.arg,
+                });
+            }
+            i = j;
+            continue;
+        }
+        let h = list[i];
+        i += 1;
+        let Ok(tx) = tx_by_handle(h) else { continue };
+        let Some(a) = tx.asynch.take() else { continue };
+        let r = tx.execute_slow(core, a.exec, a.abort);
+        done.push(Completion {
+            tx: h,
+            result: if r.is_ok() { 0 } else { -1 },
+            cb: a.cb,
+            arg: a.arg,
+        });
+    }
+}
+
+/// Executes every prepared transaction (callbacks due at the next poll).
+pub(crate) fn send_prepared(n: &mut NdbObj) {
+    let spare = std::mem::take(&mut n.spare_prepared);
+    let mut list = std::mem::replace(&mut n.prepared, spare);
+    execute_prepared(n, &list);
+    list.clear();
+    n.spare_prepared = list;
+}
+
+/// Creates an Ndb object for a database, NDB's `Ndb(&cluster_connection, database)`.
+/// The connection need not be connected yet (`rndb_ndb_init` needs it). `database`
+/// NULL or "" means "def". Free with `rndb_ndb_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rndb_ndb_create(
+    conn: *mut rndb_cluster_connection,
+    database: *const c_char,
+) -> *mut rndb_ndb {
+    guard("rndb_ndb_create", || {
+        let (ch, _) = conn_ref(conn)?;
+        let db = if database.is_null() {
+            "def"
+        } else {
+            // SAFETY: a NUL-terminated string from the caller.
+            let d = unsafe { cstr(database, "database name") }?;
+            if d.is_empty() { "def" } else { d }
+        };
+        let obj = NdbObj {
+            conn: ch,
+            database: c_string(db),
+            core: None,
+            dict: None,
+            error: ErrorStore::new(),
+            tx_free: Vec::new(),
+            open: Vec::new(),
+            max_transactions: 1024,
+            prepared: Vec::new(),
+            completed: Vec::new(),
+            scratch: Scratch::default(),
+            spare_prepared: Vec::new(),
+            spare_completed: Vec::new(),
+            session: None,
+            next_tx: 0,
+        };
+        let h = NDBS
+            .insert(obj)
+            .map_err(|_| codes::bad_argument("too many rndb_ndb objects"))?;
+        Ok(h.ptr())
+    })
+}
+
+/// Frees an Ndb object: its open transactions are closed (rolled back), its dictionary
+/// and the table/index objects it returned are freed. Returns 0, -1 for a bad handle.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_free(ndb: *mut rndb_ndb) -> c_int {
+    guard("rndb_ndb_free", || {
+        let (h, n) = ndb_mut(ndb)?;
+        for th in n.open.clone() {
+            let _ = close_tx(h, n, th);
+        }
+        for idx in std::mem::take(&mut n.tx_free) {
+            TXS.release(idx);
+        }
+        if let Some(d) = n.dict.take() {
+            crate::dict::free_dict(d);
+        }
+        NDBS.remove(h).map_err(|e| handle_error(Kind::Ndb, e))?;
+        Ok(0)
+    })
+}
+
+/// NDB's `Ndb::init(maxNoOfTransactions)`: checks that the connection is up and sets
+/// how many transactions may be open at once (default 1024; beyond, startTransaction
+/// fails with error 4006). Returns 0, or -1 (not connected...).
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_init(ndb: *mut rndb_ndb, max_no_of_transactions: c_int) -> c_int {
+    guard("rndb_ndb_init", || {
+        let (_, n) = ndb_mut(ndb)?;
+        if let Err(e) = n.core() {
+            return Err(n.fail(e));
+        }
+        if max_no_of_transactions > 0 {
+            n.max_transactions = max_no_of_transactions as usize;
+        }
+        Ok(0)
+    })
+}
+
+/// The database the Ndb object works in (NDB's getDatabaseName).
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_get_database_name(ndb: *const rndb_ndb) -> *const c_char {
+    guard("rndb_ndb_get_database_name", || {
+        let (_, n) = ndb_mut(ndb)?;
+        Ok(n.database.as_ptr())
+    })
+}
+
+/// Changes the database (NDB's setDatabaseName). Returns 0 or -1.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rndb_ndb_set_database_name(
+    ndb: *mut rndb_ndb,
+    name: *const c_char,
+) -> c_int {
+    guard("rndb_ndb_set_database_name", || {
+        let (_, n) = ndb_mut(ndb)?;
+        // SAFETY: a NUL-terminated string from the caller.
+        let db = unsafe { cstr(name, "database name") }?;
+        n.database = c_string(db);
+        if let Some(c) = &mut n.core {
+            c.set_database(db);
+        }
+        n.session = None;
+        Ok(0)
+    })
+}
+
+/// Starts a transaction, NDB's `startTransaction()`. NULL on failure (not connected,
+/// too many open transactions: error 4006). Close it with
+/// `rndb_ndb_close_transaction`.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_start_transaction(ndb: *mut rndb_ndb) -> *mut rndb_transaction {
+    guard("rndb_ndb_start_transaction", || {
+        let (h, n) = ndb_mut(ndb)?;
+        match start_tx(h, n) {
+            Ok(t) => Ok(t.ptr()),
+            Err(e) => Err(n.fail(e)),
+        }
+    })
+}
+
+/// NDB's `startTransaction(table, keyData, keyLen)`: the hint (which data node should
+/// coordinate) has no effect in the embedded cluster; the table is checked. NULL on
+/// failure.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_start_transaction_hint(
+    ndb: *mut rndb_ndb,
+    table: *const rndb_table,
+    key_data: *const c_char,
+    key_len: u32,
+) -> *mut rndb_transaction {
+    let _ = (key_data, key_len);
+    guard("rndb_ndb_start_transaction_hint", || {
+        if !table.is_null() {
+            crate::dict::table_runtime(table)?;
+        }
+        let (h, n) = ndb_mut(ndb)?;
+        match start_tx(h, n) {
+            Ok(t) => Ok(t.ptr()),
+            Err(e) => Err(n.fail(e)),
+        }
+    })
+}
+
+/// Closes a transaction, NDB's `closeTransaction(tx)`: an open transaction is rolled
+/// back; its operations, scans and rec attrs become invalid (using them afterwards is
+/// an error, 4604). Returns 0, or -1 (bad or already closed handle).
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_close_transaction(
+    ndb: *mut rndb_ndb,
+    tx: *mut rndb_transaction,
+) -> c_int {
+    guard("rndb_ndb_close_transaction", || {
+        let (h, n) = ndb_mut(ndb)?;
+        let th = Handle::decode(tx, &[Kind::Transaction])
+            .map_err(|e| handle_error(Kind::Transaction, e))?;
+        match close_tx(h, n, th) {
+            Ok(()) => Ok(0),
+            Err(e) => Err(n.fail(e)),
+        }
+    })
+}
+
+/// The Ndb object's last error (NDB's getNdbError). Never NULL: for a bad handle, the
+/// thread's last error.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_get_error(ndb: *const rndb_ndb) -> *const rndb_error {
+    match ndb_mut(ndb) {
+        Ok((_, n)) => n.error.ptr(),
+        Err(e) => {
+            crate::error::set_last(&e);
+            crate::error::last_ptr()
+        }
+    }
+}
+
+/// NDB's `sendPreparedTransactions(forceSend)`: executes every transaction prepared
+/// with `rndb_transaction_execute_asynch_prepare` (in order); their callbacks run at
+/// the next `rndb_ndb_poll`. Returns 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_send_prepared_transactions(
+    ndb: *mut rndb_ndb,
+    force_send: c_int,
+) -> c_int {
+    let _ = force_send;
+    guard("rndb_ndb_send_prepared_transactions", || {
+        let (_, n) = ndb_mut(ndb)?;
+        send_prepared(n);
+        Ok(0)
+    })
+}
+
+/// NDB's `pollNdb(ms, minNoOfEventsToWakeup)`: runs the callbacks of executed
+/// transactions; returns how many completed (0 when none is outstanding), -1 on error.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_poll(ndb: *mut rndb_ndb, timeout_ms: c_int, min_events: c_int) -> c_int {
+    let _ = (timeout_ms, min_events);
+    guard("rndb_ndb_poll", || {
+        let mut done = {
+            let (_, n) = ndb_mut(ndb)?;
+            let spare = std::mem::take(&mut n.spare_completed);
+            std::mem::replace(&mut n.completed, spare)
+        };
+        // No registry borrow is held here: callbacks may use the API freely.
+        for c in &done {
+            c.call();
+        }
+        let count = done.len() as c_int;
+        done.clear();
+        // Give the buffer back (unless a callback freed the Ndb).
+        if let Ok((_, n)) = ndb_mut(ndb) {
+            n.spare_completed = done;
+        }
+        Ok(count)
+    })
+}
+
+/// NDB's `sendPollNdb(ms, minNoOfEventsToWakeup, forceSend)`: executes every prepared
+/// transaction and runs their callbacks (result 0 ok, -1 failed). Transactions that
+/// only do committed primary-key reads are executed together through the engine's
+/// batched read path. Returns the number of transactions completed, -1 on error.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_ndb_send_poll(
+    ndb: *mut rndb_ndb,
+    timeout_ms: c_int,
+    min_events: c_int,
+    force_send: c_int,
+) -> c_int {
+    if rndb_ndb_send_prepared_transactions(ndb, force_send) != 0 {
+        return -1;
+    }
+    rndb_ndb_poll(ndb, timeout_ms, min_events)
+}

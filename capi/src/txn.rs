@@ -1,0 +1,871 @@
+//! Transactions as the C ABI keeps them: operations and rec attrs defined through
+//! handles, then executed on the engine's `Transaction`.
+//!
+//! A transaction object is recycled through its Ndb's free list (with its operation and
+//! rec attr vectors, so a steady flow of transactions allocates little). Operations and
+//! rec attrs are named by sub-handles of their transaction's handle: once the
+//! transaction is closed, they are stale too.
+//!
+//! Execution: transactions that only do committed reads by primary key (the common
+//! key-value lookup, and flexAsynch's read phase) run through the engine's batched read
+//! path, `Ndb::read_batch_into`, one call for every transaction of a batch that reads the
+//! same columns of the same table; this is what a committed read is (no lock, the latest
+//! committed row), so nothing observable changes. Every other transaction runs its
+//! operations on its own engine `Transaction`, created at its first execute.
+
+use crate::error::ErrorStore;
+use crate::handle::{Handle, Kind, MAX_SUB, Registry};
+use crate::types::to_ndb;
+use crate::{rndb_asynch_callback, rndb_transaction};
+use rndb_core::api::{Ndb, OpOutcome, Scan, ScanSpec, TableRuntime, TxState};
+use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
+use rndb_core::schema::{ColumnType, Value};
+use rndb_core::{AbortOption, ExecType, LockMode, OpId, OpKind, Transaction};
+use std::collections::VecDeque;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+pub(crate) static TXS: Registry<TxObj> = Registry::new(Kind::Transaction);
+
+/// What an operation does (set by readTuple/insertTuple/... or by a scan getter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpType {
+    Undefined,
+    Key(OpKind),
+    Scan,
+}
+
+pub(crate) struct RecAttrObj {
+    pub col: usize,
+    pub ty: ColumnType,
+    /// The caller's buffer from getValue(attr, buf), or NULL.
+    pub user_buf: *mut u8,
+    /// The value in NDB's format.
+    pub data: Vec<u8>,
+    /// -1 no value yet, 1 NULL, 0 a value.
+    pub null: i8,
+}
+
+// `user_buf` is the caller's memory, written only by the thread using the transaction.
+unsafe impl Send for RecAttrObj {}
+
+impl RecAttrObj {
+    pub fn fill(&mut self, v: &Value) {
+        self.data.clear();
+        if v.is_null() {
+            self.null = 1;
+            return;
+        }
+        // Integers (the common case): no generic encoding, no memcpy call.
+        if let ColumnType::Int { bytes, .. } = self.ty {
+            let x = match *v {
+                Value::UInt(x) => Some(x),
+                Value::Int(x) => Some(x as u64),
+                _ => None,
+            };
+            if let Some(x) = x {
+                let n = (bytes as usize).min(8);
+                self.data.reserve(8);
+                // SAFETY: capacity >= 8 >= n; the caller's buffer holds the column's size.
+                unsafe {
+                    crate::record::write_le(self.data.as_mut_ptr(), x, bytes);
+                    self.data.set_len(n);
+                    if !self.user_buf.is_null() {
+                        crate::record::write_le(self.user_buf, x, bytes);
+                    }
+                }
+                self.null = 0;
+                return;
+            }
+        }
+        to_ndb(&self.ty, v, &mut self.data);
+        self.null = 0;
+        if !self.user_buf.is_null() {
+            // SAFETY: NDB's contract: the buffer given to getValue holds the column's
+            // largest value; `data` is at most that.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.data.as_ptr(), self.user_buf, self.data.len())
+            };
+        }
+    }
+
+    /// Where aRef points: the caller's buffer when one was given.
+    pub fn aref(&self) -> *const u8 {
+        if !self.user_buf.is_null() {
+            self.user_buf
+        } else {
+            self.data.as_ptr()
+        }
+    }
+}
+
+/// Bounds of an index scan, per index column: (value, inclusive).
+pub(crate) type Bound = Option<(Value, bool)>;
+
+pub(crate) struct ScanState {
+    /// Position of the ordered index in the table, for index scans.
+    pub index: Option<usize>,
+    pub index_name: String,
+    pub defined: bool,
+    pub mode: LockMode,
+    pub sorted: bool,
+    pub descending: bool,
+    pub batch: usize,
+    pub low: Vec<Bound>,
+    pub high: Vec<Bound>,
+    pub core: Option<Scan>,
+    pub buffer: VecDeque<Vec<Value>>,
+    pub ended: bool,
+    pub closed: bool,
+    /// Primary-key values of the row last returned (for updateCurrentTuple...).
+    pub current_key: Vec<(usize, Value)>,
+}
+
+impl ScanState {
+    pub fn new(index: Option<usize>, index_name: &str, index_columns: usize) -> ScanState {
+        ScanState {
+            index,
+            index_name: index_name.to_string(),
+            defined: false,
+            mode: LockMode::Read,
+            sorted: false,
+            descending: false,
+            batch: 0,
+            low: vec![None; index_columns],
+            high: vec![None; index_columns],
+            core: None,
+            buffer: VecDeque::new(),
+            ended: false,
+            closed: false,
+            current_key: Vec::new(),
+        }
+    }
+}
+
+pub(crate) struct OpObj {
+    pub table: Option<Arc<TableRuntime>>,
+    pub table_name: std::ffi::CString,
+    pub ty: OpType,
+    pub key: Vec<(usize, Value)>,
+    pub values: Vec<(usize, Value)>,
+    /// Columns read, in getValue order; rec attr i of `ras` reads `reads[i]`.
+    pub reads: Vec<usize>,
+    pub ras: Vec<u32>,
+    pub core_id: Option<OpId>,
+    pub error: ErrorStore,
+    pub scan: Option<Box<ScanState>>,
+    /// Where an NdbRecord read writes its row.
+    pub rec_out: Option<crate::record::RecOut>,
+}
+
+impl OpObj {
+    fn new() -> OpObj {
+        OpObj {
+            table: None,
+            table_name: std::ffi::CString::default(),
+            ty: OpType::Undefined,
+            key: Vec::new(),
+            values: Vec::new(),
+            reads: Vec::new(),
+            ras: Vec::new(),
+            core_id: None,
+            error: ErrorStore::new(),
+            scan: None,
+            rec_out: None,
+        }
+    }
+
+    /// Clears a recycled operation; the table reference is kept (and replaced only if
+    /// the next use is on another table).
+    fn reset(&mut self) {
+        self.ty = OpType::Undefined;
+        self.key.clear();
+        self.values.clear();
+        self.reads.clear();
+        self.ras.clear();
+        self.core_id = None;
+        self.error.clear();
+        self.scan = None;
+        if let Some(r) = &mut self.rec_out {
+            r.row = std::ptr::null_mut();
+        }
+    }
+
+    pub fn table(&self) -> Result<&Arc<TableRuntime>> {
+        self.table
+            .as_ref()
+            .ok_or_else(|| codes::internal("operation without a table"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TxStatus {
+    Open,
+    Committed,
+    Aborted,
+}
+
+pub(crate) struct Asynch {
+    pub exec: ExecType,
+    pub abort: AbortOption,
+    pub cb: rndb_asynch_callback,
+    pub arg: *mut c_void,
+}
+
+// `arg` is the caller's pointer, handed back to the callback on the polling thread.
+unsafe impl Send for Asynch {}
+
+/// A finished asynchronous transaction whose callback is due.
+pub(crate) struct Completion {
+    pub tx: Handle,
+    pub result: c_int,
+    pub cb: rndb_asynch_callback,
+    pub arg: *mut c_void,
+}
+
+unsafe impl Send for Completion {}
+
+impl Completion {
+    /// Runs the callback (no registry borrow may be held).
+    pub fn call(&self) {
+        if let Some(cb) = self.cb {
+            let tx: *mut rndb_transaction = self.tx.ptr();
+            // SAFETY: the caller's callback, called as NDB calls NdbAsynchCallback.
+            unsafe { cb(self.result, tx, self.arg) };
+        }
+    }
+}
+
+pub(crate) struct TxObj {
+    pub ndb: Handle,
+    pub id: u64,
+    pub core: Option<Transaction>,
+    pub ops: Vec<OpObj>,
+    pub n_ops: usize,
+    pub ras: Vec<RecAttrObj>,
+    pub n_ras: usize,
+    /// Operations [0, executed) have been executed.
+    pub executed: usize,
+    pub status: TxStatus,
+    pub error: ErrorStore,
+    pub error_op: Option<usize>,
+    /// An error from defining an operation: the next execute fails with it.
+    pub define_error: Option<NdbError>,
+    pub asynch: Option<Asynch>,
+    pub open_pos: usize,
+    pub gci: u64,
+}
+
+impl TxObj {
+    pub fn new() -> TxObj {
+        TxObj {
+            ndb: Handle::new(Kind::Ndb, 0, 0, 0),
+            id: 0,
+            core: None,
+            ops: Vec::new(),
+            n_ops: 0,
+            ras: Vec::new(),
+            n_ras: 0,
+            executed: 0,
+            status: TxStatus::Open,
+            error: ErrorStore::new(),
+            error_op: None,
+            define_error: None,
+            asynch: None,
+            open_pos: 0,
+            gci: 0,
+        }
+    }
+
+    /// Prepares a recycled object for a new transaction.
+    pub fn reset(&mut self, ndb: Handle, id: u64) {
+        self.ndb = ndb;
+        self.id = id;
+        if self.core.is_some() {
+            self.close_core();
+        }
+        self.n_ops = 0;
+        self.n_ras = 0;
+        self.executed = 0;
+        self.status = TxStatus::Open;
+        self.error.clear();
+        self.error_op = None;
+        self.define_error = None;
+        self.asynch = None;
+        self.gci = 0;
+    }
+
+    /// Ends the engine transaction (rolled back if still open) and drops open scans.
+    pub fn close_core(&mut self) {
+        for op in &mut self.ops[..self.n_ops] {
+            if let Some(s) = &mut op.scan {
+                if let Some(c) = &mut s.core {
+                    c.close();
+                }
+                s.core = None;
+            }
+        }
+        if let Some(mut c) = self.core.take() {
+            c.close();
+        }
+    }
+
+    /// Adds an operation; returns its index.
+    #[inline]
+    pub fn add_op(&mut self) -> Result<usize> {
+        if self.n_ops >= MAX_SUB {
+            return Err(codes::too_many_operations().detail("at most 1048575 per transaction"));
+        }
+        if self.n_ops == self.ops.len() {
+            self.ops.push(OpObj::new());
+        } else {
+            self.ops[self.n_ops].reset();
+        }
+        self.n_ops += 1;
+        Ok(self.n_ops - 1)
+    }
+
+    /// Adds a rec attr for operation `op`; returns its index.
+    #[inline(always)]
+    pub fn add_rec_attr(
+        &mut self,
+        op: usize,
+        col: usize,
+        ty: ColumnType,
+        buf: *mut u8,
+    ) -> Result<usize> {
+        if self.n_ras >= MAX_SUB {
+            return Err(codes::bad_argument(
+                "too many getValue calls in one transaction (at most 1048575)",
+            ));
+        }
+        let i = self.n_ras;
+        if let Some(slot) = self.ras.get_mut(i) {
+            // A recycled rec attr keeps its value buffer.
+            slot.col = col;
+            slot.ty = ty;
+            slot.user_buf = buf;
+            slot.null = -1;
+            slot.data.clear();
+        } else {
+            self.ras.push(RecAttrObj {
+                col,
+                ty,
+                user_buf: buf,
+                data: Vec::new(),
+                null: -1,
+            });
+        }
+        self.n_ras = i + 1;
+        let o = &mut self.ops[op];
+        if o.ras.capacity() == 0 {
+            o.ras.reserve(8);
+            o.reads.reserve(8);
+        }
+        o.ras.push(i as u32);
+        o.reads.push(col);
+        Ok(i)
+    }
+
+    /// Records a transaction-level error (and, for an operation, the operation's).
+    pub fn fail(&mut self, op: Option<usize>, e: NdbError) -> NdbError {
+        if let Some(i) = op {
+            if let Some(o) = self.ops.get_mut(i) {
+                o.error.set(&e);
+            }
+            if self.error_op.is_none() {
+                self.error_op = Some(i);
+            }
+        }
+        self.error.set(&e);
+        e
+    }
+
+    /// An error while defining an operation: recorded, and the next execute fails.
+    pub fn define_failed(&mut self, op: Option<usize>, e: NdbError) -> NdbError {
+        let e = self.fail(op, e);
+        if self.define_error.is_none() {
+            self.define_error = Some(e.clone());
+        }
+        e
+    }
+
+    /// Whether the transaction can take new operations.
+    #[inline]
+    pub fn check_open(&self) -> Result<()> {
+        match self.status {
+            TxStatus::Open => Ok(()),
+            TxStatus::Committed => Err(codes::transaction_closed()
+                .detail("the transaction was committed; start a new one")),
+            TxStatus::Aborted => Err(self
+                .error
+                .last
+                .clone()
+                .unwrap_or_else(codes::transaction_aborted)),
+        }
+    }
+
+    /// Can this execute use the batched committed-read path?
+    pub fn fast_reads_eligible(&self, exec: ExecType) -> bool {
+        if self.status != TxStatus::Open
+            || self.core.is_some()
+            || self.executed != 0
+            || self.define_error.is_some()
+            || self.n_ops == 0
+            || exec == ExecType::Rollback
+        {
+            return false;
+        }
+        self.ops[..self.n_ops].iter().all(|o| {
+            o.ty == OpType::Key(OpKind::Read(LockMode::CommittedRead))
+                && o.values.is_empty()
+                && match &o.table {
+                    Some(t) => {
+                        let pk = &t.def.primary_key;
+                        o.key.len() == pk.len()
+                            && pk
+                                .iter()
+                                .all(|p| o.key.iter().filter(|(c, _)| c == p).count() == 1)
+                    }
+                    None => false,
+                }
+        })
+    }
+
+    /// The outcome of a transaction after its fast-path reads: sets status and error,
+    /// returns the execute result.
+    pub fn finish_fast(&mut self, exec: ExecType, abort: AbortOption) -> Result<()> {
+        self.executed = self.n_ops;
+        let failed = (0..self.n_ops).find(|&i| self.ops[i].error.code() != 0);
+        if let Some(i) = failed {
+            let e = self.ops[i]
+                .error
+                .last
+                .clone()
+                .unwrap_or_else(codes::tuple_not_found);
+            self.fail(Some(i), e.clone());
+            if abort == AbortOption::AbortOnError {
+                self.status = TxStatus::Aborted;
+                return Err(e);
+            }
+        }
+        if exec == ExecType::Commit {
+            self.status = TxStatus::Committed;
+        }
+        Ok(())
+    }
+
+    /// Executes the operations defined since the last execute on the engine transaction.
+    pub fn execute_slow(&mut self, ndb: &Ndb, exec: ExecType, abort: AbortOption) -> Result<()> {
+        if exec == ExecType::Rollback {
+            if self.status == TxStatus::Committed {
+                return Err(codes::transaction_closed()
+                    .detail("execute(Rollback) after the transaction was committed"));
+            }
+            if let Some(c) = &mut self.core {
+                c.execute(ExecType::Rollback, abort)?;
+            }
+            self.executed = self.n_ops;
+            self.status = TxStatus::Aborted;
+            return Ok(());
+        }
+        if self.status == TxStatus::Committed {
+            return Err(self.fail(
+                None,
+                codes::transaction_closed()
+                    .detail("execute called again after the transaction was committed"),
+            ));
+        }
+        if let Some(e) = self.define_error.take() {
+            self.close_core();
+            self.status = TxStatus::Aborted;
+            self.executed = self.n_ops;
+            return Err(self.fail(None, e));
+        }
+        if self.status == TxStatus::Aborted {
+            let e = self
+                .error
+                .last
+                .clone()
+                .unwrap_or_else(codes::transaction_aborted);
+            return Err(e);
+        }
+        if self.core.is_none() {
+            match ndb.start_transaction() {
+                Ok(t) => self.core = Some(t),
+                Err(e) => return Err(self.fail(None, e)),
+            }
+        }
+        let start = self.executed;
+        let end = self.n_ops;
+        self.executed = end;
+        let mut new_scans = Vec::new();
+        let TxObj { core, ops, .. } = self;
+        let core = core
+            .as_mut()
+            .ok_or_else(|| codes::internal("no engine transaction"))?;
+        let mut failure: Option<(Option<usize>, NdbError)> = None;
+        for (i, op) in ops.iter_mut().enumerate().take(end).skip(start) {
+            match op.ty {
+                OpType::Scan => new_scans.push(i),
+                OpType::Undefined => {
+                    failure = Some((
+                        Some(i),
+                        op_status_error(
+                            "the operation has no type: call readTuple, insertTuple, updateTuple, writeTuple or deleteTuple first",
+                        ),
+                    ));
+                    break;
+                }
+                OpType::Key(kind) => {
+                    let Some(table) = op.table.clone() else {
+                        continue;
+                    };
+                    let key = std::mem::take(&mut op.key);
+                    let values = std::mem::take(&mut op.values);
+                    let reads = match kind {
+                        OpKind::Read(_) => Some(op.reads.clone()),
+                        _ => None,
+                    };
+                    match core.define_by_pos(&table, kind, key, values, reads) {
+                        Ok(id) => op.core_id = Some(id),
+                        Err(e) => {
+                            failure = Some((Some(i), e));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((op, e)) = failure {
+            if let Some(c) = &mut self.core {
+                let _ = c.execute(ExecType::Rollback, AbortOption::AbortOnError);
+            }
+            self.status = TxStatus::Aborted;
+            return Err(self.fail(op, e));
+        }
+        // Scans need the transaction open: with scans, Commit executes like NoCommit.
+        let exec_now = if new_scans.is_empty() {
+            exec
+        } else {
+            ExecType::NoCommit
+        };
+        let result = match &mut self.core {
+            Some(c) => c.execute(exec_now, abort),
+            None => Ok(()),
+        };
+        self.collect_outcomes(start, end);
+        if let Err(e) = result {
+            if self
+                .core
+                .as_ref()
+                .is_some_and(|c| c.state() != TxState::Open)
+            {
+                self.status = TxStatus::Aborted;
+            }
+            let op = self.error_op;
+            return Err(self.fail(op, e));
+        }
+        for i in new_scans {
+            if let Err(e) = self.start_scan(i) {
+                return Err(self.fail(Some(i), e));
+            }
+        }
+        if exec_now == ExecType::Commit {
+            self.status = TxStatus::Committed;
+            self.gci = self.core.as_ref().and_then(|c| c.gci()).unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    /// Copies rows of executed reads into their rec attrs and errors into operations.
+    fn collect_outcomes(&mut self, start: usize, end: usize) {
+        let TxObj {
+            core,
+            ops,
+            ras,
+            error_op,
+            ..
+        } = self;
+        let Some(core) = core.as_mut() else {
+            return;
+        };
+        for (i, op) in ops.iter_mut().enumerate().take(end).skip(start) {
+            let Some(id) = op.core_id else {
+                continue;
+            };
+            match core.outcome(id) {
+                Some(OpOutcome::Row(_)) => {
+                    if let Some(row) = core.take_row(id) {
+                        for (k, &ra) in op.ras.iter().enumerate() {
+                            if let (Some(r), Some(v)) = (ras.get_mut(ra as usize), row.get(k)) {
+                                r.fill(v);
+                            }
+                        }
+                        if let Some(out) = &op.rec_out {
+                            out.write(&row);
+                        }
+                    }
+                }
+                Some(OpOutcome::Failed(e)) => {
+                    op.error.set(e);
+                    if error_op.is_none() {
+                        *error_op = Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Opens the engine scan of scan operation `i`.
+    fn start_scan(&mut self, i: usize) -> Result<()> {
+        let TxObj { core, ops, .. } = self;
+        let core = core
+            .as_mut()
+            .ok_or_else(|| codes::internal("no engine transaction"))?;
+        let op = &mut ops[i];
+        let table = op.table()?.clone();
+        let s = op
+            .scan
+            .as_mut()
+            .ok_or_else(|| codes::internal("scan operation without scan state"))?;
+        if !s.defined {
+            return Err(op_status_error(
+                "call readTuples on the scan operation before executing the transaction",
+            ));
+        }
+        let mut columns = op.reads.clone();
+        columns.extend(table.def.primary_key.iter().copied());
+        let (low, high) = match s.index {
+            Some(_) => (
+                bound_of(&s.low, &s.index_name)?,
+                bound_of(&s.high, &s.index_name)?,
+            ),
+            None => (None, None),
+        };
+        let spec = ScanSpec {
+            table: table.clone(),
+            index: s.index,
+            low,
+            high,
+            descending: s.descending,
+            sorted: s.sorted && s.index.is_some(),
+            mode: s.mode,
+            columns: Some(columns),
+            batch_size: if s.batch == 0 {
+                rndb_core::api::scan::DEFAULT_SCAN_BATCH
+            } else {
+                s.batch
+            },
+        };
+        s.core = Some(core.scan(spec)?);
+        s.buffer.clear();
+        s.ended = false;
+        Ok(())
+    }
+
+    /// NdbScanOperation::nextResult for scan operation `i`.
+    pub fn next_result(&mut self, i: usize, fetch_allowed: bool) -> Result<c_int> {
+        let TxObj { core, ops, ras, .. } = self;
+        let op = &mut ops[i];
+        let table = op.table()?.clone();
+        let s = op
+            .scan
+            .as_mut()
+            .ok_or_else(|| codes::bad_argument("not a scan operation"))?;
+        if s.closed {
+            return Err(codes::scan_closed().detail("the scan was closed"));
+        }
+        let Some(cs) = s.core.as_mut() else {
+            return Err(op_status_error(
+                "the scan has not been executed: call execute(NoCommit) before nextResult",
+            ));
+        };
+        if s.buffer.is_empty() {
+            if s.ended {
+                return Ok(1);
+            }
+            if !fetch_allowed {
+                return Ok(2);
+            }
+            let core = core
+                .as_mut()
+                .ok_or_else(|| codes::internal("no engine transaction"))?;
+            let batch = if s.batch == 0 { 256 } else { s.batch };
+            while s.buffer.len() < batch {
+                match core.scan_next(cs)? {
+                    Some(row) => s.buffer.push_back(row),
+                    None => {
+                        s.ended = true;
+                        break;
+                    }
+                }
+            }
+            if s.buffer.is_empty() {
+                return Ok(1);
+            }
+        }
+        let Some(row) = s.buffer.pop_front() else {
+            return Ok(1);
+        };
+        for (k, &ra) in op.ras.iter().enumerate() {
+            if let (Some(r), Some(v)) = (ras.get_mut(ra as usize), row.get(k)) {
+                r.fill(v);
+            }
+        }
+        let key_at = op.reads.len();
+        s.current_key.clear();
+        for (k, &p) in table.def.primary_key.iter().enumerate() {
+            if let Some(v) = row.get(key_at + k) {
+                s.current_key.push((p, v.clone()));
+            }
+        }
+        Ok(0)
+    }
+}
+
+impl Default for TxObj {
+    fn default() -> Self {
+        TxObj::new()
+    }
+}
+
+/// NDB's error 4200 for an operation used out of order.
+pub(crate) fn op_status_error(detail: &str) -> NdbError {
+    NdbError::new(
+        4200,
+        ErrorClassification::ApplicationError,
+        "Status Error when defining an operation",
+    )
+    .detail(detail)
+}
+
+/// The engine bound of per-column bounds: the defined prefix, inclusive as its last
+/// column says.
+fn bound_of(b: &[Bound], index: &str) -> Result<Option<(Vec<Value>, bool)>> {
+    let n = b.iter().take_while(|x| x.is_some()).count();
+    if b[n..].iter().any(|x| x.is_some()) {
+        return Err(NdbError::new(
+            4259,
+            ErrorClassification::ApplicationError,
+            "Invalid set of range scan bounds",
+        )
+        .detail(format!(
+            "bounds of index '{index}' must be set on a prefix of its columns"
+        )));
+    }
+    if n == 0 {
+        return Ok(None);
+    }
+    let incl = b[n - 1].as_ref().is_none_or(|x| x.1);
+    Ok(Some((
+        b[..n].iter().flatten().map(|x| x.0.clone()).collect(),
+        incl,
+    )))
+}
+
+/// Reusable buffers of the batched read path.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    keys: Vec<Value>,
+    out: Vec<Value>,
+    found: Vec<bool>,
+    members: Vec<(usize, usize)>,
+    groups: Vec<usize>,
+    assigned: Vec<usize>,
+}
+
+/// Runs the committed reads of `txs` (all eligible) through `Ndb::read_batch_into`, one
+/// call per (table, columns) group. Returns, per transaction, whether it was served
+/// (false: run it on the slow path).
+pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) -> Vec<bool> {
+    let mut served = vec![true; txs.len()];
+    // Group members (transaction, operation) by the first member with the same table and
+    // columns.
+    sc.members.clear();
+    sc.groups.clear();
+    for (t, tx) in txs.iter().enumerate() {
+        for o in 0..tx.n_ops {
+            sc.members.push((t, o));
+        }
+    }
+    let assigned = &mut sc.assigned;
+    assigned.clear();
+    assigned.resize(sc.members.len(), usize::MAX);
+    for m in 0..sc.members.len() {
+        if assigned[m] != usize::MAX {
+            continue;
+        }
+        let (t, o) = sc.members[m];
+        let head = &txs[t].ops[o];
+        let g = sc.groups.len();
+        sc.groups.push(m);
+        for (slot, &(t2, o2)) in assigned[m..].iter_mut().zip(&sc.members[m..]) {
+            if *slot != usize::MAX {
+                continue;
+            }
+            let other = &txs[t2].ops[o2];
+            let same = match (&head.table, &other.table) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) && head.reads == other.reads,
+                _ => false,
+            };
+            if same {
+                *slot = g;
+            }
+        }
+    }
+    for g in 0..sc.groups.len() {
+        let first = sc.groups[g];
+        let (t0, o0) = sc.members[first];
+        let Some(table) = txs[t0].ops[o0].table.clone() else {
+            continue;
+        };
+        let cols = txs[t0].ops[o0].reads.clone();
+        sc.keys.clear();
+        let mut n = 0;
+        for (m, &(t, o)) in sc.members.iter().enumerate() {
+            if assigned[m] != g {
+                continue;
+            }
+            let key = &txs[t].ops[o].key;
+            for p in &table.def.primary_key {
+                if let Some((_, v)) = key.iter().find(|(c, _)| c == p) {
+                    sc.keys.push(v.clone());
+                }
+            }
+            n += 1;
+        }
+        let r = ndb.read_batch_into(&table, &sc.keys, &cols, &mut sc.out, &mut sc.found);
+        let c = cols.len();
+        let mut k = 0;
+        for (m, &(t, o)) in sc.members.iter().enumerate() {
+            if assigned[m] != g {
+                continue;
+            }
+            if r.is_err() {
+                served[t] = false;
+                continue;
+            }
+            let tx = &mut *txs[t];
+            let TxObj { ops, ras, .. } = tx;
+            let op = &mut ops[o];
+            if sc.found.get(k).copied().unwrap_or(false) {
+                let row = &sc.out[k * c..(k + 1) * c];
+                for (i, &ra) in op.ras.iter().enumerate() {
+                    if let Some(r) = ras.get_mut(ra as usize) {
+                        r.fill(&row[i]);
+                    }
+                }
+                if let Some(out) = &op.rec_out {
+                    out.write(row);
+                }
+            } else {
+                op.error.set(&codes::tuple_not_found());
+            }
+            k += 1;
+        }
+        debug_assert!(r.is_err() || k == n);
+    }
+    served
+}
