@@ -201,6 +201,68 @@ impl Ndb {
             return Err(codes::no_such_column(&format!("#{c}")));
         }
         let n = keys.len() / npk;
+        // Keep the values of the previous batch in place: strings are decoded into their
+        // allocations. Slots of keys not found are set to NULL below.
+        out.truncate(n * cols.len());
+        out.resize(n * cols.len(), Value::Null);
+        found.clear();
+        found.resize(n, false);
+        let ncols = cols.len();
+        let layout = &def.layout;
+        self.read_batch_visit(table, keys, &mut |slot, f, v| {
+            for (o, &c) in out[slot * ncols..(slot + 1) * ncols].iter_mut().zip(cols) {
+                layout.get_into(c, f, v, o);
+            }
+            found[slot] = true;
+        })?;
+        if ncols > 0 {
+            for (row, f) in out.chunks_mut(ncols).zip(found.iter()) {
+                if !*f {
+                    row.fill(Value::Null);
+                }
+            }
+        }
+        if cols.iter().any(|&c| def.columns[c].ty.is_blob()) && ncols > 0 {
+            let mut tx = self.start_transaction()?;
+            for ((k, row), f) in keys
+                .chunks_exact(npk)
+                .zip(out.chunks_mut(ncols))
+                .zip(found.iter())
+            {
+                if *f {
+                    let key: Vec<Value> = k
+                        .iter()
+                        .zip(&def.primary_key)
+                        .map(|(v, &p)| coerce(v.clone(), &def.columns[p].ty, &def.columns[p].name))
+                        .collect::<Result<_>>()?;
+                    tx.finish_blobs(table, &key, cols, row)?;
+                }
+            }
+            tx.close();
+        }
+        Ok(())
+    }
+
+    /// Committed-read lookups of many keys (flattened as in [`Ndb::read_batch_flat`]),
+    /// handing each row found to `visit(key index, fixed part, var part)` in its stored
+    /// form, under the fragment's mutex (decode with `table.def.layout`). Keys without a
+    /// row are not visited. BLOB/TEXT columns appear as their stored head.
+    pub fn read_batch_visit(
+        &self,
+        table: &Arc<TableRuntime>,
+        keys: &[Value],
+        visit: &mut dyn FnMut(usize, &[u8], &[u8]),
+    ) -> Result<()> {
+        self.cluster.check_open()?;
+        self.check_access()?;
+        table.check_live()?;
+        let npk = table.def.primary_key.len();
+        if !keys.len().is_multiple_of(npk) {
+            return Err(codes::key_not_complete(format!(
+                "{} key values do not divide into keys of {npk} columns",
+                keys.len()
+            )));
+        }
         SCRATCH.with(|s| {
             let mut s = s.borrow_mut();
             let ReadScratch {
@@ -213,9 +275,7 @@ impl Ndb {
             order.clear();
             key_buf.clear();
             batch.clear();
-            self.read_batch_grouped(
-                table, keys, cols, out, found, n, order, key_buf, buf, coerced, batch,
-            )
+            self.read_batch_grouped(table, keys, order, key_buf, buf, coerced, batch, visit)
         })
     }
 
@@ -224,15 +284,12 @@ impl Ndb {
         &self,
         table: &Arc<TableRuntime>,
         keys: &[Value],
-        cols: &[usize],
-        out: &mut Vec<Value>,
-        found: &mut Vec<bool>,
-        n: usize,
         order: &mut Vec<(u32, BatchKey)>,
         key_buf: &mut Vec<u8>,
         buf: &mut Vec<u8>,
         coerced: &mut Vec<Value>,
         batch: &mut Vec<BatchKey>,
+        visit: &mut dyn FnMut(usize, &[u8], &[u8]),
     ) -> Result<()> {
         let def = &table.def;
         let npk = def.primary_key.len();
@@ -304,48 +361,15 @@ impl Ndb {
             batch[next[e.0 as usize]] = e.1;
             next[e.0 as usize] += 1;
         }
-        // Keep the values of the previous batch in place: strings are decoded into their
-        // allocations. Slots of keys not found are set to NULL below.
-        out.truncate(n * cols.len());
-        out.resize(n * cols.len(), Value::Null);
-        found.clear();
-        found.resize(n, false);
         for p in 0..parts {
             let (i, j) = (starts[p], starts[p + 1]);
             if i < j {
-                table.fragments[p][0].state.lock().read_committed_batch(
+                table.fragments[p][0].state.lock().visit_committed_batch(
                     &batch[i..j],
                     key_buf,
-                    cols,
-                    out,
-                    found,
+                    &mut |slot, f, v| visit(slot as usize, f, v),
                 );
             }
-        }
-        if !cols.is_empty() {
-            for (row, f) in out.chunks_mut(cols.len()).zip(found.iter()) {
-                if !*f {
-                    row.fill(Value::Null);
-                }
-            }
-        }
-        if cols.iter().any(|&c| def.columns[c].ty.is_blob()) && !cols.is_empty() {
-            let mut tx = self.start_transaction()?;
-            for ((k, row), f) in keys
-                .chunks_exact(npk)
-                .zip(out.chunks_mut(cols.len()))
-                .zip(found.iter())
-            {
-                if *f {
-                    let key: Vec<Value> = k
-                        .iter()
-                        .zip(&def.primary_key)
-                        .map(|(v, &p)| coerce(v.clone(), &def.columns[p].ty, &def.columns[p].name))
-                        .collect::<Result<_>>()?;
-                    tx.finish_blobs(table, &key, cols, row)?;
-                }
-            }
-            tx.close();
         }
         Ok(())
     }

@@ -842,3 +842,35 @@ fn batched_reads_reuse_buffers_without_stale_values() {
         ]
     );
 }
+
+#[test]
+fn visiting_batched_reads_sees_stored_rows() {
+    let c = cluster(2, 2, "16M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    let rows: Vec<Vec<Value>> = (0..50u64)
+        .map(|i| {
+            vec![
+                Value::UInt(i),
+                Value::Int(-(i as i64)),
+                Value::Str(format!("s{i}")),
+            ]
+        })
+        .collect();
+    ndb.insert_batch(&t, &[0, 1, 2], rows).expect("load");
+    let keys: Vec<Value> = [3u64, 99, 7].iter().map(|&k| Value::UInt(k)).collect();
+    let mut seen = Vec::new();
+    let layout = t.def.layout.clone();
+    ndb.read_batch_visit(&t, &keys, &mut |i, f, v| {
+        seen.push((i, layout.get(1, f, v), layout.get(2, f, v)))
+    })
+    .expect("visit");
+    seen.sort_by_key(|e| e.0);
+    assert_eq!(
+        seen,
+        vec![
+            (0, Value::Int(-3), Value::Str("s3".into())),
+            (2, Value::Int(-7), Value::Str("s7".into()))
+        ]
+    );
+}

@@ -27,6 +27,26 @@ impl Fragment {
         found: &mut [bool],
     ) {
         let ncols = cols.len();
+        let table = self.table.clone();
+        let layout = &table.layout;
+        self.visit_committed_batch(keys, key_buf, &mut |slot, f, v| {
+            let slot = slot as usize;
+            for (o, &c) in out[slot * ncols..(slot + 1) * ncols].iter_mut().zip(cols) {
+                layout.get_into(c, f, v, o);
+            }
+            found[slot] = true;
+        });
+    }
+
+    /// The pipelined lookup of [`Fragment::read_committed_batch`], handing each committed
+    /// row found to `sink(slot, fixed part, var part)` in its stored form (callers that
+    /// encode rows in their own format skip the decode into values).
+    pub fn visit_committed_batch(
+        &mut self,
+        keys: &[BatchKey],
+        key_buf: &[u8],
+        sink: &mut dyn FnMut(u32, &[u8], &[u8]),
+    ) {
         const D: usize = 8;
         let n = keys.len();
         self.stats.key_reads += n as u64;
@@ -98,9 +118,10 @@ impl Fragment {
             if i >= 4 * D {
                 let j = i - 4 * D;
                 if let Some(r) = rows[j] {
-                    let slot = keys[j].slot as usize;
-                    found[slot] =
-                        self.decode_into(r, cols, &mut out[slot * ncols..(slot + 1) * ncols]);
+                    let f = self.fixed.get(r);
+                    if header_of(f) & ROW_ALLOC == 0 {
+                        sink(keys[j].slot, f, var_of(layout, &self.var, f));
+                    }
                 } else {
                     self.stats.key_refs += 1;
                 }

@@ -255,20 +255,6 @@ impl Fragment {
         }
     }
 
-    /// Decodes the committed view (for committed reads outside any transaction).
-    fn decode_into(&self, row: RowId, cols: &[usize], out: &mut [Value]) -> bool {
-        let f = self.fixed.get(row);
-        if header_of(f) & ROW_ALLOC != 0 {
-            return false;
-        }
-        let layout = &self.table.layout;
-        let v = var_of(layout, &self.var, f);
-        for (o, &c) in out.iter_mut().zip(cols) {
-            layout.get_into(c, f, v, o);
-        }
-        true
-    }
-
     /// Tries to take a lock; `None` when it conflicts.
     fn try_lock(&mut self, txn: TxnId, row: RowId, exclusive: bool) -> bool {
         let entry = self.locks.entry(row);

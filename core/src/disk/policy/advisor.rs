@@ -1,0 +1,351 @@
+//! The hit-ratio advisor: what hit ratio would the cache have at another size?
+//!
+//! Method (miniature simulation on a SHARDS sample, Waldspurger et al. ATC 2017):
+//! 1. A fixed-rate spatial sample of the pages (rate `R`, see [`Sampler`]) feeds an exact
+//!    LRU stack-distance histogram, which gives the LRU hit ratio at *every* size:
+//!    `LRU(s) = P(distance < s * R)`.
+//! 2. The cache is not LRU, so at a grid of sizes (by default 1/4, 1/2, 1, 2, 4, 8 and 16
+//!    times the capacity) a scaled-down copy of the real policy — the same adaptive
+//!    LIRS core and the same LRU/LIRS race, at `size * R` frames — runs on the sampled
+//!    references and measures its own hit ratio `A(g)`.
+//! 3. `predict(s) = LRU(s) + gain(s)`, where `gain(g) = A(g) - LRU(g)` at the grid points
+//!    and is interpolated linearly in `log(size)` between them (held constant outside).
+//!    On uniform loads `gain` is ~0 and the histogram alone is exact; on loops the gain
+//!    carries the whole answer.
+//!
+//! `R = min(1, sample_pages / (max_factor * capacity))`: small caches are simulated
+//! exactly, large ones on a sample of about `sample_pages` pages at the largest grid
+//! size. Statistics age: all counters are halved every `window` sampled references.
+//!
+//! Invariants: every grid cache sees exactly the sampled stream; the histogram's horizon
+//! covers the largest grid size. Complexity per reference: one hash test; per sampled
+//! reference O(log horizon) + O(grid) LIRS steps. Memory: about
+//! `(1 + entries_per_page) * sum(grid) * capacity * R` entries of ~50 bytes, plus the
+//! histogram (~60 bytes per tracked page).
+
+use super::lirs::{Lirs, Outcome, PageId};
+use super::shards::{ReuseHist, Sampler};
+use super::tune::{Mode, Race, RaceConfig};
+
+/// Settling budget per access (hot pages moved per reference after a mode change).
+pub const SETTLE_BUDGET: usize = 64;
+
+/// Smallest sampled size simulated; smaller grid points are left out.
+pub const MIN_SAMPLED_SIZE: usize = 8;
+
+/// Configuration shared by the real cache and its miniature copies.
+#[derive(Clone, Debug)]
+pub struct ModelConfig {
+    pub hir_fraction: f64,
+    pub entries_per_page: usize,
+    /// `None`: plain LIRS (no race).
+    pub race: Option<RaceConfig>,
+}
+
+impl ModelConfig {
+    pub fn hot_limit(&self, capacity: usize, mode: Mode) -> usize {
+        match mode {
+            Mode::Lru => 0,
+            Mode::Lirs => Lirs::hot_limit_for(capacity, self.hir_fraction),
+        }
+    }
+    pub fn start_mode(&self) -> Mode {
+        if self.race.is_some() {
+            Mode::Lru
+        } else {
+            Mode::Lirs
+        }
+    }
+}
+
+/// A scaled-down copy of the real cache at one grid size: the same LIRS core with the
+/// same race (its LIRS expert a second miniature cache, its LRU expert the histogram: a
+/// hit when the stack distance is below the size), so that it makes the same mode
+/// switches and pays the same transitions as the real cache would at that size.
+pub struct MiniCache {
+    /// Size in real pages and in sampled pages.
+    pub size: usize,
+    pub size_s: usize,
+    pub cache: Lirs,
+    pub race: Option<Race>,
+    pub hits: u64,
+    pub refs: u64,
+}
+
+impl MiniCache {
+    pub fn new(model: &ModelConfig, size: usize, size_s: usize) -> MiniCache {
+        let mode = model.start_mode();
+        MiniCache {
+            size,
+            size_s,
+            cache: Lirs::new(
+                size_s,
+                model.hot_limit(size_s, mode),
+                size_s.saturating_mul(model.entries_per_page),
+            ),
+            race: model.race.as_ref().map(|rc| {
+                Race::new(rc, size_s, model.hir_fraction, model.entries_per_page, mode)
+            }),
+            hits: 0,
+            refs: 0,
+        }
+    }
+
+    #[inline]
+    fn step(&mut self, model: &ModelConfig, page: PageId, correlated: bool, dist: Option<usize>) {
+        if let Some(race) = &mut self.race {
+            let lru_hit = dist.is_some_and(|d| d < self.size_s);
+            if let Some(m) = race.step(page, correlated, lru_hit) {
+                self.cache
+                    .set_hot_limit(model.hot_limit(self.size_s, m), SETTLE_BUDGET);
+            }
+        }
+        let hit = self.cache.access(page, correlated, &mut |_| true) == Outcome::Hit;
+        self.cache.settle_step(SETTLE_BUDGET);
+        self.refs += 1;
+        self.hits += hit as u64;
+    }
+
+    /// Follows a change of sampling rate (see [`Advisor`]).
+    fn rescale(&mut self, model: &ModelConfig, sampler: Sampler, size_s: usize) {
+        self.size_s = size_s;
+        let mode = self.race.as_ref().map_or(Mode::Lirs, |r| r.mode);
+        self.cache.retain(|p| sampler.takes(p));
+        self.cache.resize(
+            size_s,
+            model.hot_limit(size_s, mode),
+            size_s.saturating_mul(model.entries_per_page),
+            &mut |_| true,
+        );
+        if let Some(r) = &mut self.race {
+            r.rescale(
+                |p| sampler.takes(p),
+                size_s,
+                model.hir_fraction,
+                model.entries_per_page,
+            );
+        }
+    }
+
+    pub fn ratio(&self) -> f64 {
+        if self.refs == 0 {
+            0.0
+        } else {
+            self.hits as f64 / self.refs as f64
+        }
+    }
+}
+
+/// The sampler, the reuse histogram and the grid of miniature caches.
+pub struct Advisor {
+    pub sampler: Sampler,
+    pub hist: ReuseHist,
+    pub grid: Vec<MiniCache>,
+    capacity: usize,
+    window: u64,
+    /// Real cache's hits and references over the same (ageing) window.
+    pub real_hits: u64,
+    pub real_refs: u64,
+    adjust: bool,
+}
+
+/// Advisor parameters.
+#[derive(Clone, Debug)]
+pub struct AdvisorConfig {
+    /// Grid sizes as multiples of the capacity (empty: histogram only).
+    pub factors: Vec<f64>,
+    /// Most distinct pages sampled: the rate starts at 1 and halves whenever more are
+    /// tracked (fixed-size SHARDS), so small working sets are simulated exactly.
+    pub sample_pages: usize,
+    /// Highest sampling rate (the advisor's cost per reference is about this rate
+    /// times two LIRS steps per grid cache).
+    pub max_rate: f64,
+    /// The rate is also at most `frame_pages / capacity`: the 1x miniature cache has at
+    /// most this many frames (bounds the cost on small caches with small working sets).
+    pub frame_pages: usize,
+    /// Halve all counters every this many sampled references.
+    pub window: u64,
+}
+
+impl Default for AdvisorConfig {
+    fn default() -> Self {
+        AdvisorConfig {
+            factors: vec![0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0],
+            sample_pages: 16384,
+            max_rate: 1.0,
+            frame_pages: 1024,
+            window: 1 << 22,
+        }
+    }
+}
+
+impl Advisor {
+    pub fn new(cfg: &AdvisorConfig, model: &ModelConfig, capacity: usize) -> Advisor {
+        let cap_rate = cfg.frame_pages.max(1) as f64 / capacity.max(1) as f64;
+        let sampler = Sampler::with_rate(cfg.max_rate.min(cap_rate));
+        let r = sampler.rate();
+        let sample_pages = cfg.sample_pages.max(64);
+        let max_factor = cfg.factors.iter().copied().fold(1.0f64, f64::max);
+        let grid = cfg
+            .factors
+            .iter()
+            .filter_map(|&f| {
+                let size = (f * capacity as f64).round() as usize;
+                let size_s = (size as f64 * r).round() as usize;
+                (size_s >= MIN_SAMPLED_SIZE).then(|| MiniCache::new(model, size, size_s))
+            })
+            .collect();
+        Advisor {
+            sampler,
+            hist: ReuseHist::new(
+                (max_factor * capacity as f64 * r).ceil() as usize + 2,
+                sample_pages,
+            ),
+            grid,
+            capacity,
+            window: cfg.window.max(1024),
+            real_hits: 0,
+            real_refs: 0,
+            adjust: true,
+        }
+    }
+
+    /// Sampled capacity of the real cache.
+    pub fn sampled(&self, size: usize) -> usize {
+        ((size as f64 * self.sampler.rate()).round() as usize).max(1)
+    }
+
+    /// Records a sampled reference in the histogram and the grid; returns its LRU stack
+    /// distance in sampled pages (`None`: first reference or beyond the horizon).
+    #[inline]
+    pub fn observe(
+        &mut self,
+        model: &ModelConfig,
+        page: PageId,
+        correlated: bool,
+    ) -> Option<usize> {
+        let d = self.hist.record(page, correlated);
+        for g in &mut self.grid {
+            g.step(model, page, correlated, d);
+        }
+        if self.hist.total >= self.window {
+            self.age();
+        }
+        if self.hist.over_budget() {
+            self.halve_rate(model);
+        }
+        d
+    }
+
+    /// Halves the sampling rate: the pages left out are forgotten everywhere, sampled
+    /// sizes and distances are halved. Counters (ratios) carry over.
+    fn halve_rate(&mut self, model: &ModelConfig) {
+        let s = self.sampler.halved();
+        let factor = s.rate() / self.sampler.rate();
+        self.sampler = s;
+        self.hist.resample(|p| s.takes(p), factor);
+        let r = s.rate();
+        self.grid.retain_mut(|g| {
+            let size_s = (g.size as f64 * r).round() as usize;
+            if size_s < MIN_SAMPLED_SIZE {
+                return false;
+            }
+            g.rescale(model, s, size_s);
+            g.hits = (g.hits as f64 * factor).round() as u64;
+            g.refs = (g.refs as f64 * factor).round() as u64;
+            true
+        });
+    }
+
+    /// Counts a reference of the real cache (every reference, sampled or not).
+    #[inline]
+    pub fn count_real(&mut self, hit: bool) {
+        self.real_refs += 1;
+        self.real_hits += hit as u64;
+    }
+
+    fn age(&mut self) {
+        self.hist.decay();
+        for g in &mut self.grid {
+            g.hits /= 2;
+            g.refs /= 2;
+        }
+        self.real_hits /= 2;
+        self.real_refs /= 2;
+    }
+
+    /// SHARDS_adj (Waldspurger et al.): the sample should hold `rate x references`
+    /// references; the difference (popular pages in or out of the sample by chance) is
+    /// counted as hits at the smallest distance. Returns the adjusted ratio.
+    fn adjusted(&self, hits: f64, refs: f64) -> f64 {
+        let expected = self.sampler.rate() * self.real_refs as f64;
+        if !self.adjust || expected < 1.0 {
+            return if refs > 0.0 { hits / refs } else { 0.0 };
+        }
+        ((hits + expected - refs) / expected).clamp(0.0, 1.0)
+    }
+
+    /// LRU hit ratio (0..1) at `capacity` real pages, from the histogram.
+    pub fn lru_ratio(&self, capacity: usize) -> f64 {
+        let s = capacity as f64 * self.sampler.rate();
+        self.adjusted(self.hist.lru_hits(s), self.hist.total as f64)
+    }
+
+    /// Predicted hit ratio (0..1) of this policy with `capacity` pages.
+    ///
+    /// At a grid size this is the miniature cache's own ratio. Between two grid sizes
+    /// it is the LRU curve (exact at every size) plus the policy's gain over LRU,
+    /// interpolated linearly in size, and kept between the two grid ratios (a larger
+    /// cache does not do worse): LIRS gains grow linearly with size on loops, and the
+    /// LRU curve carries the shape of everything else, such as the cliff where a loop
+    /// starts to fit. Outside the grid the nearest gain is held.
+    pub fn predict(&self, capacity: usize) -> f64 {
+        if self.hist.total == 0 || capacity == 0 {
+            return 0.0;
+        }
+        let r = self.sampler.rate();
+        let pts: Vec<(f64, f64, f64)> = self
+            .grid
+            .iter()
+            .filter(|g| g.refs > 0)
+            .map(|g| {
+                let s = g.size_s as f64;
+                let a = self.adjusted(g.hits as f64, g.refs as f64);
+                let l = self.adjusted(self.hist.lru_hits(s), self.hist.total as f64);
+                (s / r, a, a - l)
+            })
+            .collect();
+        let x = capacity as f64;
+        let lru = self.lru_ratio(capacity);
+        let (gain, lo, hi) = match pts.iter().position(|p| p.0 >= x) {
+            None if pts.is_empty() => (0.0, 0.0, 1.0),
+            None => {
+                let p = pts[pts.len() - 1];
+                (p.2, p.1, 1.0)
+            }
+            Some(0) => (pts[0].2, 0.0, pts[0].1),
+            Some(j) => {
+                let (p, q) = (pts[j - 1], pts[j]);
+                let t = (x - p.0) / (q.0 - p.0).max(f64::MIN_POSITIVE);
+                (p.2 + t * (q.2 - p.2), p.1.min(q.1), p.1.max(q.1))
+            }
+        };
+        (lru + gain).clamp(lo, hi).clamp(0.0, 1.0)
+    }
+
+    /// The capacity the grid was built for.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.hist.memory_bytes()
+            + self
+                .grid
+                .iter()
+                .map(|g| {
+                    g.cache.memory_bytes() + g.race.as_ref().map_or(0, |r| r.lirs.memory_bytes())
+                })
+                .sum::<usize>()
+    }
+}

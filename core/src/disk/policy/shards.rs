@@ -1,0 +1,286 @@
+//! Spatial sampling (SHARDS, Waldspurger et al., FAST 2015) and an exact LRU
+//! reuse-distance (stack-distance) histogram over the sampled references.
+//!
+//! A page is sampled when `hash(page) < rate * 2^24` on a fixed 64-bit mix, so a sampled
+//! page has all its references sampled and distances scale: a distance of `d` sampled
+//! pages stands for `d / rate` real pages. An LRU cache of `c` pages hits a reference
+//! whose stack distance (distinct pages referenced since the previous reference to the
+//! same page) is below `c`, so one histogram gives the LRU hit ratio at every size.
+//!
+//! Distances are exact within the horizon: a Fenwick tree over access times holds a 1 at
+//! the last access time of every tracked page (Bennett & Kruskal); the number of ones
+//! after a page's previous time is its distance. Time slots are renumbered when they run
+//! out, keeping the `horizon` most recent pages (older ones count as first references).
+//!
+//! Invariants: every tracked page has exactly one set bit, at its last time;
+//! `tracked <= slots`; after a renumbering `tracked <= horizon`.
+//! Complexity: O(log slots) per sampled reference, plus an amortised O(1) share of the
+//! O(slots) renumbering; memory about 40 bytes per tracked page.
+
+use super::lirs::PageId;
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+
+/// The sampling hash (splitmix64 finaliser of the page id with a fixed salt).
+#[inline]
+pub fn sample_hash(page: PageId) -> u64 {
+    let mut z = page ^ 0x9e37_79b9_7f4a_7c15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Fixed-rate spatial filter.
+#[derive(Clone, Copy, Debug)]
+pub struct Sampler {
+    threshold: u64,
+}
+
+pub const RATE_ONE: u64 = 1 << 24;
+
+impl Sampler {
+    pub fn with_rate(rate: f64) -> Sampler {
+        let t = (rate.clamp(0.0, 1.0) * RATE_ONE as f64).round() as u64;
+        Sampler {
+            threshold: t.max(1),
+        }
+    }
+    /// The sampling rate actually used (a multiple of 2^-24).
+    pub fn rate(&self) -> f64 {
+        self.threshold as f64 / RATE_ONE as f64
+    }
+    /// The same filter at half the rate (a subset of the pages).
+    pub fn halved(&self) -> Sampler {
+        Sampler {
+            threshold: (self.threshold.min(RATE_ONE) / 2).max(1),
+        }
+    }
+    #[inline]
+    pub fn takes(&self, page: PageId) -> bool {
+        self.threshold >= RATE_ONE || (sample_hash(page) >> 40) < self.threshold
+    }
+}
+
+/// LRU stack-distance histogram of the (sampled) references.
+pub struct ReuseHist {
+    last: HashMap<PageId, u32, FixedState>,
+    page_at: Vec<PageId>,
+    tree: Vec<u32>,
+    now: u32,
+    /// Distances of interest are below `horizon`; older pages are dropped.
+    horizon: usize,
+    /// Most pages kept by a renumbering before [`ReuseHist::over_budget`] says so.
+    budget: usize,
+    over: bool,
+    /// `hist[d]`: references at stack distance `d` (sampled pages).
+    hist: Vec<u64>,
+    /// References to pages not tracked (first references, or beyond the horizon).
+    pub cold: u64,
+    /// Correlated references (hits in every cache, no state change).
+    pub correlated: u64,
+    pub total: u64,
+}
+
+impl ReuseHist {
+    /// Exact distances below `horizon`; about `budget` pages tracked (at most twice
+    /// that between two renumberings).
+    pub fn new(horizon: usize, budget: usize) -> ReuseHist {
+        let budget = budget.max(16);
+        let slots = (2 * budget).max(1024);
+        let horizon = horizon.max(1);
+        ReuseHist {
+            last: HashMap::with_hasher(FixedState::with_seed(0x5a4d_5e11)),
+            page_at: vec![0; slots],
+            tree: vec![0; slots + 1],
+            now: 0,
+            horizon,
+            budget,
+            over: false,
+            hist: vec![0; horizon.min(slots)],
+            cold: 0,
+            correlated: 0,
+            total: 0,
+        }
+    }
+
+    pub fn horizon(&self) -> usize {
+        self.horizon
+    }
+
+    /// True when the last renumbering kept more than `budget` pages within the horizon:
+    /// the owner should lower the sampling rate.
+    pub fn over_budget(&self) -> bool {
+        self.over
+    }
+
+    #[inline]
+    fn add(&mut self, t: u32, delta: i32) {
+        let mut i = t as usize + 1;
+        while i < self.tree.len() {
+            self.tree[i] = self.tree[i].wrapping_add_signed(delta);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Number of set bits in slots `0..=t`.
+    #[inline]
+    fn prefix(&self, t: u32) -> u32 {
+        let mut i = t as usize + 1;
+        let mut s = 0u32;
+        while i > 0 {
+            s = s.wrapping_add(self.tree[i]);
+            i &= i - 1;
+        }
+        s
+    }
+
+    /// Records one reference; returns its stack distance (`None`: first reference or
+    /// beyond the horizon; correlated references return `Some(0)` and change nothing).
+    pub fn record(&mut self, page: PageId, correlated: bool) -> Option<usize> {
+        self.total += 1;
+        if correlated && self.last.contains_key(&page) {
+            self.correlated += 1;
+            return Some(0);
+        }
+        let d = match self.last.get(&page).copied() {
+            Some(t0) => {
+                let d = (self.prefix(self.now - 1) - self.prefix(t0)) as usize;
+                self.add(t0, -1);
+                if d < self.hist.len() {
+                    self.hist[d] += 1;
+                    Some(d)
+                } else {
+                    self.cold += 1;
+                    None
+                }
+            }
+            None => {
+                self.cold += 1;
+                None
+            }
+        };
+        let now = self.now;
+        self.last.insert(page, now);
+        self.page_at[now as usize] = page;
+        self.add(now, 1);
+        self.now += 1;
+        if self.now as usize == self.page_at.len() {
+            self.renumber();
+        }
+        d
+    }
+
+    /// Compacts the time axis, keeping the `horizon` most recent pages.
+    fn renumber(&mut self) {
+        let mut live: Vec<PageId> = Vec::with_capacity(self.last.len());
+        for t in 0..self.now {
+            let p = self.page_at[t as usize];
+            if self.last.get(&p) == Some(&t) {
+                live.push(p);
+            }
+        }
+        // Keep a quarter of the slots free so that renumberings stay rare.
+        let keep = self.horizon.min(self.page_at.len() - self.page_at.len() / 4);
+        let drop = live.len().saturating_sub(keep);
+        self.over = live.len().min(self.horizon) > self.budget;
+        for p in &live[..drop] {
+            self.last.remove(p);
+        }
+        self.tree.iter_mut().for_each(|x| *x = 0);
+        for (t, &p) in live[drop..].iter().enumerate() {
+            self.page_at[t] = p;
+            self.last.insert(p, t as u32);
+            // Fenwick build in place: add own bit, propagate later.
+            self.tree[t + 1] += 1;
+        }
+        for i in 1..self.tree.len() {
+            let j = i + (i & i.wrapping_neg());
+            if j < self.tree.len() {
+                self.tree[j] += self.tree[i];
+            }
+        }
+        self.now = (live.len() - drop) as u32;
+    }
+
+    /// Keeps only the pages `keep` accepts and rescales distances and counts by
+    /// `factor` (the ratio of the new sampling rate to the old one), so that past
+    /// references weigh as if they had been sampled at the new rate.
+    pub fn resample<F: FnMut(PageId) -> bool>(&mut self, mut keep: F, factor: f64) {
+        let gone: Vec<PageId> = self.last.keys().copied().filter(|&p| !keep(p)).collect();
+        for p in gone {
+            self.forget(p);
+        }
+        self.over = false;
+        self.horizon = ((self.horizon as f64 * factor).ceil() as usize).max(1);
+        let len = self.hist.len();
+        let mut h = vec![0.0f64; len];
+        for (d, &n) in self.hist.iter().enumerate() {
+            let nd = ((d as f64 * factor) as usize).min(len - 1);
+            h[nd] += n as f64 * factor;
+        }
+        self.hist = h.into_iter().map(|x| x.round() as u64).collect();
+        let scale = |x: u64| (x as f64 * factor).round() as u64;
+        self.cold = scale(self.cold);
+        self.correlated = scale(self.correlated);
+        self.total = self.hist.iter().sum::<u64>() + self.cold + self.correlated;
+    }
+
+    /// Forgets a page (it will count as a first reference next time).
+    pub fn forget(&mut self, page: PageId) {
+        if let Some(t) = self.last.remove(&page) {
+            self.add(t, -1);
+        }
+    }
+
+    /// Hits an LRU cache of `size` (sampled) pages would have had, correlated ones
+    /// included; `size` may be fractional (linear interpolation between sizes).
+    pub fn lru_hits(&self, size: f64) -> f64 {
+        let whole = (size.max(0.0).floor() as usize).min(self.hist.len());
+        let mut h: u64 = self.hist[..whole].iter().sum();
+        let mut frac = 0.0;
+        if whole < self.hist.len() && size > whole as f64 {
+            frac = (size - whole as f64) * self.hist[whole] as f64;
+        }
+        h += self.correlated;
+        h as f64 + frac
+    }
+
+    /// LRU hit ratio (0..1) at `size` sampled pages.
+    pub fn lru_ratio(&self, size: f64) -> f64 {
+        if self.total == 0 {
+            return 0.0;
+        }
+        self.lru_hits(size) / self.total as f64
+    }
+
+    /// Cumulative hit counts for all sizes `0..=horizon` (index = size).
+    pub fn cumulative(&self) -> Vec<u64> {
+        let mut v = Vec::with_capacity(self.hist.len() + 1);
+        let mut s = self.correlated;
+        v.push(s);
+        for &x in &self.hist {
+            s += x;
+            v.push(s);
+        }
+        v
+    }
+
+    /// Halves every counter (ageing, so that the histogram follows a changing load).
+    pub fn decay(&mut self) {
+        self.hist.iter_mut().for_each(|x| *x /= 2);
+        self.cold /= 2;
+        self.correlated /= 2;
+        self.total = self.hist.iter().sum::<u64>() + self.cold + self.correlated;
+    }
+
+    pub fn tracked(&self) -> usize {
+        self.last.len()
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.last.capacity() * 13
+            + self.page_at.capacity() * 8
+            + self.tree.capacity() * 4
+            + self.hist.capacity() * 8
+    }
+}
