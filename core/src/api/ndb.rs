@@ -38,6 +38,9 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<ReadScratch> = std::cell::RefCell::new(ReadScratch::default());
 }
 
+/// Receives `(key index, fixed part, var part)` of each row a batched read finds.
+pub type RowVisitor<'a> = dyn FnMut(usize, &[u8], &[u8]) + 'a;
+
 /// Rows per transaction in [`Ndb::insert_batch`].
 pub const INSERT_BATCH_ROWS: usize = 1000;
 
@@ -251,7 +254,7 @@ impl Ndb {
         &self,
         table: &Arc<TableRuntime>,
         keys: &[Value],
-        visit: &mut dyn FnMut(usize, &[u8], &[u8]),
+        visit: &mut RowVisitor<'_>,
     ) -> Result<()> {
         self.cluster.check_open()?;
         self.check_access()?;
@@ -289,7 +292,7 @@ impl Ndb {
         buf: &mut Vec<u8>,
         coerced: &mut Vec<Value>,
         batch: &mut Vec<BatchKey>,
-        visit: &mut dyn FnMut(usize, &[u8], &[u8]),
+        visit: &mut RowVisitor<'_>,
     ) -> Result<()> {
         let def = &table.def;
         let npk = def.primary_key.len();

@@ -330,7 +330,25 @@ impl Advisor {
                 (p.2 + t * (q.2 - p.2), p.1.min(q.1), p.1.max(q.1))
             }
         };
-        (lru + gain).clamp(lo, hi).clamp(0.0, 1.0)
+        let pred = (lru + gain).clamp(lo, hi);
+        (pred + self.calibration(x)).clamp(0.0, 1.0)
+    }
+
+    /// The real cache is the one full-size data point: the difference between its
+    /// measured ratio and its miniature copy's (sampling luck, and the scaling error of
+    /// a LIRS cache shrunk by the sampling rate) is added to the predictions, fading out
+    /// over four doublings or halvings of the size. Zero when the rate is 1.
+    fn calibration(&self, x: f64) -> f64 {
+        let Some(g) = self.grid.iter().find(|g| g.size == self.capacity) else {
+            return 0.0;
+        };
+        if g.refs == 0 || self.real_refs == 0 {
+            return 0.0;
+        }
+        let bias = self.real_hits as f64 / self.real_refs as f64
+            - self.adjusted(g.hits as f64, g.refs as f64);
+        let w = (1.0 - (x / self.capacity as f64).log2().abs() / 4.0).max(0.0);
+        bias * w
     }
 
     /// The capacity the grid was built for.
