@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Receives `(slot, fixed part, var part)` of each committed row a batch finds.
+pub type RowSink<'a> = dyn FnMut(u32, &[u8], &[u8]) + 'a;
+
 /// One key of a batched committed read: hash, key bytes range in the batch's key
 /// buffer, and the output slot.
 #[derive(Debug, Clone, Copy)]
@@ -45,7 +48,7 @@ impl Fragment {
         &mut self,
         keys: &[BatchKey],
         key_buf: &[u8],
-        sink: &mut dyn FnMut(u32, &[u8], &[u8]),
+        sink: &mut RowSink<'_>,
     ) {
         const D: usize = 8;
         let n = keys.len();
