@@ -41,7 +41,7 @@ for threads in (1, 2):
             continue
         print(f"{phase:<10}{threads:>8}{c:>16,.0f}{cr:>15,.0f}{r:>12,.0f}"
               f"{(r / c - 1) * 100:>17.0f}%{(r / cr - 1) * 100:>16.0f}%")
-    for phase in ("read_tx32", "read_tx_per_op"):
+    for phase in ("read_values", "read_tx32", "read_tx_per_op"):
         r = med.get(("rust", phase, threads))
         if r is not None:
             print(f"{phase:<16}{threads:>2}{'':>31}{r:>12,.0f}   (Rust API, other ways to read)")

@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod config;
+pub mod disk;
 pub mod error;
 pub mod index;
 pub mod mgm;

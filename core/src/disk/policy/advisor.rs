@@ -1,27 +1,37 @@
-//! The hit-ratio advisor: what hit ratio would the cache have at another size?
+//! The hit-ratio advisor: what hit ratio would the cache have at another size? It also
+//! hosts the race that picks the real cache's mode (in its 1x copy).
 //!
-//! Method (miniature simulation on a SHARDS sample, Waldspurger et al. ATC 2017):
+//! Method (miniature simulation on a SHARDS sample, Waldspurger et al. FAST 2015 and
+//! ATC 2017):
 //! 1. A fixed-rate spatial sample of the pages (rate `R`, see [`Sampler`]) feeds an exact
 //!    LRU stack-distance histogram, which gives the LRU hit ratio at *every* size:
 //!    `LRU(s) = P(distance < s * R)`.
 //! 2. The cache is not LRU, so at a grid of sizes (by default 1/4, 1/2, 1, 2, 4, 8 and 16
-//!    times the capacity) a scaled-down copy of the real policy — the same adaptive
-//!    LIRS core and the same LRU/LIRS race, at `size * R` frames — runs on the sampled
+//!    times the capacity) a scaled-down copy of the real policy — the same adaptive LIRS
+//!    core and the same LRU/LIRS race, at `size * R` frames — runs on the sampled
 //!    references and measures its own hit ratio `A(g)`.
-//! 3. `predict(s) = LRU(s) + gain(s)`, where `gain(g) = A(g) - LRU(g)` at the grid points
-//!    and is interpolated linearly in `log(size)` between them (held constant outside).
-//!    On uniform loads `gain` is ~0 and the histogram alone is exact; on loops the gain
-//!    carries the whole answer.
+//! 3. At a grid size the prediction is `A(g)`. Between grid sizes it is
+//!    `LRU(s) + gain(s)`, the gain `A(g) - LRU(g)` interpolated linearly in size and the
+//!    result kept between the neighbouring `A(g)`. Outside the grid the nearest gain is
+//!    held.
+//! 4. Corrections: SHARDS_adj (the sample holds more or fewer references than `R` times
+//!    all of them when popular pages fall in or out of it by chance: the difference
+//!    counts as hits at distance 0), and calibration on the real cache (the one
+//!    full-size measurement: the difference between its measured ratio and its 1x
+//!    copy's is added, fading out over four doublings of the size).
 //!
-//! `R = min(1, sample_pages / (max_factor * capacity))`: small caches are simulated
-//! exactly, large ones on a sample of about `sample_pages` pages at the largest grid
-//! size. Statistics age: all counters are halved every `window` sampled references.
+//! Rate: at most `frame_pages / capacity` (bounds the cost: about two LIRS steps per grid
+//! size per sampled reference), at most `max_rate`, and halved whenever more than
+//! `sample_pages` distinct sampled pages are within the largest grid size's reach
+//! (fixed-size SHARDS: memory stays bounded; past counts are rescaled by 1/2).
+//! Statistics age: every counter is halved every `window` sampled references.
 //!
-//! Invariants: every grid cache sees exactly the sampled stream; the histogram's horizon
-//! covers the largest grid size. Complexity per reference: one hash test; per sampled
-//! reference O(log horizon) + O(grid) LIRS steps. Memory: about
-//! `(1 + entries_per_page) * sum(grid) * capacity * R` entries of ~50 bytes, plus the
-//! histogram (~60 bytes per tracked page).
+//! Invariants: every grid cache sees exactly the sampled stream; grid points are sorted
+//! by size; the histogram's horizon covers the largest grid size.
+//! Complexity per reference: one hash test; per sampled reference O(log sample_pages)
+//! for the histogram plus two LIRS steps per grid size. Memory: bounded by
+//! `sample_pages` tracked pages in the histogram and, per grid size, by
+//! `min(sampled distinct pages, (1 + entries_per_page) * size * R)` entries (~70 B).
 
 use super::lirs::{Lirs, Outcome, PageId};
 use super::shards::{ReuseHist, Sampler};
@@ -83,9 +93,10 @@ impl MiniCache {
                 model.hot_limit(size_s, mode),
                 size_s.saturating_mul(model.entries_per_page),
             ),
-            race: model.race.as_ref().map(|rc| {
-                Race::new(rc, size_s, model.hir_fraction, model.entries_per_page, mode)
-            }),
+            race: model
+                .race
+                .as_ref()
+                .map(|rc| Race::new(rc, size_s, model.hir_fraction, model.entries_per_page, mode)),
             hits: 0,
             refs: 0,
         }
@@ -167,13 +178,30 @@ pub struct AdvisorConfig {
     pub window: u64,
 }
 
+impl AdvisorConfig {
+    /// A grid at exactly `sizes` (pages) for a cache of `capacity` pages, plus the
+    /// capacity itself (the 1x copy also runs the cache's race): predictions at those
+    /// sizes are direct simulations, not interpolations.
+    pub fn for_sizes(capacity: usize, sizes: &[usize]) -> AdvisorConfig {
+        let c = capacity.max(1) as f64;
+        let mut factors: Vec<f64> = sizes.iter().map(|&s| s as f64 / c).collect();
+        factors.push(1.0);
+        factors.sort_by(f64::total_cmp);
+        factors.dedup();
+        AdvisorConfig {
+            factors,
+            ..AdvisorConfig::default()
+        }
+    }
+}
+
 impl Default for AdvisorConfig {
     fn default() -> Self {
         AdvisorConfig {
             factors: vec![0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0],
             sample_pages: 16384,
             max_rate: 1.0,
-            frame_pages: 1024,
+            frame_pages: 512,
             window: 1 << 22,
         }
     }
@@ -186,7 +214,7 @@ impl Advisor {
         let r = sampler.rate();
         let sample_pages = cfg.sample_pages.max(64);
         let max_factor = cfg.factors.iter().copied().fold(1.0f64, f64::max);
-        let grid = cfg
+        let mut grid: Vec<MiniCache> = cfg
             .factors
             .iter()
             .filter_map(|&f| {
@@ -195,6 +223,8 @@ impl Advisor {
                 (size_s >= MIN_SAMPLED_SIZE).then(|| MiniCache::new(model, size, size_s))
             })
             .collect();
+        grid.sort_by_key(|g| g.size);
+        grid.dedup_by_key(|g| g.size);
         Advisor {
             sampler,
             hist: ReuseHist::new(
@@ -207,6 +237,35 @@ impl Advisor {
             real_hits: 0,
             real_refs: 0,
             adjust: true,
+        }
+    }
+
+    /// The race mode of the 1x copy (`None` without one, or for plain LIRS).
+    pub fn mode(&self) -> Option<Mode> {
+        self.grid
+            .iter()
+            .find(|g| g.size == self.capacity)
+            .and_then(|g| g.race.as_ref())
+            .map(|r| r.mode)
+    }
+
+    /// Mode switches of the 1x copy.
+    pub fn switches(&self) -> u64 {
+        self.grid
+            .iter()
+            .find(|g| g.size == self.capacity)
+            .and_then(|g| g.race.as_ref())
+            .map_or(0, |r| r.switches)
+    }
+
+    /// Starts every miniature copy in `mode` (after a resize, the cache keeps its mode).
+    pub fn set_mode(&mut self, model: &ModelConfig, mode: Mode) {
+        for g in &mut self.grid {
+            if let Some(r) = &mut g.race {
+                r.mode = mode;
+                g.cache
+                    .set_hot_limit(model.hot_limit(g.size_s, mode), usize::MAX);
+            }
         }
     }
 

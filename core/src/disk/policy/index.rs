@@ -169,7 +169,11 @@ impl PageIndex {
                 continue;
             }
             n += 1;
-            assert_eq!(self.get(s.key), Some(s.val), "index: key at {i} unreachable");
+            assert_eq!(
+                self.get(s.key),
+                Some(s.val),
+                "index: key at {i} unreachable"
+            );
         }
         assert_eq!(n, self.len, "index: length");
         assert!(self.len * 2 <= self.slots.len(), "index: load above 1/2");

@@ -1,7 +1,7 @@
 //! The LIRS replacement core of the page cache, I/O-free: one instance is the real
 //! cache's bookkeeping, others are the miniature simulations of the tuner and the advisor.
 //!
-//! Structure (as in NDB's PGMAN, `pgman.hpp`): every known page has one [`Entry`] in a
+//! Structure (as in NDB's PGMAN, `pgman.hpp`): every known page has one `Entry` in a
 //! slab, found through a hash map. Entries are *hot* (LIR) or *cold* (HIR); hot pages are
 //! always resident. Three intrusive doubly linked lists thread the slab:
 //! - the **stack** (top = most recent): all hot entries plus the cold entries referenced
@@ -12,14 +12,22 @@
 //!
 //! Differences from textbook LIRS, all reducing to it with `hot_limit = capacity - Lhirs`
 //! (checked against Song Jiang's `lirs.c` numbers):
-//! - the hot limit `L` is a parameter that may change at run time (the tuner moves it;
-//!   `L = 0` is exactly LRU: the queue is then the LRU list of the resident pages);
-//! - while fewer than `L` pages are hot (warm-up, after a shrink of the hot part, after a
-//!   hot page had to be evicted), any re-referenced page is promoted and the stack is not
-//!   pruned, so history gathered in an LRU phase survives a switch back to LIRS;
+//! - the hot limit `L` is a parameter that may change at run time (the race moves it).
+//!   `L = 0` is exactly LRU, in an "LRU layout": resident pages live on the queue only
+//!   (one list move per hit, as a LIRS hot hit), and evicted pages are pushed on the
+//!   stack as ghosts, newest on top, so the stack keeps the recency history;
+//! - raising `L` promotes resident cold pages from the queue front (oldest first, onto
+//!   the stack top) until the hot part is full: after an LRU phase the hot part is
+//!   filled at once with pages already paid for, which is what keeps a loop's pages when
+//!   the cache switches from LRU to LIRS in the middle of the loop; lowering `L` demotes
+//!   stack-bottom pages. Both at most `budget` moves per call (O(1) per access);
+//! - while fewer than `L` pages are hot (warm-up, after a hot page had to be evicted or
+//!   was removed), any re-referenced page is promoted and the stack is not pruned;
 //! - correlated references (NDB's `CORR_REQ`, or the same page twice in a row) of a
 //!   resident page change no state, and a correlated miss loads the page cold without
 //!   touching the stack;
+//! - non-resident entries are bounded (`nonres_limit`, NDB's `DiskPageBufferEntries`
+//!   times the capacity): the oldest ghost is dropped first;
 //! - victims must satisfy the caller's `evictable` predicate: the queue is scanned from
 //!   its front, then hot pages from the stack bottom, [`VICTIM_SCAN`] entries each.
 //!
@@ -160,8 +168,7 @@ impl Lirs {
     }
     /// Bytes of metadata held (slab + hash map, approximate).
     pub fn memory_bytes(&self) -> usize {
-        self.entries.capacity() * std::mem::size_of::<Entry>()
-            + self.map.memory_bytes()
+        self.entries.capacity() * std::mem::size_of::<Entry>() + self.map.memory_bytes()
     }
 
     pub fn is_resident(&self, page: PageId) -> bool {
@@ -684,7 +691,11 @@ impl Lirs {
                 assert_eq!(e.prev[s], prev, "list {list}: broken prev link");
                 let flag = [ON_STACK, ON_QUEUE, ON_GHOST][list];
                 assert!(e.flags & flag != 0, "list {list}: entry without its flag");
-                assert_eq!(self.map.get(e.page), Some(i), "list {list}: entry not in map");
+                assert_eq!(
+                    self.map.get(e.page),
+                    Some(i),
+                    "list {list}: entry not in map"
+                );
                 prev = i;
                 i = e.next[s];
                 n += 1;
@@ -722,7 +733,10 @@ impl Lirs {
                     assert!(f & ON_QUEUE != 0, "resident cold entry not on the queue");
                 }
             } else {
-                assert!(f & ON_GHOST != 0, "non-resident entry not on the ghost list");
+                assert!(
+                    f & ON_GHOST != 0,
+                    "non-resident entry not on the ghost list"
+                );
                 assert!(f & ON_STACK != 0, "non-resident entry not on the stack");
             }
         }

@@ -5,13 +5,14 @@
 //! - [`lirs`]: the LIRS core as in PGMAN — hot stack, resident cold queue, non-resident
 //!   entries bounded to `DiskPageBufferEntries x capacity`, correlated references that
 //!   do not promote, victims restricted to evictable pages — with a hot limit that can
-//!   move at run time (`0` is exactly LRU).
-//! - [`tune`]: the race that picks the hot limit: an LRU expert (free, from the reuse
-//!   histogram) against a LIRS expert (a miniature simulation), switching on a
-//!   significant lead. Beats plain LIRS on `sprite` and `zigzag` (it is LRU there) and
-//!   stays within a few percent of it on loops, scans and `cs`.
+//!   move at run time (`0` is exactly LRU); [`index`] is its page-id hash index.
+//! - [`tune`]: the race that picks the hot limit: an LRU expert against a LIRS expert
+//!   (miniature simulations on a sample), switching on a significant lead. It is LRU on
+//!   `sprite` and `zigzag` (where plain LIRS loses) and within 1-4% of plain LIRS on
+//!   loops, scans and `cs`.
 //! - [`advisor`]: SHARDS sampling, an exact LRU stack-distance histogram and miniature
-//!   copies of this very policy at a grid of sizes: `predict_hit_ratio(size)`.
+//!   copies of this very policy at a grid of sizes: `predict_hit_ratio(size)`. Its 1x
+//!   copy also hosts the race.
 //! - [`shards`]: the sampler and the histogram. [`sim`]: traces, OPT, LRU, plain LIRS.
 //!
 //! Invariants: `resident <= capacity` except when no evictable victim exists (the
@@ -21,9 +22,10 @@
 //! [`advisor::SETTLE_BUDGET`] moves per access after a change). [`PageCachePolicy::check`]
 //! verifies all of them.
 //!
-//! Complexity: O(1) per access, no allocation once the structures reached their bounded
-//! size; a sampled access (rate `R`, 1 for small caches) adds O(log) for the histogram
-//! and one LIRS step per miniature cache. Design notes and measurements:
+//! Complexity: O(1) per access; no allocation per access once the structures reached
+//! their bounded size (the histogram renumbers its time axis every few thousand sampled
+//! references). A sampled access (rate at most `512 / capacity`) adds O(log) for the
+//! histogram and two LIRS steps per grid size. Design notes and measurements:
 //! `docs/page-cache-policy.md`.
 
 pub mod advisor;
@@ -36,10 +38,10 @@ pub mod tune;
 #[cfg(test)]
 mod tests;
 
-use advisor::{Advisor, ModelConfig, SETTLE_BUDGET};
 pub use advisor::AdvisorConfig;
-use lirs::{Lirs, Outcome};
+use advisor::{Advisor, ModelConfig, SETTLE_BUDGET};
 pub use lirs::PageId;
+use lirs::{Lirs, Outcome};
 use tune::Tuner;
 pub use tune::{Mode, RaceConfig};
 
@@ -129,7 +131,7 @@ pub struct PolicyStats {
     /// Misses on a full cache that found no evictable victim.
     pub no_victim: u64,
     pub over_capacity: usize,
-    pub mode: Option<Mode>,
+    pub mode: Mode,
     pub mode_switches: u64,
     pub tuner_sample_rate: f64,
     pub advisor_sample_rate: f64,
@@ -146,6 +148,8 @@ pub struct PageCachePolicy {
     real: Lirs,
     tuner: Option<Tuner>,
     mode: Mode,
+    /// Mode switches before the last resize.
+    switches_before: u64,
     advisor: Option<Advisor>,
     stats: PolicyStats,
 }
@@ -156,7 +160,9 @@ impl PageCachePolicy {
         PageCachePolicy::with_config(PolicyConfig::new(capacity))
     }
 
-    pub fn with_config(cfg: PolicyConfig) -> PageCachePolicy {
+    /// A policy with `cfg` (a capacity of 0 is taken as 1).
+    pub fn with_config(mut cfg: PolicyConfig) -> PageCachePolicy {
+        cfg.capacity = cfg.capacity.max(1);
         let model = cfg.model();
         let mode = model.start_mode();
         let c = cfg.capacity;
@@ -168,19 +174,52 @@ impl PageCachePolicy {
         let advisor = cfg
             .advisor_enabled
             .then(|| Advisor::new(&cfg.advisor, &model, c));
-        let tuner = model
-            .race
-            .as_ref()
-            .map(|rc| Tuner::new(rc, c, cfg.hir_fraction, cfg.entries_per_page, mode));
+        let tuner = Self::own_tuner(&cfg, &model, advisor.as_ref(), mode);
         PageCachePolicy {
             cfg,
             model,
             real,
             tuner,
             mode,
+            switches_before: 0,
             advisor,
             stats: PolicyStats::default(),
         }
+    }
+
+    /// The race runs in the advisor's 1x miniature cache when there is one (it is a
+    /// copy of this cache: same race, same sample), else in a tuner of its own.
+    fn own_tuner(
+        cfg: &PolicyConfig,
+        model: &ModelConfig,
+        advisor: Option<&Advisor>,
+        mode: Mode,
+    ) -> Option<Tuner> {
+        let rc = model.race.as_ref()?;
+        if advisor.is_some_and(|a| a.mode().is_some()) {
+            return None;
+        }
+        Some(Tuner::new(
+            rc,
+            cfg.capacity,
+            cfg.hir_fraction,
+            cfg.entries_per_page,
+            mode,
+        ))
+    }
+
+    /// The advisor's 1x copy disappeared (its sampled size fell below the minimum
+    /// after rate halvings, only possible with a custom grid): race on our own.
+    #[cold]
+    fn lost_race(&mut self) {
+        self.switches_before += self.advisor.as_ref().map_or(0, |a| a.switches());
+        self.tuner = Self::own_tuner(&self.cfg, &self.model, None, self.mode);
+    }
+
+    fn switch_to(&mut self, m: Mode) {
+        self.mode = m;
+        let limit = self.model.hot_limit(self.cfg.capacity, m);
+        self.real.set_hot_limit(limit, SETTLE_BUDGET);
     }
 
     /// One page request. `correlated`: a re-reference within the same operation (NDB's
@@ -198,9 +237,7 @@ impl PageCachePolicy {
         if let Some(t) = &mut self.tuner
             && let Some(m) = t.observe(page, correlated)
         {
-            self.mode = m;
-            let limit = self.model.hot_limit(self.cfg.capacity, m);
-            self.real.set_hot_limit(limit, SETTLE_BUDGET);
+            self.switch_to(m);
         }
         let out = self.real.access(page, correlated, &mut is_evictable);
         let hit = out == Outcome::Hit;
@@ -209,6 +246,13 @@ impl PageCachePolicy {
             a.count_real(hit);
             if a.sampler.takes(page) {
                 a.observe(&self.model, page, correlated);
+                if self.tuner.is_none() {
+                    match a.mode() {
+                        Some(m) if m != self.mode => self.switch_to(m),
+                        Some(_) => {}
+                        None => self.lost_race(),
+                    }
+                }
             }
         }
         self.real.settle_step(SETTLE_BUDGET);
@@ -250,6 +294,7 @@ impl PageCachePolicy {
         new_capacity: usize,
         mut is_evictable: F,
     ) -> Vec<PageId> {
+        let new_capacity = new_capacity.max(1);
         self.cfg.capacity = new_capacity;
         let v = self.real.resize(
             new_capacity,
@@ -258,21 +303,13 @@ impl PageCachePolicy {
             &mut is_evictable,
         );
         self.stats.evictions += v.len() as u64;
+        self.switches_before += self.switches_now();
         if self.advisor.is_some() {
-            self.advisor = Some(Advisor::new(&self.cfg.advisor, &self.model, new_capacity));
+            let mut a = Advisor::new(&self.cfg.advisor, &self.model, new_capacity);
+            a.set_mode(&self.model, self.mode);
+            self.advisor = Some(a);
         }
-        if let Some(rc) = &self.model.race {
-            let switches = self.tuner.as_ref().map_or(0, |t| t.race.switches);
-            let mut t = Tuner::new(
-                rc,
-                new_capacity,
-                self.cfg.hir_fraction,
-                self.cfg.entries_per_page,
-                self.mode,
-            );
-            t.race.switches = switches;
-            self.tuner = Some(t);
-        }
+        self.tuner = Self::own_tuner(&self.cfg, &self.model, self.advisor.as_ref(), self.mode);
         v
     }
 
@@ -286,6 +323,10 @@ impl PageCachePolicy {
 
     pub fn contains(&self, page: PageId) -> bool {
         self.real.is_resident(page)
+    }
+    /// Whether `page` is hot (LIR).
+    pub fn is_hot(&self, page: PageId) -> bool {
+        self.real.is_hot(page)
     }
     pub fn capacity(&self) -> usize {
         self.cfg.capacity
@@ -317,14 +358,26 @@ impl PageCachePolicy {
             nonresident: self.real.nonresident(),
             nonresident_limit: self.real.nonres_limit(),
             over_capacity: self.real.resident().saturating_sub(self.cfg.capacity),
-            mode: Some(self.mode),
-            mode_switches: self.tuner.as_ref().map_or(0, |t| t.race.switches),
-            tuner_sample_rate: self.tuner.as_ref().map_or(0.0, |t| t.sampler.rate()),
+            mode: self.mode,
+            mode_switches: self.switches_before + self.switches_now(),
+            tuner_sample_rate: match (&self.tuner, &self.advisor) {
+                (Some(t), _) => t.sampler.rate(),
+                (None, Some(a)) if self.model.race.is_some() => a.sampler.rate(),
+                _ => 0.0,
+            },
             advisor_sample_rate: self.advisor.as_ref().map_or(0.0, |a| a.sampler.rate()),
             memory_bytes: self.real.memory_bytes(),
             tuner_memory_bytes: self.tuner.as_ref().map_or(0, |t| t.memory_bytes()),
             advisor_memory_bytes: self.advisor.as_ref().map_or(0, |a| a.memory_bytes()),
             ..self.stats.clone()
+        }
+    }
+
+    fn switches_now(&self) -> u64 {
+        match (&self.tuner, &self.advisor) {
+            (Some(t), _) => t.race.switches,
+            (None, Some(a)) => a.switches(),
+            _ => 0,
         }
     }
 
@@ -341,12 +394,16 @@ impl PageCachePolicy {
     /// Predicted hit ratio (0..1) of this cache with `capacity_pages` pages, on the
     /// references seen (over the advisor's window). 0 without an advisor.
     pub fn predict_hit_ratio(&self, capacity_pages: usize) -> f64 {
-        self.advisor.as_ref().map_or(0.0, |a| a.predict(capacity_pages))
+        self.advisor
+            .as_ref()
+            .map_or(0.0, |a| a.predict(capacity_pages))
     }
 
     /// LRU's hit ratio (0..1) at `capacity_pages`, from the stack-distance histogram.
     pub fn predict_lru_hit_ratio(&self, capacity_pages: usize) -> f64 {
-        self.advisor.as_ref().map_or(0.0, |a| a.lru_ratio(capacity_pages))
+        self.advisor
+            .as_ref()
+            .map_or(0.0, |a| a.lru_ratio(capacity_pages))
     }
 
     /// `(capacity, predicted hit ratio in percent)` for each capacity asked.
@@ -379,6 +436,8 @@ impl PageCachePolicy {
             t.lru.check();
             t.race.lirs.check();
             assert_eq!(t.race.mode, self.mode);
+        } else if let Some(m) = self.advisor.as_ref().and_then(|a| a.mode()) {
+            assert_eq!(m, self.mode, "the advisor's 1x copy decides the mode");
         }
         for g in self.advisor.iter().flat_map(|a| &a.grid) {
             g.cache.check();

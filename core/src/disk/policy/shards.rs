@@ -9,13 +9,16 @@
 //!
 //! Distances are exact within the horizon: a Fenwick tree over access times holds a 1 at
 //! the last access time of every tracked page (Bennett & Kruskal); the number of ones
-//! after a page's previous time is its distance. Time slots are renumbered when they run
-//! out, keeping the `horizon` most recent pages (older ones count as first references).
+//! after a page's previous time is its distance. When the time slots (twice the budget)
+//! run out they are renumbered, keeping the pages within the horizon; if more than the
+//! budget remain, [`ReuseHist::over_budget`] tells the owner to halve the sampling rate
+//! ([`ReuseHist::resample`] then drops the pages left out and rescales distances and
+//! counts), which is the fixed-size variant of SHARDS.
 //!
-//! Invariants: every tracked page has exactly one set bit, at its last time;
-//! `tracked <= slots`; after a renumbering `tracked <= horizon`.
+//! Invariants: every tracked page has exactly one set bit, at its last time; tracked
+//! pages fit in the slots; distances below the horizon are exact.
 //! Complexity: O(log slots) per sampled reference, plus an amortised O(1) share of the
-//! O(slots) renumbering; memory about 40 bytes per tracked page.
+//! O(slots) renumbering; memory about 40 bytes per slot and tracked page.
 
 use super::lirs::PageId;
 use foldhash::fast::FixedState;
@@ -180,7 +183,9 @@ impl ReuseHist {
             }
         }
         // Keep a quarter of the slots free so that renumberings stay rare.
-        let keep = self.horizon.min(self.page_at.len() - self.page_at.len() / 4);
+        let keep = self
+            .horizon
+            .min(self.page_at.len() - self.page_at.len() / 4);
         let drop = live.len().saturating_sub(keep);
         self.over = live.len().min(self.horizon) > self.budget;
         for p in &live[..drop] {

@@ -105,9 +105,7 @@ pub fn zipf_trace(
 /// `rows_per_page` to a page; each read references the row's page once.
 pub fn uniform_rows_trace(rows: u64, rows_per_page: u64, refs: usize, seed: u64) -> Vec<PageId> {
     let mut rng = Rng::new(seed);
-    (0..refs)
-        .map(|_| rng.below(rows) / rows_per_page)
-        .collect()
+    (0..refs).map(|_| rng.below(rows) / rows_per_page).collect()
 }
 
 /// Hits of Belady's OPT (demand paging, no bypass) with `cap` frames.

@@ -1,17 +1,19 @@
-//! The tuner: a race between an LRU expert and a LIRS expert on sampled references,
-//! deciding which hot limit the cache runs with.
+//! The race between an LRU expert and a LIRS expert on sampled references, deciding
+//! which hot limit (mode) the cache runs with.
 //!
-//! - The LRU expert costs nothing: an LRU cache of `k` pages hits exactly the references
-//!   whose stack distance is below `k`, which the reuse histogram computes anyway.
+//! - The LRU expert: an LRU cache of `k` pages hits exactly the references whose stack
+//!   distance is below `k`; inside the advisor the reuse histogram gives that for free,
+//!   the stand-alone [`Tuner`] (advisor disabled) runs an exact LRU miniature instead.
 //! - The LIRS expert is a miniature simulation: the same LIRS core with a fixed HIR share
 //!   (1%, as in the paper and PGMAN) at the sampled capacity.
 //!
 //! Per sampled reference the race adds `d = lirs_hit - lru_hit` to a decayed lead `D`
 //! and `d^2` (a disagreement) to `V`. The mode changes when the other expert's lead is
-//! significant: `D > z * sqrt(V) + margin` (a sequential test; `D` and `V` restart at
-//! each change). On a loop the LIRS expert wins every disagreement and the test fires
-//! after a few dozen references; on LRU-friendly traces such as `sprite`, where LIRS
-//! leads only in short bursts, `V` grows as fast as `D` and the cache stays LRU.
+//! significant: `D - margin > z * sqrt(V)` (a sequential test; `D` and `V` restart at
+//! each change; decay window 16 cache sizes). On a loop the LIRS expert wins every
+//! disagreement and the test fires after a few dozen references; on LRU-friendly traces
+//! such as `sprite`, where LIRS leads only in short bursts, `V` grows as fast as `D` and
+//! the cache stays LRU.
 //!
 //! The race starts in LRU mode. That choice is forced: `scan` and `zigzag` share their
 //! first 2,001 references, after which `scan` wants the oldest pages kept (LIRS) and
@@ -19,16 +21,17 @@
 //! switch to LIRS fills the hot part with the pages already resident (see
 //! `Lirs::settle`), which keeps scan, loop and cs within 1-4% of plain LIRS.
 //!
-//! Invariants: `D`, `V` are reset at each mode change; `V >= |D|` in the undecayed case.
-//! Complexity: O(1) per sampled reference (one LIRS simulation step).
+//! Invariants: `D`, `V` restart at each mode change; `V >= |D|` without decay.
+//! Complexity: O(1) per sampled reference (one LIRS step, two for the stand-alone tuner).
 
 use super::lirs::{Lirs, Outcome, PageId};
 use super::shards::Sampler;
 
 /// Replacement mode of a cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// Hot limit 0: the queue is an LRU list of all resident pages.
+    #[default]
     Lru,
     /// Hot limit `capacity - max(2, hir_fraction * capacity)`: LIRS as in PGMAN.
     Lirs,
@@ -37,7 +40,7 @@ pub enum Mode {
 /// Parameters of the race.
 #[derive(Clone, Debug)]
 pub struct RaceConfig {
-    /// The real cache's race runs on a sample of rate `min(1, sample_pages / capacity)`.
+    /// A stand-alone [`Tuner`] samples at `min(1, sample_pages / capacity)`.
     pub sample_pages: usize,
     /// Decay window of `D` and `V`, in sampled cache sizes of references.
     pub window_caches: f64,
@@ -147,8 +150,9 @@ impl Race {
     }
 }
 
-/// The real cache's tuner: the race on its own sample, with an exact LRU simulation as
-/// the LRU expert (the advisor's histogram may run at another rate, or not at all).
+/// A stand-alone race for the real cache when the advisor (whose 1x copy normally
+/// hosts the race) is disabled: its own sample, an exact LRU miniature as the LRU
+/// expert.
 pub struct Tuner {
     pub sampler: Sampler,
     pub sampled_capacity: usize,
