@@ -19,8 +19,9 @@
 //! it has a free slot; the free-slot chain of a page has exactly `free count` entries;
 //! `rows` equals the number of used slots.
 
-use super::pool::{PAGE_SIZE, Page, PageBox, PageKind, PagePool};
-use super::row_id::{MAX_LOGICAL_PAGES, MAX_SLOTS_PER_PAGE, RowId};
+use super::page_map::PageMap;
+use super::pool::{PAGE_SIZE, Page, PageKind, PagePool};
+use super::row_id::{MAX_SLOTS_PER_PAGE, RowId};
 
 pub const FIXED_PAGE_MAGIC: u32 = 0x5455_5046; // "FPUT"
 pub const PAGE_HEADER_SIZE: usize = 64;
@@ -48,12 +49,10 @@ pub const ROW_VERSION_SHIFT: u32 = 16;
 pub struct FixedPages {
     slot_size: u32,
     slots_per_page: u32,
-    pages: Vec<Option<PageBox>>,
-    free_logical: Vec<u32>,
+    pages: PageMap,
     list_head: u32,
     list_tail: u32,
     rows: u64,
-    pages_held: u32,
 }
 
 impl FixedPages {
@@ -71,12 +70,10 @@ impl FixedPages {
         FixedPages {
             slot_size,
             slots_per_page,
-            pages: Vec::new(),
-            free_logical: Vec::new(),
+            pages: PageMap::new(PageKind::Fixed),
             list_head: NONE,
             list_tail: NONE,
             rows: 0,
-            pages_held: 0,
         }
     }
 
@@ -90,15 +87,15 @@ impl FixedPages {
         self.rows
     }
     pub fn pages(&self) -> u32 {
-        self.pages_held
+        self.pages.held()
     }
     /// Logical page numbers in use are below this (scan bound).
     pub fn logical_pages(&self) -> u32 {
-        self.pages.len() as u32
+        self.pages.logical_len()
     }
     /// Free slots on held pages.
     pub fn free_slots(&self) -> u64 {
-        self.pages_held as u64 * self.slots_per_page as u64 - self.rows
+        self.pages.held() as u64 * self.slots_per_page as u64 - self.rows
     }
 
     #[inline]
@@ -190,8 +187,7 @@ impl FixedPages {
     /// The row's header word, or None when the id does not name a used slot.
     #[inline]
     pub fn header(&self, row: RowId) -> Option<u32> {
-        let lp = row.page() as usize;
-        let page = self.pages.get(lp)?.as_ref()?;
+        let page = self.pages.get(row.page())?;
         if row.slot() >= self.slots_per_page {
             return None;
         }
@@ -214,8 +210,8 @@ impl FixedPages {
     pub fn next_row(&self, from: RowId) -> Option<RowId> {
         let mut lp = from.page();
         let mut slot = from.slot();
-        while (lp as usize) < self.pages.len() {
-            if let Some(page) = &self.pages[lp as usize] {
+        while lp < self.pages.logical_len() {
+            if let Some(page) = self.pages.get(lp) {
                 let free = page.u32_at(OFF_FREE_COUNT);
                 if free < self.slots_per_page {
                     while slot < self.slots_per_page {
@@ -234,95 +230,50 @@ impl FixedPages {
 
     /// Returns every page to the pool (TRUNCATE, DROP).
     pub fn free_all(&mut self, pool: &PagePool) {
-        for p in self.pages.drain(..).flatten() {
-            pool.free(PageKind::Fixed, p);
-        }
-        self.free_logical.clear();
+        self.pages.free_all(pool);
         self.list_head = NONE;
         self.list_tail = NONE;
         self.rows = 0;
-        self.pages_held = 0;
     }
 
     fn add_page(&mut self, pool: &PagePool) -> Option<()> {
-        let lp = match self.free_logical.pop() {
-            Some(lp) => lp,
-            None => {
-                if self.pages.len() as u32 >= MAX_LOGICAL_PAGES {
-                    return None;
-                }
-                self.pages.push(None);
-                self.pages.len() as u32 - 1
-            }
-        };
-        let Some(mut page) = pool.alloc(PageKind::Fixed) else {
-            self.free_logical.push(lp);
-            return None;
-        };
+        let (slots_per_page, slot_size) = (self.slots_per_page, self.slot_size);
+        let (lp, page) = self.pages.add(pool)?;
         page.bytes_mut()[..PAGE_HEADER_SIZE].fill(0);
         page.set_u32_at(OFF_MAGIC, FIXED_PAGE_MAGIC);
         page.set_u32_at(OFF_LOGICAL, lp);
-        page.set_u32_at(OFF_FREE_COUNT, self.slots_per_page);
+        page.set_u32_at(OFF_FREE_COUNT, slots_per_page);
         page.set_u32_at(OFF_FIRST_FREE, 0);
         page.set_u32_at(OFF_PREV, NONE);
         page.set_u32_at(OFF_NEXT, NONE);
-        for s in 0..self.slots_per_page {
-            let off = PAGE_HEADER_SIZE + (s * self.slot_size) as usize;
+        for s in 0..slots_per_page {
+            let off = PAGE_HEADER_SIZE + (s * slot_size) as usize;
             page.set_u32_at(off, ROW_FREE);
-            page.set_u32_at(
-                off + 4,
-                if s + 1 < self.slots_per_page {
-                    s + 1
-                } else {
-                    NONE
-                },
-            );
+            page.set_u32_at(off + 4, if s + 1 < slots_per_page { s + 1 } else { NONE });
         }
         // New pages are fully "changed" so that the first checkpoint scans them.
         page.bytes_mut()[OFF_CHANGE_MAP..OFF_CHANGE_MAP + CHANGE_MAP_BYTES].fill(0xFF);
-        self.pages[lp as usize] = Some(page);
-        self.pages_held += 1;
         self.list_push_tail(lp);
         Some(())
     }
 
     fn release_page(&mut self, pool: &PagePool, lp: u32) {
-        let page = self.pages[lp as usize]
-            .take()
-            .expect("releasing a page that is held");
         assert_eq!(
-            page.u32_at(OFF_FREE_COUNT),
+            self.page(lp).u32_at(OFF_FREE_COUNT),
             self.slots_per_page,
             "releasing a non-empty page"
         );
-        pool.free(PageKind::Fixed, page);
-        self.pages_held -= 1;
-        if lp as usize + 1 == self.pages.len() {
-            self.pages.pop();
-            while matches!(self.pages.last(), Some(None)) {
-                self.pages.pop();
-            }
-            let len = self.pages.len() as u32;
-            self.free_logical.retain(|&l| l < len);
-        } else {
-            self.free_logical.push(lp);
-        }
+        self.pages.release(pool, lp);
     }
 
     #[inline]
     fn page(&self, lp: u32) -> &Page {
-        match self.pages.get(lp as usize) {
-            Some(Some(p)) => p,
-            _ => panic!("fixed page {lp} is not held by this fragment"),
-        }
+        self.pages.page(lp)
     }
 
     #[inline]
     fn page_mut(&mut self, lp: u32) -> &mut Page {
-        match self.pages.get_mut(lp as usize) {
-            Some(Some(p)) => p,
-            _ => panic!("fixed page {lp} is not held by this fragment"),
-        }
+        self.pages.page_mut(lp)
     }
 
     fn list_push_tail(&mut self, lp: u32) {
@@ -369,9 +320,8 @@ impl FixedPages {
     pub fn check(&self) -> Result<(), String> {
         let mut used = 0u64;
         let mut on_list = 0u32;
-        for (lp, p) in self.pages.iter().enumerate() {
-            let Some(p) = p else { continue };
-            if p.u32_at(OFF_MAGIC) != FIXED_PAGE_MAGIC || p.u32_at(OFF_LOGICAL) != lp as u32 {
+        for (lp, p) in self.pages.iter() {
+            if p.u32_at(OFF_MAGIC) != FIXED_PAGE_MAGIC || p.u32_at(OFF_LOGICAL) != lp {
                 return Err(format!("page {lp}: bad magic or logical number"));
             }
             let free = p.u32_at(OFF_FREE_COUNT);
@@ -399,7 +349,7 @@ impl FixedPages {
         let mut lp = self.list_head;
         while lp != NONE {
             walk += 1;
-            if walk > self.pages_held {
+            if walk > self.pages.held() {
                 return Err("free list loops".into());
             }
             lp = self.page(lp).u32_at(OFF_NEXT);
@@ -418,7 +368,7 @@ impl FixedPages {
     /// Prefetch hint for a row's fixed part.
     #[inline]
     pub fn prefetch(&self, row: RowId) {
-        if let Some(Some(p)) = self.pages.get(row.page() as usize) {
+        if let Some(p) = self.pages.get(row.page()) {
             let off = self.slot_off(row.slot());
             super::prefetch(&p.bytes()[off..off + 1]);
         }

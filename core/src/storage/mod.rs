@@ -2,6 +2,7 @@
 //! of rows, per fragment.
 
 pub mod fixed;
+pub mod page_map;
 pub mod pool;
 pub mod row_id;
 pub mod var;

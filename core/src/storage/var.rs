@@ -23,8 +23,9 @@
 //! takes the head of the next lists up, then a new page. A page whose last entry is freed
 //! goes back to the pool at once.
 
-use super::pool::{PAGE_SIZE, Page, PageBox, PageKind, PagePool};
-use super::row_id::{MAX_LOGICAL_PAGES, ROW_ID_SLOT_BITS};
+use super::page_map::PageMap;
+use super::pool::{PAGE_SIZE, Page, PageKind, PagePool};
+use super::row_id::ROW_ID_SLOT_BITS;
 
 pub const VAR_PAGE_MAGIC: u32 = 0x5241_5654; // "TVAR"
 const HEADER: usize = 64;
@@ -57,10 +58,8 @@ fn list_of(free: u32) -> usize {
 }
 
 pub struct VarPages {
-    pages: Vec<Option<PageBox>>,
-    free_logical: Vec<u32>,
+    pages: PageMap,
     heads: [u32; LISTS],
-    pages_held: u32,
     entries: u64,
     bytes_used: u64,
 }
@@ -74,17 +73,15 @@ impl Default for VarPages {
 impl VarPages {
     pub fn new() -> VarPages {
         VarPages {
-            pages: Vec::new(),
-            free_logical: Vec::new(),
+            pages: PageMap::new(PageKind::Var),
             heads: [NONE; LISTS],
-            pages_held: 0,
             entries: 0,
             bytes_used: 0,
         }
     }
 
     pub fn pages(&self) -> u32 {
-        self.pages_held
+        self.pages.held()
     }
     pub fn entries(&self) -> u64 {
         self.entries
@@ -97,8 +94,7 @@ impl VarPages {
     pub fn free_bytes(&self) -> u64 {
         self.pages
             .iter()
-            .flatten()
-            .map(|p| p.u32_at(OFF_FREE) as u64)
+            .map(|(_, p)| p.u32_at(OFF_FREE) as u64)
             .sum()
     }
 
@@ -193,9 +189,7 @@ impl VarPages {
     }
 
     pub fn free_all(&mut self, pool: &PagePool) {
-        for p in self.pages.drain(..).flatten() {
-            pool.free(PageKind::Var, p);
-        }
+        self.pages.free_all(pool);
         *self = VarPages::new();
     }
 
@@ -252,20 +246,7 @@ impl VarPages {
     }
 
     fn add_page(&mut self, pool: &PagePool) -> Option<u32> {
-        let lp = match self.free_logical.pop() {
-            Some(lp) => lp,
-            None => {
-                if self.pages.len() as u32 >= MAX_LOGICAL_PAGES {
-                    return None;
-                }
-                self.pages.push(None);
-                self.pages.len() as u32 - 1
-            }
-        };
-        let Some(mut p) = pool.alloc(PageKind::Var) else {
-            self.free_logical.push(lp);
-            return None;
-        };
+        let (lp, p) = self.pages.add(pool)?;
         p.bytes_mut()[..HEADER].fill(0);
         p.set_u32_at(OFF_MAGIC, VAR_PAGE_MAGIC);
         p.set_u32_at(OFF_LOGICAL, lp);
@@ -275,27 +256,12 @@ impl VarPages {
         p.set_u32_at(OFF_LIST, NONE);
         p.set_u32_at(OFF_PREV, NONE);
         p.set_u32_at(OFF_NEXT, NONE);
-        self.pages[lp as usize] = Some(p);
-        self.pages_held += 1;
         self.relist(lp);
         Some(lp)
     }
 
     fn release_page(&mut self, pool: &PagePool, lp: u32) {
-        let p = self.pages[lp as usize]
-            .take()
-            .expect("releasing a held var page");
-        pool.free(PageKind::Var, p);
-        self.pages_held -= 1;
-        if lp as usize + 1 == self.pages.len() {
-            while matches!(self.pages.last(), Some(None)) {
-                self.pages.pop();
-            }
-            let len = self.pages.len() as u32;
-            self.free_logical.retain(|&l| l < len);
-        } else {
-            self.free_logical.push(lp);
-        }
+        self.pages.release(pool, lp);
     }
 
     /// Puts the page on the list matching its free bytes.
@@ -346,26 +312,19 @@ impl VarPages {
 
     #[inline]
     fn page(&self, lp: u32) -> &Page {
-        match self.pages.get(lp as usize) {
-            Some(Some(p)) => p,
-            _ => panic!("var page {lp} is not held by this fragment"),
-        }
+        self.pages.page(lp)
     }
 
     #[inline]
     fn page_mut(&mut self, lp: u32) -> &mut Page {
-        match self.pages.get_mut(lp as usize) {
-            Some(Some(p)) => p,
-            _ => panic!("var page {lp} is not held by this fragment"),
-        }
+        self.pages.page_mut(lp)
     }
 
     /// Verifies page accounting and list membership.
     pub fn check(&self) -> Result<(), String> {
         let mut entries = 0u64;
-        for (lp, p) in self.pages.iter().enumerate() {
-            let Some(p) = p else { continue };
-            if p.u32_at(OFF_MAGIC) != VAR_PAGE_MAGIC || p.u32_at(OFF_LOGICAL) != lp as u32 {
+        for (lp, p) in self.pages.iter() {
+            if p.u32_at(OFF_MAGIC) != VAR_PAGE_MAGIC || p.u32_at(OFF_LOGICAL) != lp {
                 return Err(format!("var page {lp}: bad magic or logical number"));
             }
             let dir = p.u32_at(OFF_DIR_COUNT);
@@ -441,7 +400,7 @@ impl VarPages {
     #[inline]
     pub fn prefetch_dir(&self, r: u32) {
         let (lp, idx) = split(r);
-        if let Some(Some(p)) = self.pages.get(lp as usize) {
+        if let Some(p) = self.pages.get(lp) {
             let off = dir_off(idx);
             super::prefetch(&p.bytes()[off..off + 1]);
         }
@@ -451,7 +410,7 @@ impl VarPages {
     #[inline]
     pub fn prefetch(&self, r: u32) {
         let (lp, idx) = split(r);
-        if let Some(Some(p)) = self.pages.get(lp as usize) {
+        if let Some(p) = self.pages.get(lp) {
             let e = p.u32_at(dir_off(idx));
             if e & DIR_FREE == 0 {
                 let pos = (e & 0xFFFF) as usize;
