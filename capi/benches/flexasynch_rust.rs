@@ -5,10 +5,11 @@
 //!
 //! What the C ABI does with a batch of 32 transactions prepared with executeAsynchPrepare
 //! and sent with sendPollNdb, done here through the Rust API: committed reads go through
-//! `Ndb::read_batch_into` (one call for the 32 keys), writes run one engine
-//! `Transaction` each (`define_by_pos` + `execute(Commit)`). For reference, two other
-//! ways to read: `read_tx32` (one Transaction with 32 reads) and `read_tx_per_op` (one
-//! Transaction per read).
+//! `Ndb::read_batch_visit` (one call for the 32 keys, each row copied from its stored
+//! form into a row of 24 Uint32), writes run one engine `Transaction` each
+//! (`define_by_pos` + `execute(Commit)`). For reference, three other ways to read:
+//! `read_values` (`Ndb::read_batch_into`, rows decoded into `Value`s), `read_tx32` (one
+//! Transaction with 32 reads) and `read_tx_per_op` (one Transaction per read).
 //!
 //! Usage: `cargo bench -p rndb-capi --bench flexasynch_rust -- [threads] [ops_per_thread] [parallel]`
 //! Prints one line per phase: `rust <phase> <threads> <ops/s>`.
@@ -59,6 +60,7 @@ fn table(ndb: &Ndb) -> rndb_core::Result<Arc<TableRuntime>> {
 enum Phase {
     Insert,
     Read,
+    ReadValues,
     ReadTx32,
     ReadTxPerOp,
     Update,
@@ -70,6 +72,7 @@ impl Phase {
         match self {
             Phase::Insert => "insert",
             Phase::Read => "read",
+            Phase::ReadValues => "read_values",
             Phase::ReadTx32 => "read_tx32",
             Phase::ReadTxPerOp => "read_tx_per_op",
             Phase::Update => "update",
@@ -106,11 +109,31 @@ fn run_phase(
     let read_cols: Vec<usize> = (1..=ATTRS).collect();
     let mut sum = 0u64;
     let (mut keys, mut out, mut found) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rows: Vec<[u32; ATTRS]> = Vec::new();
     let mut i = 0;
     while i < ops {
         let n = parallel.min(ops - i);
         match phase {
             Phase::Read => {
+                // As the C ABI does: each row found is copied from its stored form into
+                // the caller's row (24 Uint32 values), under the fragment's mutex.
+                keys.clear();
+                keys.extend((0..n).map(|j| Value::UInt(key_of(thread, i + j))));
+                rows.resize(n as usize, [0u32; ATTRS]);
+                let layout = &t.def.layout;
+                ndb.read_batch_visit(t, &keys, &mut |slot, f, v| {
+                    let row = &mut rows[slot];
+                    for (a, x) in row.iter_mut().enumerate() {
+                        if let Some(b) = layout.col_bytes(a + 1, f, v) {
+                            *x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                        }
+                    }
+                })?;
+                for row in &rows[..n as usize] {
+                    sum = row.iter().fold(sum, |s, &x| s.wrapping_add(x as u64));
+                }
+            }
+            Phase::ReadValues => {
                 keys.clear();
                 keys.extend((0..n).map(|j| Value::UInt(key_of(thread, i + j))));
                 ndb.read_batch_into(t, &keys, &read_cols, &mut out, &mut found)?;
@@ -197,6 +220,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for phase in [
         Phase::Insert,
         Phase::Read,
+        Phase::ReadValues,
         Phase::ReadTx32,
         Phase::ReadTxPerOp,
         Phase::Update,

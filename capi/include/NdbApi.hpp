@@ -11,11 +11,11 @@
  *
  * Objects the application makes (Ndb_cluster_connection, Ndb, NdbDictionary::Table,
  * Column, Index) are C++ objects holding an rndb handle. Objects the API hands out by
- * pointer (NdbTransaction, NdbOperation, NdbScanOperation, NdbIndexScanOperation,
- * NdbRecAttr) are the handles themselves: their pointer value is the checked rndb
- * handle and they have no data, so a pointer kept after closeTransaction is reported
- * as an error (4604) instead of touching freed memory. Never dereference or copy them;
- * call their methods, as with NDB.
+ * pointer are C++ objects too, each holding its rndb handle, and owned as in NDB: an
+ * NdbTransaction by the Ndb that started it (reused after closeTransaction, freed by
+ * ~Ndb); NdbOperation, NdbScanOperation, NdbIndexScanOperation and NdbRecAttr by their
+ * transaction (valid until closeTransaction); NdbRecord by its Dictionary (until
+ * releaseRecord). Asynchronous callbacks go through an extern "C" trampoline.
  *
  * Differences from NDB API worth knowing: see capi/README.md.
  */
@@ -28,6 +28,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 /* NDB's integer typedefs (ndb_types.h). */
 typedef uint8_t Uint8;
@@ -100,10 +101,17 @@ class NdbRecAttr;
 
 /* NdbRecord: a row layout made by Dictionary::createRecord (opaque, like NDB's). */
 class NdbRecord {
+ public:
+  const rndb_record* rndb_handle() const { return m_h; }
+
  private:
-  NdbRecord();
-  ~NdbRecord();
+  friend class NdbDictionary;
+  friend class NdbTransaction;
+  explicit NdbRecord(const rndb_record* h) : m_h(h) {}
+  ~NdbRecord() {}
   NdbRecord(const NdbRecord&);
+  NdbRecord& operator=(const NdbRecord&);
+  const rndb_record* m_h;
 };
 
 /* NdbAsynchCallback: called by sendPollNdb/pollNdb with result 0 (ok) or -1 (failed,
@@ -353,10 +361,22 @@ class NdbDictionary {
       Uint32 size = elemSize == sizeof(RecordSpecification) ? (Uint32)sizeof(rndb_record_spec) : elemSize;
       const rndb_record* rec = rndb_dict_create_record(m_h, table->rndb_handle(), specs, length, size);
       delete[] specs;
-      return const_cast<NdbRecord*>(reinterpret_cast<const NdbRecord*>(rec));
+      if (!rec) return 0;
+      NdbRecord* r = new NdbRecord(rec);
+      m_records.push_back(r);
+      return r;
     }
     void releaseRecord(NdbRecord* rec) {
-      rndb_dict_release_record(m_h, reinterpret_cast<const rndb_record*>(rec));
+      for (size_t i = 0; i < m_records.size(); i++) {
+        if (m_records[i] == rec) {
+          rndb_dict_release_record(m_h, rec->m_h);
+          m_records.erase(m_records.begin() + (std::ptrdiff_t)i);
+          delete rec;
+          return;
+        }
+      }
+      /* Not a record of this dictionary: the C ABI reports the error. */
+      rndb_dict_release_record(m_h, rec ? rec->m_h : 0);
     }
     const Table* getTable(const char* name) const {
       const rndb_table* t = rndb_dict_get_table(m_h, name);
@@ -396,6 +416,7 @@ class NdbDictionary {
       for (std::map<const rndb_index*, Index*>::iterator it = m_indexes.begin();
            it != m_indexes.end(); ++it)
         delete it->second;
+      for (size_t i = 0; i < m_records.size(); i++) delete m_records[i];
     }
 
    private:
@@ -406,6 +427,8 @@ class NdbDictionary {
     rndb_dictionary* m_h;
     mutable std::map<const rndb_table*, Table*> m_tables;
     mutable std::map<const rndb_index*, Index*> m_indexes;
+    /* The NdbRecord objects made by createRecord, freed by releaseRecord or here. */
+    std::vector<NdbRecord*> m_records;
   };
 };
 
@@ -441,35 +464,40 @@ class Ndb_cluster_connection {
   rndb_cluster_connection* m_h;
 };
 
-/* NdbRecAttr: a value read by getValue, defined after execute / nextResult. */
+/* NdbRecAttr: a value read by getValue, defined after execute / nextResult. Owned by
+ * its transaction (valid until closeTransaction). */
 class NdbRecAttr {
  public:
-  int isNULL() const { return rndb_rec_attr_is_null(h()); }
-  Uint32 u_32_value() const { return rndb_rec_attr_u32(h()); }
-  Int32 int32_value() const { return rndb_rec_attr_int32(h()); }
-  Uint32 u_medium_value() const { return rndb_rec_attr_u32(h()); }
-  Int32 medium_value() const { return rndb_rec_attr_int32(h()); }
-  Uint64 u_64_value() const { return rndb_rec_attr_u64(h()); }
-  Int64 int64_value() const { return rndb_rec_attr_int64(h()); }
-  Uint16 u_short_value() const { return rndb_rec_attr_u16(h()); }
-  short short_value() const { return rndb_rec_attr_int16(h()); }
-  Uint8 u_8_value() const { return rndb_rec_attr_u8(h()); }
-  Int8 int8_value() const { return rndb_rec_attr_int8(h()); }
-  char u_char_value() const { return (char)rndb_rec_attr_u8(h()); }
-  char char_value() const { return (char)rndb_rec_attr_int8(h()); }
-  float float_value() const { return rndb_rec_attr_float(h()); }
-  double double_value() const { return rndb_rec_attr_double(h()); }
-  char* aRef() const { return const_cast<char*>(rndb_rec_attr_aref(h())); }
-  Uint32 get_size_in_bytes() const { return rndb_rec_attr_get_size_in_bytes(h()); }
+  int isNULL() const { return rndb_rec_attr_is_null(m_h); }
+  Uint32 u_32_value() const { return rndb_rec_attr_u32(m_h); }
+  Int32 int32_value() const { return rndb_rec_attr_int32(m_h); }
+  Uint32 u_medium_value() const { return rndb_rec_attr_u32(m_h); }
+  Int32 medium_value() const { return rndb_rec_attr_int32(m_h); }
+  Uint64 u_64_value() const { return rndb_rec_attr_u64(m_h); }
+  Int64 int64_value() const { return rndb_rec_attr_int64(m_h); }
+  Uint16 u_short_value() const { return rndb_rec_attr_u16(m_h); }
+  short short_value() const { return rndb_rec_attr_int16(m_h); }
+  Uint8 u_8_value() const { return rndb_rec_attr_u8(m_h); }
+  Int8 int8_value() const { return rndb_rec_attr_int8(m_h); }
+  char u_char_value() const { return (char)rndb_rec_attr_u8(m_h); }
+  char char_value() const { return (char)rndb_rec_attr_int8(m_h); }
+  float float_value() const { return rndb_rec_attr_float(m_h); }
+  double double_value() const { return rndb_rec_attr_double(m_h); }
+  char* aRef() const { return const_cast<char*>(rndb_rec_attr_aref(m_h)); }
+  Uint32 get_size_in_bytes() const { return rndb_rec_attr_get_size_in_bytes(m_h); }
+  const rndb_rec_attr* rndb_handle() const { return m_h; }
 
  private:
-  NdbRecAttr();
-  ~NdbRecAttr();
+  friend class NdbTransaction;
+  NdbRecAttr() : m_h(0) {}
+  ~NdbRecAttr() {}
   NdbRecAttr(const NdbRecAttr&);
-  const rndb_rec_attr* h() const { return reinterpret_cast<const rndb_rec_attr*>(this); }
+  NdbRecAttr& operator=(const NdbRecAttr&);
+  rndb_rec_attr* m_h;
 };
 
-/* NdbOperation: a primary-key operation of a transaction. */
+/* NdbOperation: a primary-key operation of a transaction. Owned by its transaction
+ * (valid until closeTransaction). */
 class NdbOperation {
  public:
   enum LockMode {
@@ -484,26 +512,26 @@ class NdbOperation {
   /* Not supported: pass NULL where NDB takes OperationOptions. */
   struct OperationOptions;
 
-  int readTuple(LockMode lm = LM_Read) { return rndb_operation_read_tuple(oh(), (int)lm); }
+  int readTuple(LockMode lm = LM_Read) { return rndb_operation_read_tuple(m_oh, (int)lm); }
   int readTupleExclusive() { return readTuple(LM_Exclusive); }
   int simpleRead() { return readTuple(LM_SimpleRead); }
   int dirtyRead() { return readTuple(LM_CommittedRead); }
   int committedRead() { return readTuple(LM_CommittedRead); }
-  int insertTuple() { return rndb_operation_insert_tuple(oh()); }
-  int updateTuple() { return rndb_operation_update_tuple(oh()); }
-  int writeTuple() { return rndb_operation_write_tuple(oh()); }
-  int deleteTuple() { return rndb_operation_delete_tuple(oh()); }
+  int insertTuple() { return rndb_operation_insert_tuple(m_oh); }
+  int updateTuple() { return rndb_operation_update_tuple(m_oh); }
+  int writeTuple() { return rndb_operation_write_tuple(m_oh); }
+  int deleteTuple() { return rndb_operation_delete_tuple(m_oh); }
 
   /* equal: a primary-key column's value in NDB's format; len 0 = the column's size. */
   int equal(const char* anAttrName, const char* aValue, Uint32 len = 0) {
-    return rndb_operation_equal(oh(), anAttrName, aValue, len);
+    return rndb_operation_equal(m_oh, anAttrName, aValue, len);
   }
   int equal(const char* anAttrName, Int32 v) { return equal(anAttrName, (const char*)&v, 4); }
   int equal(const char* anAttrName, Uint32 v) { return equal(anAttrName, (const char*)&v, 4); }
   int equal(const char* anAttrName, Int64 v) { return equal(anAttrName, (const char*)&v, 8); }
   int equal(const char* anAttrName, Uint64 v) { return equal(anAttrName, (const char*)&v, 8); }
   int equal(Uint32 anAttrId, const char* aValue, Uint32 len = 0) {
-    return rndb_operation_equal_id(oh(), anAttrId, aValue, len);
+    return rndb_operation_equal_id(m_oh, anAttrId, aValue, len);
   }
   int equal(Uint32 anAttrId, Int32 v) { return equal(anAttrId, (const char*)&v, 4); }
   int equal(Uint32 anAttrId, Uint32 v) { return equal(anAttrId, (const char*)&v, 4); }
@@ -512,7 +540,7 @@ class NdbOperation {
 
   /* setValue: NULL aValue sets SQL NULL. */
   int setValue(const char* anAttrName, const char* aValue, Uint32 len = 0) {
-    return rndb_operation_set_value(oh(), anAttrName, aValue, len);
+    return rndb_operation_set_value(m_oh, anAttrName, aValue, len);
   }
   int setValue(const char* anAttrName, Int32 v) { return setValue(anAttrName, (const char*)&v, 4); }
   int setValue(const char* anAttrName, Uint32 v) { return setValue(anAttrName, (const char*)&v, 4); }
@@ -521,7 +549,7 @@ class NdbOperation {
   int setValue(const char* anAttrName, float v) { return setValue(anAttrName, (const char*)&v, 4); }
   int setValue(const char* anAttrName, double v) { return setValue(anAttrName, (const char*)&v, 8); }
   int setValue(Uint32 anAttrId, const char* aValue, Uint32 len = 0) {
-    return rndb_operation_set_value_id(oh(), anAttrId, aValue, len);
+    return rndb_operation_set_value_id(m_oh, anAttrId, aValue, len);
   }
   int setValue(Uint32 anAttrId, Int32 v) { return setValue(anAttrId, (const char*)&v, 4); }
   int setValue(Uint32 anAttrId, Uint32 v) { return setValue(anAttrId, (const char*)&v, 4); }
@@ -531,30 +559,28 @@ class NdbOperation {
   int setValue(Uint32 anAttrId, double v) { return setValue(anAttrId, (const char*)&v, 8); }
 
   /* getValue: the value after execute; also copied to aValue when given. */
-  NdbRecAttr* getValue(const char* anAttrName, char* aValue = 0) {
-    return reinterpret_cast<NdbRecAttr*>(rndb_operation_get_value(oh(), anAttrName, aValue));
-  }
-  NdbRecAttr* getValue(Uint32 anAttrId, char* aValue = 0) {
-    return reinterpret_cast<NdbRecAttr*>(rndb_operation_get_value_id(oh(), anAttrId, aValue));
-  }
+  NdbRecAttr* getValue(const char* anAttrName, char* aValue = 0);
+  NdbRecAttr* getValue(Uint32 anAttrId, char* aValue = 0);
   NdbRecAttr* getValue(const NdbDictionary::Column* col, char* aValue = 0) {
     return getValue(col->getName(), aValue);
   }
 
-  const NdbError& getNdbError() const { return rndb_detail::err(rndb_operation_get_error(oh())); }
-  const char* getTableName() const { return rndb_operation_get_table_name(oh()); }
-  NdbTransaction* getNdbTransaction() const;
+  const NdbError& getNdbError() const { return rndb_detail::err(rndb_operation_get_error(m_oh)); }
+  const char* getTableName() const { return rndb_operation_get_table_name(m_oh); }
+  NdbTransaction* getNdbTransaction() const { return m_trans; }
+  const rndb_operation* rndb_handle() const { return m_oh; }
 
  protected:
-  NdbOperation();
-  ~NdbOperation();
+  friend class NdbTransaction;
+  NdbOperation() : m_oh(0), m_trans(0) {}
+  ~NdbOperation() {}
   NdbOperation(const NdbOperation&);
-  rndb_operation* oh() const {
-    return reinterpret_cast<rndb_operation*>(const_cast<NdbOperation*>(this));
-  }
+  NdbOperation& operator=(const NdbOperation&);
+  rndb_operation* m_oh;
+  NdbTransaction* m_trans;
 };
 
-/* NdbScanOperation: a full-table scan. */
+/* NdbScanOperation: a full-table scan. Owned by its transaction. */
 class NdbScanOperation : public NdbOperation {
  public:
   enum ScanFlag {
@@ -570,26 +596,25 @@ class NdbScanOperation : public NdbOperation {
 
   int readTuples(LockMode lock_mode = LM_Read, Uint32 scan_flags = 0, Uint32 parallel = 0,
                  Uint32 batch = 0) {
-    return rndb_scan_read_tuples(sh(), (int)lock_mode, scan_flags, parallel, batch);
+    return rndb_scan_read_tuples(m_sh, (int)lock_mode, scan_flags, parallel, batch);
   }
   /* 0 a row, 1 no more rows, 2 no more cached rows (fetchAllowed false), -1 error. */
   int nextResult(bool fetchAllowed = true, bool forceSend = false) {
-    return rndb_scan_next_result(sh(), fetchAllowed ? 1 : 0, forceSend ? 1 : 0);
+    return rndb_scan_next_result(m_sh, fetchAllowed ? 1 : 0, forceSend ? 1 : 0);
   }
   void close(bool forceSend = false, bool releaseOp = false) {
-    rndb_scan_close(sh(), forceSend ? 1 : 0, releaseOp ? 1 : 0);
+    rndb_scan_close(m_sh, forceSend ? 1 : 0, releaseOp ? 1 : 0);
   }
-  int deleteCurrentTuple() { return rndb_scan_delete_current_tuple(sh()); }
+  int deleteCurrentTuple() { return rndb_scan_delete_current_tuple(m_sh); }
   int deleteCurrentTuple(NdbTransaction*) { return deleteCurrentTuple(); }
-  NdbOperation* updateCurrentTuple() {
-    return reinterpret_cast<NdbOperation*>(rndb_scan_update_current_tuple(sh()));
-  }
+  NdbOperation* updateCurrentTuple();
   NdbOperation* updateCurrentTuple(NdbTransaction*) { return updateCurrentTuple(); }
 
  protected:
-  NdbScanOperation();
-  ~NdbScanOperation();
-  rndb_scan* sh() const { return reinterpret_cast<rndb_scan*>(const_cast<NdbScanOperation*>(this)); }
+  friend class NdbTransaction;
+  NdbScanOperation() : m_sh(0) {}
+  ~NdbScanOperation() {}
+  rndb_scan* m_sh;
 };
 
 /* NdbIndexScanOperation: an ordered-index range scan. */
@@ -599,58 +624,81 @@ class NdbIndexScanOperation : public NdbScanOperation {
 
   /* "value `type` column": BoundLE = inclusive lower bound, BoundGT = strict upper... */
   int setBound(const char* attr, int type, const void* value, Uint32 len = 0) {
-    return rndb_scan_set_bound(sh(), attr, type, value, len);
+    return rndb_scan_set_bound(m_sh, attr, type, value, len);
   }
   int setBound(Uint32 anAttrId, int type, const void* value, Uint32 len = 0) {
-    return rndb_scan_set_bound_id(sh(), anAttrId, type, value, len);
+    return rndb_scan_set_bound_id(m_sh, anAttrId, type, value, len);
   }
-  bool getSorted() const { return rndb_scan_get_sorted(sh()) == 1; }
-  bool getDescending() const { return rndb_scan_get_descending(sh()) == 1; }
+  bool getSorted() const { return rndb_scan_get_sorted(m_sh) == 1; }
+  bool getDescending() const { return rndb_scan_get_descending(m_sh) == 1; }
 
  private:
-  NdbIndexScanOperation();
-  ~NdbIndexScanOperation();
+  friend class NdbTransaction;
+  NdbIndexScanOperation() {}
+  ~NdbIndexScanOperation() {}
 };
 
-/* NdbTransaction. */
+namespace rndb_detail {
+/* What executeAsynchPrepare hands the C ABI as the callback's argument. */
+struct AsynchContext {
+  NdbAsynchCallback callback;
+  void* anyObject;
+  NdbTransaction* trans;
+};
+}  // namespace rndb_detail
+
+/* The C callback of every asynchronous execute: calls the application's callback with
+ * the C++ transaction. */
+extern "C" {
+static inline void rndb_ndbapi_asynch_trampoline(int result, rndb_transaction* tx, void* arg) {
+  (void)tx;
+  rndb_detail::AsynchContext* c = static_cast<rndb_detail::AsynchContext*>(arg);
+  if (c && c->callback) c->callback(result, c->trans, c->anyObject);
+}
+}
+
+/* NdbTransaction: made by Ndb::startTransaction and owned by the Ndb; valid until
+ * closeTransaction. It owns its operations, scan operations and rec attrs (recycled
+ * with it). */
 class NdbTransaction {
  public:
   enum ExecType { NoExecTypeDef = -1, Prepare = 0, NoCommit = 1, Commit = 2, Rollback = 3 };
   enum CommitStatusType { NotStarted = 0, Started = 1, Committed = 2, Aborted = 3, NeedAbort = 4 };
 
   NdbOperation* getNdbOperation(const NdbDictionary::Table* aTable) {
-    return reinterpret_cast<NdbOperation*>(
-        rndb_transaction_get_operation(th(), aTable ? aTable->rndb_handle() : 0));
+    return op(rndb_transaction_get_operation(m_h, aTable ? aTable->rndb_handle() : 0));
   }
   NdbOperation* getNdbOperation(const char* aTableName) {
-    return reinterpret_cast<NdbOperation*>(rndb_transaction_get_operation_by_name(th(), aTableName));
+    return op(rndb_transaction_get_operation_by_name(m_h, aTableName));
   }
   NdbScanOperation* getNdbScanOperation(const NdbDictionary::Table* aTable) {
-    return reinterpret_cast<NdbScanOperation*>(
-        rndb_transaction_get_scan_operation(th(), aTable ? aTable->rndb_handle() : 0));
+    return scan(rndb_transaction_get_scan_operation(m_h, aTable ? aTable->rndb_handle() : 0));
   }
   NdbIndexScanOperation* getNdbIndexScanOperation(const NdbDictionary::Index* anIndex) {
-    return reinterpret_cast<NdbIndexScanOperation*>(
-        rndb_transaction_get_index_scan_operation(th(), anIndex ? anIndex->rndb_handle() : 0));
+    return scan(
+        rndb_transaction_get_index_scan_operation(m_h, anIndex ? anIndex->rndb_handle() : 0));
   }
   /* 0 ok, -1 failed: getNdbError(). */
   int execute(ExecType execType,
               NdbOperation::AbortOption abortOption = NdbOperation::DefaultAbortOption,
               int force = 0) {
-    return rndb_transaction_execute(th(), (int)execType, (int)abortOption, force);
+    return rndb_transaction_execute(m_h, (int)execType, (int)abortOption, force);
   }
   /* Nothing runs until Ndb::sendPollNdb, which calls callback(result, this, anyObject). */
   int executeAsynchPrepare(ExecType execType, NdbAsynchCallback callback, void* anyObject,
                            NdbOperation::AbortOption abortOption = NdbOperation::DefaultAbortOption) {
-    return rndb_transaction_execute_asynch_prepare(
-        th(), (int)execType, reinterpret_cast<rndb_asynch_callback>(callback), anyObject,
-        (int)abortOption);
+    m_asynch.callback = callback;
+    m_asynch.anyObject = anyObject;
+    return rndb_transaction_execute_asynch_prepare(m_h, (int)execType,
+                                                   &rndb_ndbapi_asynch_trampoline, &m_asynch,
+                                                   (int)abortOption);
   }
   void executeAsynch(ExecType execType, NdbAsynchCallback callback, void* anyObject,
                      NdbOperation::AbortOption abortOption = NdbOperation::DefaultAbortOption,
                      int forceSend = 0) {
-    rndb_transaction_execute_asynch(th(), (int)execType,
-                                    reinterpret_cast<rndb_asynch_callback>(callback), anyObject,
+    m_asynch.callback = callback;
+    m_asynch.anyObject = anyObject;
+    rndb_transaction_execute_asynch(m_h, (int)execType, &rndb_ndbapi_asynch_trampoline, &m_asynch,
                                     (int)abortOption, forceSend);
   }
   /* NdbRecord operations: the key (and values) are read from the rows now; a read
@@ -663,8 +711,8 @@ class NdbTransaction {
                                 Uint32 sizeOfOptions = 0) {
     (void)opts;
     (void)sizeOfOptions;
-    return reinterpret_cast<const NdbOperation*>(rndb_transaction_read_tuple(
-        th(), rec(key_rec), key_row, rec(result_rec), result_row, (int)lock_mode, result_mask));
+    return op(rndb_transaction_read_tuple(m_h, rec(key_rec), key_row, rec(result_rec), result_row,
+                                          (int)lock_mode, result_mask));
   }
   const NdbOperation* insertTuple(const NdbRecord* key_rec, const char* key_row,
                                   const NdbRecord* attr_rec, const char* attr_row,
@@ -673,8 +721,8 @@ class NdbTransaction {
                                   Uint32 sizeOfOptions = 0) {
     (void)opts;
     (void)sizeOfOptions;
-    return reinterpret_cast<const NdbOperation*>(rndb_transaction_insert_tuple(
-        th(), rec(key_rec), key_row, rec(attr_rec), attr_row, mask));
+    return op(rndb_transaction_insert_tuple(m_h, rec(key_rec), key_row, rec(attr_rec), attr_row,
+                                            mask));
   }
   const NdbOperation* insertTuple(const NdbRecord* combined_rec, const char* combined_row,
                                   const unsigned char* mask = 0,
@@ -689,8 +737,8 @@ class NdbTransaction {
                                   Uint32 sizeOfOptions = 0) {
     (void)opts;
     (void)sizeOfOptions;
-    return reinterpret_cast<const NdbOperation*>(rndb_transaction_update_tuple(
-        th(), rec(key_rec), key_row, rec(attr_rec), attr_row, mask));
+    return op(rndb_transaction_update_tuple(m_h, rec(key_rec), key_row, rec(attr_rec), attr_row,
+                                            mask));
   }
   const NdbOperation* writeTuple(const NdbRecord* key_rec, const char* key_row,
                                  const NdbRecord* attr_rec, const char* attr_row,
@@ -699,8 +747,8 @@ class NdbTransaction {
                                  Uint32 sizeOfOptions = 0) {
     (void)opts;
     (void)sizeOfOptions;
-    return reinterpret_cast<const NdbOperation*>(rndb_transaction_write_tuple(
-        th(), rec(key_rec), key_row, rec(attr_rec), attr_row, mask));
+    return op(rndb_transaction_write_tuple(m_h, rec(key_rec), key_row, rec(attr_rec), attr_row,
+                                           mask));
   }
   const NdbOperation* deleteTuple(const NdbRecord* key_rec, const char* key_row,
                                   const NdbRecord* result_rec = 0, char* result_row = 0,
@@ -712,35 +760,105 @@ class NdbTransaction {
     (void)result_mask;
     (void)opts;
     (void)sizeOfOptions;
-    return reinterpret_cast<const NdbOperation*>(
-        rndb_transaction_delete_tuple(th(), rec(key_rec), key_row));
+    return op(rndb_transaction_delete_tuple(m_h, rec(key_rec), key_row));
   }
-  const NdbError& getNdbError() const { return rndb_detail::err(rndb_transaction_get_error(th())); }
+  const NdbError& getNdbError() const { return rndb_detail::err(rndb_transaction_get_error(m_h)); }
+  /* The operation that failed, or NULL. */
   const NdbOperation* getNdbErrorOperation() const {
-    return reinterpret_cast<const NdbOperation*>(rndb_transaction_get_error_operation(th()));
+    const void* e = rndb_transaction_get_error_operation(m_h);
+    if (!e) return 0;
+    for (size_t i = 0; i < m_nops; i++)
+      if (static_cast<const void*>(m_ops[i]->m_oh) == e) return m_ops[i];
+    for (size_t i = 0; i < m_nscans; i++)
+      if (static_cast<const void*>(m_scans[i]->m_oh) == e ||
+          static_cast<const void*>(m_scans[i]->m_sh) == e)
+        return m_scans[i];
+    return 0;
   }
-  void close() { rndb_transaction_close(th()); }
-  Uint64 getTransactionId() { return rndb_transaction_get_transaction_id(th()); }
-  CommitStatusType commitStatus() { return (CommitStatusType)rndb_transaction_commit_status(th()); }
+  /* Closes the transaction, as Ndb::closeTransaction(this). */
+  void close();
+  Uint64 getTransactionId() { return rndb_transaction_get_transaction_id(m_h); }
+  CommitStatusType commitStatus() { return (CommitStatusType)rndb_transaction_commit_status(m_h); }
   int getGCI(Uint64* gciptr) {
     uint64_t g = 0;
-    int r = rndb_transaction_get_gci(th(), &g);
+    int r = rndb_transaction_get_gci(m_h, &g);
     if (r == 0 && gciptr) *gciptr = g;
     return r;
   }
+  rndb_transaction* rndb_handle() const { return m_h; }
 
  private:
-  NdbTransaction();
-  ~NdbTransaction();
-  NdbTransaction(const NdbTransaction&);
-  rndb_transaction* th() const {
-    return reinterpret_cast<rndb_transaction*>(const_cast<NdbTransaction*>(this));
+  friend class Ndb;
+  friend class NdbOperation;
+  friend class NdbScanOperation;
+  explicit NdbTransaction(Ndb* ndb) : m_h(0), m_ndb(ndb), m_open(false), m_nops(0), m_nscans(0), m_nras(0) {
+    m_asynch.callback = 0;
+    m_asynch.anyObject = 0;
+    m_asynch.trans = this;
   }
-  static const rndb_record* rec(const NdbRecord* r) { return reinterpret_cast<const rndb_record*>(r); }
+  ~NdbTransaction() {
+    for (size_t i = 0; i < m_ops.size(); i++) delete m_ops[i];
+    for (size_t i = 0; i < m_scans.size(); i++) delete m_scans[i];
+    for (size_t i = 0; i < m_ras.size(); i++) delete m_ras[i];
+  }
+  NdbTransaction(const NdbTransaction&);
+  NdbTransaction& operator=(const NdbTransaction&);
+
+  /* Starts using this object for transaction `h`. */
+  void attach(rndb_transaction* h) {
+    m_h = h;
+    m_open = true;
+    m_nops = m_nscans = m_nras = 0;
+    m_asynch.callback = 0;
+    m_asynch.anyObject = 0;
+  }
+  /* The C++ operation of a C operation handle (NULL stays NULL). */
+  NdbOperation* op(rndb_operation* h) {
+    if (!h) return 0;
+    if (m_nops == m_ops.size()) m_ops.push_back(new NdbOperation());
+    NdbOperation* o = m_ops[m_nops++];
+    o->m_oh = h;
+    o->m_trans = this;
+    return o;
+  }
+  /* NdbRecord operations come back as const handles; the object is the same. */
+  const NdbOperation* op(const rndb_operation* h) { return op(const_cast<rndb_operation*>(h)); }
+  NdbIndexScanOperation* scan(rndb_scan* h) {
+    if (!h) return 0;
+    if (m_nscans == m_scans.size()) m_scans.push_back(new NdbIndexScanOperation());
+    NdbIndexScanOperation* s = m_scans[m_nscans++];
+    s->m_sh = h;
+    s->m_oh = rndb_scan_as_operation(h);
+    s->m_trans = this;
+    return s;
+  }
+  NdbRecAttr* recAttr(rndb_rec_attr* h) {
+    if (!h) return 0;
+    if (m_nras == m_ras.size()) m_ras.push_back(new NdbRecAttr());
+    NdbRecAttr* r = m_ras[m_nras++];
+    r->m_h = h;
+    return r;
+  }
+  static const rndb_record* rec(const NdbRecord* r) { return r ? r->m_h : 0; }
+
+  rndb_transaction* m_h;
+  Ndb* m_ndb;
+  bool m_open;
+  std::vector<NdbOperation*> m_ops;
+  std::vector<NdbIndexScanOperation*> m_scans;
+  std::vector<NdbRecAttr*> m_ras;
+  size_t m_nops, m_nscans, m_nras;
+  rndb_detail::AsynchContext m_asynch;
 };
 
-inline NdbTransaction* NdbOperation::getNdbTransaction() const {
-  return reinterpret_cast<NdbTransaction*>(rndb_operation_get_transaction(oh()));
+inline NdbRecAttr* NdbOperation::getValue(const char* anAttrName, char* aValue) {
+  return m_trans->recAttr(rndb_operation_get_value(m_oh, anAttrName, aValue));
+}
+inline NdbRecAttr* NdbOperation::getValue(Uint32 anAttrId, char* aValue) {
+  return m_trans->recAttr(rndb_operation_get_value_id(m_oh, anAttrId, aValue));
+}
+inline NdbOperation* NdbScanOperation::updateCurrentTuple() {
+  return m_trans->op(rndb_scan_update_current_tuple(m_sh));
 }
 
 /* Ndb: a database handle. One per thread, as in NDB. */
@@ -753,6 +871,7 @@ class Ndb {
   ~Ndb() {
     delete m_dict;
     rndb_ndb_free(m_h);
+    for (size_t i = 0; i < m_txs.size(); i++) delete m_txs[i];
   }
 
   /* 0 ok, -1 not connected; at most maxNoOfTransactions open at once (4006 beyond). */
@@ -768,13 +887,33 @@ class Ndb {
   /* The table/key hint picks the coordinating node in NDB; no effect here. */
   NdbTransaction* startTransaction(const NdbDictionary::Table* table = 0, const char* keyData = 0,
                                    Uint32 keyLen = 0) {
-    if (table)
-      return reinterpret_cast<NdbTransaction*>(
-          rndb_ndb_start_transaction_hint(m_h, table->rndb_handle(), keyData, keyLen));
-    return reinterpret_cast<NdbTransaction*>(rndb_ndb_start_transaction(m_h));
+    rndb_transaction* h =
+        table ? rndb_ndb_start_transaction_hint(m_h, table->rndb_handle(), keyData, keyLen)
+              : rndb_ndb_start_transaction(m_h);
+    if (!h) return 0;
+    NdbTransaction* t;
+    if (m_free.empty()) {
+      m_txs.push_back(0);
+      t = new NdbTransaction(this);
+      m_txs.back() = t;
+    } else {
+      t = m_free.back();
+      m_free.pop_back();
+    }
+    t->attach(h);
+    return t;
   }
+  /* Rolls back the transaction if open; the transaction and its operations, scans and
+   * rec attrs must not be used afterwards. */
   void closeTransaction(NdbTransaction* trans) {
-    rndb_ndb_close_transaction(m_h, reinterpret_cast<rndb_transaction*>(trans));
+    if (!trans || trans->m_ndb != this || !trans->m_open) {
+      /* Not an open transaction of this Ndb: the C ABI reports the error. */
+      rndb_ndb_close_transaction(m_h, trans ? trans->m_h : 0);
+      return;
+    }
+    rndb_ndb_close_transaction(m_h, trans->m_h);
+    trans->m_open = false;
+    m_free.push_back(trans);
   }
   const NdbError& getNdbError() const { return rndb_detail::err(rndb_ndb_get_error(m_h)); }
   /* Executes every prepared transaction and runs their callbacks; returns how many. */
@@ -796,7 +935,17 @@ class Ndb {
   Ndb& operator=(const Ndb&);
   rndb_ndb* m_h;
   mutable NdbDictionary::Dictionary* m_dict;
+  /* Every NdbTransaction object made (freed by ~Ndb), and those closed, for reuse. */
+  std::vector<NdbTransaction*> m_txs;
+  std::vector<NdbTransaction*> m_free;
 };
+
+inline void NdbTransaction::close() {
+  if (m_open)
+    m_ndb->closeTransaction(this);
+  else
+    rndb_transaction_close(m_h);
+}
 
 /* Runs SQL (DDL and the rest of rndb's SQL subset) in the Ndb's database: not an NDB API
  * call (there is no mysqld here). Returns the rows affected or returned by the last

@@ -15,7 +15,8 @@ use crate::{
 };
 use rndb_core::api::TableRuntime;
 use rndb_core::error::{Result, codes};
-use rndb_core::schema::{ColumnType, Value};
+use rndb_core::schema::layout::ColPlace;
+use rndb_core::schema::{ColumnType, RowLayout, Value};
 use rndb_core::{LockMode, OpKind};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_uchar};
@@ -51,6 +52,30 @@ pub(crate) struct RecordDef {
     pub by_col: Vec<Option<usize>>,
     /// The table column of each of `cols`.
     pub all_cols: Vec<usize>,
+    /// When every column is NOT NULL, fixed-size and stored in NDB's format: the copies
+    /// (offset in the stored fixed part, offset in the row, length) that write a whole
+    /// result row, adjacent columns merged.
+    pub copy_plan: Option<Vec<(usize, usize, usize)>>,
+}
+
+/// The copy plan of `cols` in `layout` (see `RecordDef::copy_plan`).
+fn copy_plan(layout: &RowLayout, cols: &[RecCol]) -> Option<Vec<(usize, usize, usize)>> {
+    let mut plan: Vec<(usize, usize, usize)> = Vec::new();
+    for rc in cols {
+        let cl = layout.cols.get(rc.col)?;
+        if rc.null.is_some() || cl.null_bit.is_some() || !stored_is_ndb_format(&rc.ty) {
+            return None;
+        }
+        let ColPlace::Fixed { offset, size } = cl.place else {
+            return None;
+        };
+        let (src, len) = (offset as usize, size as usize);
+        match plan.last_mut() {
+            Some(last) if last.0 + last.2 == src && last.1 + last.2 == rc.offset => last.2 += len,
+            _ => plan.push((src, rc.offset, len)),
+        }
+    }
+    Some(plan)
 }
 
 pub(crate) struct RecordObj {
@@ -212,6 +237,102 @@ impl RecOut {
     }
 }
 
+impl RecOut {
+    /// Writes a row found by the batched read path straight from its stored form
+    /// (`fixed`, `var`): integers of 1, 2, 4 or 8 bytes, FLOAT and DOUBLE are stored in
+    /// NDB's format and copied; other types are decoded and encoded.
+    #[inline]
+    pub fn write_stored(&self, layout: &RowLayout, fixed: &[u8], var: &[u8]) {
+        if self.row.is_null() {
+            return;
+        }
+        if self.cols.is_empty() {
+            if let Some(plan) = &self.def.copy_plan
+                && std::ptr::eq(&self.def.table.def.layout, layout)
+            {
+                for &(src, dst, len) in plan {
+                    // SAFETY: as below; `src..src + len` is in the fixed part, as the
+                    // plan was made from this layout.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            fixed[src..src + len].as_ptr(),
+                            self.row.add(dst),
+                            len,
+                        )
+                    };
+                }
+                return;
+            }
+            for rc in &self.def.cols {
+                // SAFETY: NDB's contract: the result row outlives the execution and holds
+                // the record's layout.
+                unsafe { write_stored_col(rc, layout, fixed, var, self.row) };
+            }
+        } else {
+            for &ci in &self.cols {
+                // SAFETY: as above.
+                unsafe {
+                    write_stored_col(&self.def.cols[ci as usize], layout, fixed, var, self.row)
+                };
+            }
+        }
+    }
+}
+
+/// Whether a column's stored bytes are its value in NDB's format.
+#[inline(always)]
+pub(crate) fn stored_is_ndb_format(ty: &ColumnType) -> bool {
+    matches!(
+        ty,
+        ColumnType::Int {
+            bytes: 1 | 2 | 4 | 8,
+            ..
+        } | ColumnType::Float
+            | ColumnType::Double
+    )
+}
+
+/// Copies 1 to 8 bytes (no call to memcpy for the usual sizes).
+#[inline(always)]
+pub(crate) unsafe fn copy_small(src: &[u8], dst: *mut u8) {
+    // SAFETY: `dst` has room for `src.len()` bytes (the column's size).
+    unsafe {
+        match src.len() {
+            4 => (dst as *mut u32).write_unaligned((src.as_ptr() as *const u32).read_unaligned()),
+            8 => (dst as *mut u64).write_unaligned((src.as_ptr() as *const u64).read_unaligned()),
+            n => std::ptr::copy_nonoverlapping(src.as_ptr(), dst, n),
+        }
+    }
+}
+
+/// Writes one column of a stored row into a result row (value and NULL bit).
+#[inline(always)]
+unsafe fn write_stored_col(
+    rc: &RecCol,
+    layout: &RowLayout,
+    fixed: &[u8],
+    var: &[u8],
+    row: *mut u8,
+) {
+    // SAFETY (whole function): the row holds the record's layout, as NDB requires.
+    unsafe {
+        match layout.col_bytes(rc.col, fixed, var) {
+            None => {
+                if let Some((byte, bit)) = rc.null {
+                    *row.add(byte) |= 1 << bit;
+                }
+            }
+            Some(b) if stored_is_ndb_format(&rc.ty) => {
+                if let Some((byte, bit)) = rc.null {
+                    *row.add(byte) &= !(1 << bit);
+                }
+                copy_small(b, row.add(rc.offset));
+            }
+            Some(_) => write_col(rc, &layout.get(rc.col, fixed, var), row),
+        }
+    }
+}
+
 fn selected(mask: *const c_uchar, col: usize) -> bool {
     // SAFETY: NDB's contract: the mask has a bit per attribute id of the table.
     mask.is_null() || unsafe { *mask.add(col >> 3) } & (1 << (col & 7)) != 0
@@ -291,6 +412,7 @@ pub unsafe extern "C" fn rndb_dict_create_record(
             }
             let obj = RecordObj {
                 def: Arc::new(RecordDef {
+                    copy_plan: copy_plan(&rt.def.layout, &cols),
                     table: rt.clone(),
                     all_cols: cols.iter().map(|c: &RecCol| c.col).collect(),
                     cols,

@@ -8,9 +8,11 @@
 //!
 //! Execution: transactions that only do committed reads by primary key (the common
 //! key-value lookup, and flexAsynch's read phase) run through the engine's batched read
-//! path, `Ndb::read_batch_into`, one call for every transaction of a batch that reads the
-//! same columns of the same table; this is what a committed read is (no lock, the latest
-//! committed row), so nothing observable changes. Every other transaction runs its
+//! path, `Ndb::read_batch_visit`, one call for every transaction of a batch that reads
+//! the same columns of the same table, each row written from its stored form into the rec
+//! attrs and NdbRecord rows (`Ndb::read_batch_into` when BLOB/TEXT columns are read); this
+//! is what a committed read is (no lock, the latest committed row), so nothing observable
+//! changes. Every other transaction runs its
 //! operations on its own engine `Transaction`, created at its first execute.
 
 use crate::error::ErrorStore;
@@ -19,7 +21,7 @@ use crate::types::to_ndb;
 use crate::{rndb_asynch_callback, rndb_transaction};
 use rndb_core::api::{Ndb, OpOutcome, Scan, ScanSpec, TableRuntime, TxState};
 use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
-use rndb_core::schema::{ColumnType, Value};
+use rndb_core::schema::{ColumnType, RowLayout, Value};
 use rndb_core::{AbortOption, ExecType, LockMode, OpId, OpKind, Transaction};
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
@@ -86,6 +88,27 @@ impl RecAttrObj {
             unsafe {
                 std::ptr::copy_nonoverlapping(self.data.as_ptr(), self.user_buf, self.data.len())
             };
+        }
+    }
+
+    /// Fills the rec attr from a row in stored form (see `RecOut::write_stored`).
+    #[inline]
+    pub fn fill_stored(&mut self, layout: &RowLayout, fixed: &[u8], var: &[u8]) {
+        match layout.col_bytes(self.col, fixed, var) {
+            None => {
+                self.data.clear();
+                self.null = 1;
+            }
+            Some(b) if crate::record::stored_is_ndb_format(&self.ty) => {
+                self.data.clear();
+                self.data.extend_from_slice(b);
+                self.null = 0;
+                if !self.user_buf.is_null() {
+                    // SAFETY: the buffer given to getValue holds the column's value.
+                    unsafe { crate::record::copy_small(b, self.user_buf) };
+                }
+            }
+            Some(_) => self.fill(&layout.get(self.col, fixed, var)),
         }
     }
 
@@ -774,10 +797,13 @@ pub(crate) struct Scratch {
     members: Vec<(usize, usize)>,
     groups: Vec<usize>,
     assigned: Vec<usize>,
+    /// (transaction, operation) of each key of a batch.
+    slot_member: Vec<(usize, usize)>,
 }
 
-/// Runs the committed reads of `txs` (all eligible) through `Ndb::read_batch_into`, one
-/// call per (table, columns) group. Returns, per transaction, whether it was served
+/// Runs the committed reads of `txs` (all eligible) through `Ndb::read_batch_visit` (or
+/// `Ndb::read_batch_into` when BLOB/TEXT columns are read), one call per (table, columns)
+/// group. Returns, per transaction, whether it was served
 /// (false: run it on the slow path).
 pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) -> Vec<bool> {
     let mut served = vec![true; txs.len()];
@@ -835,6 +861,44 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
                 }
             }
             n += 1;
+        }
+        // Rows are written straight from their stored form (no Value per column), except
+        // when a BLOB/TEXT column is read: its parts are read by `read_batch_into`.
+        if !cols.iter().any(|&c| table.def.columns[c].ty.is_blob()) {
+            sc.slot_member.clear();
+            for (m, &(t, o)) in sc.members.iter().enumerate() {
+                if assigned[m] == g {
+                    sc.slot_member.push((t, o));
+                }
+            }
+            sc.found.clear();
+            sc.found.resize(n, false);
+            let layout = &table.def.layout;
+            let slot_member = &sc.slot_member;
+            let found = &mut sc.found;
+            let txs_v = &mut *txs;
+            let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, f, v| {
+                let (t, o) = slot_member[slot];
+                let TxObj { ops, ras, .. } = &mut *txs_v[t];
+                let op = &ops[o];
+                for &ra in &op.ras {
+                    if let Some(r) = ras.get_mut(ra as usize) {
+                        r.fill_stored(layout, f, v);
+                    }
+                }
+                if let Some(out) = &op.rec_out {
+                    out.write_stored(layout, f, v);
+                }
+                found[slot] = true;
+            });
+            for (k, &(t, o)) in sc.slot_member.iter().enumerate() {
+                if r.is_err() {
+                    served[t] = false;
+                } else if !sc.found[k] {
+                    txs[t].ops[o].error.set(&codes::tuple_not_found());
+                }
+            }
+            continue;
         }
         let r = ndb.read_batch_into(&table, &sc.keys, &cols, &mut sc.out, &mut sc.found);
         let c = cols.len();

@@ -255,14 +255,22 @@ fn connectstring_with_config_ini() {
     );
 }
 
-/// The C programs under valgrind: no invalid read or write, no definite leak from the
-/// library (nothing suppressed), same output.
+/// The C programs, and the C++ programs that cover NdbApi.hpp's objects (transactions,
+/// operations, scans, rec attrs, records, asynchronous callbacks), under valgrind: no
+/// invalid read or write, no definite leak (nothing suppressed), same output.
 #[test]
 fn c_programs_under_valgrind() {
     if Command::new("valgrind").arg("--version").output().is_err() {
         panic!("valgrind is needed by this test (it is on every machine of this project)");
     }
-    for src in ["c_bad_input.c", "c_basic.c"] {
+    for src in [
+        "c_bad_input.c",
+        "c_basic.c",
+        "ndbapi_simple.cpp",
+        "ndbapi_scan.cpp",
+        "ndbapi_async.cpp",
+        "ndbapi_record.cpp",
+    ] {
         let out = Command::new("valgrind")
             .args([
                 "-q",
