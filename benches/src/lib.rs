@@ -31,9 +31,9 @@ impl Rng {
 
 /// The table: BIGINT UNSIGNED key, INT, VARCHAR(32) (16 characters stored).
 pub fn kv_table(ndb: &Ndb, name: &str, with_index: bool) -> rndb::Result<Arc<TableRuntime>> {
-    ndb.create_table(TableSpec {
-        name: name.into(),
-        columns: vec![
+    let spec = TableSpec::new(
+        name,
+        vec![
             Column::new(
                 "id",
                 ColumnType::Int {
@@ -57,14 +57,11 @@ pub fn kv_table(ndb: &Ndb, name: &str, with_index: bool) -> rndb::Result<Arc<Tab
                 },
             ),
         ],
-        primary_key: vec![],
-        indexes: if with_index {
-            vec![("ix_a".into(), IndexKind::OrderedIndex, vec!["a".into()])]
-        } else {
-            vec![]
-        },
-        logging: true,
-        if_not_exists: false,
+    );
+    ndb.create_table(if with_index {
+        spec.index("ix_a", IndexKind::OrderedIndex, &["a"])
+    } else {
+        spec
     })
 }
 

@@ -27,37 +27,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}\n", mgm::execute(cluster.inner(), "SHOW")?);
 
     let ndb = cluster.ndb("test");
-    let t = ndb.create_table(TableSpec {
-        name: "t1".into(),
-        columns: vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    unsigned: true,
-                },
-            )
-            .primary_key(),
-            Column::new(
-                "a",
-                ColumnType::Int {
-                    bytes: 4,
-                    unsigned: false,
-                },
-            ),
-            Column::new(
-                "b",
-                ColumnType::Varchar {
-                    len: 32,
-                    charset: Charset::Utf8mb4,
-                },
-            ),
-        ],
-        primary_key: vec![],
-        indexes: vec![("ix_a".into(), IndexKind::OrderedIndex, vec!["a".into()])],
-        logging: true,
-        if_not_exists: false,
-    })?;
+    let t = ndb.create_table(
+        TableSpec::new(
+            "t1",
+            vec![
+                Column::new(
+                    "id",
+                    ColumnType::Int {
+                        bytes: 8,
+                        unsigned: true,
+                    },
+                )
+                .primary_key(),
+                Column::new(
+                    "a",
+                    ColumnType::Int {
+                        bytes: 4,
+                        unsigned: false,
+                    },
+                ),
+                Column::new(
+                    "b",
+                    ColumnType::Varchar {
+                        len: 32,
+                        charset: Charset::Utf8mb4,
+                    },
+                ),
+            ],
+        )
+        .index("ix_a", IndexKind::OrderedIndex, &["a"]),
+    )?;
     println!(
         "CREATE TABLE t1 (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, a INT, b VARCHAR(32), INDEX ix_a (a)) ENGINE=ndbcluster"
     );

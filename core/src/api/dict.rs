@@ -126,6 +126,31 @@ pub struct TableSpec {
     pub if_not_exists: bool,
 }
 
+impl TableSpec {
+    /// A logged table with these columns; the key is the columns marked primary key
+    /// (or NDB's hidden key when none is).
+    pub fn new(name: &str, columns: Vec<Column>) -> TableSpec {
+        TableSpec {
+            name: name.to_string(),
+            columns,
+            primary_key: Vec::new(),
+            indexes: Vec::new(),
+            logging: true,
+            if_not_exists: false,
+        }
+    }
+
+    /// Adds an index on `columns`.
+    pub fn index(mut self, name: &str, kind: IndexKind, columns: &[&str]) -> TableSpec {
+        self.indexes.push((
+            name.to_string(),
+            kind,
+            columns.iter().map(|c| c.to_string()).collect(),
+        ));
+        self
+    }
+}
+
 impl ClusterInner {
     /// CREATE TABLE. Allocates the fragments on every node of each node group.
     pub fn create_table(&self, database: &str, spec: TableSpec) -> Result<Arc<TableRuntime>> {

@@ -15,37 +15,36 @@ fn cluster(data_nodes: u32, replicas: u32, data_memory: &str) -> Cluster {
 }
 
 fn t1(ndb: &Ndb) -> std::sync::Arc<TableRuntime> {
-    ndb.create_table(TableSpec {
-        name: "t1".into(),
-        columns: vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    unsigned: true,
-                },
-            )
-            .primary_key(),
-            Column::new(
-                "a",
-                ColumnType::Int {
-                    bytes: 4,
-                    unsigned: false,
-                },
-            ),
-            Column::new(
-                "b",
-                ColumnType::Varchar {
-                    len: 32,
-                    charset: Charset::Utf8mb4,
-                },
-            ),
-        ],
-        primary_key: vec![],
-        indexes: vec![("ix_a".into(), IndexKind::OrderedIndex, vec!["a".into()])],
-        logging: true,
-        if_not_exists: false,
-    })
+    ndb.create_table(
+        TableSpec::new(
+            "t1",
+            vec![
+                Column::new(
+                    "id",
+                    ColumnType::Int {
+                        bytes: 8,
+                        unsigned: true,
+                    },
+                )
+                .primary_key(),
+                Column::new(
+                    "a",
+                    ColumnType::Int {
+                        bytes: 4,
+                        unsigned: false,
+                    },
+                ),
+                Column::new(
+                    "b",
+                    ColumnType::Varchar {
+                        len: 32,
+                        charset: Charset::Utf8mb4,
+                    },
+                ),
+            ],
+        )
+        .index("ix_a", IndexKind::OrderedIndex, &["a"]),
+    )
     .expect("create")
 }
 
