@@ -15,6 +15,7 @@ demo:
 test: test-rust test-python
 
 test-rust:
+	$(CARGO) build -p rndb-capi
 	$(CARGO) test --workspace --exclude rndb-py
 
 venv: $(VENV)/.installed

@@ -66,7 +66,7 @@ fn built() -> &'static Built {
         let lib = lib_dir();
         assert!(
             lib.join("librndb.so").exists(),
-            "{} missing: cargo builds it with the tests",
+            "{} missing: build it first with `cargo build -p rndb-capi` (make test does)",
             lib.join("librndb.so").display()
         );
         let include = capi_dir().join("include");
