@@ -123,6 +123,8 @@ pub struct Transaction {
     error: Option<NdbError>,
     commit_gci: Option<u64>,
     lock_timeout: Duration,
+    /// A write operation has been executed (the transaction may hold uncommitted rows).
+    wrote: bool,
 }
 
 impl Transaction {
@@ -141,6 +143,7 @@ impl Transaction {
             error: None,
             commit_gci: None,
             lock_timeout,
+            wrote: false,
         })
     }
 
@@ -176,6 +179,11 @@ impl Transaction {
                 None
             }
         }
+    }
+
+    /// Whether a write operation was executed in this transaction.
+    pub fn has_written(&self) -> bool {
+        self.wrote
     }
 
     pub fn op_count(&self) -> usize {
@@ -282,6 +290,9 @@ impl Transaction {
     fn run_pending(&mut self, abort: AbortOption) -> Option<NdbError> {
         let start = self.executed;
         self.executed = self.ops.len();
+        if self.ops[start..].iter().any(|o| o.kind.is_write()) {
+            self.wrote = true;
+        }
         let mut prepared: Vec<Prepared> = Vec::with_capacity(self.ops.len() - start);
         let mut first_error = None;
         for i in start..self.ops.len() {

@@ -568,6 +568,7 @@ fn bind_target(
     let env = s.vars.env(s.now());
     let limit = select::limit_value(limit, &env)?;
     let plan = plan::plan(&table.def, where_.as_ref(), &env, &order, limit.is_some())?;
+    let plan = plan::for_writer(plan, s.txn.has_written());
     Ok(Target {
         table,
         where_,

@@ -124,6 +124,14 @@ impl TxnState {
         self.explicit || !self.autocommit
     }
 
+    /// The open transaction has written rows (its own uncommitted inserts are not in the
+    /// ordered indexes yet, so its reads must not use ordered-index scans).
+    pub fn has_written(&self) -> bool {
+        self.tx
+            .as_ref()
+            .is_some_and(|t| t.state() == TxState::Open && t.has_written())
+    }
+
     /// The session's transaction, started on first use.
     pub fn tx(&mut self, ndb: &Ndb) -> Result<&mut Transaction> {
         if self.tx.as_ref().is_some_and(|t| t.state() != TxState::Open) {

@@ -255,6 +255,17 @@ fn bound_value(col: &Column, v: &Value) -> Option<Value> {
     }
 }
 
+/// An ordered-index scan does not see a transaction's own uncommitted inserts (index
+/// entries are committed rows, see the README); inside a transaction that has written,
+/// a range is read by a table scan instead, which sees them.
+pub(crate) fn for_writer(mut plan: Plan, wrote: bool) -> Plan {
+    if wrote && matches!(plan.access, Access::Range { .. }) {
+        plan.access = Access::Full;
+        plan.ordered = false;
+    }
+    plan
+}
+
 /// Chooses the access path for a table.
 pub(crate) fn plan(
     def: &TableDef,

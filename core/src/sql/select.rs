@@ -775,6 +775,7 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
                 },
                 limit.is_some(),
             )?;
+            let plan = plan::for_writer(plan, s.txn.has_written());
             out.ordered = if b.aggregate || sel.distinct {
                 b.order_by.is_empty()
             } else {

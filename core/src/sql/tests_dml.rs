@@ -609,3 +609,41 @@ PRIMARY KEY (`id`,`name`)
         ]])
     );
 }
+
+/// Inside a transaction that has written, a range on an ordered index still sees the
+/// transaction's own uncommitted inserts (the plan falls back to a table scan), and
+/// ORDER BY still sorts.
+#[test]
+fn own_inserts_visible_to_index_ranges_in_a_transaction() {
+    let c = cluster(1, 1, "16M");
+    let mut a = session(&c);
+    run(
+        &mut a,
+        "create table r (id int primary key, k int, index ix_k (k))",
+    );
+    run(&mut a, "insert into r values (1, 10), (2, 20), (3, 30)");
+    assert!(
+        a.explain("select id from r where k between 15 and 35")
+            .expect("explain")
+            .contains("ix_k")
+    );
+    run(&mut a, "BEGIN");
+    run(&mut a, "insert into r values (4, 25)");
+    run(&mut a, "update r set k = 5 where id = 3");
+    assert_eq!(
+        rows(
+            &mut a,
+            "select id, k from r where k between 5 and 26 order by k desc"
+        ),
+        strs(&[&["4", "25"], &["2", "20"], &["1", "10"], &["3", "5"]])
+    );
+    assert_eq!(
+        affected(&mut a, "delete from r where k between 24 and 26"),
+        1
+    );
+    run(&mut a, "ROLLBACK");
+    assert_eq!(
+        rows(&mut a, "select id from r where k >= 25 order by k"),
+        strs(&[&["3"]])
+    );
+}
