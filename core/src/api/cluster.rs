@@ -120,19 +120,29 @@ impl ClusterInner {
             ));
         }
         let started_at = Instant::now();
-        let data_nodes: Vec<Arc<DataNode>> = config
-            .data_nodes
-            .iter()
-            .map(|dn| {
-                Arc::new(DataNode {
-                    node_id: dn.node_id,
-                    node_group: dn.node_group,
-                    pool: Arc::new(PagePool::with_bytes(dn.data_memory)),
-                    config: dn.clone(),
-                    started_at,
-                })
-            })
-            .collect();
+        let mut data_nodes: Vec<Arc<DataNode>> = Vec::with_capacity(config.data_nodes.len());
+        for dn in &config.data_nodes {
+            // DataMemory is reserved at start, as NDB allocates it; a size the address
+            // space cannot hold is a start failure with the OS's reason, not a crash.
+            let pool = PagePool::try_with_bytes(dn.data_memory).map_err(|e| {
+                NdbError::new(
+                    4000,
+                    crate::error::ErrorClassification::InsufficientSpace,
+                    "Out of memory allocating DataMemory at node start",
+                )
+                .detail(format!(
+                    "node {}: DataMemory={} bytes: {e}",
+                    dn.node_id, dn.data_memory
+                ))
+            })?;
+            data_nodes.push(Arc::new(DataNode {
+                node_id: dn.node_id,
+                node_group: dn.node_group,
+                pool: Arc::new(pool),
+                config: dn.clone(),
+                started_at,
+            }));
+        }
         let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();
         for ids in config.node_groups() {
             let group: Vec<Arc<DataNode>> = ids

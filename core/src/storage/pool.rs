@@ -108,15 +108,15 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    fn new(pages: u32) -> Region {
+    fn new(pages: u32) -> std::io::Result<Region> {
         let len = pages as usize * PAGE_SIZE;
         if len == 0 {
-            return Region {
+            return Ok(Region {
                 map_start: std::ptr::null_mut(),
                 map_len: 0,
                 base: std::ptr::null_mut(),
                 pages: 0,
-            };
+            });
         }
         let map_len = len + HUGE_PAGE;
         // SAFETY: an anonymous private mapping with no address hint; checked below.
@@ -130,11 +130,9 @@ impl Region {
                 0,
             )
         };
-        assert!(
-            raw != libc::MAP_FAILED,
-            "DataMemory: mmap of {map_len} bytes failed: {}",
-            std::io::Error::last_os_error()
-        );
+        if raw == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
         let map_start = raw as *mut u8;
         let offset = (map_start as usize).next_multiple_of(HUGE_PAGE) - map_start as usize;
         // SAFETY: `offset < HUGE_PAGE`, so base..base+len lies inside the mapping.
@@ -143,12 +141,12 @@ impl Region {
         unsafe {
             libc::madvise(base as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
         }
-        Region {
+        Ok(Region {
             map_start,
             map_len,
             base,
             pages,
-        }
+        })
     }
 
     /// Tells the kernel the content of every page is no longer needed (shutdown): the
@@ -226,24 +224,38 @@ pub struct PagePool {
 }
 
 impl PagePool {
-    /// Reserves `total_pages` pages now.
+    /// Reserves `total_pages` pages now; panics when the address space cannot hold them
+    /// (tests and tools; a data node uses [`PagePool::try_with_bytes`]).
     pub fn new(total_pages: u32) -> PagePool {
-        let region = Arc::new(Region::new(total_pages));
+        match PagePool::try_new(total_pages) {
+            Ok(p) => p,
+            Err(e) => panic!("DataMemory: cannot reserve {total_pages} pages: {e}"),
+        }
+    }
+
+    /// Reserves `total_pages` pages now, or the OS error when they cannot be mapped.
+    pub fn try_new(total_pages: u32) -> std::io::Result<PagePool> {
+        let region = Arc::new(Region::new(total_pages)?);
         // Hand out low addresses first (pop from the end of a descending list).
         let free: Vec<u32> = (0..total_pages).rev().collect();
         let bits = vec![0u64; (total_pages as usize).div_ceil(64)];
-        PagePool {
+        Ok(PagePool {
             region,
             free: Mutex::new((free, bits)),
             total_pages,
             used_by_kind: Default::default(),
             high_water_pages: AtomicU64::new(0),
-        }
+        })
     }
 
     /// Pool sized from a byte count (DataMemory), rounded down to whole pages.
     pub fn with_bytes(data_memory_bytes: u64) -> PagePool {
         PagePool::new((data_memory_bytes / PAGE_SIZE as u64) as u32)
+    }
+
+    /// Same as [`PagePool::with_bytes`], returning the OS error instead of panicking.
+    pub fn try_with_bytes(data_memory_bytes: u64) -> std::io::Result<PagePool> {
+        PagePool::try_new((data_memory_bytes / PAGE_SIZE as u64) as u32)
     }
 
     /// Takes one page for `kind`, or `None` when DataMemory is exhausted.
