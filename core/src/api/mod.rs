@@ -16,3 +16,6 @@ pub use transaction::{AbortOption, ExecType, OpId, OpKind, OpOutcome, Transactio
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod model_tests;
