@@ -73,7 +73,7 @@ proptest! {
                 // what the model says
                 let expected_ok = match o {
                     Op::Insert(k, a, l) => {
-                        if view.contains_key(&(*k as u64)) { false } else { view.insert(*k as u64, (*a as i64, text(*k, *l))); true }
+                        match view.entry(*k as u64) { std::collections::btree_map::Entry::Vacant(e) => { e.insert((*a as i64, text(*k, *l))); true } std::collections::btree_map::Entry::Occupied(_) => false }
                     }
                     Op::Update(k, a) => match view.get_mut(&(*k as u64)) { Some(r) => { r.0 = *a as i64; true } None => false },
                     Op::Write(k, a, l) => { view.insert(*k as u64, (*a as i64, text(*k, *l))); true }
