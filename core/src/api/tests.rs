@@ -382,34 +382,29 @@ fn hidden_pk_blob_and_unique_index() {
     let c = cluster(2, 2, "32M");
     let ndb = c.ndb("test");
     let t = ndb
-        .create_table(TableSpec {
-            name: "docs".into(),
-            columns: vec![
-                Column::new(
-                    "name",
-                    ColumnType::Varchar {
-                        len: 20,
-                        charset: Charset::Latin1,
-                    },
-                )
-                .not_null(),
-                Column::new(
-                    "body",
-                    ColumnType::Blob {
-                        kind: crate::schema::BlobKind::Regular,
-                        charset: None,
-                    },
-                ),
-            ],
-            primary_key: vec![],
-            indexes: vec![(
-                "u_name".into(),
-                IndexKind::UniqueHashIndex,
-                vec!["name".into()],
-            )],
-            logging: true,
-            if_not_exists: false,
-        })
+        .create_table(
+            TableSpec::new(
+                "docs",
+                vec![
+                    Column::new(
+                        "name",
+                        ColumnType::Varchar {
+                            len: 20,
+                            charset: Charset::Latin1,
+                        },
+                    )
+                    .not_null(),
+                    Column::new(
+                        "body",
+                        ColumnType::Blob {
+                            kind: crate::schema::BlobKind::Regular,
+                            charset: None,
+                        },
+                    ),
+                ],
+            )
+            .index("u_name", IndexKind::UniqueHashIndex, &["name"]),
+        )
         .expect("create");
     assert!(t.def.has_hidden_pk());
     let body: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
@@ -554,42 +549,37 @@ fn concurrent_transfers_keep_the_total() {
     let c = cluster(2, 2, "32M");
     let ndb = c.ndb("test");
     let t = ndb
-        .create_table(TableSpec {
-            name: "acct".into(),
-            columns: vec![
-                Column::new(
-                    "id",
-                    ColumnType::Int {
-                        bytes: 4,
-                        unsigned: true,
-                    },
-                )
-                .primary_key(),
-                Column::new(
-                    "balance",
-                    ColumnType::Int {
-                        bytes: 8,
-                        unsigned: false,
-                    },
-                )
-                .not_null(),
-                Column::new(
-                    "note",
-                    ColumnType::Varchar {
-                        len: 40,
-                        charset: Charset::Latin1,
-                    },
-                ),
-            ],
-            primary_key: vec![],
-            indexes: vec![(
-                "ix_bal".into(),
-                IndexKind::OrderedIndex,
-                vec!["balance".into()],
-            )],
-            logging: true,
-            if_not_exists: false,
-        })
+        .create_table(
+            TableSpec::new(
+                "acct",
+                vec![
+                    Column::new(
+                        "id",
+                        ColumnType::Int {
+                            bytes: 4,
+                            unsigned: true,
+                        },
+                    )
+                    .primary_key(),
+                    Column::new(
+                        "balance",
+                        ColumnType::Int {
+                            bytes: 8,
+                            unsigned: false,
+                        },
+                    )
+                    .not_null(),
+                    Column::new(
+                        "note",
+                        ColumnType::Varchar {
+                            len: 40,
+                            charset: Charset::Latin1,
+                        },
+                    ),
+                ],
+            )
+            .index("ix_bal", IndexKind::OrderedIndex, &["balance"]),
+        )
         .expect("create");
     let accounts = 50u64;
     let rows: Vec<Vec<Value>> = (0..accounts)
@@ -716,34 +706,29 @@ fn write_with_key_among_values_on_a_table_with_a_unique_index() {
     let c = cluster(1, 1, "16M");
     let ndb = c.ndb("test");
     let t = ndb
-        .create_table(TableSpec {
-            name: "u".into(),
-            columns: vec![
-                Column::new(
-                    "id",
-                    ColumnType::Int {
-                        bytes: 4,
-                        unsigned: true,
-                    },
-                )
-                .primary_key(),
-                Column::new(
-                    "email",
-                    ColumnType::Varchar {
-                        len: 40,
-                        charset: Charset::Latin1,
-                    },
-                ),
-            ],
-            primary_key: vec![],
-            indexes: vec![(
-                "u_email".into(),
-                IndexKind::UniqueHashIndex,
-                vec!["email".into()],
-            )],
-            logging: true,
-            if_not_exists: false,
-        })
+        .create_table(
+            TableSpec::new(
+                "u",
+                vec![
+                    Column::new(
+                        "id",
+                        ColumnType::Int {
+                            bytes: 4,
+                            unsigned: true,
+                        },
+                    )
+                    .primary_key(),
+                    Column::new(
+                        "email",
+                        ColumnType::Varchar {
+                            len: 40,
+                            charset: Charset::Latin1,
+                        },
+                    ),
+                ],
+            )
+            .index("u_email", IndexKind::UniqueHashIndex, &["email"]),
+        )
         .expect("create");
     for email in ["a@x", "b@x"] {
         let mut tx = ndb.start_transaction().expect("tx");

@@ -492,6 +492,9 @@ impl Fragment {
                 let old_var = layout.var_ref(self.fixed.get(row));
                 let var_ref = match (old_var, new_var) {
                     (Some(old), Some(nv)) => {
+                        // The entry may have been allocated for a larger image of an
+                        // earlier operation of this transaction.
+                        self.var.shrink(nv, var.len());
                         self.var.get_mut(nv).copy_from_slice(&var);
                         self.var.free(&self.pool, old);
                         Some(nv)
