@@ -124,3 +124,88 @@ proptest! {
         }
     }
 }
+
+#[derive(Debug, Clone)]
+enum BlobOp {
+    Insert(u8, u16),
+    Update(u8, u16),
+    Delete(u8),
+}
+
+fn blob_op() -> impl Strategy<Value = BlobOp> {
+    prop_oneof![
+        (0u8..8, 0u16..5000).prop_map(|(k, l)| BlobOp::Insert(k, l)),
+        (0u8..8, 0u16..5000).prop_map(|(k, l)| BlobOp::Update(k, l)),
+        (0u8..8).prop_map(BlobOp::Delete),
+    ]
+}
+
+fn blob_text(k: u8, len: u16) -> String {
+    (0..len)
+        .map(|i| (b'a' + ((i as u8).wrapping_add(k)) % 26) as char)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    /// TEXT values crossing the inline size and several parts, changed and rolled back:
+    /// the assembled values and the parts table match the model.
+    #[test]
+    fn text_columns_match_a_model(txns in proptest::collection::vec((proptest::collection::vec(blob_op(), 1..4), any::<bool>()), 1..12)) {
+        let mut cfg = ClusterConfig::embedded(2, 2).expect("config");
+        cfg.set_data_node_param("DataMemory", "16M").expect("DataMemory");
+        let c = Cluster::embedded(cfg).expect("start");
+        let ndb = c.ndb("test");
+        let t = ndb
+            .create_table(TableSpec::new(
+                "d",
+                vec![
+                    Column::new("k", ColumnType::Int { bytes: 4, unsigned: true }).primary_key(),
+                    Column::new("body", ColumnType::Blob { kind: crate::schema::BlobKind::Regular, charset: Some(Charset::Utf8mb4) }),
+                ],
+            ))
+            .expect("create");
+        let mut model: BTreeMap<u64, String> = BTreeMap::new();
+        for (ops, commit) in txns {
+            let mut tx = ndb.start_transaction().expect("tx");
+            let mut view = model.clone();
+            for o in &ops {
+                let (kind, k, vals, ok) = match o {
+                    BlobOp::Insert(k, l) => {
+                        let ok = !view.contains_key(&(*k as u64));
+                        if ok { view.insert(*k as u64, blob_text(*k, *l)); }
+                        (OpKind::Insert, *k, vec![("body", Value::Str(blob_text(*k, *l)))], ok)
+                    }
+                    BlobOp::Update(k, l) => {
+                        let ok = view.contains_key(&(*k as u64));
+                        if ok { view.insert(*k as u64, blob_text(*k, *l)); }
+                        (OpKind::Update, *k, vec![("body", Value::Str(blob_text(*k, *l)))], ok)
+                    }
+                    BlobOp::Delete(k) => (OpKind::Delete, *k, vec![], view.remove(&(*k as u64)).is_some()),
+                };
+                let id = tx.define(&t, kind, &[("k", Value::UInt(k as u64))], &vals, None).expect("define");
+                tx.execute(ExecType::NoCommit, AbortOption::IgnoreError).expect("execute");
+                let failed = matches!(tx.outcome(id), Some(OpOutcome::Failed(_)));
+                prop_assert_eq!(failed, !ok, "{:?}: {:?}", o, tx.outcome(id));
+            }
+            if commit {
+                tx.execute(ExecType::Commit, AbortOption::AbortOnError).expect("commit");
+                model = view;
+            } else {
+                tx.execute(ExecType::Rollback, AbortOption::AbortOnError).expect("rollback");
+            }
+            let mut r = ndb.start_transaction().expect("tx");
+            let mut s = r.scan(ScanSpec::table(t.clone())).expect("scan");
+            let mut rows = BTreeMap::new();
+            while let Some(row) = r.scan_next(&mut s).expect("next") {
+                if let [Value::UInt(k), Value::Str(b)] = &row[..] {
+                    rows.insert(*k, b.clone());
+                }
+            }
+            prop_assert_eq!(&rows, &model);
+            let parts_expected: u64 = model.values().map(|b| (b.len() as u64).saturating_sub(256).div_ceil(2000)).sum();
+            let parts = t.blob_tables[1].as_ref().expect("parts table").row_count();
+            prop_assert_eq!(parts, parts_expected, "parts table rows");
+        }
+    }
+}
