@@ -599,7 +599,7 @@ fn concurrent_transfers_keep_the_total() {
                     seed
                 };
                 let mut committed = 0;
-                while committed < 150 {
+                while committed < stress_iterations() {
                     let a = next() % accounts;
                     let b = (a + 1 + next() % (accounts - 1)) % accounts;
                     let amount = (next() % 50) as i64;
@@ -857,4 +857,9 @@ fn visiting_batched_reads_sees_stored_rows() {
             (2, Value::Int(-7), Value::Str("s7".into()))
         ]
     );
+}
+
+/// Iterations per thread of the concurrency tests: RNDB_STRESS raises it for soak runs.
+fn stress_iterations() -> u32 {
+    std::env::var("RNDB_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(150)
 }
