@@ -181,7 +181,9 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
     };
     let mut i = 0;
     while i < list.len() {
-        // A run of transactions that only do committed key reads, in one batch.
+        // A run of transactions that only do committed key reads, in one batch; each
+        // handle is resolved once.
+        let mut txs: Vec<&mut TxObj> = Vec::new();
         let mut j = i;
         while j < list.len() {
             match tx_by_handle(list[j]) {
@@ -191,24 +193,20 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
                         .as_ref()
                         .is_some_and(|a| tx.fast_reads_eligible(a.exec)) =>
                 {
+                    if txs.capacity() == 0 {
+                        txs.reserve(list.len() - i);
+                    }
+                    txs.push(tx);
                     j += 1
                 }
                 _ => break,
             }
         }
         if j > i {
-            let mut txs: Vec<&mut TxObj> = Vec::with_capacity(j - i);
-            for &h in &list[i..j] {
-                if let Ok(tx) = tx_by_handle(h) {
-                    txs.push(tx);
-                }
-            }
-            let served = run_fast_reads(core, &mut txs, scratch);
-            drop(txs);
-            for (k, &h) in list[i..j].iter().enumerate() {
-                let Ok(tx) = tx_by_handle(h) else { continue };
+            run_fast_reads(core, &mut txs, scratch);
+            for (k, (tx, &h)) in txs.iter_mut().zip(&list[i..j]).enumerate() {
                 let Some(a) = tx.asynch.take() else { continue };
-                let r = if served[k] {
+                let r = if scratch.served[k] {
                     tx.finish_fast(a.exec, a.abort)
                 } else {
                     tx.execute_slow(core, a.exec, a.abort)

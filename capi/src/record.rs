@@ -100,14 +100,14 @@ fn record_obj<'a>(p: *const rndb_record) -> Result<&'a RecordObj> {
 /// Reads an integer column's value without going through `from_ndb` (the common case,
 /// kept free of large `Result` moves).
 #[inline(always)]
-unsafe fn read_int(rc: &RecCol, row: *const u8) -> Option<Value> {
+unsafe fn read_int(rc: &RecCol, row: *const u8) -> Option<IntRead> {
     let ColumnType::Int { bytes, unsigned } = rc.ty else {
         return None;
     };
     if let Some((byte, bit)) = rc.null {
         // SAFETY: the row holds the record's layout.
         if unsafe { *row.add(byte) } & (1 << bit) != 0 {
-            return Some(Value::Null);
+            return Some(IntRead::Null);
         }
     }
     // SAFETY: as above: `bytes` readable bytes at the offset.
@@ -127,11 +127,20 @@ unsafe fn read_int(rc: &RecCol, row: *const u8) -> Option<Value> {
         }
     };
     Some(if unsigned {
-        Value::UInt(raw)
+        IntRead::UInt(raw)
     } else {
         let shift = 64 - 8 * bytes.min(8) as u32;
-        Value::Int(((raw << shift) as i64) >> shift)
+        IntRead::Int(((raw << shift) as i64) >> shift)
     })
+}
+
+/// An integer column's value as `read_int` reads it (small: returned in registers, and
+/// turned into a `Value` where it is stored).
+#[derive(Clone, Copy)]
+enum IntRead {
+    Null,
+    UInt(u64),
+    Int(i64),
 }
 
 impl RecordDef {
@@ -462,6 +471,27 @@ pub(crate) fn free_records(list: Vec<Handle>) {
     }
 }
 
+/// Pushes `(col, v)`, writing the two fields straight into the vector's memory (a
+/// `push` of the pair goes through a stack copy that stalls on store forwarding).
+#[inline(always)]
+fn push_pair(list: &mut Vec<(usize, Value)>, col: usize, v: IntRead) {
+    list.reserve(1);
+    let len = list.len();
+    // SAFETY: capacity > len after the reserve; both fields are written before the
+    // length covers the slot.
+    unsafe {
+        let slot = list.as_mut_ptr().add(len);
+        std::ptr::addr_of_mut!((*slot).0).write(col);
+        let value = std::ptr::addr_of_mut!((*slot).1);
+        match v {
+            IntRead::Null => value.write(Value::Null),
+            IntRead::UInt(x) => value.write(Value::UInt(x)),
+            IntRead::Int(x) => value.write(Value::Int(x)),
+        }
+        list.set_len(len + 1);
+    }
+}
+
 /// The primary key of a row laid out by `rec`, into `key`.
 unsafe fn key_into(
     rec: &RecordDef,
@@ -484,7 +514,7 @@ unsafe fn key_into(
         let rc = &rec.cols[ci];
         // SAFETY: the row holds the record's layout.
         match unsafe { read_int(rc, row.cast()) } {
-            Some(v) => key.push((p, v)),
+            Some(v) => push_pair(key, p, v),
             // SAFETY: as above.
             None => key.push((p, unsafe { rec.read(rc, row.cast()) }?)),
         }
@@ -636,7 +666,7 @@ unsafe fn values_into(
         }
         // SAFETY: the row holds the record's layout.
         match unsafe { read_int(rc, row.cast()) } {
-            Some(v) => values.push((rc.col, v)),
+            Some(v) => push_pair(values, rc.col, v),
             // SAFETY: as above.
             None => values.push((rc.col, unsafe { rec.read(rc, row.cast()) }?)),
         }

@@ -93,6 +93,10 @@ fn new_op(
         o.table = Some(table.clone());
     }
     o.ty = ty;
+    if scan.is_some() {
+        tx.has_scans = true;
+    }
+    let o = &mut tx.ops[i];
     o.scan = scan.map(Box::new);
     Ok(th.with(kind, i as u32))
 }
@@ -260,8 +264,8 @@ pub(crate) fn execute_now(t: &mut TxObj, exec: ExecType, abort: AbortOption) -> 
     let core = core.as_ref().ok_or_else(crate::conn::not_connected)?;
     if t.fast_reads_eligible(exec) {
         let mut one = [&mut *t];
-        let served = run_fast_reads(core, &mut one, scratch);
-        if served[0] {
+        run_fast_reads(core, &mut one, scratch);
+        if scratch.served[0] {
             return t.finish_fast(exec, abort);
         }
     }

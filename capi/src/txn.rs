@@ -277,6 +277,8 @@ pub(crate) struct TxObj {
     pub asynch: Option<Asynch>,
     pub open_pos: usize,
     pub gci: u64,
+    /// Whether a scan operation was defined (close_core has scans to end).
+    pub has_scans: bool,
 }
 
 impl TxObj {
@@ -297,6 +299,7 @@ impl TxObj {
             asynch: None,
             open_pos: 0,
             gci: 0,
+            has_scans: false,
         }
     }
 
@@ -316,11 +319,13 @@ impl TxObj {
         self.define_error = None;
         self.asynch = None;
         self.gci = 0;
+        self.has_scans = false;
     }
 
     /// Ends the engine transaction (rolled back if still open) and drops open scans.
     pub fn close_core(&mut self) {
-        for op in &mut self.ops[..self.n_ops] {
+        let scans = if self.has_scans { self.n_ops } else { 0 };
+        for op in &mut self.ops[..scans] {
             if let Some(s) = &mut op.scan {
                 if let Some(c) = &mut s.core {
                     c.close();
@@ -799,14 +804,21 @@ pub(crate) struct Scratch {
     assigned: Vec<usize>,
     /// (transaction, operation) of each key of a batch.
     slot_member: Vec<(usize, usize)>,
+    /// Columns read by the current group.
+    cols: Vec<usize>,
+    /// Per transaction of the last `run_fast_reads`: served (false: run it on the slow
+    /// path).
+    pub served: Vec<bool>,
 }
 
 /// Runs the committed reads of `txs` (all eligible) through `Ndb::read_batch_visit` (or
 /// `Ndb::read_batch_into` when BLOB/TEXT columns are read), one call per (table, columns)
-/// group. Returns, per transaction, whether it was served
-/// (false: run it on the slow path).
-pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) -> Vec<bool> {
-    let mut served = vec![true; txs.len()];
+/// group. `sc.served` says, per transaction, whether it was served (false: run it on
+/// the slow path).
+pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) {
+    sc.served.clear();
+    sc.served.resize(txs.len(), true);
+    let served = &mut sc.served;
     // Group members (transaction, operation) by the first member with the same table and
     // columns.
     sc.members.clear();
@@ -816,9 +828,27 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             sc.members.push((t, o));
         }
     }
+    if sc.members.is_empty() {
+        return;
+    }
     let assigned = &mut sc.assigned;
     assigned.clear();
-    assigned.resize(sc.members.len(), usize::MAX);
+    // The common case: every member reads the same columns of the same table.
+    let (t0, o0) = sc.members[0];
+    let head = &txs[t0].ops[o0];
+    let one_group = sc.members.iter().all(|&(t, o)| {
+        let other = &txs[t].ops[o];
+        match (&head.table, &other.table) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) && head.reads == other.reads,
+            _ => false,
+        }
+    });
+    if one_group {
+        assigned.resize(sc.members.len(), 0);
+        sc.groups.push(0);
+    } else {
+        assigned.resize(sc.members.len(), usize::MAX);
+    }
     for m in 0..sc.members.len() {
         if assigned[m] != usize::MAX {
             continue;
@@ -847,7 +877,9 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
         let Some(table) = txs[t0].ops[o0].table.clone() else {
             continue;
         };
-        let cols = txs[t0].ops[o0].reads.clone();
+        sc.cols.clear();
+        sc.cols.extend_from_slice(&txs[t0].ops[o0].reads);
+        let cols = &sc.cols;
         sc.keys.clear();
         let mut n = 0;
         for (m, &(t, o)) in sc.members.iter().enumerate() {
@@ -900,7 +932,7 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             }
             continue;
         }
-        let r = ndb.read_batch_into(&table, &sc.keys, &cols, &mut sc.out, &mut sc.found);
+        let r = ndb.read_batch_into(&table, &sc.keys, cols, &mut sc.out, &mut sc.found);
         let c = cols.len();
         let mut k = 0;
         for (m, &(t, o)) in sc.members.iter().enumerate() {
@@ -931,5 +963,4 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
         }
         debug_assert!(r.is_err() || k == n);
     }
-    served
 }

@@ -861,5 +861,8 @@ fn visiting_batched_reads_sees_stored_rows() {
 
 /// Iterations per thread of the concurrency tests: RNDB_STRESS raises it for soak runs.
 fn stress_iterations() -> u32 {
-    std::env::var("RNDB_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(150)
+    std::env::var("RNDB_STRESS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(150)
 }
