@@ -477,7 +477,7 @@ impl Ndb {
         if !matches!(outcome, Ok(true)) {
             for &(part, r, row) in inserted.iter().rev() {
                 let f = &mut guards[guard_of[part]][r];
-                let h = f.row_hash_pub(row);
+                let h = f.row_hash(row);
                 f.undo_insert_committed(row, h);
             }
         }

@@ -178,9 +178,6 @@ impl Transaction {
             .collect();
         let mut spec = spec;
         spec.batch_size = spec.batch_size.clamp(1, MAX_SCAN_BATCH);
-        if spec.descending {
-            // descending partition order too, for unsorted scans
-        }
         Ok(Scan {
             spec,
             cols,

@@ -8,7 +8,7 @@
 use crate::api::ClusterInner;
 use crate::error::{NdbError, Result};
 use crate::schema::{IndexKind, Value};
-use crate::storage::{PAGE_SIZE, PageKind};
+use crate::storage::PAGE_SIZE;
 
 /// Names of the ndbinfo tables, for SHOW TABLES and completion.
 pub fn table_names() -> Vec<&'static str> {
@@ -181,7 +181,6 @@ fn memory_per_fragment(cluster: &ClusterInner) -> VirtualTable {
             }
         }
     }
-    let _ = PageKind::Fixed;
     (cols(&names), rows)
 }
 

@@ -210,7 +210,7 @@ impl RowLayout {
             var.resize(2 * self.var_cols as usize, 0);
         }
         let data_start = 2 * self.var_cols as usize;
-        for (i, (c, v)) in self.cols.iter().zip(values).enumerate() {
+        for (c, v) in self.cols.iter().zip(values) {
             if v.is_null()
                 && let Some(bit) = c.null_bit
             {
@@ -232,7 +232,6 @@ impl RowLayout {
                         .copy_from_slice(&end.to_le_bytes());
                 }
             }
-            let _ = i;
         }
     }
 

@@ -26,7 +26,7 @@ use crate::index::{HashIndex, OrderedIndex, ScanDirection, Seek};
 use crate::schema::layout::{RowLayout, index_hash, key_hash};
 use crate::schema::{IndexKind, TableDef, Value};
 use crate::storage::fixed::{ROW_ALLOC, ROW_LOCKED, ROW_VERSION_SHIFT};
-use crate::storage::{FixedPages, PAGE_SIZE, PagePool, RowId, VarPages};
+use crate::storage::{FixedPages, PagePool, RowId, VarPages};
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 
@@ -348,7 +348,6 @@ impl Fragment {
                 ));
             }
         }
-        let _ = PAGE_SIZE;
         Ok(())
     }
 }

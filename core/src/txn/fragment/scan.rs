@@ -48,9 +48,9 @@ impl Fragment {
             if self.decode(txn, row, cols, &mut vals) {
                 out.push((RowRef { row, locked }, vals));
                 n += 1;
-            } else if locked {
-                // Not visible after all (an own pending delete keeps its lock).
             }
+            // A locked row that decodes to nothing is the transaction's own pending
+            // delete: its lock was taken before, nothing to return.
             cur = RowId(row.0 + 1);
         }
         self.stats.scan_rows_returned += n as u64;
@@ -133,12 +133,11 @@ impl Fragment {
             };
             idx.collect(dir, start, max_rows, &mut stop, &mut ids)
         };
-        for (k, row) in ids.iter().copied().enumerate() {
+        for row in ids.iter().copied() {
             let locked = match mode {
                 LockMode::CommittedRead => false,
                 LockMode::SimpleRead => {
                     if !self.shared_ok(txn, row) {
-                        let _ = k;
                         return Step::Blocked;
                     }
                     false

@@ -596,11 +596,7 @@ impl Fragment {
     }
 
     /// Hash-index bits of a row's key.
-    pub fn row_hash_pub(&mut self, row: RowId) -> u32 {
-        self.row_hash(row)
-    }
-
-    pub(super) fn row_hash(&mut self, row: RowId) -> u32 {
+    pub fn row_hash(&mut self, row: RowId) -> u32 {
         let layout = &self.table.layout;
         let f = self.fixed.get(row);
         layout.row_key(f, var_of(layout, &self.var, f), &mut self.scratch);
