@@ -362,6 +362,105 @@ pub mod codes {
     pub fn internal(detail: impl std::fmt::Display) -> NdbError {
         NdbError::new(4000, InternalError, "Internal error").detail(detail)
     }
+
+    // ---- Disk data (DICT 7xx, LGMAN 15xx, TSMAN 16xx) ----
+
+    pub fn out_of_extents(table: &str) -> NdbError {
+        NdbError::new(1601, InsufficientSpace, "Out of extents, tablespace full")
+            .detail(table)
+            .with_mysql_code(1114)
+    }
+    pub fn no_datafile_in_tablespace(tablespace: &str) -> NdbError {
+        NdbError::new(1602, InsufficientSpace, "No datafile in tablespace").detail(tablespace)
+    }
+    pub fn out_of_undo_space() -> NdbError {
+        NdbError::new(1501, TemporaryResourceError, "Out of undo space")
+    }
+    pub fn out_of_logbuffer_memory(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            1504,
+            SchemaError,
+            "Out of logbuffer memory(specify smaller undo_buffer_size or increase SharedGlobalMemory)",
+        )
+        .detail(detail)
+    }
+    pub fn filegroup_exists(name: &str) -> NdbError {
+        NdbError::new(
+            721,
+            SchemaObjectExists,
+            "Schema object with given name already exists",
+        )
+        .detail(name)
+        .with_mysql_code(1050)
+    }
+    pub fn one_logfile_group_only() -> NdbError {
+        NdbError::new(
+            1514,
+            SchemaError,
+            "Currently there is a limit of one logfile group",
+        )
+    }
+    pub fn logfile_group_not_found(name: &str) -> NdbError {
+        NdbError::new(789, ApplicationError, "Logfile group not found").detail(name)
+    }
+    pub fn invalid_tablespace(name: &str) -> NdbError {
+        NdbError::new(755, SchemaError, "Invalid tablespace").detail(name)
+    }
+    pub fn index_on_disk_column(column: &str) -> NdbError {
+        NdbError::new(756, SchemaError, "Index on disk column is not supported").detail(column)
+    }
+    pub fn file_exists(path: impl std::fmt::Display) -> NdbError {
+        NdbError::new(760, SchemaError, "File already exists").detail(path)
+    }
+    pub fn invalid_extent_size(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(764, SchemaError, "Invalid extent size").detail(detail)
+    }
+    pub fn no_such_file(name: &str) -> NdbError {
+        NdbError::new(766, SchemaError, "Cant drop file, no such file").detail(name)
+    }
+    pub fn no_such_filegroup(name: &str) -> NdbError {
+        NdbError::new(767, SchemaError, "Cant drop filegroup, no such filegroup").detail(name)
+    }
+    pub fn filegroup_in_use(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(768, SchemaError, "Cant drop filegroup, filegroup is used").detail(detail)
+    }
+    pub fn file_in_use(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(770, SchemaError, "Cant drop file, file is used").detail(detail)
+    }
+    pub fn invalid_undo_buffer_size(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(779, SchemaError, "Invalid undo buffer size").detail(detail)
+    }
+    pub fn disk_table_no_logging() -> NdbError {
+        NdbError::new(
+            798,
+            ApplicationError,
+            "A disk table must not be specified as no logging",
+        )
+    }
+    /// Creating, extending or writing a file failed (path, permissions, ENOSPC, EIO).
+    pub fn file_system_error(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            1509,
+            SchemaError,
+            "File system error, check if path,permissions etc",
+        )
+        .detail(detail)
+    }
+    pub fn file_read_error(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(1512, SchemaError, "File read error").detail(detail)
+    }
+    pub fn file_too_small(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(1516, SchemaError, "File too small").detail(detail)
+    }
+    /// A disk page or log record whose checksum, page id or LSN does not verify.
+    pub fn corrupt_page(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            896,
+            InternalError,
+            "Tuple corrupted - wrong checksum or column data in invalid format",
+        )
+        .detail(detail)
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,34 @@
 //! Disk data (TSMAN, LGMAN, PGMAN): tablespaces of data files and extents, the undo log
 //! group, and the DiskPageBufferMemory page cache.
 //!
-//! So far: the page cache's replacement policy and its hit-ratio advisor
-//! ([`policy`]); the files, extents, undo log and the cache's buffers come with the rest
-//! of the disk-data work.
+//! - [`io`]: the file I/O trait with a real and a fault-injecting implementation.
+//! - [`page`]: the 32 KB page header with checksum and address, sealed on write and
+//!   verified on read.
+//! - [`policy`]: the page cache's replacement policy and its hit-ratio advisor.
 
+pub mod io;
+pub mod page;
 pub mod policy;
+
+/// Log sequence number of the undo log: the byte position of a record in the logfile
+/// group's unbounded log (never reused, so it orders every change ever logged).
+pub type Lsn = u64;
+
+/// Write-ahead logging: a page whose header carries LSN `l` may be written to its data
+/// file only after the undo log is durable up to and including `l`. The undo log
+/// (LGMAN) implements this; the page cache and the tablespace manager call it before
+/// every page write.
+pub trait WalSync: Send + Sync {
+    /// Block until the undo log is durable up to `lsn` (returns at once if it is).
+    fn sync_to(&self, lsn: Lsn) -> crate::error::Result<()>;
+}
+
+/// A [`WalSync`] for files without an undo log (tests of one layer alone).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoWal;
+
+impl WalSync for NoWal {
+    fn sync_to(&self, _lsn: Lsn) -> crate::error::Result<()> {
+        Ok(())
+    }
+}
