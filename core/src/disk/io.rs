@@ -190,11 +190,11 @@ impl MemState {
     }
     /// Check the budget for growing by `extra` bytes.
     fn reserve(&mut self, extra: u64) -> io::Result<()> {
-        if let Some(cap) = self.faults.capacity_bytes {
-            if self.used_bytes() + extra > cap {
-                self.stats.injected_failures += 1;
-                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
-            }
+        if let Some(cap) = self.faults.capacity_bytes
+            && self.used_bytes() + extra > cap
+        {
+            self.stats.injected_failures += 1;
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
         }
         Ok(())
     }
@@ -259,10 +259,11 @@ impl FileSystem for MemFileSystem {
         if st.files.contains_key(path) {
             return Err(io::Error::from(io::ErrorKind::AlreadyExists));
         }
-        if let Some(parent) = path.parent() {
-            if !parent.as_os_str().is_empty() && !st.dirs.contains(parent) {
-                return Err(io::Error::from(io::ErrorKind::NotFound));
-            }
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+            && !st.dirs.contains(parent)
+        {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
         }
         if st.faults.fail_writes {
             st.stats.injected_failures += 1;
