@@ -124,6 +124,8 @@ pub struct TableSpec {
     pub indexes: Vec<(String, IndexKind, Vec<String>)>,
     pub logging: bool,
     pub if_not_exists: bool,
+    /// Tablespace of the table's disk columns (NdbDictionary::Table::setTablespaceName).
+    pub tablespace: Option<String>,
 }
 
 impl TableSpec {
@@ -137,7 +139,14 @@ impl TableSpec {
             indexes: Vec::new(),
             logging: true,
             if_not_exists: false,
+            tablespace: None,
         }
+    }
+
+    /// Puts the table's disk columns in tablespace `ts`.
+    pub fn tablespace(mut self, ts: &str) -> TableSpec {
+        self.tablespace = Some(ts.to_string());
+        self
     }
 
     /// Adds an index on `columns`.
@@ -175,6 +184,9 @@ impl ClusterInner {
         if dict.table_count() + 1 + hidden_needed > max_tables {
             return Err(codes::too_many_tables());
         }
+        if let Some(ts) = &spec.tablespace {
+            self.check_tablespace_for_table(ts)?;
+        }
         let partitions = self.default_partitions();
         dict.next_table_id += 1;
         let id = dict.next_table_id;
@@ -187,6 +199,7 @@ impl ClusterInner {
             partitions,
         )?;
         def.logging = spec.logging;
+        def.tablespace = spec.tablespace.clone();
         let def = Arc::new(def);
         let mut blob_tables = Vec::with_capacity(def.columns.len());
         for (i, c) in def.columns.iter().enumerate() {
@@ -348,6 +361,11 @@ impl ClusterInner {
             .collect();
         let def = TableDef::new(id, &name, cols, &pk, vec![], main.partitions)?;
         Ok(self.hidden_runtime(def, database))
+    }
+
+    /// A table may be created in tablespace `ts` only when it exists (error 755).
+    fn check_tablespace_for_table(&self, ts: &str) -> Result<()> {
+        Err(codes::invalid_tablespace(ts))
     }
 
     /// Partitions of a new table: one per LDM per node group (NDB's default).

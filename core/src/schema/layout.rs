@@ -9,6 +9,14 @@
 //!            var-part reference (u32) when the table has var-size columns
 //!            padding to a multiple of 4
 //! ```
+//! A table with disk columns (STORAGE DISK) keeps them out of both parts: the fixed part
+//! then holds an 8-byte disk reference (`DiskRef`: file_no u16, page_no u32, slot u16,
+//! little-endian, all ones = none) before the var-part reference, and the disk columns
+//! form the row's *disk image*, stored in one record of a disk row page: a fixed part and
+//! a var part encoded exactly as above by the disk sub-layout (`RowLayout::disk`), the
+//! fixed part's 8 header bytes holding the row id of the in-memory part (u32) and the
+//! GCI (u32). Var-size disk columns take their actual length, not their maximum.
+//!
 //! Var-size part (one entry on a var page): `V` little-endian u16 end offsets (one per
 //! var-size column, relative to the start of the data area), then the columns' bytes.
 //! A NULL var column has length 0 and its null bit set.
@@ -38,6 +46,9 @@ pub const NULL_BITMAP_OFFSET: usize = 8;
 pub const MAX_FIXED_SIZE: u32 = 8052 + 8;
 /// Largest var part (bounded by what fits on one var page with its directory entry).
 pub const MAX_VAR_SIZE: u32 = 30000;
+/// Largest disk image (fixed + var part of the disk columns): one record of a disk row
+/// page, which holds 32 KB less the page header and one slot entry.
+pub const MAX_DISK_RECORD_BYTES: u32 = 30000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColPlace {
@@ -49,6 +60,33 @@ pub enum ColPlace {
     Var {
         index: u32,
     },
+    /// A STORAGE DISK column: column `index` of the disk sub-layout.
+    Disk {
+        index: u32,
+    },
+}
+
+/// Where a row's disk part lives: a record (slot) of a disk row page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DiskRef {
+    pub file_no: u16,
+    pub page_no: u32,
+    pub slot: u16,
+}
+
+impl DiskRef {
+    const NONE: u64 = u64::MAX;
+
+    pub fn to_u64(self) -> u64 {
+        (self.file_no as u64) << 48 | (self.page_no as u64) << 16 | self.slot as u64
+    }
+    pub fn from_u64(v: u64) -> Option<DiskRef> {
+        (v != Self::NONE).then_some(DiskRef {
+            file_no: (v >> 48) as u16,
+            page_no: (v >> 16) as u32,
+            slot: v as u16,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,17 +106,41 @@ pub struct RowLayout {
     pub pk: Vec<usize>,
     /// Fast path: the key is one fixed, non-string column stored at (offset, size).
     pub pk_fixed_slice: Option<(u32, u32)>,
+    /// Offset of the 8-byte disk reference in the fixed part (tables with disk columns).
+    pub disk_ref_offset: Option<u32>,
+    /// Layout of the disk image (the disk columns, in table order).
+    pub disk: Option<Box<RowLayout>>,
+    /// Table column positions of the disk columns, in disk-layout order.
+    pub disk_cols: Vec<usize>,
 }
 
 impl RowLayout {
     pub fn new(columns: &[Column], pk: &[usize]) -> Result<RowLayout> {
-        let nullable = columns.iter().filter(|c| c.nullable).count() as u32;
+        use super::table::StorageType;
+        let on_disk = |c: &Column| c.storage == StorageType::Disk;
+        let nullable = columns.iter().filter(|c| c.nullable && !on_disk(c)).count() as u32;
         let null_bytes = nullable.div_ceil(8);
         let mut offset = NULL_BITMAP_OFFSET as u32 + null_bytes;
         let mut next_null = 0;
         let mut var_index = 0;
         let mut cols = Vec::with_capacity(columns.len());
-        for c in columns {
+        let mut disk_columns = Vec::new();
+        let mut disk_cols = Vec::new();
+        for (pos, c) in columns.iter().enumerate() {
+            if on_disk(c) {
+                cols.push(ColLayout {
+                    ty: c.ty,
+                    null_bit: None,
+                    place: ColPlace::Disk {
+                        index: disk_cols.len() as u32,
+                    },
+                });
+                let mut m = c.clone();
+                m.storage = StorageType::Memory;
+                disk_columns.push(m);
+                disk_cols.push(pos);
+                continue;
+            }
             let null_bit = if c.nullable {
                 next_null += 1;
                 Some(next_null - 1)
@@ -102,6 +164,20 @@ impl RowLayout {
                 place,
             });
         }
+        let (disk, disk_ref_offset) = if disk_columns.is_empty() {
+            (None, None)
+        } else {
+            offset = offset.div_ceil(4) * 4;
+            offset += 8;
+            let sub = RowLayout::new(&disk_columns, &[])?;
+            if sub.fixed_size + sub.max_var_bytes() > MAX_DISK_RECORD_BYTES {
+                return Err(codes::row_too_big(format!(
+                    "the disk part can reach {} bytes, at most {MAX_DISK_RECORD_BYTES} fit a disk page",
+                    sub.fixed_size + sub.max_var_bytes()
+                )));
+            }
+            (Some(Box::new(sub)), Some(offset - 8))
+        };
         let var_ref_offset = if var_index > 0 {
             offset += 4;
             Some(offset - 4)
@@ -114,8 +190,12 @@ impl RowLayout {
                 "the fixed-size part is {fixed_size} bytes"
             )));
         }
-        let max_var: u32 =
-            columns.iter().map(|c| c.ty.max_var_bytes()).sum::<u32>() + 2 * var_index;
+        let max_var: u32 = columns
+            .iter()
+            .filter(|c| !on_disk(c))
+            .map(|c| c.ty.max_var_bytes())
+            .sum::<u32>()
+            + 2 * var_index;
         if max_var > MAX_VAR_SIZE {
             return Err(codes::row_too_big(format!(
                 "the var-size part can reach {max_var} bytes, at most {MAX_VAR_SIZE} are supported"
@@ -137,11 +217,93 @@ impl RowLayout {
             var_cols: var_index,
             pk: pk.to_vec(),
             pk_fixed_slice,
+            disk_ref_offset,
+            disk,
+            disk_cols,
         })
     }
 
     pub fn has_var(&self) -> bool {
         self.var_cols > 0
+    }
+
+    /// Largest var part a row can have.
+    pub fn max_var_bytes(&self) -> u32 {
+        self.cols
+            .iter()
+            .filter(|c| matches!(c.place, ColPlace::Var { .. }))
+            .map(|c| c.ty.max_var_bytes())
+            .sum::<u32>()
+            + 2 * self.var_cols
+    }
+
+    /// Whether the table has STORAGE DISK columns.
+    #[inline]
+    pub fn has_disk(&self) -> bool {
+        self.disk.is_some()
+    }
+
+    #[inline]
+    pub fn is_disk(&self, col: usize) -> bool {
+        matches!(self.cols[col].place, ColPlace::Disk { .. })
+    }
+
+    /// The disk reference stored in a fixed part (None: no disk record).
+    #[inline]
+    pub fn disk_ref(&self, fixed: &[u8]) -> Option<DiskRef> {
+        let o = self.disk_ref_offset? as usize;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&fixed[o..o + 8]);
+        DiskRef::from_u64(u64::from_le_bytes(b))
+    }
+
+    #[inline]
+    pub fn set_disk_ref(&self, fixed: &mut [u8], r: Option<DiskRef>) {
+        if let Some(o) = self.disk_ref_offset {
+            let v = r.map_or(DiskRef::NONE, DiskRef::to_u64);
+            fixed[o as usize..o as usize + 8].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// Encodes the disk columns of a full row (one value per table column) into a disk
+    /// image, with `row` (the in-memory row id) and `gci` in its header.
+    pub fn encode_disk(&self, values: &[Value], row: u32, gci: u32, out: &mut Vec<u8>) {
+        out.clear();
+        let Some(sub) = &self.disk else {
+            return;
+        };
+        let proj: Vec<Value> = self.disk_cols.iter().map(|&c| values[c].clone()).collect();
+        let mut var = Vec::new();
+        sub.encode_row(&proj, out, &mut var);
+        out[ROW_HEADER_OFFSET..ROW_HEADER_OFFSET + 4].copy_from_slice(&row.to_le_bytes());
+        out[ROW_GCI_OFFSET..ROW_GCI_OFFSET + 4].copy_from_slice(&gci.to_le_bytes());
+        out.extend_from_slice(&var);
+    }
+
+    /// Splits a disk image into its sub-layout's fixed and var parts (None when the image
+    /// is shorter than the fixed part: a corrupt record).
+    #[inline]
+    pub fn split_disk<'a>(&self, image: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+        let sub = self.disk.as_ref()?;
+        (image.len() >= sub.fixed_size as usize).then(|| image.split_at(sub.fixed_size as usize))
+    }
+
+    /// Decodes disk column `col` (a table column position) from a disk image.
+    pub fn get_disk(&self, col: usize, image: &[u8]) -> Value {
+        match (self.cols[col].place, &self.disk, self.split_disk(image)) {
+            (ColPlace::Disk { index }, Some(sub), Some((f, v))) => sub.get(index as usize, f, v),
+            _ => Value::Null,
+        }
+    }
+
+    /// Row id and GCI from a disk image's header.
+    pub fn disk_header(image: &[u8]) -> Option<(u32, u32)> {
+        (image.len() >= 8).then(|| {
+            (
+                u32::from_le_bytes(fixed_4(image, 0)),
+                u32::from_le_bytes(fixed_4(image, 4)),
+            )
+        })
     }
 
     #[inline]
@@ -163,6 +325,10 @@ impl RowLayout {
                 Some(&fixed[offset as usize..(offset + size) as usize])
             }
             ColPlace::Var { index } => Some(var_slice(var, self.var_cols, index)),
+            ColPlace::Disk { .. } => {
+                debug_assert!(false, "col_bytes of disk column {col}: read the disk image");
+                None
+            }
         }
     }
 
@@ -231,6 +397,8 @@ impl RowLayout {
                     var[2 * index as usize..2 * index as usize + 2]
                         .copy_from_slice(&end.to_le_bytes());
                 }
+                // Encoded separately into the disk image (encode_disk).
+                ColPlace::Disk { .. } => {}
             }
         }
     }

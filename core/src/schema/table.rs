@@ -100,6 +100,8 @@ pub struct TableDef {
     pub partitions: u32,
     /// false for NDB's NoLogging (temporary) tables.
     pub logging: bool,
+    /// Tablespace holding the disk columns (None for in-memory tables).
+    pub tablespace: Option<String>,
     pub layout: RowLayout,
 }
 
@@ -244,6 +246,7 @@ impl TableDef {
             indexes: index_defs,
             partitions: partitions.max(1),
             logging: true,
+            tablespace: None,
             layout,
         })
     }

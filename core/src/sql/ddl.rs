@@ -15,6 +15,9 @@ use super::lexer::{self, Statement, Tok, Token};
 use crate::error::{NdbError, Result};
 use crate::schema::{BlobKind, Charset, ColumnType, Decimal, StorageType, Value};
 
+mod disk;
+pub(crate) use disk::DiskDdl;
+
 /// A column type before the table's default character set is applied.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TypeSpec {
@@ -144,6 +147,8 @@ pub(crate) enum Command {
     Maintenance(&'static str, Vec<TableName>),
     /// Accepted for compatibility, nothing to do (LOCK/UNLOCK TABLES, FLUSH).
     NoOp,
+    /// CREATE/ALTER/DROP LOGFILE GROUP or TABLESPACE.
+    Disk(DiskDdl),
 }
 
 struct P<'a> {
@@ -445,15 +450,9 @@ impl<'a> P<'a> {
                 },
             });
         }
-        if !unique
-            && (self.peek_kw("TABLESPACE")
-                || self.peek_kw("LOGFILE")
-                || self.peek_kw("UNDO")
-                || self.peek_kw("DATAFILE"))
+        if !unique && (self.peek_kw("TABLESPACE") || self.peek_kw("LOGFILE") || self.peek_kw("UNDO"))
         {
-            return Err(errors::unsupported(
-                "disk data objects (CREATE TABLESPACE / LOGFILE GROUP)",
-            ));
+            return self.create_disk();
         }
         Err(self.err())
     }
@@ -1094,18 +1093,14 @@ impl<'a> P<'a> {
             return Ok(Command::DropIndex { table, name });
         }
         if self.peek_kw("TABLESPACE") || self.peek_kw("LOGFILE") || self.peek_kw("UNDO") {
-            return Err(errors::unsupported(
-                "disk data objects (DROP TABLESPACE / LOGFILE GROUP)",
-            ));
+            return self.drop_disk();
         }
         Err(self.err())
     }
 
     fn alter(&mut self) -> Result<Command> {
         if self.peek_kw("TABLESPACE") || self.peek_kw("LOGFILE") || self.peek_kw("UNDO") {
-            return Err(errors::unsupported(
-                "disk data objects (ALTER TABLESPACE / LOGFILE GROUP)",
-            ));
+            return self.alter_disk();
         }
         self.eat_kw("ONLINE");
         self.eat_kw("OFFLINE");

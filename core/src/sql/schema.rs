@@ -310,17 +310,14 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
     if let Some(e) = &ct.engine {
         check_engine(e)?;
     }
-    if let Some(ts) = &ct.tablespace {
-        return Err(errors::invalid_tablespace(ts));
-    }
-    if ct.storage == Some(StorageType::Disk)
-        || ct
-            .columns
-            .iter()
-            .any(|c| c.storage == Some(StorageType::Disk))
-    {
+    let table_disk = ct.storage == Some(StorageType::Disk);
+    let explicit_disk = ct
+        .columns
+        .iter()
+        .any(|c| c.storage == Some(StorageType::Disk));
+    if (table_disk || explicit_disk) && ct.tablespace.is_none() {
         return Err(errors::invalid_tablespace(
-            "STORAGE DISK needs a tablespace",
+            "STORAGE DISK needs a tablespace (TABLESPACE ts STORAGE DISK)",
         ));
     }
     let name = ct.table.name.clone();
@@ -524,6 +521,23 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
             ));
         }
     }
+    // Storage: a column's own STORAGE wins; otherwise the table's STORAGE DISK puts every
+    // column that no index uses on disk (indexed columns always stay in memory, as NDB).
+    for (i, col) in columns.iter_mut().enumerate() {
+        let explicit = ct.columns[i].storage;
+        let indexed = pk.iter().any(|p| p.eq_ignore_ascii_case(&col.name))
+            || engine_indexes
+                .iter()
+                .any(|(_, _, cs)| cs.iter().any(|c| c.eq_ignore_ascii_case(&col.name)));
+        col.storage = match explicit {
+            Some(StorageType::Disk) if indexed => {
+                return Err(crate::error::codes::index_on_disk_column(&col.name));
+            }
+            Some(st) => st,
+            None if table_disk && !indexed => StorageType::Disk,
+            None => StorageType::Memory,
+        };
+    }
     meta.pk_hash_only = pk_hash_only;
     let spec = TableSpec {
         name: name.clone(),
@@ -532,6 +546,7 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
         indexes: engine_indexes,
         logging: true,
         if_not_exists: false,
+        tablespace: ct.tablespace.clone(),
     };
     let rt = s.ndb_for(&db).create_table(spec).map_err(|e| {
         if e.code == 721 {
