@@ -16,8 +16,10 @@
 //! Cleaning order: by the time a page became dirty (its dirty sequence number), oldest
 //! first — deterministic, and close to NDB's preference for low LSNs (least undo log to
 //! force). Pages busy at the time are skipped by `clean_step` and waited for by
-//! `flush_all`.
+//! `flush_all`, which then syncs (`sync_data`) every file it wrote to: the checkpoint
+//! is durable when it returns.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -200,10 +202,12 @@ impl Inner {
         let mut st = self.state.lock();
         let end_seq = st.next_dirty_seq;
         let mut max_lsn = 0;
+        let mut written_files: BTreeMap<u32, Arc<dyn DiskFile>> = BTreeMap::new();
+        let mut written: Vec<(u32, PageAddr)> = Vec::new();
         loop {
             let dirty: Vec<u32> = st.dirty.range(..end_seq).map(|(_, &i)| i).collect();
             if dirty.is_empty() {
-                return Ok(max_lsn);
+                break;
             }
             let claims: Vec<Claim> = dirty
                 .into_iter()
@@ -214,8 +218,34 @@ impl Inner {
                 self.cond.wait(&mut st);
                 continue;
             }
+            for c in &claims {
+                written_files
+                    .entry(c.addr.file_no)
+                    .or_insert_with(|| c.file.clone());
+                written.push((c.i, c.addr));
+            }
             self.write_all(&mut st, claims, WriteKind::Lcp, &mut max_lsn)?;
         }
+        drop(st);
+        // The checkpoint is durable before the undo log is released up to `max_lsn`.
+        for (file_no, f) in written_files {
+            if let Err(e) = f.sync_data() {
+                // The written pages may not be on disk: dirty again those still cached
+                // so that the next checkpoint writes them again.
+                let mut st = self.state.lock();
+                for &(i, addr) in &written {
+                    let s = &st.slots[i as usize];
+                    if s.status == Status::Resident && s.addr == addr {
+                        let lsn = s.lsn;
+                        st.mark_dirty(i, lsn);
+                    }
+                }
+                return Err(codes::file_system_error(format_args!(
+                    "sync of disk file {file_no}: {e}"
+                )));
+            }
+        }
+        Ok(max_lsn)
     }
 }
 

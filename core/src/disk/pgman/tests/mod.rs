@@ -377,6 +377,20 @@ fn eio_on_write_keeps_the_page_dirty_and_intact() {
     assert_eq!(on_disk(&r, 2)[PAGE_HEADER_BYTES], 0x42);
     assert_eq!(on_disk(&r, 226)[PAGE_HEADER_BYTES], 1);
     r.cache.check();
+    // A checkpoint syncs the files it wrote; a failed sync leaves its pages dirty.
+    let syncs = r.fs.stats().syncs;
+    put(&r.cache, 2, 0x43, 70);
+    r.fs.set_faults(Faults {
+        fail_syncs: true,
+        ..Faults::default()
+    });
+    assert_eq!(r.cache.flush_all().unwrap_err().code, 1509);
+    assert_eq!(r.cache.stats().dirty_pages, 1);
+    r.fs.set_faults(Faults::default());
+    assert_eq!(r.cache.flush_all().unwrap(), 70);
+    assert_eq!(r.fs.stats().syncs, syncs + 2);
+    assert_eq!(r.cache.stats().dirty_pages, 0);
+    r.cache.check();
 }
 
 #[test]
