@@ -175,9 +175,7 @@ impl Inner {
         let mut st = self.state.lock();
         let res = match loaded {
             Ok(lsn) => {
-                let s = &mut st.slots[i as usize];
-                s.status = Status::Resident;
-                s.lsn = lsn;
+                st.set_resident(i, lsn);
                 if intent != Intent::Format {
                     st.counters.pages_read += 1;
                 }

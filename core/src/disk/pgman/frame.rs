@@ -111,6 +111,9 @@ pub(super) struct State {
     pub next_dirty_seq: u64,
     pub files: BTreeMap<u32, Arc<dyn DiskFile>>,
     pub counters: LockedCounters,
+    /// Slots `Resident` or `Evicting` (kept up to date by `set_resident` and
+    /// `release_frame`).
+    resident: usize,
 }
 
 /// Whether the page in frame `i` may be dropped now without a write: clean, no pin, no
@@ -146,6 +149,7 @@ impl State {
             next_dirty_seq: 0,
             files: BTreeMap::new(),
             counters: LockedCounters::default(),
+            resident: 0,
         }
     }
 
@@ -184,6 +188,9 @@ impl State {
     /// back to the free list, or given back if the cache is above its target size.
     pub fn release_frame(&mut self, i: u32) {
         let s = &mut self.slots[i as usize];
+        if matches!(s.status, Status::Resident | Status::Evicting) {
+            self.resident -= 1;
+        }
         if s.status != Status::Free {
             let page = s.page;
             let was = self.map.remove(&page);
@@ -229,12 +236,18 @@ impl State {
         }
     }
 
+    /// A page read (or zeroed) into frame `i` is now valid, with LSN `lsn`.
+    pub fn set_resident(&mut self, i: u32, lsn: Lsn) {
+        let s = &mut self.slots[i as usize];
+        assert_eq!(s.status, Status::Loading, "page-in of a slot not loading");
+        s.status = Status::Resident;
+        s.lsn = lsn;
+        self.resident += 1;
+    }
+
     /// Resident (or evicting) pages.
     pub fn resident_pages(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|s| matches!(s.status, Status::Resident | Status::Evicting))
-            .count()
+        self.resident
     }
 
     /// Verifies the invariants above (O(frames); tests).
@@ -268,6 +281,12 @@ impl State {
                 );
             }
         }
+        let resident = self
+            .slots
+            .iter()
+            .filter(|s| matches!(s.status, Status::Resident | Status::Evicting))
+            .count();
+        assert_eq!(resident, self.resident, "resident count out of step");
         let pending = self.map.values().filter(|&&i| i == PENDING).count();
         assert_eq!(self.policy.len(), in_policy + pending);
         assert_eq!(
