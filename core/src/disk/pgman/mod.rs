@@ -27,7 +27,7 @@
 //! - A page that fails to read or verify is never cached; a page whose write fails stays
 //!   dirty with its contents (the write is retried by a later cleaner step or flush).
 //!
-//! Concurrency: one cache-wide mutex over [`frame::State`] (map, slots, policy, dirty
+//! Concurrency: one cache-wide mutex over `frame::State` (map, slots, policy, dirty
 //! list, files) and one `RwLock` per frame over its bytes. I/O (reads, WAL syncs,
 //! writes) is done without the cache mutex. Lock order: a frame's data lock, then the
 //! cache mutex — never a frame lock while holding the cache mutex (so a `get` from
@@ -36,6 +36,10 @@
 //!
 //! A hit takes the cache mutex once (map probe, policy access, pin = `Arc` clone); the
 //! unpin of a `Read` pin takes no lock (an `Arc` drop plus a check for frame waiters).
+//!
+//! Files: `frame` (frames, slots, the state under the mutex and its invariants),
+//! `access` (the request path), `cleaner` (write-back, cleaner, checkpoint), `admin`
+//! (drop_file, resize), [`stats`] (the ndbinfo counters and what each one counts).
 
 mod access;
 mod admin;
