@@ -5,9 +5,12 @@
 //! - [`page`]: the 32 KB page header with checksum and address, sealed on write and
 //!   verified on read.
 //! - [`policy`]: the page cache's replacement policy and its hit-ratio advisor.
+//! - [`pgman`]: the DiskPageBufferMemory page cache (frames, page-in, write-back under
+//!   the WAL rule, cleaner, checkpoint, online resize, ndbinfo counters).
 
 pub mod io;
 pub mod page;
+pub mod pgman;
 pub mod policy;
 
 /// Log sequence number of the undo log: the byte position of a record in the logfile
