@@ -5,10 +5,14 @@
 //! - [`page`]: the 32 KB page header with checksum and address, sealed on write and
 //!   verified on read.
 //! - [`policy`]: the page cache's replacement policy and its hit-ratio advisor.
+//! - [`tsman`]: tablespaces, data files, extents and the per-fragment disk allocator.
+//! - [`rowpage`]: the slotted data page holding the disk parts of rows.
 
 pub mod io;
 pub mod page;
 pub mod policy;
+pub mod rowpage;
+pub mod tsman;
 
 /// Log sequence number of the undo log: the byte position of a record in the logfile
 /// group's unbounded log (never reused, so it orders every change ever logged).
