@@ -7,7 +7,10 @@
 //! The chosen page's free bytes drop by the request at once (a reservation, so that
 //! two allocations before the row layer reports do not overbook the page);
 //! [`FragmentDiskAlloc::page_free_changed`] then sets the exact value the row page
-//! reports and forwards it to the tablespace manager's accounting.
+//! reports and forwards it to the tablespace manager's accounting. If the insert
+//! fails anyway (free bytes rebuilt from the 4-bit classes after a restart are lower
+//! bounds, but a class written before a crash may be stale), the caller reports the
+//! page's real free bytes and allocates again.
 //!
 //! Extent return (NDB never does it): when every page of an extent is empty again and
 //! the fragment owns another extent, `page_free_changed` names the extent; the caller
@@ -40,6 +43,14 @@ impl ExtentPages {
     fn all_empty(&self) -> bool {
         self.free.iter().all(|&f| f == EMPTY)
     }
+}
+
+/// The page [`FragmentDiskAlloc::alloc_page`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocatedPage {
+    pub page: PageAddr,
+    /// The page held no record: format it before inserting.
+    pub was_empty: bool,
 }
 
 /// Per-fragment disk allocator.
@@ -151,6 +162,23 @@ impl FragmentDiskAlloc {
         table_name: &str,
         lsn: Lsn,
     ) -> Result<PageAddr> {
+        Ok(self
+            .alloc_page(tsman, ts, need_bytes, table_name, lsn)?
+            .page)
+    }
+
+    /// As [`FragmentDiskAlloc::alloc`], also saying whether the page was empty: an
+    /// empty page may be unformatted or hold stale rows of an earlier owner of a
+    /// returned extent, so the caller must format it (`rowpage::init`; the page cache
+    /// may hand it out without reading it).
+    pub fn alloc_page(
+        &mut self,
+        tsman: &TablespaceManager,
+        ts: TablespaceId,
+        need_bytes: usize,
+        table_name: &str,
+        lsn: Lsn,
+    ) -> Result<AllocatedPage> {
         let need = u32::try_from(need_bytes)
             .ok()
             .filter(|&n| n <= EMPTY)
@@ -175,7 +203,10 @@ impl FragmentDiskAlloc {
             }
         };
         self.set_free(page, free - need);
-        Ok(page)
+        Ok(AllocatedPage {
+            page,
+            was_empty: free == EMPTY,
+        })
     }
 
     /// The row layer changed `page`: its exact free bytes are now `free_bytes`.

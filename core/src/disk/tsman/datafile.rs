@@ -46,6 +46,8 @@ pub const MAX_EXTENT_PAGES: u32 = 32 * 1024;
 pub const UNBOUNDED_GROWTH_FACTOR: u64 = 16;
 /// Cap on the reserved extents of one file (1M extents = 1 TiB at 1 MB extents).
 pub const MAX_EXTENTS_PER_FILE: u64 = 1 << 20;
+/// Largest data file in pages (page numbers are u32; 64 TiB).
+pub const MAX_FILE_PAGES: u64 = 1 << 31;
 /// Free-space class of an empty page (4 bits per page in the extent header).
 pub const EMPTY_CLASS: u8 = 15;
 
@@ -262,6 +264,14 @@ pub fn plan(
         )));
     }
     let per_page = (PAGE_BODY_BYTES / entry_bytes(extent_pages)) as u64;
+    // Page numbers are u32: keep every file below 2^31 pages (64 TiB).
+    let max_extents = MAX_FILE_PAGES / ep;
+    if initial_pages > MAX_FILE_PAGES {
+        return Err(codes::file_system_error(format_args!(
+            "data file of {initial_size_bytes} bytes: larger than {} bytes",
+            MAX_FILE_PAGES * PAGE
+        )));
+    }
     let cap_for = |n: u64| -> u64 {
         let grown = if autoextend_size_bytes == 0 {
             n
@@ -272,7 +282,7 @@ pub fn plan(
         } else {
             n.saturating_mul(UNBOUNDED_GROWTH_FACTOR)
         };
-        grown.min(MAX_EXTENTS_PER_FILE).max(n)
+        grown.min(MAX_EXTENTS_PER_FILE).max(n).min(max_extents)
     };
     // Upper bound on extents (one header page), header pages for its capacity, then
     // the real extent count; capacity(n) <= capacity(n0) so the header pages suffice.

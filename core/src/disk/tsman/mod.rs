@@ -397,11 +397,12 @@ impl TablespaceManager {
         table_name: &str,
         lsn: Lsn,
     ) -> Result<ExtentId> {
-        assert_ne!(
-            owner.fragment_id,
-            datafile::FREE_FRAGMENT,
-            "reserved fragment id"
-        );
+        if owner.fragment_id == datafile::FREE_FRAGMENT {
+            return Err(codes::internal(format_args!(
+                "fragment id {:#x} is reserved for free extents",
+                owner.fragment_id
+            )));
+        }
         let mut g = self.inner.lock();
         let t = g.ts(ts)?;
         if t.files.is_empty() {
@@ -434,7 +435,11 @@ impl TablespaceManager {
         let (file_no, extent_no) = found;
         let df = g.files.get_mut(&file_no).ok_or_else(|| no_ts(ts))?;
         let before = df.extents[extent_no as usize].clone();
-        df.extents[extent_no as usize].owner = Some(owner);
+        let st = &mut df.extents[extent_no as usize];
+        st.owner = Some(owner);
+        st.page_class.fill(EMPTY_CLASS);
+        st.page_free_bytes
+            .fill(crate::disk::rowpage::EMPTY_PAGE_FREE_BYTES as u32);
         df.mark_dirty(extent_no, lsn);
         let hp = df.header_page_of(extent_no);
         if let Err(e) = df.write_header_page(&*self.wal, hp) {

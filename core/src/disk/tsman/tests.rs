@@ -462,8 +462,9 @@ fn fragment_alloc_prefers_fullest_page_and_returns_empty_extents() {
     assert_ne!(p1, p0, "does not fit the first page");
     // A small row goes to the fullest page that fits: p0 (12.7K free) over p1.
     frag.page_free_changed(&m, p1, 1_000, 5).unwrap();
-    let small = frag.alloc(&m, ts, 2_000, "t5", 6).unwrap();
-    assert_eq!(small, p0);
+    let small = frag.alloc_page(&m, ts, 2_000, "t5", 6).unwrap();
+    assert_eq!(small.page, p0);
+    assert!(!small.was_empty);
     frag.check(&m).unwrap();
     assert_eq!(
         info(&m, f).free_bytes_in_allocated_extents,
@@ -496,8 +497,9 @@ fn fragment_alloc_prefers_fullest_page_and_returns_empty_extents() {
     assert_eq!(m.extent_owner(e0).unwrap(), None);
     // Another fragment reuses it (lowest free extent first).
     let mut other = FragmentDiskAlloc::new(owner(6, 0));
-    let q = other.alloc(&m, ts, 100, "t6", 11).unwrap();
-    assert_eq!(m.locate(q).unwrap().0, e0);
+    let q = other.alloc_page(&m, ts, 100, "t6", 11).unwrap();
+    assert_eq!(m.locate(q.page).unwrap().0, e0);
+    assert!(q.was_empty, "a reused page must be formatted again");
     // The last extent of a fragment is kept when it empties...
     assert_eq!(
         frag.page_free_changed(&m, last, EMPTY as u32, 12).unwrap(),
