@@ -631,6 +631,52 @@ mod tests {
     }
 
     #[test]
+    fn zero_page_golden_layout() {
+        let z = ZeroPage {
+            node_id: 3,
+            file_no: 9,
+            tablespace_id: 2,
+            extent_pages: 32,
+            extent_count: 31,
+            header_pages: 1,
+            extent_capacity: 496,
+            initial_size_bytes: 33_619_968,
+            created_at: 0x1122_3344_5566_7788,
+        };
+        let p = z.encode();
+        assert_eq!(&p[32..40], b"RNDBDATA");
+        let words: Vec<u32> = (40..84).step_by(4).map(|o| get32(&p, o)).collect();
+        assert_eq!(words, vec![1, 3, 1, 9, 2, 32768, 32, 31, 1, 496, 24]);
+        assert_eq!(get64(&p, 84), 33_619_968);
+        assert_eq!(get64(&p, 92), 0x1122_3344_5566_7788);
+        assert!(p[100..].iter().all(|&b| b == 0));
+        assert_eq!(z.entries_per_page(), 1364);
+        assert_eq!(ZeroPage::decode(&p, 9, Path::new("x")).unwrap(), z);
+        assert_eq!(
+            ZeroPage::decode(&p, 8, Path::new("x")).unwrap_err().code,
+            896
+        );
+    }
+
+    #[test]
+    fn entry_golden_layout() {
+        let mut st = ExtentState::free(3);
+        st.page_class = vec![0x1, 0x2, 0xF];
+        st.owner = Some(ExtentOwner {
+            table_id: 0x0A0B_0C0D,
+            fragment_id: 5,
+        });
+        let mut b = vec![0u8; entry_bytes(3)];
+        encode_entry(&mut b, &st);
+        assert_eq!(
+            b,
+            vec![0x0D, 0x0C, 0x0B, 0x0A, 5, 0, 0, 0, 0x21, 0x0F, 0, 0]
+        );
+        encode_entry(&mut b, &ExtentState::free(3));
+        assert_eq!(&b[..10], &[0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F]);
+    }
+
+    #[test]
     fn entry_round_trip() {
         let mut st = ExtentState::free(5);
         st.owner = Some(ExtentOwner {

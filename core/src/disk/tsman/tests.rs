@@ -297,6 +297,21 @@ fn corrupt_extent_header_detected_on_open() {
         assert!(m2.files_info().is_empty());
         assert!(fs.corrupt_byte(path, offset)); // flip back
     }
+    // A file shorter than its zero page says: refused.
+    let short = fs.open(path).unwrap();
+    let len = short.len_bytes().unwrap();
+    let copy = Path::new("/fs/short.dat");
+    let c = fs.create(copy, len - PAGE).unwrap();
+    let mut buf = vec![0u8; (len - PAGE) as usize];
+    short.read_at(&mut buf, 0).unwrap();
+    c.write_at(&buf, 0).unwrap();
+    let m1 = TablespaceManager::new(Arc::new(fs.clone()), "/fs", Arc::new(NoWal), 3);
+    let ts1 = m1.create_tablespace(spec("ts", 0, 0)).unwrap();
+    assert_eq!(m1.open_datafile(ts1, "short.dat", f).unwrap_err().code, 896);
+    // A missing file: 1509 naming it.
+    let e = m1.open_datafile(ts1, "gone.dat", f).unwrap_err();
+    assert_eq!(e.code, 1509);
+    assert!(e.message.contains("gone.dat"));
     // Opened under the wrong file number or tablespace: refused.
     let m3 = TablespaceManager::new(Arc::new(fs.clone()), "/fs", Arc::new(NoWal), 3);
     let ts3 = m3.create_tablespace(spec("other", 0, 0)).unwrap();
