@@ -322,7 +322,11 @@ pub struct DataFile {
     pub path: PathBuf,
     file: Arc<dyn DiskFile>,
     pub zero: ZeroPage,
-    pub extents: Vec<ExtentState>,
+    /// One per extent of the file. Owners change only through `set_owner` (which
+    /// keeps `free` in step); page classes and free bytes may be set directly.
+    pub(super) extents: Vec<ExtentState>,
+    /// The free extents (for lowest-first allocation in O(log n)).
+    free: BTreeSet<u32>,
     /// Highest LSN of a change per header page (WAL before writing it).
     header_lsn: Vec<Lsn>,
     /// Header pages changed in memory but not yet written.
@@ -357,6 +361,7 @@ impl DataFile {
                 .collect(),
             header_lsn: vec![lsn; zero.header_pages as usize],
             dirty_headers: BTreeSet::new(),
+            free: (0..zero.extent_count).collect(),
             zero,
         };
         let formatted = (|| -> Result<()> {
@@ -415,7 +420,10 @@ impl DataFile {
                     break;
                 }
                 let at = PAGE_HEADER_BYTES + k as usize * eb;
-                let st = decode_entry(&buf[at..at + eb], zero.extent_pages);
+                let mut st = decode_entry(&buf[at..at + eb], zero.extent_pages);
+                if st.owner.is_none() {
+                    st = ExtentState::free(zero.extent_pages); // free => empty pages
+                }
                 if e >= zero.extent_count as u64 {
                     if st.owner.is_some() {
                         return Err(codes::corrupt_page(format_args!(
@@ -428,12 +436,16 @@ impl DataFile {
                 }
             }
         }
+        let free = (0..extents.len() as u32)
+            .filter(|&e| extents[e as usize].owner.is_none())
+            .collect();
         Ok(DataFile {
             name: name.to_string(),
             path: path.to_path_buf(),
             file,
             zero,
             extents,
+            free,
             header_lsn,
             dirty_headers: BTreeSet::new(),
         })
@@ -523,6 +535,7 @@ impl DataFile {
             .and_then(|_| self.file.sync_data())
             .map_err(|e| fs_error(&self.path, "write zero page of", &e))?;
         self.zero = zero;
+        self.free.extend(new_count - add..new_count);
         self.extents.resize(
             new_count as usize,
             ExtentState::free(self.zero.extent_pages),
@@ -541,7 +554,72 @@ impl DataFile {
     }
 
     pub fn free_extents(&self) -> usize {
-        self.extents.iter().filter(|e| e.owner.is_none()).count()
+        self.free.len()
+    }
+
+    /// The free extent with the lowest number.
+    pub fn first_free(&self) -> Option<u32> {
+        self.free.first().copied()
+    }
+
+    /// Give extent `e` to `owner` (`None`: free it) with all pages empty, marking its
+    /// header page dirty at `lsn`. Returns the previous state for [`Self::restore`].
+    pub fn set_owner(
+        &mut self,
+        extent_no: u32,
+        owner: Option<ExtentOwner>,
+        lsn: Lsn,
+    ) -> ExtentState {
+        let e = extent_no as usize;
+        let mut st = ExtentState::free(self.zero.extent_pages);
+        st.owner = owner;
+        let prev = std::mem::replace(&mut self.extents[e], st);
+        if owner.is_some() {
+            self.free.remove(&extent_no);
+        } else {
+            self.free.insert(extent_no);
+        }
+        self.mark_dirty(extent_no, lsn);
+        prev
+    }
+
+    /// Check the invariants of the in-memory state (tests, debug).
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.extents.len() != self.zero.extent_count as usize
+            || self.zero.extent_count > self.zero.extent_capacity
+        {
+            return Err(format!("{}: extent count out of step", self.path.display()));
+        }
+        for (e, st) in self.extents.iter().enumerate() {
+            let pages = self.zero.extent_pages as usize;
+            if st.page_class.len() != pages || st.page_free_bytes.len() != pages {
+                return Err(format!("extent {e}: wrong page count"));
+            }
+            if st.owner.is_none() != self.free.contains(&(e as u32)) {
+                return Err(format!("extent {e}: free set out of step"));
+            }
+            if st.owner.is_none() && *st != ExtentState::free(self.zero.extent_pages) {
+                return Err(format!("free extent {e} has non-empty pages"));
+            }
+        }
+        if self
+            .free
+            .last()
+            .is_some_and(|&e| e >= self.zero.extent_count)
+        {
+            return Err("free set beyond the extent count".into());
+        }
+        Ok(())
+    }
+
+    /// Undo a `set_owner` whose header write failed.
+    pub fn restore(&mut self, extent_no: u32, prev: ExtentState) {
+        if prev.owner.is_some() {
+            self.free.remove(&extent_no);
+        } else {
+            self.free.insert(extent_no);
+        }
+        self.extents[extent_no as usize] = prev;
     }
 }
 

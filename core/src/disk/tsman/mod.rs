@@ -413,9 +413,8 @@ impl TablespaceManager {
         let extent_bytes = t.spec.extent_size_bytes;
         let first_free = |g: &Inner| {
             files.iter().find_map(|f| {
-                let df = g.files.get(f)?;
-                let e = df.extents.iter().position(|e| e.owner.is_none())?;
-                Some((*f, e as u32))
+                let e = g.files.get(f)?.first_free()?;
+                Some((*f, e))
             })
         };
         let found = match first_free(&g) {
@@ -434,16 +433,10 @@ impl TablespaceManager {
         };
         let (file_no, extent_no) = found;
         let df = g.files.get_mut(&file_no).ok_or_else(|| no_ts(ts))?;
-        let before = df.extents[extent_no as usize].clone();
-        let st = &mut df.extents[extent_no as usize];
-        st.owner = Some(owner);
-        st.page_class.fill(EMPTY_CLASS);
-        st.page_free_bytes
-            .fill(crate::disk::rowpage::EMPTY_PAGE_FREE_BYTES as u32);
-        df.mark_dirty(extent_no, lsn);
+        let before = df.set_owner(extent_no, Some(owner), lsn);
         let hp = df.header_page_of(extent_no);
         if let Err(e) = df.write_header_page(&*self.wal, hp) {
-            df.extents[extent_no as usize] = before;
+            df.restore(extent_no, before);
             return Err(e);
         }
         Ok(ExtentId { file_no, extent_no })
@@ -457,8 +450,7 @@ impl TablespaceManager {
             .files
             .get_mut(&extent.file_no)
             .ok_or_else(|| no_extent(extent))?;
-        let i = extent.extent_no as usize;
-        let Some(st) = df.extents.get_mut(i) else {
+        let Some(st) = df.extents.get(extent.extent_no as usize) else {
             return Err(no_extent(extent));
         };
         if st.owner.is_none() {
@@ -466,15 +458,10 @@ impl TablespaceManager {
                 "extent {extent:?} is already free"
             )));
         }
-        let before = st.clone();
-        st.owner = None;
-        st.page_class.fill(EMPTY_CLASS);
-        st.page_free_bytes
-            .fill(crate::disk::rowpage::EMPTY_PAGE_FREE_BYTES as u32);
-        df.mark_dirty(extent.extent_no, lsn);
+        let before = df.set_owner(extent.extent_no, None, lsn);
         let hp = df.header_page_of(extent.extent_no);
         if let Err(e) = df.write_header_page(&*self.wal, hp) {
-            df.extents[i] = before;
+            df.restore(extent.extent_no, before);
             return Err(e);
         }
         Ok(())
@@ -591,6 +578,32 @@ impl TablespaceManager {
         let mut g = self.inner.lock();
         for df in g.files.values_mut() {
             df.flush(&*self.wal)?;
+        }
+        Ok(())
+    }
+
+    /// Check the invariants of every data file and tablespace (tests, debug).
+    pub fn check(&self) -> Result<()> {
+        let g = self.inner.lock();
+        for (&file_no, df) in &g.files {
+            df.check().map_err(codes::internal)?;
+            let in_ts = g
+                .tablespaces
+                .get(&df.zero.tablespace_id)
+                .is_some_and(|t| t.files.contains(&file_no));
+            if !in_ts || df.zero.file_no != file_no {
+                return Err(codes::internal(format_args!(
+                    "data file {file_no} not listed by its tablespace"
+                )));
+            }
+        }
+        for t in g.tablespaces.values() {
+            if t.files.iter().any(|f| !g.files.contains_key(f)) || !t.files.is_sorted() {
+                return Err(codes::internal(format_args!(
+                    "tablespace {} lists unknown data files",
+                    t.spec.name
+                )));
+            }
         }
         Ok(())
     }

@@ -112,6 +112,8 @@ fn create_open_round_trip_and_files_info() {
             .unwrap(),
         f + 1
     );
+    m.check().unwrap();
+    m2.check().unwrap();
 }
 
 #[test]
@@ -169,6 +171,7 @@ fn full_tablespace_gives_1601_and_new_file_makes_room_at_once() {
     );
     assert_eq!(info(&m, f1).free_extents, 0);
     assert_eq!(info(&m, f2).free_extents, 0);
+    m.check().unwrap();
 }
 
 #[test]
@@ -203,6 +206,8 @@ fn autoextend_up_to_max_size_then_1601() {
         (info(&m2, f).total_extents, info(&m2, f).free_extents),
         (7, 0)
     );
+    m.check().unwrap();
+    m2.check().unwrap();
 }
 
 #[test]
@@ -248,6 +253,7 @@ fn enospc_on_create_and_autoextend_leaves_state_unchanged() {
         2
     );
     assert_eq!(info(&m, f).total_extents, 3);
+    m.check().unwrap();
 }
 
 #[test]
@@ -278,6 +284,7 @@ fn eio_on_header_write_leaves_state_unchanged() {
     let ts2 = m2.create_tablespace(spec("ts", 0, 0)).unwrap();
     m2.open_datafile(ts2, "a.dat", f).unwrap();
     assert_eq!(info(&m2, f).free_bytes_in_allocated_extents, 3 * EMPTY);
+    m.check().unwrap();
 }
 
 #[test]
@@ -529,6 +536,7 @@ fn fragment_alloc_prefers_fullest_page_and_returns_empty_extents() {
     let rebuilt = FragmentDiskAlloc::from_tablespace(&m, owner(6, 0)).unwrap();
     assert_eq!(rebuilt.extents(), vec![e0]);
     rebuilt.check(&m).unwrap();
+    m.check().unwrap();
 }
 
 #[test]
