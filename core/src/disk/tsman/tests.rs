@@ -556,3 +556,92 @@ fn fragment_alloc_1601_changes_nothing() {
     assert_eq!(a.free_bytes(), before);
     assert_eq!(a.extents().len(), 1);
 }
+
+mod model {
+    //! Random inserts, deletes and drops by three fragments against a model of the
+    //! bytes used per page: the allocator never overbooks a page, empty extents go
+    //! back, and `files_info` stays exact at every step.
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(usize, u32),
+        Delete(usize, usize),
+        Drop(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0usize..3, prop_oneof![1u32..200, 1u32..(EMPTY as u32)])
+                .prop_map(|(f, n)| Op::Insert(f, n)),
+            4 => (0usize..3, any::<usize>()).prop_map(|(f, k)| Op::Delete(f, k)),
+            1 => (0usize..3).prop_map(Op::Drop),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        #[test]
+        fn allocator_matches_model(ops in proptest::collection::vec(op(), 1..120)) {
+            let (_fs, m) = mem();
+            let ts = m.create_tablespace(spec("ts", EXTENT, file_of(6))).unwrap();
+            let f = m.add_datafile(ts, "a.dat", file_of(2), 0, 1).unwrap();
+            let mut frags: Vec<FragmentDiskAlloc> =
+                (0..3).map(|i| FragmentDiskAlloc::new(owner(10 + i, 0))).collect();
+            let mut rows: Vec<Vec<(PageAddr, u32)>> = vec![Vec::new(); 3];
+            let mut used: BTreeMap<PageAddr, u32> = BTreeMap::new();
+            let mut lsn = 1;
+            for o in ops {
+                lsn += 1;
+                match o {
+                    Op::Insert(i, n) => match frags[i].alloc(&m, ts, n as usize, "t", lsn) {
+                        Ok(p) => {
+                            let u = used.entry(p).or_insert(0);
+                            *u += n;
+                            prop_assert!(*u <= EMPTY as u32, "page {:?} overbooked", p);
+                            let free = EMPTY as u32 - *u;
+                            prop_assert_eq!(frags[i].page_free_changed(&m, p, free, lsn).unwrap(), None);
+                            rows[i].push((p, n));
+                        }
+                        Err(e) => prop_assert_eq!(e.code, 1601),
+                    },
+                    Op::Delete(i, k) => {
+                        if rows[i].is_empty() { continue; }
+                        let at = k % rows[i].len();
+                        let (p, n) = rows[i].swap_remove(at);
+                        let u = used.get_mut(&p).unwrap();
+                        *u -= n;
+                        let free = EMPTY as u32 - *u;
+                        if let Some(e) = frags[i].page_free_changed(&m, p, free, lsn).unwrap() {
+                            frags[i].return_extent(&m, e, lsn).unwrap();
+                            for q in 0..4 {
+                                used.remove(&m.extent_page(e, q).unwrap());
+                            }
+                        }
+                    }
+                    Op::Drop(i) => {
+                        for e in frags[i].release_all(&m, lsn).unwrap() {
+                            for q in 0..4 {
+                                used.remove(&m.extent_page(e, q).unwrap());
+                            }
+                        }
+                        rows[i].clear();
+                    }
+                }
+                m.check().unwrap();
+                let owned: usize = frags.iter().map(|a| a.extents().len()).sum();
+                for a in &frags {
+                    a.check(&m).unwrap();
+                }
+                let i = info(&m, f);
+                prop_assert_eq!(i.total_extents - i.free_extents, owned as u64);
+                let model_free = owned as u64 * 4 * EMPTY - used.values().map(|&u| u as u64).sum::<u64>();
+                prop_assert_eq!(i.free_bytes_in_allocated_extents, model_free);
+                let frag_free: u64 = frags.iter().map(|a| a.free_bytes()).sum();
+                prop_assert_eq!(frag_free, model_free);
+            }
+        }
+    }
+}
