@@ -110,6 +110,20 @@ fn gap(page: &[u8]) -> usize {
     dir_start(page).saturating_sub(records_end(page))
 }
 
+/// Cheap sanity check of the row-page header, done before every access so that a
+/// damaged page gives `None`/`false`, never an out-of-bounds index.
+fn header_ok(page: &[u8]) -> bool {
+    if page.len() != DISK_PAGE_SIZE {
+        return false;
+    }
+    let n = slot_count(page);
+    if SLOT_BYTES * n > DISK_PAGE_SIZE - RECORDS_START {
+        return false;
+    }
+    let end = records_end(page);
+    (RECORDS_START..=dir_start(page)).contains(&end) && garbage(page) <= end - RECORDS_START
+}
+
 /// Format an empty row page (the common header is left to the page cache's `seal`).
 pub fn init(page: &mut [u8]) {
     assert_eq!(page.len(), DISK_PAGE_SIZE, "disk page size");
@@ -130,7 +144,7 @@ pub fn live_records(page: &[u8]) -> usize {
 /// The record in `slot`, if live.
 pub fn get(page: &[u8], slot_no: u16) -> Option<&[u8]> {
     let s = slot_no as usize;
-    if s >= slot_count(page) {
+    if !header_ok(page) || s >= slot_count(page) {
         return None;
     }
     let (off, len) = slot(page, s);
@@ -182,7 +196,7 @@ fn append(page: &mut [u8], slot_no: usize, bytes: &[u8]) {
 
 /// Insert a record; `None` if it does not fit. Reuses the lowest free slot.
 pub fn insert(page: &mut [u8], bytes: &[u8]) -> Option<u16> {
-    if bytes.len() > MAX_RECORD_BYTES {
+    if bytes.len() > MAX_RECORD_BYTES || !header_ok(page) {
         return None;
     }
     let n = slot_count(page);
@@ -214,7 +228,7 @@ pub fn insert(page: &mut [u8], bytes: &[u8]) -> Option<u16> {
 /// page is then unchanged.
 pub fn update(page: &mut [u8], slot_no: u16, bytes: &[u8]) -> bool {
     let s = slot_no as usize;
-    if s >= slot_count(page) || bytes.len() > MAX_RECORD_BYTES {
+    if !header_ok(page) || s >= slot_count(page) || bytes.len() > MAX_RECORD_BYTES {
         return false;
     }
     let (off, old_len) = slot(page, s);
@@ -247,6 +261,9 @@ pub fn update(page: &mut [u8], slot_no: u16, bytes: &[u8]) -> bool {
     wr(page, OFF_GARBAGE, garbage(page) + old_len);
     if new_len > gap(page) {
         compact(page);
+        if new_len > gap(page) {
+            return false; // damaged accounting (check() says why)
+        }
     }
     append(page, s, bytes);
     true
@@ -257,7 +274,7 @@ pub fn update(page: &mut [u8], slot_no: u16, bytes: &[u8]) -> bool {
 pub fn delete(page: &mut [u8], slot_no: u16) -> bool {
     let s = slot_no as usize;
     let n = slot_count(page);
-    if s >= n {
+    if !header_ok(page) || s >= n {
         return false;
     }
     let (off, len) = slot(page, s);
@@ -409,6 +426,36 @@ mod tests {
         assert_eq!(get(&p, b).unwrap(), &vec![4u8; half + 500][..]);
         assert!(!update(&mut p, b, &vec![5u8; MAX_RECORD_BYTES]));
         assert_eq!(get(&p, b).unwrap(), &vec![4u8; half + 500][..]);
+    }
+
+    #[test]
+    fn damaged_pages_do_not_panic() {
+        let mut p = page();
+        for i in 0..50u8 {
+            insert(&mut p, &[i; 37]).unwrap();
+        }
+        delete(&mut p, 3);
+        for off in [
+            32usize,
+            33,
+            36,
+            37,
+            38,
+            39,
+            DISK_PAGE_SIZE - 4,
+            DISK_PAGE_SIZE - 3,
+        ] {
+            for v in [0u8, 0x7f, 0xff] {
+                let mut q = p.clone();
+                q[off] = v;
+                let _ = check(&q);
+                let _ = get(&q, 0);
+                let _ = insert(&mut q, &[1; 100]);
+                let _ = update(&mut q, 0, &[2; 3000]);
+                let _ = delete(&mut q, 1);
+                let _ = free_bytes(&q);
+            }
+        }
     }
 
     #[derive(Debug, Clone)]

@@ -645,3 +645,10 @@ mod model {
         }
     }
 }
+
+#[test]
+fn shared_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<TablespaceManager>();
+    send_sync::<FragmentDiskAlloc>();
+}
