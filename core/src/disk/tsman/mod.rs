@@ -67,6 +67,19 @@ pub struct PageAddr {
     pub page_no: u32,
 }
 
+impl PageAddr {
+    /// The page cache's u64 page id: `file_no << 32 | page_no`.
+    pub fn key(self) -> u64 {
+        (self.file_no as u64) << 32 | self.page_no as u64
+    }
+    pub fn from_key(key: u64) -> PageAddr {
+        PageAddr {
+            file_no: (key >> 32) as u32,
+            page_no: key as u32,
+        }
+    }
+}
+
 /// CREATE TABLESPACE options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TablespaceSpec {
@@ -495,6 +508,25 @@ impl TablespaceManager {
             file_no: extent.file_no,
             page_no: df.zero.page_no(extent.extent_no, i),
         })
+    }
+
+    /// Every page of an extent, in order (e.g. to drop them from the page cache when
+    /// the extent is freed).
+    pub fn extent_pages_of(&self, extent: ExtentId) -> Result<Vec<PageAddr>> {
+        let g = self.inner.lock();
+        let df = g
+            .files
+            .get(&extent.file_no)
+            .ok_or_else(|| no_extent(extent))?;
+        if extent.extent_no >= df.zero.extent_count {
+            return Err(no_extent(extent));
+        }
+        Ok((0..df.zero.extent_pages)
+            .map(|i| PageAddr {
+                file_no: extent.file_no,
+                page_no: df.zero.page_no(extent.extent_no, i),
+            })
+            .collect())
     }
 
     /// The extent holding a data page and the page's index in it.

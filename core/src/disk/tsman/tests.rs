@@ -80,6 +80,18 @@ fn create_open_round_trip_and_files_info() {
     assert_eq!(i.free_bytes_in_allocated_extents, 8 * EMPTY);
     let p = m.extent_page(b, 2).unwrap();
     assert_eq!(p.page_no, 2 + 4 + 2);
+    assert_eq!(PageAddr::from_key(p.key()), p);
+    assert_eq!(p.key(), (f as u64) << 32 | 8);
+    let all = m.extent_pages_of(b).unwrap();
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[2], p);
+    assert!(
+        m.extent_pages_of(ExtentId {
+            file_no: f,
+            extent_no: 5
+        })
+        .is_err()
+    );
     assert_eq!(m.locate(p).unwrap(), (b, 2));
     m.set_page_free_bytes(p, 1000, 4).unwrap();
     assert_eq!(
