@@ -16,10 +16,20 @@
 //! - WAL: before writing an extent-header page whose LSN is L, `wal.sync_to(L)`.
 //!   Owner changes (alloc/free) are written at once; page-class changes only mark the
 //!   header page dirty and are written by [`TablespaceManager::flush`] (which the
-//!   node calls at each LCP and before shutdown), so a restart may see classes older
-//!   than the last flush — they are hints, never used for correctness.
+//!   node calls at each LCP and before shutdown), so class changes since the last
+//!   flush are lost at a crash — classes are hints, never used for correctness.
+//! - MAX_SIZE applies to each data file (the header capacity reserved at creation);
+//!   with MAX_SIZE 0 a file may grow to 16x its initial extents.
+//! - Free space: `set_page_free_bytes` records a page's exact free bytes (and derives
+//!   its class); `files_info` sums them. After a restart, pages not reported again
+//!   count as their class's lower bound (exact for empty pages).
 //! - A failed write (ENOSPC, EIO) returns error 1509 and leaves the in-memory state as
 //!   it was.
+//!
+//! Ids: tablespaces are numbered 1, 2, ... in creation order, data files 1, 2, ... per
+//! node (never reused). At a restart the caller re-creates the tablespaces in the same
+//! order and calls `open_datafile` with the file numbers `add_datafile` returned; the
+//! zero page must name the same file number and tablespace.
 //!
 //! Locking: one mutex over all tablespaces and files; it is held across file I/O and
 //! `WalSync::sync_to` (LGMAN never calls back into TSMAN). No other lock is taken
