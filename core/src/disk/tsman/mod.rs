@@ -27,9 +27,10 @@
 //!   it was.
 //!
 //! Ids: tablespaces are numbered 1, 2, ... in creation order, data files 1, 2, ... per
-//! node (never reused). At a restart the caller re-creates the tablespaces in the same
-//! order and calls `open_datafile` with the file numbers `add_datafile` returned; the
-//! zero page must name the same file number and tablespace.
+//! node (never reused). At a restart the caller re-creates each tablespace under its
+//! id (`restore_tablespace`) and calls `open_datafile` with the file numbers
+//! `add_datafile` returned; the zero page must name the same file number and
+//! tablespace.
 //!
 //! Locking: one mutex over all tablespaces and files; it is held across file I/O and
 //! `WalSync::sync_to` (LGMAN never calls back into TSMAN). No other lock is taken
@@ -219,9 +220,27 @@ impl TablespaceManager {
 
     /// CREATE TABLESPACE (without its first data file: call `add_datafile`).
     pub fn create_tablespace(&self, spec: TablespaceSpec) -> Result<TablespaceId> {
+        self.insert_tablespace(None, spec)
+    }
+
+    /// Re-create a tablespace under the id it had (restart, from the dictionary).
+    pub fn restore_tablespace(&self, id: TablespaceId, spec: TablespaceSpec) -> Result<()> {
+        self.insert_tablespace(Some(id), spec).map(|_| ())
+    }
+
+    fn insert_tablespace(
+        &self,
+        id: Option<TablespaceId>,
+        spec: TablespaceSpec,
+    ) -> Result<TablespaceId> {
         let mut g = self.inner.lock();
         if g.tablespaces.values().any(|t| t.spec.name == spec.name) {
             return Err(codes::filegroup_exists(&spec.name));
+        }
+        if let Some(id) = id
+            && (id == 0 || g.tablespaces.contains_key(&id))
+        {
+            return Err(codes::filegroup_exists(&format!("tablespace id {id}")));
         }
         let pages = spec.extent_size_bytes.div_ceil(DISK_PAGE_SIZE as u64);
         if pages == 0 || pages > MAX_EXTENT_PAGES as u64 {
@@ -231,8 +250,8 @@ impl TablespaceManager {
                 MAX_EXTENT_PAGES as u64 * DISK_PAGE_SIZE as u64
             )));
         }
-        let id = g.next_ts_id;
-        g.next_ts_id += 1;
+        let id = id.unwrap_or(g.next_ts_id);
+        g.next_ts_id = g.next_ts_id.max(id + 1);
         let mut spec = spec;
         spec.extent_size_bytes = pages * DISK_PAGE_SIZE as u64;
         g.tablespaces.insert(

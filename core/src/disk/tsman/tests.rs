@@ -422,6 +422,34 @@ fn drop_rules() {
 }
 
 #[test]
+fn restart_restores_tablespace_ids() {
+    let (fs, m) = mem();
+    let t1 = m.create_tablespace(spec("t1", 0, 0)).unwrap();
+    let t2 = m.create_tablespace(spec("t2", 0, 0)).unwrap();
+    m.drop_tablespace("t1").unwrap();
+    let f = m.add_datafile(t2, "b.dat", file_of(1), 0, 1).unwrap();
+    let e = m.alloc_extent(t2, owner(4, 0), "t", 2).unwrap();
+    let m2 = TablespaceManager::new(Arc::new(fs.clone()), "/fs", Arc::new(NoWal), 3);
+    m2.restore_tablespace(t2, spec("t2", 0, 0)).unwrap();
+    assert_eq!(
+        m2.restore_tablespace(t2, spec("t9", 0, 0))
+            .unwrap_err()
+            .code,
+        721
+    );
+    m2.open_datafile(t2, "b.dat", f).unwrap();
+    assert_eq!(m2.extent_owner(e).unwrap(), Some(owner(4, 0)));
+    // New ids and file numbers continue after the restored ones.
+    let t3 = m2.create_tablespace(spec("t3", 0, 0)).unwrap();
+    assert!(t3 > t2 && t2 > t1);
+    assert_eq!(
+        m2.add_datafile(t3, "c.dat", file_of(1), 0, 3).unwrap(),
+        f + 1
+    );
+    m2.check().unwrap();
+}
+
+#[test]
 fn remove_all_files_for_initial_start() {
     let (fs, m) = mem();
     let t1 = m.create_tablespace(spec("t1", 0, 0)).unwrap();
