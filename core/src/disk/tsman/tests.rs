@@ -249,6 +249,11 @@ fn enospc_on_create_and_autoextend_leaves_state_unchanged() {
     let e = m.add_datafile(ts, "big.dat", file_of(3), 0, 1).unwrap_err();
     assert_eq!(e.code, 1509);
     assert!(e.message.contains("big.dat"), "{}", e.message);
+    assert!(
+        e.message.contains("os error 28"),
+        "OS reason: {}",
+        e.message
+    );
     assert!(!fs.exists(Path::new("/fs/big.dat")));
     assert!(m.files_info().is_empty());
     let f = m.add_datafile(ts, "a.dat", file_of(2), 0, 2).unwrap();
@@ -691,4 +696,25 @@ fn shared_between_threads() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<TablespaceManager>();
     send_sync::<FragmentDiskAlloc>();
+}
+
+/// A WAL that cannot sync (LGMAN's undo file failed).
+struct BrokenWal;
+
+impl WalSync for BrokenWal {
+    fn sync_to(&self, _lsn: Lsn) -> Result<()> {
+        Err(codes::file_system_error("undo file sync failed"))
+    }
+}
+
+#[test]
+fn failed_formatting_removes_the_new_file() {
+    let fs = MemFileSystem::new();
+    fs.create_dir_all(Path::new("/fs")).unwrap();
+    let m = TablespaceManager::new(Arc::new(fs.clone()), "/fs", Arc::new(BrokenWal), 3);
+    let ts = m.create_tablespace(spec("ts", 0, 0)).unwrap();
+    let e = m.add_datafile(ts, "a.dat", file_of(1), 0, 1).unwrap_err();
+    assert!(e.message.contains("undo file sync failed"), "{e:?}");
+    assert!(fs.paths().is_empty(), "half-created file left behind");
+    assert!(m.files_info().is_empty());
 }
