@@ -186,7 +186,8 @@ impl ZeroPage {
             initial_size_bytes: get64(p, Z_INITIAL),
             created_at: get64(p, Z_CREATED),
         };
-        if z.extent_pages == 0
+        if z.file_no != file_no
+            || z.extent_pages == 0
             || z.extent_pages > MAX_EXTENT_PAGES
             || get32(p, Z_ENTRY_BYTES) as usize != z.entry_bytes()
             || z.extent_count > z.extent_capacity
