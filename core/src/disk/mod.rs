@@ -7,11 +7,15 @@
 //! - [`policy`]: the page cache's replacement policy and its hit-ratio advisor.
 //! - [`pgman`]: the DiskPageBufferMemory page cache (frames, page-in, write-back under
 //!   the WAL rule, cleaner, checkpoint, online resize, ndbinfo counters).
+//! - [`tsman`]: tablespaces, data files, extents and the per-fragment disk allocator.
+//! - [`rowpage`]: the slotted data page holding the disk parts of rows.
 
 pub mod io;
 pub mod page;
 pub mod pgman;
 pub mod policy;
+pub mod rowpage;
+pub mod tsman;
 
 /// Log sequence number of the undo log: the byte position of a record in the logfile
 /// group's unbounded log (never reused, so it orders every change ever logged).
