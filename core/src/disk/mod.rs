@@ -2,13 +2,17 @@
 //! group, and the DiskPageBufferMemory page cache.
 //!
 //! - [`io`]: the file I/O trait with a real and a fault-injecting implementation.
+//! - [`lgman`]: the logfile group and its undo log (WAL of disk pages).
 //! - [`page`]: the 32 KB page header with checksum and address, sealed on write and
 //!   verified on read.
 //! - [`policy`]: the page cache's replacement policy and its hit-ratio advisor.
+//! - [`shared_memory`]: the SharedGlobalMemory budget (undo buffer and other buffers).
 
 pub mod io;
+pub mod lgman;
 pub mod page;
 pub mod policy;
+pub mod shared_memory;
 
 /// Log sequence number of the undo log: the byte position of a record in the logfile
 /// group's unbounded log (never reused, so it orders every change ever logged).
