@@ -209,7 +209,9 @@ impl LogfileGroup {
             }
             let next = (lp + 1) * DATA;
             let cut = next >= end || pages.get(self, lp + 1)?.first_record_lsn == next;
-            let len = if pos + 4 > page_end {
+            // A record (or its length) running past the page into a page that does not
+            // continue it was cut off: never durable.
+            let len = if pos + 4 > page_end && cut {
                 None
             } else {
                 Some(self.record_len_at(&mut pages, pos, u64::MAX)?)
@@ -226,11 +228,10 @@ impl LogfileGroup {
                     last = Some(pos);
                     pos += len as u64;
                 }
-                _ if cut => {
+                _ => {
                     abandoned.insert(lp, pos);
                     pos = next;
                 }
-                _ => return Err(corrupt(format_args!("record header at LSN {pos} cut off"))),
             }
         }
         self.state.lock().abandoned = abandoned;

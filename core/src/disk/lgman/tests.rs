@@ -548,3 +548,99 @@ fn concurrent_appends_get_unique_increasing_lsns() {
     let found: BTreeMap<Lsn, UndoRecord> = read_all(&g).into_iter().collect();
     assert_eq!(found, all);
 }
+
+#[test]
+fn headers_and_trailers_split_across_pages() {
+    let (m, fs) = mem();
+    let g = LogfileGroup::create(fs.clone(), &memory(), cfg(2 * PAGE), &[file("u", 8)]).unwrap();
+    let big = |n: usize| UndoRecord::TupleFree {
+        file_no: 1,
+        page_no: 2,
+        slot: 3,
+        before: vec![9; n - 32],
+    };
+    let d = UNDO_DATA_BYTES;
+    // The End record's trailer straddles pages 1 and 2.
+    let mut want = vec![big(d - 10), UndoRecord::End];
+    // Fill page 2 up to 2 bytes before its end: the next header straddles pages 2 and 3.
+    want.push(big(d - 6 - 2));
+    want.push(UndoRecord::LcpStart { lcp_id: 5 });
+    want.push(big(d));
+    let mut lsns = Vec::new();
+    for r in &want {
+        lsns.push(g.append(r).unwrap());
+    }
+    assert_eq!(lsns[1] % DATA, DATA - 10);
+    assert_eq!(lsns[3] % DATA, DATA - 2);
+    assert!(
+        g.append(&big(d + 1)).is_err(),
+        "a record larger than a page is refused"
+    );
+    let syncs = m.stats().syncs;
+    g.sync_to(lsns[4]).unwrap();
+    assert_eq!(
+        m.stats().syncs,
+        syncs + 1,
+        "one fdatasync for all the records"
+    );
+    let check = |g: &LogfileGroup| {
+        let got = read_all(g);
+        let exp: Vec<(Lsn, UndoRecord)> = lsns
+            .iter()
+            .cloned()
+            .zip(want.iter().cloned())
+            .rev()
+            .collect();
+        assert_eq!(got, exp);
+    };
+    check(&g);
+    drop(g);
+    let g = LogfileGroup::open(fs, &memory(), cfg(2 * PAGE), &m.paths()).unwrap();
+    check(&g);
+    assert!(g.read_backwards(lsns[0] - 1, 0).is_err(), "before the tail");
+    assert!(g.read_backwards(g.next_lsn(), 0).is_err(), "after the head");
+}
+
+#[test]
+fn pending_file_stays_pending_across_a_restart() {
+    let (m, fs) = mem();
+    let g = LogfileGroup::create(fs.clone(), &memory(), cfg(2 * PAGE), &[file("u1", 4)]).unwrap();
+    // Go around once so that the live log crosses the ring's end.
+    let mut last = 0;
+    while g.next_lsn() < 5 * DATA + 4000 {
+        last = g.append(&rec(1, 3000)).unwrap();
+        g.release_to(g.next_lsn().saturating_sub(DATA));
+    }
+    g.sync_to(last).unwrap();
+    assert!(!g.add_undofile(&path("u2"), 4 * PAGE).unwrap().in_ring);
+    let before = read_all(&g);
+    drop(g);
+    let g = LogfileGroup::open(fs.clone(), &memory(), cfg(2 * PAGE), &m.paths()).unwrap();
+    let info = g.files_info();
+    assert_eq!(info.len(), 2);
+    assert!(info[0].in_ring && !info[1].in_ring);
+    let after = read_all(&g);
+    assert_eq!(
+        &after[..before.len().min(after.len())],
+        &before[..before.len().min(after.len())]
+    );
+    assert!(!after.is_empty() && after[0] == before[0]);
+    // The head reaches the ring's end: the file joins, the log runs through it.
+    g.release_to(g.next_lsn());
+    let mut n = 0;
+    while !g.files_info()[1].in_ring || n < 30 {
+        g.append(&rec(n, 3000)).unwrap();
+        g.release_to(g.next_lsn().saturating_sub(DATA));
+        n += 1;
+        assert!(n < 200);
+    }
+    assert_eq!(g.log_space().total_bytes, 7 * DATA);
+    g.sync_to(g.last_lsn().unwrap()).unwrap();
+    let before = read_all(&g);
+    drop(g);
+    let g = LogfileGroup::open(fs.clone(), &memory(), cfg(2 * PAGE), &m.paths()).unwrap();
+    assert!(g.files_info()[1].in_ring);
+    let after = read_all(&g);
+    assert!(after.len() >= before.len() && !before.is_empty());
+    assert_eq!(&after[..before.len()], &before[..]);
+}
