@@ -92,6 +92,12 @@ impl UndoFile {
                 (1 + MIN_UNDO_PAGES) * DISK_PAGE_SIZE as u64
             )));
         }
+        if pages - 1 > u64::from(u32::MAX) {
+            return Err(codes::bad_argument(format_args!(
+                "undo file {} of {size_bytes} bytes: too many pages",
+                path.display()
+            )));
+        }
         let file = match fs.create(path, pages * DISK_PAGE_SIZE as u64) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -142,7 +148,13 @@ impl UndoFile {
         let len = file
             .len_bytes()
             .map_err(|e| codes::file_read_error(format_args!("{}: {e}", path.display())))?;
-        if undo_pages < MIN_UNDO_PAGES || (undo_pages + 1) * DISK_PAGE_SIZE as u64 > len {
+        let needed = undo_pages
+            .checked_add(1)
+            .and_then(|p| p.checked_mul(DISK_PAGE_SIZE as u64));
+        if undo_pages < MIN_UNDO_PAGES
+            || undo_pages > u64::from(u32::MAX)
+            || needed.is_none_or(|n| n > len)
+        {
             return Err(bad(
                 "zero page: undo page count does not match the file size",
             ));

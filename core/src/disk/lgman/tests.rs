@@ -644,3 +644,32 @@ fn pending_file_stays_pending_across_a_restart() {
     assert!(after.len() >= before.len() && !before.is_empty());
     assert_eq!(&after[..before.len()], &before[..]);
 }
+
+#[test]
+fn open_checks_the_files() {
+    let (m, fs) = mem();
+    let g = LogfileGroup::create(fs.clone(), &memory(), cfg(2 * PAGE), &[file("u", 4)]).unwrap();
+    let l = g.append(&UndoRecord::End).unwrap();
+    g.sync_to(l).unwrap();
+    drop(g);
+    let mut other = cfg(2 * PAGE);
+    other.id = 8;
+    let e = LogfileGroup::open(fs.clone(), &memory(), other, &m.paths())
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 896, "{e}");
+    let e = LogfileGroup::open(fs.clone(), &memory(), cfg(2 * PAGE), &[path("missing")])
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 1509);
+    assert!(LogfileGroup::open(fs.clone(), &memory(), cfg(2 * PAGE), &[]).is_err());
+    // A file that is not an undo file.
+    let f = fs.create(&path("junk"), 4 * PAGE).unwrap();
+    f.write_at(&[1u8; 100], 0).unwrap();
+    let e = LogfileGroup::open(fs.clone(), &memory(), cfg(2 * PAGE), &[path("junk")])
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 896);
+    let g = LogfileGroup::open(fs, &memory(), cfg(2 * PAGE), &[path("u")]).unwrap();
+    assert_eq!(read_all(&g), vec![(l, UndoRecord::End)]);
+}
