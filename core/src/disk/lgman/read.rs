@@ -13,7 +13,8 @@
 //! before `h` is missing: `h` was never durable (a sync covers every page written
 //! before it), and the candidates continue below `g`. The tail after open is the
 //! first record starting at or after that recorded tail; every record from there to
-//! the head is decoded and its checksum verified.
+//! the head is decoded and its checksum verified. Every file is then fdatasynced once,
+//! since what was found may have been written but never synced (a process crash).
 //!
 //! Reads take the `state` lock only to look up a page (buffer or file location), and do
 //! the file read without it.
@@ -180,6 +181,14 @@ impl LogfileGroup {
             append_pos,
         );
         let last = group.verify_records()?;
+        // What was found may have been written but not synced before a process crash:
+        // make it durable before anything is written after it.
+        let files = group.state.lock().files.clone();
+        for f in files {
+            f.sync().map_err(|e| {
+                codes::file_system_error(format_args!("fdatasync {}: {e}", f.path.display()))
+            })?;
+        }
         {
             let mut st = group.state.lock();
             st.last_record_lsn = last;
