@@ -50,6 +50,11 @@ pub trait FileSystem: Send + Sync {
     fn exists(&self, path: &Path) -> bool;
     /// Create a directory and its parents.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Replace a small file's content atomically (write aside, sync, rename, sync the
+    /// directory): after a crash it holds the old or the new content, never a mix.
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// A small file's whole content; `None` when it does not exist.
+    fn read_all(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
 }
 
 // ---------------------------------------------------------------------------------
@@ -124,6 +129,28 @@ impl FileSystem for OsFileSystem {
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        {
+            let mut f = File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)?;
+        sync_parent_dir(path)
+    }
+
+    fn read_all(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        match std::fs::read(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -302,6 +329,25 @@ impl FileSystem for MemFileSystem {
     fn exists(&self, path: &Path) -> bool {
         let st = self.state.lock();
         st.files.contains_key(path) || st.dirs.contains(path)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut st = self.state.lock();
+        if st.faults.fail_writes {
+            st.stats.injected_failures += 1;
+            return Err(eio());
+        }
+        let old = st.files.get(path).map_or(0, |f| f.lock().len() as u64);
+        st.reserve((bytes.len() as u64).saturating_sub(old))?;
+        st.stats.writes += 1;
+        st.files
+            .insert(path.to_path_buf(), Arc::new(Mutex::new(bytes.to_vec())));
+        Ok(())
+    }
+
+    fn read_all(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        let st = self.state.lock();
+        Ok(st.files.get(path).map(|f| f.lock().clone()))
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {

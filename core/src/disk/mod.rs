@@ -2,6 +2,7 @@
 //! group, and the DiskPageBufferMemory page cache.
 //!
 //! - [`io`]: the file I/O trait with a real and a fault-injecting implementation.
+//! - [`lgman`]: the logfile group and its undo log (WAL of disk pages).
 //! - [`page`]: the 32 KB page header with checksum and address, sealed on write and
 //!   verified on read.
 //! - [`policy`]: the page cache's replacement policy and its hit-ratio advisor.
@@ -9,12 +10,17 @@
 //!   the WAL rule, cleaner, checkpoint, online resize, ndbinfo counters).
 //! - [`tsman`]: tablespaces, data files, extents and the per-fragment disk allocator.
 //! - [`rowpage`]: the slotted data page holding the disk parts of rows.
+//! - [`shared_memory`]: the SharedGlobalMemory budget (undo buffer and other buffers).
+//! - [`node`]: one data node's disk data and the row operations on disk parts.
 
 pub mod io;
+pub mod lgman;
+pub mod node;
 pub mod page;
 pub mod pgman;
 pub mod policy;
 pub mod rowpage;
+pub mod shared_memory;
 pub mod tsman;
 
 /// Log sequence number of the undo log: the byte position of a record in the logfile

@@ -450,7 +450,8 @@ impl<'a> P<'a> {
                 },
             });
         }
-        if !unique && (self.peek_kw("TABLESPACE") || self.peek_kw("LOGFILE") || self.peek_kw("UNDO"))
+        if !unique
+            && (self.peek_kw("TABLESPACE") || self.peek_kw("LOGFILE") || self.peek_kw("UNDO"))
         {
             return self.create_disk();
         }

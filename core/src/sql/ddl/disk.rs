@@ -133,10 +133,7 @@ impl P<'_> {
                     }
                     self.opt_eq();
                     let engine = self.name_or_string()?;
-                    if !matches!(
-                        engine.to_ascii_uppercase().as_str(),
-                        "NDB" | "NDBCLUSTER"
-                    ) {
+                    if !matches!(engine.to_ascii_uppercase().as_str(), "NDB" | "NDBCLUSTER") {
                         return Err(errors::app(
                             1478,
                             format!(
@@ -327,7 +324,10 @@ mod tests {
             })
         );
         assert_eq!(
-            cmd("ALTER TABLESPACE ts_1 ADD DATAFILE 'data_2.dat' INITIAL_SIZE 48M ENGINE NDBCLUSTER").unwrap(),
+            cmd(
+                "ALTER TABLESPACE ts_1 ADD DATAFILE 'data_2.dat' INITIAL_SIZE 48M ENGINE NDBCLUSTER"
+            )
+            .unwrap(),
             Command::Disk(DiskDdl::AddDatafile {
                 tablespace: "ts_1".into(),
                 data_file: "data_2.dat".into(),
@@ -356,7 +356,9 @@ mod tests {
     #[test]
     fn bad_disk_ddl_is_a_syntax_error_or_names_the_engine() {
         assert_eq!(
-            cmd("CREATE TABLESPACE ts ADD DATAFILE 'd' INITIAL_SIZE 1M").unwrap_err().mysql_code,
+            cmd("CREATE TABLESPACE ts ADD DATAFILE 'd' INITIAL_SIZE 1M")
+                .unwrap_err()
+                .mysql_code,
             (1064),
             "USE LOGFILE GROUP is required"
         );
@@ -367,7 +369,9 @@ mod tests {
             (1064)
         );
         assert_eq!(
-            cmd("CREATE LOGFILE GROUP lg ADD UNDOFILE 'u' EXTENT_SIZE=1M").unwrap_err().mysql_code,
+            cmd("CREATE LOGFILE GROUP lg ADD UNDOFILE 'u' EXTENT_SIZE=1M")
+                .unwrap_err()
+                .mysql_code,
             (1064)
         );
         assert_eq!(

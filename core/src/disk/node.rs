@@ -1,0 +1,654 @@
+//! One data node's disk data: its logfile group (LGMAN), tablespaces (TSMAN) and page
+//! cache (PGMAN), and the row-level operations DBTUP performs on disk parts of rows.
+//!
+//! Rules the row operations keep:
+//! - **Nothing on a disk page changes before commit.** Prepare reserves what commit
+//!   needs — bytes on a page ([`FragmentDiskAlloc`] reserves them) and undo log space
+//!   ([`NodeDisk::reserve_undo`]) — so that commit cannot fail for space and abort only
+//!   gives reservations back. An uncommitted after-image lives in the lock table.
+//! - **Write-ahead logging.** Every change of a page appends its undo record first and
+//!   stamps the page with the record's LSN; the page cache writes a page only after
+//!   the undo log is durable up to that LSN (through [`WalProxy`]).
+//! - **Undo space is made, not refused.** When a reservation would take the undo log
+//!   past half full, the node runs a disk checkpoint (every dirty page written, the
+//!   undo log released up to where the checkpoint began) before refusing anything;
+//!   1501 "Out of undo space" only when the log is still too full after it.
+//! - **Files created are remembered** in `disk_files.list` in the node's file-system
+//!   directory, so that an initial start removes them (NDB leaves them behind).
+//!
+//! Lock order: fragment mutex, then `undo_gate`, then the managers' own locks (TSMAN,
+//! PGMAN, LGMAN are internally synchronised; PGMAN may call LGMAN through the WAL).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::io::FileSystem;
+use super::lgman::{LogfileGroup, LogfileGroupConfig, UndoRecord};
+use super::page::DISK_PAGE_SIZE;
+use super::pgman::{Intent, PageAddr as CacheAddr, PageCache, PageCacheConfig};
+use super::rowpage;
+use super::shared_memory::SharedGlobalMemory;
+use super::tsman::alloc::FragmentDiskAlloc;
+use super::tsman::{ExtentOwner, PageAddr, TablespaceId, TablespaceManager, TablespaceSpec};
+use super::{Lsn, WalSync};
+use crate::error::{Result, codes};
+use crate::schema::layout::DiskRef;
+
+/// Name of the list of files this node created, in its file-system directory.
+pub const MANIFEST_NAME: &str = "disk_files.list";
+
+/// Undo bytes an operation reserves beyond its records' encoded size (page headers,
+/// records straddling pages).
+const UNDO_SLACK_BYTES: u64 = 64;
+
+/// The WAL the page cache and TSMAN call: the logfile group once it exists.
+#[derive(Default)]
+pub struct WalProxy {
+    group: RwLock<Option<Arc<LogfileGroup>>>,
+}
+
+impl WalSync for WalProxy {
+    fn sync_to(&self, lsn: Lsn) -> Result<()> {
+        match &*self.group.read() {
+            Some(g) => g.sync_to(lsn),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Undo space promised to prepared operations and not yet appended.
+#[derive(Default)]
+struct UndoGate {
+    reserved_bytes: u64,
+    checkpoints: u64,
+}
+
+/// A page where prepare reserved room for a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskReservation {
+    pub page: PageAddr,
+    /// Bytes reserved on the page (record + slot entry).
+    pub page_bytes: u32,
+    /// Undo bytes reserved.
+    pub undo_bytes: u64,
+}
+
+/// One data node's disk data.
+pub struct NodeDisk {
+    pub node_id: u32,
+    fs: Arc<dyn FileSystem>,
+    fs_dir: PathBuf,
+    shared_global: SharedGlobalMemory,
+    wal: Arc<WalProxy>,
+    pub tsman: TablespaceManager,
+    pub pgman: PageCache,
+    undo_gate: Mutex<UndoGate>,
+}
+
+fn cache_addr(p: PageAddr) -> CacheAddr {
+    CacheAddr {
+        file_no: p.file_no,
+        page_no: p.page_no,
+    }
+}
+
+fn disk_ref(page: PageAddr, slot: u16) -> Result<DiskRef> {
+    let file_no = u16::try_from(page.file_no)
+        .map_err(|_| codes::internal(format_args!("data file number {} > 65535", page.file_no)))?;
+    Ok(DiskRef {
+        file_no,
+        page_no: page.page_no,
+        slot,
+    })
+}
+
+fn page_of(r: DiskRef) -> PageAddr {
+    PageAddr {
+        file_no: r.file_no as u32,
+        page_no: r.page_no,
+    }
+}
+
+fn undo_len(rec: &UndoRecord) -> u64 {
+    rec.encoded_len() as u64 + UNDO_SLACK_BYTES
+}
+
+impl NodeDisk {
+    pub fn new(
+        node_id: u32,
+        fs: Arc<dyn FileSystem>,
+        fs_dir: PathBuf,
+        cache_bytes: u64,
+        entries_per_page: usize,
+        shared_global_bytes: u64,
+    ) -> Result<NodeDisk> {
+        let wal = Arc::new(WalProxy::default());
+        let pgman = PageCache::new(
+            PageCacheConfig {
+                capacity_bytes: cache_bytes,
+                entries_per_page,
+            },
+            wal.clone(),
+        )?;
+        Ok(NodeDisk {
+            node_id,
+            tsman: TablespaceManager::new(fs.clone(), fs_dir.clone(), wal.clone(), node_id),
+            fs,
+            fs_dir,
+            shared_global: SharedGlobalMemory::new(shared_global_bytes),
+            wal,
+            pgman,
+            undo_gate: Mutex::new(UndoGate::default()),
+        })
+    }
+
+    pub fn fs_dir(&self) -> &Path {
+        &self.fs_dir
+    }
+
+    pub fn shared_global(&self) -> &SharedGlobalMemory {
+        &self.shared_global
+    }
+
+    /// The logfile group, if one was created.
+    pub fn logfile_group(&self) -> Option<Arc<LogfileGroup>> {
+        self.wal.group.read().clone()
+    }
+
+    fn resolve(&self, file_name: &str) -> PathBuf {
+        let p = Path::new(file_name);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.fs_dir.join(p)
+        }
+    }
+
+    fn ensure_dir(&self) -> Result<()> {
+        self.fs
+            .create_dir_all(&self.fs_dir)
+            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", self.fs_dir.display())))
+    }
+
+    // ---- DDL -------------------------------------------------------------------
+
+    pub fn create_logfile_group(
+        &self,
+        id: u32,
+        name: &str,
+        undo_file: &str,
+        initial_size_bytes: u64,
+        undo_buffer_size_bytes: u64,
+    ) -> Result<()> {
+        let mut slot = self.wal.group.write();
+        if slot.is_some() {
+            return Err(codes::one_logfile_group_only());
+        }
+        self.ensure_dir()?;
+        let g = LogfileGroup::create(
+            self.fs.clone(),
+            &self.shared_global,
+            LogfileGroupConfig {
+                name: name.to_string(),
+                id,
+                node_id: self.node_id,
+                undo_buffer_size_bytes,
+            },
+            &[(self.resolve(undo_file), initial_size_bytes)],
+        )?;
+        *slot = Some(Arc::new(g));
+        drop(slot);
+        self.write_manifest()
+    }
+
+    pub fn add_undofile(&self, undo_file: &str, initial_size_bytes: u64) -> Result<()> {
+        let g = self
+            .logfile_group()
+            .ok_or_else(|| codes::logfile_group_not_found("(none)"))?;
+        g.add_undofile(&self.resolve(undo_file), initial_size_bytes)?;
+        self.write_manifest()
+    }
+
+    /// DROP LOGFILE GROUP: its files are removed. The caller checked that no
+    /// tablespace uses it.
+    pub fn drop_logfile_group(&self) -> Result<Vec<PathBuf>> {
+        let Some(g) = self.wal.group.write().take() else {
+            return Ok(Vec::new());
+        };
+        let removed = match Arc::try_unwrap(g) {
+            Ok(g) => g.drop_group()?,
+            Err(g) => {
+                let paths = g.paths();
+                LogfileGroup::remove_files(&*self.fs, &paths)?
+            }
+        };
+        self.write_manifest()?;
+        Ok(removed)
+    }
+
+    pub fn create_tablespace(
+        &self,
+        spec: TablespaceSpec,
+        data_file: &str,
+        initial_size_bytes: u64,
+    ) -> Result<TablespaceId> {
+        self.ensure_dir()?;
+        let name = spec.name.clone();
+        let ts = self.tsman.create_tablespace(spec)?;
+        if let Err(e) = self.add_datafile(ts, data_file, initial_size_bytes) {
+            let _ = self.tsman.drop_tablespace(&name);
+            return Err(e);
+        }
+        Ok(ts)
+    }
+
+    pub fn add_datafile(
+        &self,
+        ts: TablespaceId,
+        data_file: &str,
+        initial_size_bytes: u64,
+    ) -> Result<()> {
+        let lsn = self.current_lsn();
+        let file_no = self
+            .tsman
+            .add_datafile(ts, data_file, initial_size_bytes, 0, lsn)?;
+        let path = self.resolve(data_file);
+        let file = self
+            .fs
+            .open(&path)
+            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", path.display())))?;
+        self.pgman.register_file(file_no, file);
+        self.write_manifest()
+    }
+
+    pub fn drop_datafile(&self, ts: TablespaceId, data_file: &str) -> Result<()> {
+        let file_no = self
+            .tsman
+            .files_info()
+            .into_iter()
+            .find(|f| f.tablespace_id == ts && f.file_name == data_file)
+            .map(|f| f.file_no)
+            .ok_or_else(|| codes::no_such_file(data_file))?;
+        self.tsman.drop_datafile(ts, data_file)?;
+        self.pgman.drop_file(file_no)?;
+        self.write_manifest()
+    }
+
+    pub fn drop_tablespace(&self, name: &str) -> Result<()> {
+        self.tsman.drop_tablespace(name)?;
+        self.write_manifest()
+    }
+
+    /// Every file this node created and still has: data files, then undo files.
+    pub fn created_files(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .tsman
+            .files_info()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        if let Some(g) = self.logfile_group() {
+            out.extend(g.paths());
+        }
+        out
+    }
+
+    fn write_manifest(&self) -> Result<()> {
+        let mut text = String::new();
+        for p in self.created_files() {
+            text.push_str(&p.to_string_lossy());
+            text.push('\n');
+        }
+        let path = self.fs_dir.join(MANIFEST_NAME);
+        self.fs
+            .write_atomic(&path, text.as_bytes())
+            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", path.display())))
+    }
+
+    /// Initial start: removes every file listed in `fs_dir`'s manifest (the data and
+    /// undo files an earlier run created) and the manifest; returns what was removed.
+    pub fn remove_created_files(fs: &dyn FileSystem, fs_dir: &Path) -> Result<Vec<PathBuf>> {
+        let manifest = fs_dir.join(MANIFEST_NAME);
+        let Some(text) = fs
+            .read_all(&manifest)
+            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", manifest.display())))?
+        else {
+            return Ok(Vec::new());
+        };
+        let mut removed = Vec::new();
+        for line in String::from_utf8_lossy(&text).lines() {
+            let p = PathBuf::from(line);
+            if line.is_empty() || !fs.exists(&p) {
+                continue;
+            }
+            fs.remove(&p)
+                .map_err(|e| codes::file_system_error(format_args!("{}: {e}", p.display())))?;
+            removed.push(p);
+        }
+        fs.remove(&manifest)
+            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", manifest.display())))?;
+        Ok(removed)
+    }
+
+    // ---- undo ------------------------------------------------------------------
+
+    fn group(&self) -> Result<Arc<LogfileGroup>> {
+        self.logfile_group()
+            .ok_or_else(|| codes::logfile_group_not_found("(no logfile group)"))
+    }
+
+    /// The LSN the next record will get (0 without a logfile group).
+    pub fn current_lsn(&self) -> Lsn {
+        self.logfile_group().map_or(0, |g| g.next_lsn())
+    }
+
+    /// Reserve undo space for records of `bytes` (prepare). Runs a disk checkpoint
+    /// first when the log would pass half full; 1501 when it is still too full.
+    pub fn reserve_undo(&self, bytes: u64) -> Result<u64> {
+        let g = self.group()?;
+        let mut gate = self.undo_gate.lock();
+        let fits = |gate: &UndoGate| {
+            let s = g.log_space();
+            let free = s
+                .total_bytes
+                .saturating_sub(s.used_bytes + gate.reserved_bytes);
+            (
+                free >= bytes,
+                s.used_bytes + gate.reserved_bytes + bytes > s.total_bytes / 2,
+            )
+        };
+        let (ok, over_half) = fits(&gate);
+        if !ok || over_half {
+            // Make room: every dirty page to disk, then the undo before it is free.
+            let start = g.next_lsn();
+            self.pgman.flush_all()?;
+            g.release_to(start);
+            gate.checkpoints += 1;
+            if !fits(&gate).0 {
+                return Err(codes::out_of_undo_space());
+            }
+        }
+        gate.reserved_bytes += bytes;
+        Ok(bytes)
+    }
+
+    /// Give back an undo reservation (abort, or after the records were appended).
+    pub fn release_undo(&self, bytes: u64) {
+        let mut gate = self.undo_gate.lock();
+        debug_assert!(gate.reserved_bytes >= bytes, "undo reservation underflow");
+        gate.reserved_bytes = gate.reserved_bytes.saturating_sub(bytes);
+    }
+
+    /// Disk checkpoints run to make undo space.
+    pub fn undo_checkpoints(&self) -> u64 {
+        self.undo_gate.lock().checkpoints
+    }
+
+    fn log(&self, rec: &UndoRecord) -> Result<Lsn> {
+        self.group()?.append(rec)
+    }
+
+    // ---- rows ------------------------------------------------------------------
+
+    /// Undo bytes to reserve for inserting a record.
+    pub fn undo_for_insert() -> u64 {
+        undo_len(&UndoRecord::TupleAlloc {
+            file_no: 0,
+            page_no: 0,
+            slot: 0,
+        }) + undo_len(&UndoRecord::ExtentAlloc {
+            file_no: 0,
+            extent_no: 0,
+            table_id: 0,
+            fragment_id: 0,
+        })
+    }
+
+    /// Undo bytes to reserve for freeing (or updating in place) a record of `len`.
+    pub fn undo_for_change(len: usize) -> u64 {
+        undo_len(&UndoRecord::TupleFree {
+            file_no: 0,
+            page_no: 0,
+            slot: 0,
+            before: vec![0; len],
+        }) + undo_len(&UndoRecord::ExtentFree {
+            file_no: 0,
+            extent_no: 0,
+            table_id: 0,
+            fragment_id: 0,
+        })
+    }
+
+    /// Prepare of an insert (or of an update that moves the record): room for
+    /// `record_len` bytes on a page of the fragment, and the undo for it. A page that
+    /// was empty is formatted now (it may hold rows of an earlier owner of its extent).
+    pub fn reserve_record(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        ts: TablespaceId,
+        record_len: usize,
+        table_name: &str,
+    ) -> Result<DiskReservation> {
+        let undo_bytes = self.reserve_undo(Self::undo_for_insert())?;
+        let need = rowpage::space_needed(record_len);
+        let lsn = self.current_lsn();
+        let extents_before = alloc.extents().len();
+        let got = match alloc.alloc_page(&self.tsman, ts, need, table_name, lsn) {
+            Ok(p) => p,
+            Err(e) => {
+                self.release_undo(undo_bytes);
+                return Err(e);
+            }
+        };
+        let res = DiskReservation {
+            page: got.page,
+            page_bytes: need as u32,
+            undo_bytes,
+        };
+        if alloc.extents().len() > extents_before
+            && let Ok((extent, _)) = self.tsman.locate(got.page)
+        {
+            let owner = alloc.owner();
+            self.log(&UndoRecord::ExtentAlloc {
+                file_no: extent.file_no,
+                extent_no: extent.extent_no,
+                table_id: owner.table_id,
+                fragment_id: owner.fragment_id,
+            })?;
+        }
+        if got.was_empty {
+            let r = self
+                .pgman
+                .get(cache_addr(got.page), Intent::Format)
+                .and_then(|p| {
+                    p.write(|b| rowpage::init(b));
+                    p.set_lsn_dirty(self.current_lsn());
+                    Ok(())
+                });
+            if let Err(e) = r {
+                self.cancel_reservation(alloc, res);
+                return Err(e);
+            }
+        }
+        Ok(res)
+    }
+
+    /// Abort of a prepared insert: the page room and the undo go back.
+    pub fn cancel_reservation(&self, alloc: &mut FragmentDiskAlloc, res: DiskReservation) {
+        self.release_undo(res.undo_bytes);
+        // An error here means the page left the fragment, which reservations prevent.
+        let _ = self.adjust_free(alloc, res.page, res.page_bytes as i64);
+    }
+
+    /// The allocator's view of a page (actual free bytes less reservations) changes
+    /// by `delta`; TSMAN's accounting follows. Returns an extent left empty.
+    fn adjust_free(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        page: PageAddr,
+        delta: i64,
+    ) -> Result<Option<super::tsman::ExtentId>> {
+        let cur = alloc.page_free_bytes(page).unwrap_or(0) as i64;
+        let new = (cur + delta).max(0) as u32;
+        alloc.page_free_changed(&self.tsman, page, new, self.current_lsn())
+    }
+
+    /// Commit of an insert: writes `image` into the reserved page. Never fails for
+    /// space; an I/O error reading the page is returned.
+    pub fn insert_record(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        res: DiskReservation,
+        image: &[u8],
+    ) -> Result<DiskRef> {
+        let page = self.pgman.get(cache_addr(res.page), Intent::Write)?;
+        let (slot, used) = page.write(|b| {
+            let before = rowpage::free_bytes(b);
+            let slot = rowpage::insert(b, image);
+            (slot, before - rowpage::free_bytes(b))
+        });
+        let Some(slot) = slot else {
+            return Err(codes::internal(format_args!(
+                "reserved room for {} bytes missing on disk page {:?}",
+                image.len(),
+                res.page
+            )));
+        };
+        let lsn = self.log(&UndoRecord::TupleAlloc {
+            file_no: res.page.file_no,
+            page_no: res.page.page_no,
+            slot: slot as u32,
+        });
+        self.release_undo(res.undo_bytes);
+        let lsn = lsn?;
+        page.set_lsn_dirty(lsn);
+        drop(page);
+        // The reservation becomes the record (which may take a little less: a slot
+        // entry reused).
+        self.adjust_free(alloc, res.page, res.page_bytes as i64 - used as i64)?;
+        disk_ref(res.page, slot)
+    }
+
+    /// Reads a record; `f` gets its image.
+    pub fn read_record<R>(&self, r: DiskRef, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let page = self.pgman.get(cache_addr(page_of(r)), Intent::Read)?;
+        page.read(|b| match rowpage::get(b, r.slot) {
+            Some(img) => Ok(f(img)),
+            None => Err(codes::corrupt_page(format_args!(
+                "disk record {r:?} missing on its page"
+            ))),
+        })
+    }
+
+    /// Commit of an update whose image is not longer than the record: in place.
+    pub fn update_record(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        r: DiskRef,
+        image: &[u8],
+        undo_bytes: u64,
+    ) -> Result<()> {
+        let page = self.pgman.get(cache_addr(page_of(r)), Intent::Write)?;
+        let before = page.read(|b| rowpage::get(b, r.slot).map(|x| x.to_vec()));
+        let Some(before) = before else {
+            self.release_undo(undo_bytes);
+            return Err(codes::corrupt_page(format_args!(
+                "disk record {r:?} missing"
+            )));
+        };
+        let lsn = self.log(&UndoRecord::TupleUpdate {
+            file_no: r.file_no as u32,
+            page_no: r.page_no,
+            slot: r.slot as u32,
+            before,
+        });
+        self.release_undo(undo_bytes);
+        let lsn = lsn?;
+        let (ok, gained) = page.write(|b| {
+            let before = rowpage::free_bytes(b);
+            let ok = rowpage::update(b, r.slot, image);
+            (ok, rowpage::free_bytes(b) as i64 - before as i64)
+        });
+        assert!(ok, "a disk image no longer than the record fits in place");
+        page.set_lsn_dirty(lsn);
+        drop(page);
+        self.adjust_free(alloc, page_of(r), gained).map(|_| ())
+    }
+
+    /// Commit of a delete (or the old copy of a moved record): frees the record; an
+    /// extent left empty goes back to the tablespace (undo-logged first).
+    pub fn free_record(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        r: DiskRef,
+        undo_bytes: u64,
+    ) -> Result<()> {
+        let page_addr = page_of(r);
+        let page = self.pgman.get(cache_addr(page_addr), Intent::Write)?;
+        let before = page.read(|b| rowpage::get(b, r.slot).map(|x| x.to_vec()));
+        let Some(before) = before else {
+            self.release_undo(undo_bytes);
+            return Err(codes::corrupt_page(format_args!(
+                "disk record {r:?} missing"
+            )));
+        };
+        let lsn = self.log(&UndoRecord::TupleFree {
+            file_no: r.file_no as u32,
+            page_no: r.page_no,
+            slot: r.slot as u32,
+            before,
+        });
+        let lsn = match lsn {
+            Ok(l) => l,
+            Err(e) => {
+                self.release_undo(undo_bytes);
+                return Err(e);
+            }
+        };
+        let gained = page.write(|b| {
+            let before = rowpage::free_bytes(b);
+            rowpage::delete(b, r.slot);
+            rowpage::free_bytes(b) as i64 - before as i64
+        });
+        page.set_lsn_dirty(lsn);
+        drop(page);
+        let empty_extent = self.adjust_free(alloc, page_addr, gained);
+        let result = match empty_extent {
+            Ok(Some(extent)) => {
+                let owner = alloc.owner();
+                let l = self.log(&UndoRecord::ExtentFree {
+                    file_no: extent.file_no,
+                    extent_no: extent.extent_no,
+                    table_id: owner.table_id,
+                    fragment_id: owner.fragment_id,
+                });
+                l.and_then(|l| alloc.return_extent(&self.tsman, extent, l))
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        self.release_undo(undo_bytes);
+        result
+    }
+
+    /// DROP TABLE / TRUNCATE of a fragment: all its extents go back.
+    pub fn release_fragment(&self, alloc: &mut FragmentDiskAlloc) -> Result<()> {
+        let lsn = self.current_lsn();
+        alloc.release_all(&self.tsman, lsn).map(|_| ())
+    }
+
+    /// A fragment's allocator.
+    pub fn fragment_alloc(table_id: u32, fragment_id: u32) -> FragmentDiskAlloc {
+        FragmentDiskAlloc::new(ExtentOwner {
+            table_id,
+            fragment_id,
+        })
+    }
+
+    /// Pages a cache of `bytes` holds.
+    pub fn pages_for(bytes: u64) -> u64 {
+        bytes / DISK_PAGE_SIZE as u64
+    }
+}
