@@ -53,6 +53,7 @@ fn table(ndb: &Ndb) -> rndb_core::Result<Arc<TableRuntime>> {
         indexes: vec![],
         logging: true,
         if_not_exists: false,
+        tablespace: None,
     })
 }
 

@@ -408,6 +408,10 @@ pub extern "C" fn rndb_dict_create_table(
             indexes: vec![],
             logging: t.logging,
             if_not_exists: false,
+            tablespace: t
+                .tablespace
+                .as_ref()
+                .map(|ts| ts.to_string_lossy().into_owned()),
         };
         dict_core(d)?.create_table(spec)?;
         Ok(0)

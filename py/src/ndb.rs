@@ -151,6 +151,7 @@ impl Ndb {
             indexes: idx,
             logging,
             if_not_exists,
+            tablespace: None,
         };
         let ndb = &self.ndb;
         py_result(py.detach(|| guard(|| ndb.create_table(spec).map(|_| ()))))

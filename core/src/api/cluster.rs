@@ -38,6 +38,8 @@ pub struct DataNode {
     pub pool: Arc<PagePool>,
     pub config: DataNodeConfig,
     pub started_at: Instant,
+    /// Disk data: logfile group, tablespaces, DiskPageBufferMemory.
+    pub disk: Arc<crate::disk::node::NodeDisk>,
 }
 
 pub struct ClusterInner {
@@ -47,6 +49,13 @@ pub struct ClusterInner {
     pub ldm_per_node: u32,
     pub dict: RwLock<Dictionary>,
     pub data_dir: Option<PathBuf>,
+    /// Disk-data objects (logfile group, tablespaces).
+    pub disk_dict: Mutex<super::disk::DiskDict>,
+    /// A private directory holding the data nodes' files when no data directory was
+    /// given; removed at shutdown.
+    scratch_dir: Option<PathBuf>,
+    /// Files an initial start removed (reported once by the shell and the cluster log).
+    pub initial_removed: Vec<PathBuf>,
     next_txn: AtomicU64,
     closed: AtomicBool,
     started_at: Instant,
@@ -114,14 +123,48 @@ pub fn ldm_threads(max_no_of_execution_threads: u32) -> u32 {
 
 impl ClusterInner {
     pub fn start(config: ClusterConfig, data_dir: Option<PathBuf>) -> Result<Arc<ClusterInner>> {
+        Self::start_with(config, data_dir, false)
+    }
+
+    /// Starts the cluster; `initial` (ndbd --initial) first removes the disk-data files
+    /// an earlier run of the data nodes created in their file-system directories.
+    pub fn start_with(
+        config: ClusterConfig,
+        data_dir: Option<PathBuf>,
+        initial: bool,
+    ) -> Result<Arc<ClusterInner>> {
+        use crate::disk::io::{FileSystem, OsFileSystem};
+        use crate::disk::node::NodeDisk;
         if config.data_nodes.is_empty() {
             return Err(codes::bad_config(
                 "the configuration has no data node ([ndbd] section)",
             ));
         }
         let started_at = Instant::now();
+        let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
+        let scratch_dir = match &data_dir {
+            Some(_) => None,
+            None => Some(scratch_dir_path()),
+        };
+        let base = data_dir
+            .clone()
+            .or_else(|| scratch_dir.clone())
+            .unwrap_or_default();
+        let mut initial_removed = Vec::new();
         let mut data_nodes: Vec<Arc<DataNode>> = Vec::with_capacity(config.data_nodes.len());
         for dn in &config.data_nodes {
+            let fs_dir = base.join(format!("ndb_{}_fs", dn.node_id));
+            if initial {
+                initial_removed.extend(NodeDisk::remove_created_files(&*fs, &fs_dir)?);
+            }
+            let disk = Arc::new(NodeDisk::new(
+                dn.node_id,
+                fs.clone(),
+                fs_dir,
+                dn.disk_page_buffer_memory,
+                dn.get_u64("DiskPageBufferEntries").unwrap_or(10) as usize,
+                dn.shared_global_memory,
+            )?);
             // DataMemory is reserved at start, as NDB allocates it; a size the address
             // space cannot hold is a start failure with the OS's reason, not a crash.
             let pool = PagePool::try_with_bytes(dn.data_memory).map_err(|e| {
@@ -141,6 +184,7 @@ impl ClusterInner {
                 pool: Arc::new(pool),
                 config: dn.clone(),
                 started_at,
+                disk,
             }));
         }
         let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();
@@ -171,6 +215,9 @@ impl ClusterInner {
             ldm_per_node,
             dict: shared_dict(),
             data_dir,
+            disk_dict: Mutex::new(super::disk::DiskDict::default()),
+            scratch_dir,
+            initial_removed,
             next_txn: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             started_at,
@@ -353,8 +400,30 @@ impl ClusterInner {
         }
         for n in &self.data_nodes {
             n.pool.release_memory();
+            n.disk.pgman.stop_cleaner();
+        }
+        if let Some(d) = &self.scratch_dir {
+            let _ = std::fs::remove_dir_all(d);
         }
     }
+}
+
+impl Drop for ClusterInner {
+    fn drop(&mut self) {
+        if let Some(d) = &self.scratch_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// A fresh private directory for a cluster started without a data directory.
+fn scratch_dir_path() -> PathBuf {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    std::env::temp_dir().join(format!(
+        "rndb-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 /// Handle to a running cluster (cheap to clone).
@@ -375,6 +444,14 @@ impl Cluster {
     pub fn embedded_in(config: ClusterConfig, data_dir: PathBuf) -> Result<Cluster> {
         Ok(Cluster {
             inner: ClusterInner::start(config, Some(data_dir))?,
+        })
+    }
+
+    /// An initial start in `data_dir` (ndbd --initial): the disk-data files an earlier
+    /// run created there are removed first ([`ClusterInner::initial_removed`]).
+    pub fn embedded_initial(config: ClusterConfig, data_dir: PathBuf) -> Result<Cluster> {
+        Ok(Cluster {
+            inner: ClusterInner::start_with(config, Some(data_dir), true)?,
         })
     }
 

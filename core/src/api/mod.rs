@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod dict;
+pub mod disk;
 pub mod ndb;
 pub mod scan;
 pub mod transaction;

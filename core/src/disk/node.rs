@@ -276,6 +276,15 @@ impl NodeDisk {
         self.write_manifest()
     }
 
+    /// DROP DATAFILE by tablespace name (rollback paths).
+    pub fn drop_datafile_of(&self, tablespace: &str, data_file: &str) -> Result<()> {
+        let ts = self
+            .tsman
+            .lookup(tablespace)
+            .ok_or_else(|| codes::invalid_tablespace(tablespace))?;
+        self.drop_datafile(ts, data_file)
+    }
+
     pub fn drop_tablespace(&self, name: &str) -> Result<()> {
         self.tsman.drop_tablespace(name)?;
         self.write_manifest()
@@ -462,10 +471,9 @@ impl NodeDisk {
             let r = self
                 .pgman
                 .get(cache_addr(got.page), Intent::Format)
-                .and_then(|p| {
-                    p.write(|b| rowpage::init(b));
+                .map(|p| {
+                    p.write(rowpage::init);
                     p.set_lsn_dirty(self.current_lsn());
-                    Ok(())
                 });
             if let Err(e) = r {
                 self.cancel_reservation(alloc, res);

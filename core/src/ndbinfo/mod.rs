@@ -2,7 +2,9 @@
 //! engine's live state on every query (so they are exact at that moment).
 //!
 //! Tables: `memoryusage` (per node: Data memory, Index memory), `memory_per_fragment`
-//! (per fragment replica and per ordered index, NDB 7.6's view columns), `nodes`.
+//! (per fragment replica and per ordered index, NDB 7.6's view columns), `nodes`, and
+//! the disk-data tables of [`disk`] (diskpagebuffer, diskpagebuffer_advice, logspaces,
+//! logbuffers, files, and information_schema.FILES).
 //! SQL SELECTs over them run in the `sql` module on the rows returned here.
 
 use crate::api::ClusterInner;
@@ -12,8 +14,20 @@ use crate::storage::PAGE_SIZE;
 
 /// Names of the ndbinfo tables, for SHOW TABLES and completion.
 pub fn table_names() -> Vec<&'static str> {
-    vec!["memory_per_fragment", "memoryusage", "nodes"]
+    vec![
+        "diskpagebuffer",
+        "diskpagebuffer_advice",
+        "files",
+        "logbuffers",
+        "logspaces",
+        "memory_per_fragment",
+        "memoryusage",
+        "nodes",
+    ]
 }
+
+mod disk;
+pub use disk::ADVICE_SIZES_MB;
 
 /// A materialised virtual table: column names and rows.
 pub type VirtualTable = (Vec<String>, Vec<Vec<Value>>);
@@ -21,6 +35,15 @@ pub type VirtualTable = (Vec<String>, Vec<Vec<Value>>);
 /// Rows of a virtual table: `schema` is "ndbinfo" (or "information_schema"); None when
 /// there is no such table.
 pub fn lookup(cluster: &ClusterInner, schema: &str, name: &str) -> Option<Result<VirtualTable>> {
+    if schema.eq_ignore_ascii_case("information_schema") {
+        if !name.eq_ignore_ascii_case("files") {
+            return None;
+        }
+        if let Err(e) = cluster.check_open() {
+            return Some(Err(e));
+        }
+        return Some(Ok(disk::information_schema_files(cluster)));
+    }
     if !schema.eq_ignore_ascii_case("ndbinfo") {
         return None;
     }
@@ -31,6 +54,11 @@ pub fn lookup(cluster: &ClusterInner, schema: &str, name: &str) -> Option<Result
         "memoryusage" => memoryusage(cluster),
         "memory_per_fragment" => memory_per_fragment(cluster),
         "nodes" => nodes(cluster),
+        "diskpagebuffer" => disk::diskpagebuffer(cluster),
+        "diskpagebuffer_advice" => disk::diskpagebuffer_advice(cluster),
+        "logspaces" => disk::logspaces(cluster),
+        "logbuffers" => disk::logbuffers(cluster),
+        "files" => disk::files(cluster),
         _ => return None,
     };
     Some(Ok(t))

@@ -33,6 +33,8 @@ mod select;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_disk;
+#[cfg(test)]
 mod tests_dml;
 #[cfg(test)]
 mod tests_errors;

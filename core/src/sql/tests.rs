@@ -376,7 +376,7 @@ PRIMARY KEY (`id`,`name`)
 }
 
 #[test]
-fn disk_data_is_not_there_yet() {
+fn disk_data_needs_an_existing_tablespace() {
     let c = cluster(1, 1, "16M");
     let mut s = session(&c);
     let seed = "CREATE TABLE `t1` (
