@@ -16,7 +16,7 @@ use crate::error::{NdbError, Result};
 use crate::schema::{BlobKind, Charset, ColumnType, Decimal, StorageType, Value};
 
 mod disk;
-pub(crate) use disk::DiskDdl;
+use crate::api::disk::DiskOp;
 
 /// A column type before the table's default character set is applied.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,7 +148,7 @@ pub(crate) enum Command {
     /// Accepted for compatibility, nothing to do (LOCK/UNLOCK TABLES, FLUSH).
     NoOp,
     /// CREATE/ALTER/DROP LOGFILE GROUP or TABLESPACE.
-    Disk(DiskDdl),
+    Disk(DiskOp),
 }
 
 struct P<'a> {

@@ -71,74 +71,12 @@ pub(crate) fn run(s: &mut Session, cmd: Command) -> Result<SqlResult> {
     }
 }
 
-/// CREATE/ALTER/DROP LOGFILE GROUP and TABLESPACE.
-fn disk_ddl(s: &mut Session, d: super::ddl::DiskDdl) -> Result<SqlResult> {
-    use super::ddl::DiskDdl as D;
-    use crate::api::disk::DiskOp;
-    let op = match d {
-        D::CreateLogfileGroup {
-            name,
-            undo_file,
-            initial_size,
-            undo_buffer_size,
-        } => DiskOp::CreateLogfileGroup {
-            name,
-            undo_file,
-            initial_size,
-            undo_buffer_size,
-        },
-        D::AddUndofile {
-            group,
-            undo_file,
-            initial_size,
-        } => DiskOp::AddUndofile {
-            group,
-            undo_file,
-            initial_size,
-        },
-        D::DropLogfileGroup { name } => DiskOp::DropLogfileGroup { name },
-        D::CreateTablespace {
-            name,
-            data_file,
-            logfile_group,
-            initial_size,
-            extent_size,
-            autoextend_size,
-            max_size,
-        } => DiskOp::CreateTablespace {
-            name,
-            data_file,
-            logfile_group,
-            initial_size,
-            extent_size,
-            autoextend_size,
-            max_size,
-        },
-        D::AddDatafile {
-            tablespace,
-            data_file,
-            initial_size,
-        } => DiskOp::AddDatafile {
-            tablespace,
-            data_file,
-            initial_size,
-        },
-        D::DropDatafile {
-            tablespace,
-            data_file,
-        } => DiskOp::DropDatafile {
-            tablespace,
-            data_file,
-        },
-        D::DropTablespace { name } => DiskOp::DropTablespace { name },
-    };
-    s.ndb.cluster().disk_ddl(op)?;
-    Ok(SqlResult::ok(0))
-}
-
 fn run_ddl(s: &mut Session, cmd: Command) -> Result<SqlResult> {
     match cmd {
-        Command::Disk(d) => disk_ddl(s, d),
+        Command::Disk(op) => {
+            s.ndb.cluster().disk_ddl(op)?;
+            Ok(SqlResult::ok(0))
+        }
         Command::CreateTable(ct) => create_table(s, *ct),
         Command::CreateDatabase {
             name,

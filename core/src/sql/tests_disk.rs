@@ -2,7 +2,7 @@
 //! node, information_schema.FILES and the ndbinfo disk tables, NDB's errors, and the
 //! initial start that removes the files.
 
-use super::tests::{cluster, error, one, rows, run, session, strs};
+use super::tests::{cluster, error, one, rows, run, session};
 use crate::api::Cluster;
 use crate::config::ClusterConfig;
 use std::path::Path;
@@ -45,7 +45,6 @@ fn the_seeds_objects_are_created_on_every_node_and_shown_in_files() {
         assert!((4 << 20..=5 << 20).contains(&len), "{len}");
     }
     // The seed's query: one row per data node.
-    let five = strs(&[&["5", "5"], &["5", "5"]]);
     let r = rows(&mut s, FREE);
     assert!(r.len() == 2 && r[0][1] == r[1][1], "{r:?}");
     let total: u64 = r[0][1].parse().unwrap();
@@ -56,7 +55,6 @@ fn the_seeds_objects_are_created_on_every_node_and_shown_in_files() {
     );
     let r = rows(&mut s, FREE);
     assert_eq!(r.len(), 4, "{r:?}");
-    let _ = five;
     assert_eq!(
         one(
             &mut s,

@@ -9,49 +9,10 @@
 //! (`None` = not given).
 
 use super::{Command, P};
+use crate::api::disk::DiskOp;
 use crate::error::Result;
 use crate::sql::errors;
 use crate::sql::lexer::Tok;
-
-/// A disk-data DDL statement.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum DiskDdl {
-    CreateLogfileGroup {
-        name: String,
-        undo_file: String,
-        initial_size: Option<u64>,
-        undo_buffer_size: Option<u64>,
-    },
-    AddUndofile {
-        group: String,
-        undo_file: String,
-        initial_size: Option<u64>,
-    },
-    DropLogfileGroup {
-        name: String,
-    },
-    CreateTablespace {
-        name: String,
-        data_file: String,
-        logfile_group: String,
-        initial_size: Option<u64>,
-        extent_size: Option<u64>,
-        autoextend_size: Option<u64>,
-        max_size: Option<u64>,
-    },
-    AddDatafile {
-        tablespace: String,
-        data_file: String,
-        initial_size: Option<u64>,
-    },
-    DropDatafile {
-        tablespace: String,
-        data_file: String,
-    },
-    DropTablespace {
-        name: String,
-    },
-}
 
 /// Options of the statements, as written.
 #[derive(Default)]
@@ -162,7 +123,7 @@ impl P<'_> {
                 "REDO_BUFFER_SIZE",
                 "NODEGROUP",
             ])?;
-            return Ok(Command::Disk(DiskDdl::CreateLogfileGroup {
+            return Ok(Command::Disk(DiskOp::CreateLogfileGroup {
                 name,
                 undo_file,
                 initial_size: o.initial_size,
@@ -188,7 +149,7 @@ impl P<'_> {
             "MAX_SIZE",
             "NODEGROUP",
         ])?;
-        Ok(Command::Disk(DiskDdl::CreateTablespace {
+        Ok(Command::Disk(DiskOp::CreateTablespace {
             name,
             data_file,
             logfile_group,
@@ -209,7 +170,7 @@ impl P<'_> {
             self.expect_kw("UNDOFILE")?;
             let undo_file = self.string()?;
             let o = self.disk_options(&["INITIAL_SIZE"])?;
-            return Ok(Command::Disk(DiskDdl::AddUndofile {
+            return Ok(Command::Disk(DiskOp::AddUndofile {
                 group,
                 undo_file,
                 initial_size: o.initial_size,
@@ -224,7 +185,7 @@ impl P<'_> {
             self.expect_kw("DATAFILE")?;
             let data_file = self.string()?;
             self.disk_options(&[])?;
-            return Ok(Command::Disk(DiskDdl::DropDatafile {
+            return Ok(Command::Disk(DiskOp::DropDatafile {
                 tablespace,
                 data_file,
             }));
@@ -233,7 +194,7 @@ impl P<'_> {
         self.expect_kw("DATAFILE")?;
         let data_file = self.string()?;
         let o = self.disk_options(&["INITIAL_SIZE"])?;
-        Ok(Command::Disk(DiskDdl::AddDatafile {
+        Ok(Command::Disk(DiskOp::AddDatafile {
             tablespace,
             data_file,
             initial_size: o.initial_size,
@@ -246,7 +207,7 @@ impl P<'_> {
             self.expect_kw("GROUP")?;
             let name = self.ident()?;
             self.disk_options(&[])?;
-            return Ok(Command::Disk(DiskDdl::DropLogfileGroup { name }));
+            return Ok(Command::Disk(DiskOp::DropLogfileGroup { name }));
         }
         if self.peek_kw("UNDO") {
             return Err(errors::unsupported("UNDO TABLESPACE (an InnoDB object)"));
@@ -254,7 +215,7 @@ impl P<'_> {
         self.expect_kw("TABLESPACE")?;
         let name = self.ident()?;
         self.disk_options(&[])?;
-        Ok(Command::Disk(DiskDdl::DropTablespace { name }))
+        Ok(Command::Disk(DiskOp::DropTablespace { name }))
     }
 }
 
@@ -283,7 +244,7 @@ mod tests {
     fn the_seed_statements_parse() {
         assert_eq!(
             cmd("CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE=20G UNDO_BUFFER_SIZE=128M ENGINE=NDB").unwrap(),
-            Command::Disk(DiskDdl::CreateLogfileGroup {
+            Command::Disk(DiskOp::CreateLogfileGroup {
                 name: "lg".into(),
                 undo_file: "undo1.dat".into(),
                 initial_size: Some(20 << 30),
@@ -293,7 +254,7 @@ mod tests {
         assert_eq!(
             cmd("ALTER LOGFILE GROUP lg ADD UNDOFILE 'undo_2.dat' INITIAL_SIZE 256M ENGINE NDB")
                 .unwrap(),
-            Command::Disk(DiskDdl::AddUndofile {
+            Command::Disk(DiskOp::AddUndofile {
                 group: "lg".into(),
                 undo_file: "undo_2.dat".into(),
                 initial_size: Some(256 << 20),
@@ -301,7 +262,7 @@ mod tests {
         );
         assert_eq!(
             cmd("CREATE TABLESPACE ts_1 ADD DATAFILE 'data1.dat' USE LOGFILE GROUP lg INITIAL_SIZE=256M ENGINE=NDB").unwrap(),
-            Command::Disk(DiskDdl::CreateTablespace {
+            Command::Disk(DiskOp::CreateTablespace {
                 name: "ts_1".into(),
                 data_file: "data1.dat".into(),
                 logfile_group: "lg".into(),
@@ -313,7 +274,7 @@ mod tests {
         );
         assert_eq!(
             cmd("CREATE TABLESPACE ts ADD DATAFILE 'd.dat' USE LOGFILE GROUP lg EXTENT_SIZE 256K INITIAL_SIZE 4M AUTOEXTEND_SIZE=8M MAX_SIZE=64M ENGINE NDBCLUSTER").unwrap(),
-            Command::Disk(DiskDdl::CreateTablespace {
+            Command::Disk(DiskOp::CreateTablespace {
                 name: "ts".into(),
                 data_file: "d.dat".into(),
                 logfile_group: "lg".into(),
@@ -328,7 +289,7 @@ mod tests {
                 "ALTER TABLESPACE ts_1 ADD DATAFILE 'data_2.dat' INITIAL_SIZE 48M ENGINE NDBCLUSTER"
             )
             .unwrap(),
-            Command::Disk(DiskDdl::AddDatafile {
+            Command::Disk(DiskOp::AddDatafile {
                 tablespace: "ts_1".into(),
                 data_file: "data_2.dat".into(),
                 initial_size: Some(48 << 20),
@@ -336,20 +297,20 @@ mod tests {
         );
         assert_eq!(
             cmd("ALTER TABLESPACE ts_1 DROP DATAFILE 'data_2.dat' ENGINE NDB").unwrap(),
-            Command::Disk(DiskDdl::DropDatafile {
+            Command::Disk(DiskOp::DropDatafile {
                 tablespace: "ts_1".into(),
                 data_file: "data_2.dat".into(),
             })
         );
         assert_eq!(
             cmd("DROP TABLESPACE ts_1 ENGINE=NDB").unwrap(),
-            Command::Disk(DiskDdl::DropTablespace {
+            Command::Disk(DiskOp::DropTablespace {
                 name: "ts_1".into()
             })
         );
         assert_eq!(
             cmd("DROP LOGFILE GROUP lg ENGINE NDB").unwrap(),
-            Command::Disk(DiskDdl::DropLogfileGroup { name: "lg".into() })
+            Command::Disk(DiskOp::DropLogfileGroup { name: "lg".into() })
         );
     }
 
