@@ -26,7 +26,6 @@ use parking_lot::{Mutex, RwLock};
 
 use super::io::FileSystem;
 use super::lgman::{LogfileGroup, LogfileGroupConfig, UndoRecord};
-use super::page::DISK_PAGE_SIZE;
 use super::pgman::{Intent, PageAddr as CacheAddr, PageCache, PageCacheConfig};
 use super::rowpage;
 use super::shared_memory::SharedGlobalMemory;
@@ -654,9 +653,90 @@ impl NodeDisk {
             fragment_id,
         })
     }
+}
 
-    /// Pages a cache of `bytes` holds.
-    pub fn pages_for(bytes: u64) -> u64 {
-        bytes / DISK_PAGE_SIZE as u64
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::io::MemFileSystem;
+
+    fn node() -> (NodeDisk, TablespaceId) {
+        let fs = Arc::new(MemFileSystem::new());
+        let n = NodeDisk::new(2, fs, PathBuf::from("/fs"), 4 << 20, 10, 32 << 20).unwrap();
+        n.create_logfile_group(1, "lg", "undo.dat", 2 << 20, 1 << 20)
+            .unwrap();
+        let spec = TablespaceSpec {
+            name: "ts".into(),
+            logfile_group: "lg".into(),
+            extent_size_bytes: 1 << 20,
+            autoextend_size_bytes: 0,
+            max_size_bytes: 0,
+        };
+        let ts = n.create_tablespace(spec, "data.dat", 4 << 20).unwrap();
+        (n, ts)
+    }
+
+    fn free_extents(n: &NodeDisk) -> u64 {
+        n.tsman.files_info().iter().map(|f| f.free_extents).sum()
+    }
+
+    #[test]
+    fn records_are_written_at_commit_read_updated_freed_and_extents_return() {
+        let (n, ts) = node();
+        let all = free_extents(&n);
+        let mut alloc = NodeDisk::fragment_alloc(7, 0);
+        // Prepare then abort: nothing written, nothing kept.
+        let r = n.reserve_record(&mut alloc, ts, 100, "t").unwrap();
+        assert_eq!(free_extents(&n), all - 1, "one extent taken at prepare");
+        n.cancel_reservation(&mut alloc, r);
+        assert_eq!(n.undo_gate.lock().reserved_bytes, 0);
+        // Commit writes the record, undo first.
+        let lsn_before = n.current_lsn();
+        let r = n.reserve_record(&mut alloc, ts, 5, "t").unwrap();
+        let dref = n.insert_record(&mut alloc, r, b"hello").unwrap();
+        assert!(n.current_lsn() > lsn_before, "TupleAlloc logged");
+        assert_eq!(n.read_record(dref, |b| b.to_vec()).unwrap(), b"hello");
+        // In place, shorter.
+        let undo = n.reserve_undo(NodeDisk::undo_for_change(5)).unwrap();
+        n.update_record(&mut alloc, dref, b"hey", undo).unwrap();
+        assert_eq!(n.read_record(dref, |b| b.to_vec()).unwrap(), b"hey");
+        // A second record on another extent, then free both: the emptied extents go
+        // back to the tablespace except the one the fragment keeps.
+        let big = vec![7u8; 30_000];
+        let mut refs = vec![dref];
+        for _ in 0..40 {
+            let r = n.reserve_record(&mut alloc, ts, big.len(), "t").unwrap();
+            refs.push(n.insert_record(&mut alloc, r, &big).unwrap());
+        }
+        assert!(free_extents(&n) <= all - 2, "rows spread over extents");
+        for d in refs {
+            let undo = n.reserve_undo(NodeDisk::undo_for_change(30_000)).unwrap();
+            n.free_record(&mut alloc, d, undo).unwrap();
+        }
+        assert_eq!(free_extents(&n), all - 1, "empty extents returned");
+        assert_eq!(n.undo_gate.lock().reserved_bytes, 0);
+        alloc.check(&n.tsman).unwrap();
+        n.release_fragment(&mut alloc).unwrap();
+        assert_eq!(free_extents(&n), all);
+    }
+
+    #[test]
+    fn the_undo_log_is_checkpointed_before_1501() {
+        let (n, ts) = node();
+        let mut alloc = NodeDisk::fragment_alloc(7, 0);
+        let r = n.reserve_record(&mut alloc, ts, 1000, "t").unwrap();
+        let dref = n.insert_record(&mut alloc, r, &[1u8; 1000]).unwrap();
+        // 2 MB of undo, each update logging a 1000-byte before-image: far more than
+        // the log holds, and no 1501 because checkpoints release it.
+        for i in 0..5_000u32 {
+            let undo = n.reserve_undo(NodeDisk::undo_for_change(1000)).unwrap();
+            n.update_record(&mut alloc, dref, &[(i % 251) as u8; 1000], undo)
+                .unwrap();
+        }
+        assert!(n.undo_checkpoints() > 0);
+        assert_eq!(n.read_record(dref, |b| b[0]).unwrap(), (4_999 % 251) as u8);
+        // A reservation larger than the whole log: 1501, nothing reserved.
+        assert_eq!(n.reserve_undo(4 << 20).unwrap_err().code, 1501);
+        assert_eq!(n.undo_gate.lock().reserved_bytes, 0);
     }
 }
