@@ -122,10 +122,10 @@ fn run_phase(
                 keys.extend((0..n).map(|j| Value::UInt(key_of(thread, i + j))));
                 rows.resize(n as usize, [0u32; ATTRS]);
                 let layout = &t.def.layout;
-                ndb.read_batch_visit(t, &keys, &mut |slot, f, v| {
+                ndb.read_batch_visit(t, &keys, &mut |slot, stored| {
                     let row = &mut rows[slot];
                     for (a, x) in row.iter_mut().enumerate() {
-                        if let Some(b) = layout.col_bytes(a + 1, f, v) {
+                        if let Some(b) = layout.col_bytes(a + 1, stored.fixed, stored.var) {
                             *x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                         }
                     }

@@ -15,7 +15,7 @@ use crate::{
 };
 use rndb_core::api::TableRuntime;
 use rndb_core::error::{Result, codes};
-use rndb_core::schema::layout::ColPlace;
+use rndb_core::schema::layout::{ColPlace, StoredRow};
 use rndb_core::schema::{ColumnType, RowLayout, Value};
 use rndb_core::{LockMode, OpKind};
 use std::cell::RefCell;
@@ -248,10 +248,11 @@ impl RecOut {
 
 impl RecOut {
     /// Writes a row found by the batched read path straight from its stored form
-    /// (`fixed`, `var`): integers of 1, 2, 4 or 8 bytes, FLOAT and DOUBLE are stored in
-    /// NDB's format and copied; other types are decoded and encoded.
+    /// (`stored`): integers of 1, 2, 4 or 8 bytes, FLOAT and DOUBLE are stored in NDB's
+    /// format and copied; other types are decoded and encoded.
     #[inline]
-    pub fn write_stored(&self, layout: &RowLayout, fixed: &[u8], var: &[u8]) {
+    pub fn write_stored(&self, layout: &RowLayout, stored: StoredRow<'_>) {
+        let fixed = stored.fixed;
         if self.row.is_null() {
             return;
         }
@@ -275,14 +276,12 @@ impl RecOut {
             for rc in &self.def.cols {
                 // SAFETY: NDB's contract: the result row outlives the execution and holds
                 // the record's layout.
-                unsafe { write_stored_col(rc, layout, fixed, var, self.row) };
+                unsafe { write_stored_col(rc, layout, stored, self.row) };
             }
         } else {
             for &ci in &self.cols {
                 // SAFETY: as above.
-                unsafe {
-                    write_stored_col(&self.def.cols[ci as usize], layout, fixed, var, self.row)
-                };
+                unsafe { write_stored_col(&self.def.cols[ci as usize], layout, stored, self.row) };
             }
         }
     }
@@ -316,16 +315,10 @@ pub(crate) unsafe fn copy_small(src: &[u8], dst: *mut u8) {
 
 /// Writes one column of a stored row into a result row (value and NULL bit).
 #[inline(always)]
-unsafe fn write_stored_col(
-    rc: &RecCol,
-    layout: &RowLayout,
-    fixed: &[u8],
-    var: &[u8],
-    row: *mut u8,
-) {
+unsafe fn write_stored_col(rc: &RecCol, layout: &RowLayout, stored: StoredRow<'_>, row: *mut u8) {
     // SAFETY (whole function): the row holds the record's layout, as NDB requires.
     unsafe {
-        match layout.col_bytes(rc.col, fixed, var) {
+        match layout.stored_bytes_of(rc.col, stored) {
             None => {
                 if let Some((byte, bit)) = rc.null {
                     *row.add(byte) |= 1 << bit;
@@ -337,7 +330,7 @@ unsafe fn write_stored_col(
                 }
                 copy_small(b, row.add(rc.offset));
             }
-            Some(_) => write_col(rc, &layout.get(rc.col, fixed, var), row),
+            Some(_) => write_col(rc, &layout.value(rc.col, stored), row),
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::types::to_ndb;
 use crate::{rndb_asynch_callback, rndb_transaction};
 use rndb_core::api::{Ndb, OpOutcome, Scan, ScanSpec, TableRuntime, TxState};
 use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
+use rndb_core::schema::layout::StoredRow;
 use rndb_core::schema::{ColumnType, RowLayout, Value};
 use rndb_core::{AbortOption, ExecType, LockMode, OpId, OpKind, Transaction};
 use std::collections::VecDeque;
@@ -93,8 +94,8 @@ impl RecAttrObj {
 
     /// Fills the rec attr from a row in stored form (see `RecOut::write_stored`).
     #[inline]
-    pub fn fill_stored(&mut self, layout: &RowLayout, fixed: &[u8], var: &[u8]) {
-        match layout.col_bytes(self.col, fixed, var) {
+    pub fn fill_stored(&mut self, layout: &RowLayout, stored: StoredRow<'_>) {
+        match layout.stored_bytes_of(self.col, stored) {
             None => {
                 self.data.clear();
                 self.null = 1;
@@ -108,7 +109,7 @@ impl RecAttrObj {
                     unsafe { crate::record::copy_small(b, self.user_buf) };
                 }
             }
-            Some(_) => self.fill(&layout.get(self.col, fixed, var)),
+            Some(_) => self.fill(&layout.value(self.col, stored)),
         }
     }
 
@@ -909,17 +910,17 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             let slot_member = &sc.slot_member;
             let found = &mut sc.found;
             let txs_v = &mut *txs;
-            let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, f, v| {
+            let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, row| {
                 let (t, o) = slot_member[slot];
                 let TxObj { ops, ras, .. } = &mut *txs_v[t];
                 let op = &ops[o];
                 for &ra in &op.ras {
                     if let Some(r) = ras.get_mut(ra as usize) {
-                        r.fill_stored(layout, f, v);
+                        r.fill_stored(layout, row);
                     }
                 }
                 if let Some(out) = &op.rec_out {
-                    out.write_stored(layout, f, v);
+                    out.write_stored(layout, row);
                 }
                 found[slot] = true;
             });

@@ -13,8 +13,8 @@ use super::cluster::ClusterInner;
 use crate::error::{ErrorClassification, NdbError, Result, codes};
 use crate::schema::layout::key_hash;
 use crate::schema::types::Charset;
-use crate::schema::{Column, ColumnType, IndexDef, IndexKind, TableDef};
-use crate::txn::fragment::{Fragment, FragmentCell};
+use crate::schema::{Column, ColumnType, IndexDef, IndexKind, StorageType, TableDef};
+use crate::txn::fragment::{FragDisk, Fragment, FragmentCell};
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -162,7 +162,7 @@ impl TableSpec {
 
 impl ClusterInner {
     /// CREATE TABLE. Allocates the fragments on every node of each node group.
-    pub fn create_table(&self, database: &str, spec: TableSpec) -> Result<Arc<TableRuntime>> {
+    pub fn create_table(&self, database: &str, mut spec: TableSpec) -> Result<Arc<TableRuntime>> {
         let mut dict = self.dict.write();
         if let Some(t) = dict.get(database, &spec.name) {
             if spec.if_not_exists {
@@ -187,6 +187,26 @@ impl ClusterInner {
         if let Some(ts) = &spec.tablespace {
             self.check_tablespace_for_table(ts)?;
         }
+        // A disk BLOB/TEXT keeps its head (the first 256 bytes) in memory and its parts
+        // on disk, as NDB does.
+        let disk_blob: Vec<bool> = spec
+            .columns
+            .iter()
+            .map(|c| c.ty.is_blob() && c.storage == StorageType::Disk)
+            .collect();
+        for c in spec.columns.iter_mut() {
+            if c.ty.is_blob() {
+                c.storage = StorageType::Memory;
+            }
+        }
+        if spec.tablespace.is_none()
+            && (disk_blob.contains(&true)
+                || spec.columns.iter().any(|c| c.storage == StorageType::Disk))
+        {
+            return Err(codes::invalid_tablespace(
+                "(none: STORAGE DISK columns need a TABLESPACE)",
+            ));
+        }
         let partitions = self.default_partitions();
         dict.next_table_id += 1;
         let id = dict.next_table_id;
@@ -200,20 +220,14 @@ impl ClusterInner {
         )?;
         def.logging = spec.logging;
         def.tablespace = spec.tablespace.clone();
-        if def.layout.has_disk() {
-            // The disk parts of rows (DBTUP's disk rows through PGMAN) are the next step
-            // of the disk-data work; until then such a table is refused, never faked.
-            return Err(codes::unsupported(
-                "rows with STORAGE DISK columns (logfile groups, tablespaces and in-memory tables in a tablespace work)",
-            ));
-        }
         let def = Arc::new(def);
         let mut blob_tables = Vec::with_capacity(def.columns.len());
         for (i, c) in def.columns.iter().enumerate() {
             blob_tables.push(match c.ty {
                 ColumnType::Blob { kind, .. } if kind.part_size() > 0 => {
                     dict.next_table_id += 1;
-                    let t = self.make_blob_table(&def, i, dict.next_table_id, database)?;
+                    let t =
+                        self.make_blob_table(&def, i, dict.next_table_id, database, disk_blob[i])?;
                     dict.tables
                         .insert(dict_key(database, &t.def.name), t.clone());
                     Some(t)
@@ -234,7 +248,7 @@ impl ClusterInner {
             });
         }
         let rt = Arc::new(TableRuntime {
-            fragments: self.make_fragments(&def),
+            fragments: self.make_fragments(&def)?,
             def,
             database: database.to_string(),
             auto_increment: Arc::new(AtomicU64::new(1)),
@@ -243,12 +257,32 @@ impl ClusterInner {
             dropped: Arc::new(AtomicBool::new(false)),
             hidden: false,
         });
+        if let Some(ts) = &rt.def.tablespace {
+            self.count_tablespace_user(ts, true)?;
+        }
         dict.tables
             .insert(dict_key(database, &rt.def.name), rt.clone());
         Ok(rt)
     }
 
-    fn make_fragments(&self, def: &Arc<TableDef>) -> Vec<Vec<Arc<FragmentCell>>> {
+    /// A table in tablespace `ts` keeps it from being dropped (error 768).
+    fn count_tablespace_user(&self, ts: &str, add: bool) -> Result<()> {
+        for n in &self.data_nodes {
+            let id = n
+                .disk
+                .tsman
+                .lookup(ts)
+                .ok_or_else(|| codes::invalid_tablespace(ts))?;
+            if add {
+                n.disk.tsman.add_table_user(id)?;
+            } else {
+                n.disk.tsman.remove_table_user(id)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn make_fragments(&self, def: &Arc<TableDef>) -> Result<Vec<Vec<Arc<FragmentCell>>>> {
         let groups = &self.node_groups;
         (0..def.partitions)
             .map(|p| {
@@ -258,20 +292,25 @@ impl ClusterInner {
                 (0..n)
                     .map(|r| {
                         let node = &group[(p as usize / groups.len() + r) % n];
-                        Arc::new(FragmentCell::new(
-                            Fragment::new(def.clone(), p, node.pool.clone()),
+                        Ok(Arc::new(FragmentCell::new(
+                            Fragment::new(
+                                def.clone(),
+                                p,
+                                node.pool.clone(),
+                                FragDisk::for_table(&node.disk, def, p)?,
+                            ),
                             node.node_id,
-                        ))
+                        )))
                     })
                     .collect()
             })
             .collect()
     }
 
-    fn hidden_runtime(&self, def: TableDef, database: &str) -> Arc<TableRuntime> {
+    fn hidden_runtime(&self, def: TableDef, database: &str) -> Result<Arc<TableRuntime>> {
         let def = Arc::new(def);
-        Arc::new(TableRuntime {
-            fragments: self.make_fragments(&def),
+        Ok(Arc::new(TableRuntime {
+            fragments: self.make_fragments(&def)?,
             def,
             database: database.to_string(),
             auto_increment: Arc::new(AtomicU64::new(1)),
@@ -279,16 +318,18 @@ impl ClusterInner {
             unique_tables: Vec::new(),
             dropped: Arc::new(AtomicBool::new(false)),
             hidden: true,
-        })
+        }))
     }
 
     /// NDB$BLOB_<table id>_<column>: main table's key columns + part number + data.
+    /// With `on_disk` the data column is a disk column in the main table's tablespace.
     fn make_blob_table(
         &self,
         main: &TableDef,
         col: usize,
         id: u32,
         database: &str,
+        on_disk: bool,
     ) -> Result<Arc<TableRuntime>> {
         let ColumnType::Blob { kind, .. } = main.columns[col].ty else {
             return Err(codes::internal("blob table for a non-blob column"));
@@ -313,23 +354,28 @@ impl ClusterInner {
             )
             .primary_key(),
         );
-        cols.push(
-            Column::new(
-                BLOB_DATA_COLUMN,
-                ColumnType::Varbinary {
-                    len: kind.part_size(),
-                },
-            )
-            .not_null(),
-        );
+        let mut data = Column::new(
+            BLOB_DATA_COLUMN,
+            ColumnType::Varbinary {
+                len: kind.part_size(),
+            },
+        )
+        .not_null();
+        if on_disk {
+            data.storage = StorageType::Disk;
+        }
+        cols.push(data);
         let name = format!("NDB$BLOB_{}_{}", main.id, col);
         let pk: Vec<String> = cols
             .iter()
             .filter(|c| c.primary_key)
             .map(|c| c.name.clone())
             .collect();
-        let def = TableDef::new(id, &name, cols, &pk, vec![], main.partitions)?;
-        Ok(self.hidden_runtime(def, database))
+        let mut def = TableDef::new(id, &name, cols, &pk, vec![], main.partitions)?;
+        if on_disk {
+            def.tablespace = main.tablespace.clone();
+        }
+        self.hidden_runtime(def, database)
     }
 
     /// <index>$unique: the unique columns as key, the main table's key columns as data.
@@ -367,7 +413,7 @@ impl ClusterInner {
             .map(|&c| main.columns[c].name.clone())
             .collect();
         let def = TableDef::new(id, &name, cols, &pk, vec![], main.partitions)?;
-        Ok(self.hidden_runtime(def, database))
+        self.hidden_runtime(def, database)
     }
 
     /// A table may be created in tablespace `ts` only when it exists (error 755).
@@ -410,6 +456,9 @@ impl ClusterInner {
             }
             dict.tables.remove(&dict_key(database, &t.def.name));
         }
+        if let Some(ts) = &rt.def.tablespace {
+            self.count_tablespace_user(ts, false)?;
+        }
         Ok(true)
     }
 
@@ -434,7 +483,11 @@ impl ClusterInner {
             for cell in t.all_cells() {
                 let mut f = cell.state.lock();
                 f.free_all();
-                *f = Fragment::new(t.def.clone(), f.partition, self.pool_of(cell.node_id));
+                let disk = match self.node(cell.node_id) {
+                    Some(n) => FragDisk::for_table(&n.disk, &t.def, f.partition)?,
+                    None => None,
+                };
+                *f = Fragment::new(t.def.clone(), f.partition, self.pool_of(cell.node_id), disk);
             }
             t.auto_increment.store(1, Ordering::Release);
         }

@@ -16,7 +16,7 @@ use super::cluster::{ApiLease, ClusterInner};
 use super::dict::{TableRuntime, TableSpec};
 use super::transaction::{AbortOption, ExecType, OpKind, Transaction};
 use crate::error::{Result, codes};
-use crate::schema::layout::{index_hash, key_hash};
+use crate::schema::layout::{StoredRow, index_hash, key_hash};
 use crate::schema::value::coerce;
 use crate::schema::{ColumnType, IndexKind, Value};
 use crate::storage::RowId;
@@ -38,8 +38,9 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<ReadScratch> = std::cell::RefCell::new(ReadScratch::default());
 }
 
-/// Receives `(key index, fixed part, var part)` of each row a batched read finds.
-pub type RowVisitor<'a> = dyn FnMut(usize, &[u8], &[u8]) + 'a;
+/// Receives `(key index, stored row)` of each row a batched read finds (decode columns
+/// with `table.def.layout.value(col, row)`).
+pub type RowVisitor<'a> = dyn FnMut(usize, StoredRow<'_>) + 'a;
 
 /// Rows per transaction in [`Ndb::insert_batch`].
 pub const INSERT_BATCH_ROWS: usize = 1000;
@@ -212,9 +213,10 @@ impl Ndb {
         found.resize(n, false);
         let ncols = cols.len();
         let layout = &def.layout;
-        self.read_batch_visit(table, keys, &mut |slot, f, v| {
+        let with_disk = cols.iter().any(|&c| layout.is_disk(c));
+        self.read_batch_visit_inner(table, keys, with_disk, &mut |slot, row| {
             for (o, &c) in out[slot * ncols..(slot + 1) * ncols].iter_mut().zip(cols) {
-                layout.get_into(c, f, v, o);
+                layout.value_into(c, row, o);
             }
             found[slot] = true;
         })?;
@@ -247,13 +249,24 @@ impl Ndb {
     }
 
     /// Committed-read lookups of many keys (flattened as in [`Ndb::read_batch_flat`]),
-    /// handing each row found to `visit(key index, fixed part, var part)` in its stored
-    /// form, under the fragment's mutex (decode with `table.def.layout`). Keys without a
-    /// row are not visited. BLOB/TEXT columns appear as their stored head.
+    /// handing each row found to `visit(key index, stored row)` in its stored form,
+    /// under the fragment's mutex (decode with `table.def.layout`). Keys without a row
+    /// are not visited. BLOB/TEXT columns appear as their stored head; rows of a table
+    /// with disk columns come with their disk images.
     pub fn read_batch_visit(
         &self,
         table: &Arc<TableRuntime>,
         keys: &[Value],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<()> {
+        self.read_batch_visit_inner(table, keys, table.def.layout.has_disk(), visit)
+    }
+
+    fn read_batch_visit_inner(
+        &self,
+        table: &Arc<TableRuntime>,
+        keys: &[Value],
+        with_disk: bool,
         visit: &mut RowVisitor<'_>,
     ) -> Result<()> {
         self.cluster.check_open()?;
@@ -278,7 +291,9 @@ impl Ndb {
             order.clear();
             key_buf.clear();
             batch.clear();
-            self.read_batch_grouped(table, keys, order, key_buf, buf, coerced, batch, visit)
+            self.read_batch_grouped(
+                table, keys, order, key_buf, buf, coerced, batch, with_disk, visit,
+            )
         })
     }
 
@@ -292,6 +307,7 @@ impl Ndb {
         buf: &mut Vec<u8>,
         coerced: &mut Vec<Value>,
         batch: &mut Vec<BatchKey>,
+        with_disk: bool,
         visit: &mut RowVisitor<'_>,
     ) -> Result<()> {
         let def = &table.def;
@@ -370,8 +386,9 @@ impl Ndb {
                 table.fragments[p][0].state.lock().visit_committed_batch(
                     &batch[i..j],
                     key_buf,
-                    &mut |slot, f, v| visit(slot as usize, f, v),
-                );
+                    with_disk,
+                    &mut |slot, row| visit(slot as usize, row),
+                )?;
             }
         }
         Ok(())

@@ -295,6 +295,7 @@ impl Transaction {
         loop {
             out.clear();
             let cursor = &mut scan.parts[p];
+            let mut failed = None;
             let blocked = match scan.spec.index {
                 None => {
                     let Some(from) = cursor.next_row else {
@@ -309,14 +310,18 @@ impl Transaction {
                         &scan.fetch,
                         &mut out,
                     ) {
-                        Step::Done(next) => {
+                        Err(e) => {
+                            failed = Some(e);
+                            false
+                        }
+                        Ok(Step::Done(next)) => {
                             cursor.next_row = next;
                             if next.is_none() {
                                 cursor.ended = true;
                             }
                             false
                         }
-                        Step::Blocked => {
+                        Ok(Step::Blocked) => {
                             if let Some((last, _)) = out.last() {
                                 cursor.next_row = Some(RowId(last.row.0 + 1));
                             }
@@ -341,13 +346,17 @@ impl Transaction {
                         cursor.resume = Some((last.row, guard.index_key_of(i, last.row)));
                     }
                     match step {
-                        Step::Done(end) => {
+                        Err(e) => {
+                            failed = Some(e);
+                            false
+                        }
+                        Ok(Step::Done(end)) => {
                             if end {
                                 cursor.ended = true;
                             }
                             false
                         }
-                        Step::Blocked => true,
+                        Ok(Step::Blocked) => true,
                     }
                 }
             };
@@ -357,6 +366,10 @@ impl Transaction {
                     self.record_touched(&cell, r.row);
                 }
                 scan.parts[p].buffer.push_back(vals);
+            }
+            if let Some(e) = failed {
+                // The rows locked so far are the transaction's (released at its end).
+                return Err(e);
             }
             if !blocked {
                 return Ok(());
@@ -406,7 +419,7 @@ pub(crate) fn collect_committed(
                 &mut out,
             );
             rows.extend(out.into_iter().map(|(_, v)| v));
-            from = match step {
+            from = match step? {
                 Step::Done(n) => n,
                 Step::Blocked => return Err(codes::internal("committed-read scan blocked")),
             };

@@ -689,8 +689,9 @@ fn concurrent_transfers_keep_the_total() {
                     &[0, 1, 2],
                     &mut out,
                 ) {
-                    crate::txn::Step::Done(n) => n,
-                    crate::txn::Step::Blocked => panic!("blocked"),
+                    Ok(crate::txn::Step::Done(n)) => n,
+                    Err(e) => panic!("scan: {e}"),
+                    Ok(crate::txn::Step::Blocked) => panic!("blocked"),
                 };
                 rows.extend(out.drain(..).map(|(_, v)| v));
             }
@@ -845,8 +846,8 @@ fn visiting_batched_reads_sees_stored_rows() {
     let keys: Vec<Value> = [3u64, 99, 7].iter().map(|&k| Value::UInt(k)).collect();
     let mut seen = Vec::new();
     let layout = t.def.layout.clone();
-    ndb.read_batch_visit(&t, &keys, &mut |i, f, v| {
-        seen.push((i, layout.get(1, f, v), layout.get(2, f, v)))
+    ndb.read_batch_visit(&t, &keys, &mut |i, row| {
+        seen.push((i, layout.value(1, row), layout.value(2, row)))
     })
     .expect("visit");
     seen.sort_by_key(|e| e.0);

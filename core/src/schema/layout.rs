@@ -89,6 +89,28 @@ impl DiskRef {
     }
 }
 
+/// A stored row as the read paths hand it out: its fixed part, its var part and its
+/// disk image (empty for tables without disk columns, and when the reader asked for no
+/// disk column). Decode columns with [`RowLayout::value`] / [`RowLayout::value_into`].
+#[derive(Debug, Clone, Copy)]
+pub struct StoredRow<'a> {
+    pub fixed: &'a [u8],
+    pub var: &'a [u8],
+    pub disk: &'a [u8],
+}
+
+impl<'a> StoredRow<'a> {
+    /// A row without a disk image.
+    #[inline]
+    pub fn memory(fixed: &'a [u8], var: &'a [u8]) -> StoredRow<'a> {
+        StoredRow {
+            fixed,
+            var,
+            disk: &[],
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColLayout {
     pub ty: ColumnType,
@@ -332,7 +354,41 @@ impl RowLayout {
         }
     }
 
-    /// Decodes one column.
+    /// The stored bytes of any column of a stored row (disk columns from its disk
+    /// image), or None when NULL. A disk column of a row without a disk image reads as
+    /// NULL (debug builds assert: the reader must fetch the image of disk columns).
+    #[inline]
+    pub fn stored_bytes_of<'a>(&self, col: usize, row: StoredRow<'a>) -> Option<&'a [u8]> {
+        match (self.cols[col].place, &self.disk) {
+            (ColPlace::Disk { index }, Some(sub)) => {
+                debug_assert!(
+                    !row.disk.is_empty(),
+                    "disk column {col} read without its image"
+                );
+                let (f, v) = self.split_disk(row.disk)?;
+                sub.col_bytes(index as usize, f, v)
+            }
+            _ => self.col_bytes(col, row.fixed, row.var),
+        }
+    }
+
+    /// Decodes one column of a stored row.
+    #[inline]
+    pub fn value(&self, col: usize, row: StoredRow<'_>) -> Value {
+        match self.stored_bytes_of(col, row) {
+            None => Value::Null,
+            Some(b) => decode_value(&self.cols[col].ty, b),
+        }
+    }
+
+    /// Decodes one column of a stored row into `out`, reusing the allocation of a string
+    /// `out` already holds (batched reads decode into the same buffers batch after batch).
+    #[inline]
+    pub fn value_into(&self, col: usize, row: StoredRow<'_>, out: &mut Value) {
+        decode_into(&self.cols[col].ty, self.stored_bytes_of(col, row), out);
+    }
+
+    /// Decodes one in-memory column.
     pub fn get(&self, col: usize, fixed: &[u8], var: &[u8]) -> Value {
         match self.col_bytes(col, fixed, var) {
             None => Value::Null,
@@ -340,25 +396,10 @@ impl RowLayout {
         }
     }
 
-    /// Decodes one column into `out`, reusing the allocation of a string `out` already
-    /// holds (batched reads decode into the same buffers batch after batch).
+    /// Decodes one in-memory column into `out` (see [`RowLayout::value_into`]).
     #[inline]
     pub fn get_into(&self, col: usize, fixed: &[u8], var: &[u8], out: &mut Value) {
-        let ty = &self.cols[col].ty;
-        match (self.col_bytes(col, fixed, var), ty, &mut *out) {
-            (Some(b), ColumnType::Varchar { charset, .. }, Value::Str(s))
-                if *charset != Charset::Latin1 =>
-            {
-                if let Ok(text) = std::str::from_utf8(b) {
-                    s.clear();
-                    s.push_str(text);
-                    return;
-                }
-                *out = decode_value(ty, b);
-            }
-            (Some(b), _, _) => *out = decode_value(ty, b),
-            (None, _, _) => *out = Value::Null,
-        }
+        decode_into(&self.cols[col].ty, self.col_bytes(col, fixed, var), out);
     }
 
     /// Builds the fixed part (header and GCI zero, var ref zero) and the var part from
@@ -375,6 +416,9 @@ impl RowLayout {
         if self.var_cols > 0 {
             var.resize(2 * self.var_cols as usize, 0);
         }
+        // No disk record yet: the row's disk reference is "none" until its insert
+        // commits (callers that copy a fixed part keep the row's own reference).
+        self.set_disk_ref(fixed, None);
         let data_start = 2 * self.var_cols as usize;
         for (c, v) in self.cols.iter().zip(values) {
             if v.is_null()
@@ -500,6 +544,25 @@ impl RowLayout {
         if let Some(o) = self.var_ref_offset {
             fixed[o as usize..o as usize + 4].copy_from_slice(&r.to_le_bytes());
         }
+    }
+}
+
+/// Decodes stored bytes (None = NULL) into `out`, reusing a string allocation.
+#[inline]
+fn decode_into(ty: &ColumnType, bytes: Option<&[u8]>, out: &mut Value) {
+    match (bytes, ty, &mut *out) {
+        (Some(b), ColumnType::Varchar { charset, .. }, Value::Str(s))
+            if *charset != Charset::Latin1 =>
+        {
+            if let Ok(text) = std::str::from_utf8(b) {
+                s.clear();
+                s.push_str(text);
+                return;
+            }
+            *out = decode_value(ty, b);
+        }
+        (Some(b), _, _) => *out = decode_value(ty, b),
+        (None, _, _) => *out = Value::Null,
     }
 }
 

@@ -178,7 +178,7 @@ pub(crate) fn write_error(e: NdbError, def: &TableDef, row: Option<&[Value]>) ->
             };
             errors::duplicate_entry(e, &entry, &key)
         }
-        827 | 625 | 902 => errors::table_full(e, &def.name),
+        827 | 625 | 902 | 1601 => errors::table_full(e, &def.name),
         _ => e,
     }
 }

@@ -35,6 +35,8 @@ mod tests;
 #[cfg(test)]
 mod tests_disk;
 #[cfg(test)]
+mod tests_disk_rows;
+#[cfg(test)]
 mod tests_dml;
 #[cfg(test)]
 mod tests_errors;

@@ -11,6 +11,7 @@
 //! is answered `Blocked` and the caller waits on the fragment's condition variable until
 //! a lock is released or TransactionDeadlockDetectionTimeout passes (error 266).
 
+use crate::disk::node::DiskReservation;
 use crate::storage::RowId;
 use hashbrown::HashMap;
 
@@ -31,22 +32,58 @@ pub enum LockMode {
     SimpleRead = 3,
 }
 
+/// The disk part of a pending insert: the disk image, written at commit into room
+/// reserved on a disk page at prepare (with its undo space).
+#[derive(Debug)]
+pub struct DiskInsert {
+    pub image: Vec<u8>,
+    pub res: DiskReservation,
+}
+
+/// The disk part of a pending update (only when a disk column changes).
+#[derive(Debug)]
+pub enum DiskChange {
+    /// The new image is not longer than the record: rewritten in place at commit.
+    InPlace { image: Vec<u8>, undo_bytes: u64 },
+    /// Longer: written at commit into room reserved at prepare, the old record freed.
+    Move {
+        image: Vec<u8>,
+        res: DiskReservation,
+        free_undo_bytes: u64,
+    },
+}
+
+impl DiskChange {
+    pub fn image(&self) -> &[u8] {
+        match self {
+            DiskChange::InPlace { image, .. } | DiskChange::Move { image, .. } => image,
+        }
+    }
+}
+
 /// The uncommitted change of a row's exclusive owner.
 #[derive(Debug)]
 pub enum Pending {
     /// The row was inserted (it carries ROW_ALLOC until commit). `reserved` is the
-    /// bitmask of ordered indexes with a reserved insert.
-    Insert { reserved: u64 },
+    /// bitmask of ordered indexes with a reserved insert; `disk` the disk part of a
+    /// table with disk columns.
+    Insert {
+        reserved: u64,
+        disk: Option<Box<DiskInsert>>,
+    },
     /// After-image of the row. `new_var` is a var entry allocated at prepare when the
-    /// after-image's var part is larger than the row's (so commit never allocates).
+    /// after-image's var part is larger than the row's (so commit never allocates);
+    /// `disk` the new disk image when a disk column changes.
     Update {
         fixed: Vec<u8>,
         var: Vec<u8>,
         new_var: Option<u32>,
         reserved: u64,
+        disk: Option<Box<DiskChange>>,
     },
-    /// The row is deleted at commit.
-    Delete,
+    /// The row is deleted at commit; `disk_undo_bytes` is the undo space reserved for
+    /// freeing its disk record (0 without disk columns).
+    Delete { disk_undo_bytes: u64 },
 }
 
 #[derive(Debug, Default)]

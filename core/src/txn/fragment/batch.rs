@@ -3,8 +3,8 @@
 
 use super::*;
 
-/// Receives `(slot, fixed part, var part)` of each committed row a batch finds.
-pub type RowSink<'a> = dyn FnMut(u32, &[u8], &[u8]) + 'a;
+/// Receives `(slot, stored row)` of each committed row a batch finds.
+pub type RowSink<'a> = dyn FnMut(u32, StoredRow<'_>) + 'a;
 
 /// One key of a batched committed read: hash, key bytes range in the batch's key
 /// buffer, and the output slot.
@@ -28,28 +28,33 @@ impl Fragment {
         cols: &[usize],
         out: &mut [Value],
         found: &mut [bool],
-    ) {
+    ) -> Result<()> {
         let ncols = cols.len();
         let table = self.table.clone();
         let layout = &table.layout;
-        self.visit_committed_batch(keys, key_buf, &mut |slot, f, v| {
+        let with_disk = self.needs_disk(cols);
+        self.visit_committed_batch(keys, key_buf, with_disk, &mut |slot, row| {
             let slot = slot as usize;
             for (o, &c) in out[slot * ncols..(slot + 1) * ncols].iter_mut().zip(cols) {
-                layout.get_into(c, f, v, o);
+                layout.value_into(c, row, o);
             }
             found[slot] = true;
-        });
+        })
     }
 
     /// The pipelined lookup of [`Fragment::read_committed_batch`], handing each committed
-    /// row found to `sink(slot, fixed part, var part)` in its stored form (callers that
-    /// encode rows in their own format skip the decode into values).
+    /// row found to `sink(slot, stored row)` in its stored form (callers that encode rows
+    /// in their own format skip the decode into values). With `with_disk` the rows of a
+    /// table with disk columns come with their disk images (read through the page
+    /// cache); the first disk read error is returned after the batch (the rows that
+    /// failed are not visited).
     pub fn visit_committed_batch(
         &mut self,
         keys: &[BatchKey],
         key_buf: &[u8],
+        with_disk: bool,
         sink: &mut RowSink<'_>,
-    ) {
+    ) -> Result<()> {
         const D: usize = 8;
         let n = keys.len();
         self.stats.key_reads += n as u64;
@@ -61,6 +66,7 @@ impl Fragment {
         let has_var = layout.has_var();
         let key_of =
             |k: &BatchKey| &key_buf[k.key_start as usize..(k.key_start + k.key_len) as usize];
+        let mut failed = None;
         // Five stages, D keys apart: bucket, row, var directory word, var data, decode.
         for i in 0..n + 4 * D {
             if i < n {
@@ -123,7 +129,25 @@ impl Fragment {
                 if let Some(r) = rows[j] {
                     let f = self.fixed.get(r);
                     if header_of(f) & ROW_ALLOC == 0 {
-                        sink(keys[j].slot, f, var_of(layout, &self.var, f));
+                        let v = var_of(layout, &self.var, f);
+                        match (&self.disk, with_disk) {
+                            (Some(d), true) => {
+                                let read = d.read_committed(r, layout.disk_ref(f), |disk| {
+                                    sink(
+                                        keys[j].slot,
+                                        StoredRow {
+                                            fixed: f,
+                                            var: v,
+                                            disk,
+                                        },
+                                    )
+                                });
+                                if let Err(e) = read {
+                                    failed.get_or_insert(e);
+                                }
+                            }
+                            _ => sink(keys[j].slot, StoredRow::memory(f, v)),
+                        }
                     }
                 } else {
                     self.stats.key_refs += 1;
@@ -131,6 +155,10 @@ impl Fragment {
             }
         }
         self.batch_rows = rows;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -162,6 +190,11 @@ impl Fragment {
         }
         let row = self.alloc_row(values, 0)?;
         if let Err(e) = self.hash.insert(&self.pool, h32, row) {
+            self.free_row(row);
+            return Err(e);
+        }
+        if let Err(e) = self.disk_insert_now(row, values, gci) {
+            self.hash.remove(&self.pool, h32, row);
             self.free_row(row);
             return Err(e);
         }
@@ -211,6 +244,7 @@ impl Fragment {
             self.with_ordered(done, |o, pool, cmp| {
                 o.remove(pool, row, cmp);
             });
+            self.disk_free_now(row);
             self.hash.remove(&self.pool, h32, row);
             self.free_row(row);
             return Err(e);
@@ -231,6 +265,7 @@ impl Fragment {
         });
         let removed = self.hash.remove(&self.pool, h32, row);
         assert!(removed, "undone row missing from the hash index");
+        self.disk_free_now(row);
         self.free_row(row);
     }
 }

@@ -23,7 +23,7 @@
 use super::lock::{LockMode, LockTable, Pending, RowLock, TxnId};
 use crate::error::{Result, codes};
 use crate::index::{HashIndex, OrderedIndex, ScanDirection, Seek};
-use crate::schema::layout::{RowLayout, index_hash, key_hash};
+use crate::schema::layout::{RowLayout, StoredRow, index_hash, key_hash};
 use crate::schema::{IndexKind, TableDef, Value};
 use crate::storage::fixed::{ROW_ALLOC, ROW_LOCKED, ROW_VERSION_SHIFT};
 use crate::storage::{FixedPages, PagePool, RowId, VarPages};
@@ -107,6 +107,9 @@ pub struct Fragment {
     /// Reused row encoding buffers of inserts.
     enc_fixed: Vec<u8>,
     enc_var: Vec<u8>,
+    enc_disk: Vec<u8>,
+    /// The disk part of rows (tables with STORAGE DISK columns).
+    disk: Option<FragDisk>,
     pub stats: FragStats,
 }
 
@@ -139,7 +142,19 @@ enum View {
 }
 
 impl Fragment {
-    pub fn new(table: Arc<TableDef>, partition: u32, pool: Arc<PagePool>) -> Fragment {
+    /// A fragment; `disk` is its disk part when the table has disk columns
+    /// ([`FragDisk::for_table`]).
+    pub fn new(
+        table: Arc<TableDef>,
+        partition: u32,
+        pool: Arc<PagePool>,
+        disk: Option<FragDisk>,
+    ) -> Fragment {
+        assert_eq!(
+            table.layout.has_disk(),
+            disk.is_some(),
+            "a fragment has a disk part iff its table has disk columns"
+        );
         let fixed = FixedPages::new(table.layout.fixed_size.max(8));
         let ordered = table
             .indexes
@@ -159,6 +174,8 @@ impl Fragment {
             batch_rows: Vec::new(),
             enc_fixed: Vec::new(),
             enc_var: Vec::new(),
+            enc_disk: Vec::new(),
+            disk,
             stats: FragStats::default(),
         }
     }
@@ -220,7 +237,7 @@ impl Fragment {
         {
             match l.pending_of(txn) {
                 Some(Pending::Update { .. }) => return View::Image,
-                Some(Pending::Delete) => return View::Gone,
+                Some(Pending::Delete { .. }) => return View::Gone,
                 Some(Pending::Insert { .. }) => return View::Row,
                 None => {}
             }
@@ -232,27 +249,35 @@ impl Fragment {
         }
     }
 
-    /// Decodes the columns `cols` of the row as `txn` sees it into `out`.
-    fn decode(&self, txn: TxnId, row: RowId, cols: &[usize], out: &mut Vec<Value>) -> bool {
+    /// Decodes the columns `cols` of the row as `txn` sees it into `out`; false when the
+    /// row is not visible to `txn`. Disk columns are read through the page cache (an
+    /// I/O error or a corrupt record is returned, `out` unchanged).
+    fn decode(&self, txn: TxnId, row: RowId, cols: &[usize], out: &mut Vec<Value>) -> Result<bool> {
         let layout = &self.table.layout;
-        match self.view(txn, row) {
-            View::Gone => false,
+        let (fixed, var) = match self.view(txn, row) {
+            View::Gone => return Ok(false),
             View::Row => {
                 let f = self.fixed.get(row);
-                let v = var_of(layout, &self.var, f);
-                out.extend(cols.iter().map(|&c| layout.get(c, f, v)));
-                true
+                (f, var_of(layout, &self.var, f))
             }
             View::Image => {
                 let Some(Some(Pending::Update { fixed, var, .. })) =
                     self.locks.get(row).map(|l| l.pending.as_ref())
                 else {
-                    return false;
+                    return Ok(false);
                 };
-                out.extend(cols.iter().map(|&c| layout.get(c, fixed, var)));
-                true
+                (fixed.as_slice(), var.as_slice())
             }
+        };
+        if self.needs_disk(cols) {
+            self.with_disk_image(txn, row, |disk| {
+                let stored = StoredRow { fixed, var, disk };
+                out.extend(cols.iter().map(|&c| layout.value(c, stored)));
+            })?;
+        } else {
+            out.extend(cols.iter().map(|&c| layout.get(c, fixed, var)));
         }
+        Ok(true)
     }
 
     /// Tries to take a lock; `None` when it conflicts.
@@ -300,6 +325,7 @@ impl Fragment {
         self.hash.free_all(&self.pool);
         self.var.free_all(&self.pool);
         self.fixed.free_all(&self.pool);
+        self.disk_release_all();
     }
 
     /// Checks storage and index invariants (tests and DUMP-style checks).
@@ -348,12 +374,13 @@ impl Fragment {
                 ));
             }
         }
-        Ok(())
+        self.check_disk()
     }
 }
 
 impl Fragment {
     /// Cluster shutdown: forgets every lock and pending change and frees every page.
+    /// The disk files stay as they are: the node's disk managers close with the node.
     pub fn force_free_all(&mut self) {
         self.locks = LockTable::default();
         for o in self.ordered.iter_mut().flatten() {
@@ -366,7 +393,9 @@ impl Fragment {
 }
 
 mod batch;
+mod disk;
 mod scan;
 mod write;
 
-pub use batch::{BatchKey, DirectInsert};
+pub use batch::{BatchKey, DirectInsert, RowSink};
+pub use disk::FragDisk;

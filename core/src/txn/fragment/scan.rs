@@ -5,7 +5,9 @@ use super::*;
 impl Fragment {
     /// One batch of a full-fragment scan in row-id order, from `from`. Rows visible to
     /// `txn` are decoded (`cols`) into `out`. Returns the position to resume at (None at
-    /// the end) or Blocked with the position of the row that must be waited for.
+    /// the end) or Blocked with the position of the row that must be waited for. A disk
+    /// read error ends the batch with the error; the rows already in `out` (and their
+    /// locks) stay the caller's.
     pub fn scan_batch(
         &mut self,
         txn: TxnId,
@@ -14,19 +16,20 @@ impl Fragment {
         max_rows: usize,
         cols: &[usize],
         out: &mut Vec<(RowRef, Vec<Value>)>,
-    ) -> Step<Option<RowId>> {
+    ) -> Result<Step<Option<RowId>>> {
         self.stats.scans += 1;
         let mut cur = from;
         let mut n = 0;
         while n < max_rows {
             let Some(row) = self.fixed.next_row(cur) else {
-                return Step::Done(None);
+                return Ok(Step::Done(None));
             };
+            let held_before = self.holds(txn, row);
             let locked = match mode {
                 LockMode::CommittedRead => false,
                 LockMode::SimpleRead => {
                     if !self.shared_ok(txn, row) {
-                        return Step::Blocked;
+                        return Ok(Step::Blocked);
                     }
                     false
                 }
@@ -36,7 +39,7 @@ impl Fragment {
                     if visible_committed || own {
                         if !self.try_lock(txn, row, mode == LockMode::Exclusive) {
                             self.tidy_lock(row);
-                            return Step::Blocked;
+                            return Ok(Step::Blocked);
                         }
                         true
                     } else {
@@ -45,21 +48,31 @@ impl Fragment {
                 }
             };
             let mut vals = Vec::with_capacity(cols.len());
-            if self.decode(txn, row, cols, &mut vals) {
-                out.push((RowRef { row, locked }, vals));
-                n += 1;
+            match self.decode(txn, row, cols, &mut vals) {
+                Ok(true) => {
+                    out.push((RowRef { row, locked }, vals));
+                    n += 1;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    if locked {
+                        self.undo_new_lock(txn, row, held_before);
+                    }
+                    return Err(e);
+                }
             }
             // A locked row that decodes to nothing is the transaction's own pending
             // delete: its lock was taken before, nothing to return.
             cur = RowId(row.0 + 1);
         }
         self.stats.scan_rows_returned += n as u64;
-        Step::Done(self.fixed.next_row(cur))
+        Ok(Step::Done(self.fixed.next_row(cur)))
     }
 
     /// One batch of an ordered-index scan. `low`/`high` are bounds as stored bytes of a
     /// prefix of the index columns with their inclusiveness; `resume` is the last row
-    /// returned and its index key. Returns whether the scan reached its end.
+    /// returned and its index key. Returns whether the scan reached its end. Disk read
+    /// errors as in [`Fragment::scan_batch`].
     #[allow(clippy::too_many_arguments)]
     pub fn index_scan_batch(
         &mut self,
@@ -73,7 +86,7 @@ impl Fragment {
         max_rows: usize,
         cols: &[usize],
         out: &mut Vec<(RowRef, Vec<Value>)>,
-    ) -> Step<bool> {
+    ) -> Result<Step<bool>> {
         self.stats.scans += 1;
         let mut ids = Vec::with_capacity(max_rows.min(4096));
         let reached_end = {
@@ -87,7 +100,7 @@ impl Fragment {
             let layout = &table.layout;
             let icols = &table.indexes[index_pos].columns;
             let Some(Some(idx)) = ordered.get(index_pos) else {
-                return Step::Done(true);
+                return Ok(Step::Done(true));
             };
             let row_of = |r: RowId| {
                 let f = fixed.get(r);
@@ -134,29 +147,37 @@ impl Fragment {
             idx.collect(dir, start, max_rows, &mut stop, &mut ids)
         };
         for row in ids.iter().copied() {
+            let held_before = self.holds(txn, row);
             let locked = match mode {
                 LockMode::CommittedRead => false,
                 LockMode::SimpleRead => {
                     if !self.shared_ok(txn, row) {
-                        return Step::Blocked;
+                        return Ok(Step::Blocked);
                     }
                     false
                 }
                 LockMode::Read | LockMode::Exclusive => {
                     if !self.try_lock(txn, row, mode == LockMode::Exclusive) {
                         self.tidy_lock(row);
-                        return Step::Blocked;
+                        return Ok(Step::Blocked);
                     }
                     true
                 }
             };
             let mut vals = Vec::with_capacity(cols.len());
-            if self.decode(txn, row, cols, &mut vals) {
-                out.push((RowRef { row, locked }, vals));
+            match self.decode(txn, row, cols, &mut vals) {
+                Ok(true) => out.push((RowRef { row, locked }, vals)),
+                Ok(false) => {}
+                Err(e) => {
+                    if locked {
+                        self.undo_new_lock(txn, row, held_before);
+                    }
+                    return Err(e);
+                }
             }
         }
         self.stats.scan_rows_returned += ids.len() as u64;
-        Step::Done(reached_end)
+        Ok(Step::Done(reached_end))
     }
 
     /// Stored bytes of the index columns of a row (the resume key of index scans).

@@ -36,20 +36,24 @@ impl Fragment {
                 true
             }
         };
-        if !self.decode(txn, row, cols, out) {
-            self.stats.key_refs += 1;
-            if locked {
-                self.undo_new_lock(txn, row, held_before);
+        match self.decode(txn, row, cols, out) {
+            Ok(true) => Ok(Step::Done(RowRef { row, locked })),
+            r => {
+                if locked {
+                    self.undo_new_lock(txn, row, held_before);
+                }
+                r?;
+                self.stats.key_refs += 1;
+                Err(codes::tuple_not_found())
             }
-            return Err(codes::tuple_not_found());
         }
-        Ok(Step::Done(RowRef { row, locked }))
     }
 
-    pub(super) fn full_values(&self, txn: TxnId, row: RowId) -> Option<Vec<Value>> {
+    /// Every column of the row as `txn` sees it (None: not visible).
+    pub(super) fn full_values(&self, txn: TxnId, row: RowId) -> Result<Option<Vec<Value>>> {
         let all: Vec<usize> = (0..self.table.columns.len()).collect();
         let mut v = Vec::with_capacity(all.len());
-        self.decode(txn, row, &all, &mut v).then_some(v)
+        Ok(self.decode(txn, row, &all, &mut v)?.then_some(v))
     }
 
     /// Locks `row` exclusively for a write; Ok(None) when blocked, Ok(Some(held_before)).
@@ -102,9 +106,18 @@ impl Fragment {
                 return Err(e);
             }
         };
+        let disk = match self.disk_prepare_insert(row, values) {
+            Ok(d) => d,
+            Err(e) => {
+                self.unreserve_ordered(reserved);
+                self.hash.remove(&self.pool, h32, row);
+                self.free_row(row);
+                return Err(e);
+            }
+        };
         let entry = self.locks.entry(row);
         entry.grant(txn, true);
-        entry.pending = Some(Pending::Insert { reserved });
+        entry.pending = Some(Pending::Insert { reserved, disk });
         Ok(Step::Done(row))
     }
 
@@ -124,8 +137,9 @@ impl Fragment {
             return Ok(Step::Blocked);
         };
         let r = match self.full_values(txn, row) {
-            None => Err(codes::tuple_not_found()),
-            Some(mut values) => {
+            Err(e) => Err(e),
+            Ok(None) => Err(codes::tuple_not_found()),
+            Ok(Some(mut values)) => {
                 for (c, v) in changes {
                     values[*c] = v.clone();
                 }
@@ -159,8 +173,9 @@ impl Fragment {
             return Ok(Step::Blocked);
         };
         let r = match self.full_values(txn, row) {
-            None => self.set_pending_image(txn, row, full),
-            Some(mut values) => {
+            Err(e) => Err(e),
+            Ok(None) => self.set_pending_image(txn, row, full),
+            Ok(Some(mut values)) => {
                 for (c, v) in changes {
                     values[*c] = v.clone();
                 }
@@ -190,26 +205,48 @@ impl Fragment {
             self.undo_new_lock(txn, row, held_before);
             return Err(codes::tuple_not_found());
         }
+        let own_insert = matches!(
+            self.locks.get(row).and_then(|l| l.pending.as_ref()),
+            Some(Pending::Insert { .. })
+        );
+        // The undo for freeing the disk record, before anything changes.
+        let disk_undo_bytes = if own_insert {
+            0
+        } else {
+            match self.disk_prepare_delete(row) {
+                Ok(u) => u,
+                Err(e) => {
+                    self.undo_new_lock(txn, row, held_before);
+                    return Err(e);
+                }
+            }
+        };
         let pending = self.locks.entry(row).pending.take();
         match pending {
-            Some(Pending::Insert { reserved }) => {
+            Some(Pending::Insert { reserved, disk }) => {
                 self.unreserve_ordered(reserved);
+                self.disk_cancel_insert(disk);
                 self.hash.remove(&self.pool, h32, row);
                 self.locks.remove(row);
                 self.free_row(row);
                 return Ok(Step::Done(None));
             }
             Some(Pending::Update {
-                new_var, reserved, ..
+                new_var,
+                reserved,
+                disk,
+                ..
             }) => {
                 if let Some(nv) = new_var {
                     self.var.free(&self.pool, nv);
                 }
                 self.unreserve_ordered(reserved);
+                self.disk_cancel_change(disk);
             }
-            Some(Pending::Delete) | None => {}
+            Some(Pending::Delete { disk_undo_bytes }) => self.disk_cancel_delete(disk_undo_bytes),
+            None => {}
         }
-        self.locks.entry(row).pending = Some(Pending::Delete);
+        self.locks.entry(row).pending = Some(Pending::Delete { disk_undo_bytes });
         Ok(Step::Done(Some(row)))
     }
 
@@ -226,12 +263,42 @@ impl Fragment {
                 .get(row)
                 .is_some_and(|l| l.exclusive == Some(txn))
         );
-        let layout = &self.table.layout;
+        let table = self.table.clone();
+        let layout = &table.layout;
         let (mut fixed, mut var) = (Vec::new(), Vec::new());
         layout.encode_row(values, &mut fixed, &mut var);
-        if let Some(Pending::Insert { .. }) = self.locks.get(row).and_then(|l| l.pending.as_ref()) {
+        if let Some(Pending::Insert { disk, .. }) =
+            self.locks.get_mut(row).and_then(|l| l.pending.as_mut())
+        {
             // The row is the transaction's own insert: rewrite it in place.
-            return self.rewrite_row(row, &fixed, &var);
+            let old_disk = disk.take();
+            let new_disk = match &old_disk {
+                Some(old) => match self.disk_reprepare_insert(row, values, old) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        self.put_insert_disk(row, old_disk);
+                        return Err(e);
+                    }
+                },
+                None => None,
+            };
+            if let Err(e) = self.rewrite_row(row, &fixed, &var) {
+                match (old_disk, new_disk) {
+                    (Some(old), Some(new)) if old.res != new.res => {
+                        self.disk_cancel_insert(Some(new));
+                        self.put_insert_disk(row, Some(old));
+                    }
+                    (old, _) => self.put_insert_disk(row, old),
+                }
+                return Err(e);
+            }
+            if let (Some(old), Some(new)) = (&old_disk, &new_disk)
+                && old.res != new.res
+            {
+                self.disk_cancel_insert(old_disk);
+            }
+            self.put_insert_disk(row, new_disk);
+            return Ok(());
         }
         let (old_new_var, old_reserved) = match self.locks.get(row).and_then(|l| l.pending.as_ref())
         {
@@ -240,6 +307,7 @@ impl Fragment {
             }) => (*new_var, *reserved),
             _ => (None, 0),
         };
+        let new_disk = self.disk_prepare_change(row, values)?;
         // Which ordered indexes change key: compare with the committed row.
         let committed = self.fixed.get(row);
         let committed_var = var_of(layout, &self.var, committed);
@@ -253,7 +321,13 @@ impl Fragment {
             }
         }
         let grows = layout.has_var() && var.len() > committed_var.len();
-        let newly = self.reserve_ordered(changed & !old_reserved)?;
+        let newly = match self.reserve_ordered(changed & !old_reserved) {
+            Ok(m) => m,
+            Err(e) => {
+                self.disk_cancel_change(new_disk);
+                return Err(e);
+            }
+        };
         let mut new_var = old_new_var;
         if grows && new_var.is_none_or(|nv| self.var.get(nv).len() < var.len()) {
             match self.var.alloc(&self.pool, &var) {
@@ -264,6 +338,7 @@ impl Fragment {
                 }
                 None => {
                     self.unreserve_ordered(newly);
+                    self.disk_cancel_change(new_disk);
                     return Err(codes::out_of_data_memory());
                 }
             }
@@ -272,13 +347,29 @@ impl Fragment {
         }
         self.unreserve_ordered(old_reserved & !changed);
         let reserved = (old_reserved | newly) & changed;
+        // The previous pending change's disk part gives way to the new one.
+        match self.locks.entry(row).pending.take() {
+            Some(Pending::Update { disk, .. }) => self.disk_cancel_change(disk),
+            Some(Pending::Delete { disk_undo_bytes }) => self.disk_cancel_delete(disk_undo_bytes),
+            Some(Pending::Insert { .. }) | None => {}
+        }
         self.locks.entry(row).pending = Some(Pending::Update {
             fixed,
             var,
             new_var,
             reserved,
+            disk: new_disk,
         });
         Ok(())
+    }
+
+    /// Puts the disk part back into the transaction's pending insert of `row`.
+    fn put_insert_disk(&mut self, row: RowId, d: Option<Box<crate::txn::lock::DiskInsert>>) {
+        if let Some(Some(Pending::Insert { disk, .. })) =
+            self.locks.get_mut(row).map(|l| l.pending.as_mut())
+        {
+            *disk = d;
+        }
     }
 
     /// Releases a lock taken by the current operation when the operation fails, unless
@@ -461,13 +552,14 @@ impl Fragment {
         };
         match pending {
             None => {}
-            Some(Pending::Insert { reserved }) => {
+            Some(Pending::Insert { reserved, disk }) => {
                 {
                     let f = self.fixed.get_mut(row);
                     let h = header_of(f);
                     set_header(f, h & !ROW_ALLOC);
                     f[4..8].copy_from_slice(&gci.to_le_bytes());
                 }
+                self.disk_commit_insert(row, disk, gci);
                 self.fixed.mark_changed(row, gci);
                 self.with_ordered(reserved, |o, pool, cmp| {
                     let r = o.insert(pool, row, cmp);
@@ -483,11 +575,14 @@ impl Fragment {
                 var,
                 new_var,
                 reserved,
+                disk,
             }) => {
                 self.with_ordered(reserved, |o, pool, cmp| {
                     let removed = o.remove(pool, row, cmp);
                     assert!(removed, "committed row missing from an ordered index");
                 });
+                let old_disk_ref = self.table.layout.disk_ref(self.fixed.get(row));
+                let disk_ref = self.disk_commit_change(old_disk_ref, disk, gci);
                 let layout = &self.table.layout;
                 let old_var = layout.var_ref(self.fixed.get(row));
                 let var_ref = match (old_var, new_var) {
@@ -519,6 +614,8 @@ impl Fragment {
                     if let Some(r) = var_ref {
                         layout.set_var_ref(f, r);
                     }
+                    // The after-image carries no disk reference: the row keeps its own.
+                    layout.set_disk_ref(f, disk_ref);
                 }
                 self.fixed.mark_changed(row, gci);
                 self.with_ordered(reserved, |o, pool, cmp| {
@@ -530,7 +627,8 @@ impl Fragment {
                     o.unreserve(1);
                 });
             }
-            Some(Pending::Delete) => {
+            Some(Pending::Delete { disk_undo_bytes }) => {
+                self.disk_commit_delete(row, disk_undo_bytes);
                 let mask = self.all_ordered_mask();
                 self.with_ordered(mask, |o, pool, cmp| {
                     let removed = o.remove(pool, row, cmp);
@@ -561,8 +659,9 @@ impl Fragment {
             None
         };
         match pending {
-            Some(Pending::Insert { reserved }) => {
+            Some(Pending::Insert { reserved, disk }) => {
                 self.unreserve_ordered(reserved);
+                self.disk_cancel_insert(disk);
                 let h32 = self.row_hash(row);
                 self.hash.remove(&self.pool, h32, row);
                 self.locks.remove(row);
@@ -570,14 +669,19 @@ impl Fragment {
                 return;
             }
             Some(Pending::Update {
-                new_var, reserved, ..
+                new_var,
+                reserved,
+                disk,
+                ..
             }) => {
                 if let Some(nv) = new_var {
                     self.var.free(&self.pool, nv);
                 }
                 self.unreserve_ordered(reserved);
+                self.disk_cancel_change(disk);
             }
-            Some(Pending::Delete) | None => {}
+            Some(Pending::Delete { disk_undo_bytes }) => self.disk_cancel_delete(disk_undo_bytes),
+            None => {}
         }
         self.release_lock(txn, row);
     }
