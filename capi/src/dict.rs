@@ -207,6 +207,7 @@ fn load_table(th: Handle, t: &mut TableObj, rt: Arc<TableRuntime>) -> Result<()>
     }
     t.name = c_string(&rt.def.name);
     t.logging = rt.def.logging;
+    t.tablespace = rt.def.tablespace.as_deref().map(c_string);
     t.id = rt.def.id;
     *t.runtime.lock().unwrap_or_else(|e| e.into_inner()) = Some(rt);
     Ok(())

@@ -17,6 +17,7 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("ndbapi_index_scan.cpp", &[]),
     ("ndbapi_async.cpp", &[]),
     ("ndbapi_record.cpp", &[]),
+    ("ndbapi_disk.cpp", &[]),
     ("ndbapi_threads.cpp", &[]),
     (
         "ndbapi_retries.cpp",
@@ -164,6 +165,11 @@ fn run_example(src: &str) {
         .output()
         .expect("run example");
     check_output(src, &out);
+}
+
+#[test]
+fn ndbapi_disk() {
+    run_example("ndbapi_disk.cpp");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use crate::errors::R;
 use rndb::Value;
 use rndb::error::codes;
-use rndb::schema::{BlobKind, Charset, Column, ColumnType, Decimal};
+use rndb::schema::{BlobKind, Charset, Column, ColumnType, Decimal, StorageType};
 
 fn bad(decl: &str, why: impl std::fmt::Display) -> rndb::NdbError {
     codes::bad_argument(format!("column type '{decl}': {why}")).with_mysql_code(1064)
@@ -76,7 +76,8 @@ fn args(decl: &str, group: Option<&String>) -> R<Vec<u32>> {
 }
 
 /// A column from its name and declaration.
-pub fn column(name: &str, decl: &str) -> R<Column> {
+/// A column from its declaration, and its explicit `STORAGE DISK|MEMORY` if any.
+pub fn column(name: &str, decl: &str) -> R<(Column, Option<StorageType>)> {
     let w = words(decl)?;
     let Some(base) = w.first() else {
         return Err(bad(decl, "no type"));
@@ -169,6 +170,7 @@ pub fn column(name: &str, decl: &str) -> R<Column> {
         other => return Err(bad(decl, format!("unknown type {other}"))),
     };
     let mut col = Column::new(name, ty);
+    let mut storage = None;
     let mut i = 0;
     while i < upper.len() {
         match upper[i].as_str() {
@@ -197,11 +199,22 @@ pub fn column(name: &str, decl: &str) -> R<Column> {
                 }
             }
             "COLLATE" => i += 1,
+            "STORAGE" => {
+                storage = Some(match upper.get(i + 1).map(String::as_str) {
+                    Some("DISK") => StorageType::Disk,
+                    Some("MEMORY") => StorageType::Memory,
+                    _ => return Err(bad(decl, "STORAGE DISK or STORAGE MEMORY")),
+                });
+                i += 1;
+            }
             other => return Err(bad(decl, format!("unexpected '{other}'"))),
         }
         i += 1;
     }
-    Ok(col)
+    if let Some(st) = storage {
+        col.storage = st;
+    }
+    Ok((col, storage))
 }
 
 fn literal(text: String) -> Value {

@@ -92,8 +92,10 @@ impl Ndb {
     /// declarations (`{"id": "BIGINT UNSIGNED NOT NULL", "b": "VARCHAR(32)"}`, or a
     /// list of (name, declaration) pairs); `primary_key` names the key columns (default:
     /// the columns declared PRIMARY KEY, else NDB's hidden key); `indexes` and
-    /// `unique_indexes` map index names to their columns.
-    #[pyo3(signature = (name, columns, primary_key=None, indexes=None, unique_indexes=None, if_not_exists=false, logging=true))]
+    /// `unique_indexes` map index names to their columns. Disk data: `tablespace` names
+    /// the tablespace and `storage="disk"` puts every column no index uses on disk (as
+    /// `TABLESPACE ts STORAGE DISK`); a declaration's own `STORAGE DISK|MEMORY` wins.
+    #[pyo3(signature = (name, columns, primary_key=None, indexes=None, unique_indexes=None, if_not_exists=false, logging=true, tablespace=None, storage=None))]
     #[allow(clippy::too_many_arguments)]
     fn create_table(
         &self,
@@ -105,7 +107,18 @@ impl Ndb {
         unique_indexes: Option<&Bound<'_, PyDict>>,
         if_not_exists: bool,
         logging: bool,
+        tablespace: Option<String>,
+        storage: Option<&str>,
     ) -> PyResult<()> {
+        let table_disk = match storage.map(str::to_ascii_lowercase).as_deref() {
+            None | Some("memory") => false,
+            Some("disk") => true,
+            Some(other) => {
+                return Err(err(rndb::error::codes::bad_argument(format!(
+                    "storage must be 'disk' or 'memory', not '{other}'"
+                ))));
+            }
+        };
         let pairs: Vec<(String, String)> = if let Ok(d) = columns.cast::<PyDict>() {
             d.iter()
                 .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
@@ -117,8 +130,11 @@ impl Ndb {
                 .collect::<PyResult<_>>()?
         };
         let mut cols = Vec::with_capacity(pairs.len());
+        let mut explicit = Vec::with_capacity(pairs.len());
         for (n, decl) in &pairs {
-            cols.push(crate::ddl::column(n, decl).map_err(err)?);
+            let (c, st) = crate::ddl::column(n, decl).map_err(err)?;
+            cols.push(c);
+            explicit.push(st.is_some());
         }
         let name_list = |o: &Bound<'_, PyAny>| -> PyResult<Vec<String>> {
             if let Ok(s) = o.extract::<String>() {
@@ -144,6 +160,18 @@ impl Ndb {
                 }
             }
         }
+        if table_disk {
+            for (c, explicit) in cols.iter_mut().zip(explicit) {
+                let indexed = c.primary_key
+                    || pk.iter().any(|p| p.eq_ignore_ascii_case(&c.name))
+                    || idx
+                        .iter()
+                        .any(|(_, _, cs)| cs.iter().any(|x| x.eq_ignore_ascii_case(&c.name)));
+                if !explicit && !indexed {
+                    c.storage = rndb::schema::StorageType::Disk;
+                }
+            }
+        }
         let spec = rndb::api::TableSpec {
             name: name.to_string(),
             columns: cols,
@@ -151,7 +179,7 @@ impl Ndb {
             indexes: idx,
             logging,
             if_not_exists,
-            tablespace: None,
+            tablespace,
         };
         let ndb = &self.ndb;
         py_result(py.detach(|| guard(|| ndb.create_table(spec).map(|_| ()))))

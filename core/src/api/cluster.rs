@@ -133,7 +133,23 @@ impl ClusterInner {
         data_dir: Option<PathBuf>,
         initial: bool,
     ) -> Result<Arc<ClusterInner>> {
-        use crate::disk::io::{FileSystem, OsFileSystem};
+        Self::start_on(
+            config,
+            data_dir,
+            initial,
+            Arc::new(crate::disk::io::OsFileSystem),
+        )
+    }
+
+    /// [`ClusterInner::start_with`] on the file system `fs` (the crash and fault tests
+    /// run the real disk-data code on an in-memory file system that injects ENOSPC and
+    /// EIO).
+    pub fn start_on(
+        config: ClusterConfig,
+        data_dir: Option<PathBuf>,
+        initial: bool,
+        fs: Arc<dyn crate::disk::io::FileSystem>,
+    ) -> Result<Arc<ClusterInner>> {
         use crate::disk::node::NodeDisk;
         if config.data_nodes.is_empty() {
             return Err(codes::bad_config(
@@ -141,7 +157,6 @@ impl ClusterInner {
             ));
         }
         let started_at = Instant::now();
-        let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
         let scratch_dir = match &data_dir {
             Some(_) => None,
             None => Some(scratch_dir_path()),
@@ -165,6 +180,10 @@ impl ClusterInner {
                 dn.get_u64("DiskPageBufferEntries").unwrap_or(10) as usize,
                 dn.shared_global_memory,
             )?);
+            // Dirty pages go to disk in the background (undo log first), so that disk
+            // checkpoints find little left to write.
+            disk.pgman
+                .start_cleaner(std::time::Duration::from_millis(PAGE_CLEANER_INTERVAL_MS))?;
             // DataMemory is reserved at start, as NDB allocates it; a size the address
             // space cannot hold is a start failure with the OS's reason, not a crash.
             let pool = PagePool::try_with_bytes(dn.data_memory).map_err(|e| {
@@ -416,6 +435,9 @@ impl Drop for ClusterInner {
     }
 }
 
+/// How often the page cleaner of each data node writes a batch of dirty pages.
+pub const PAGE_CLEANER_INTERVAL_MS: u64 = 100;
+
 /// A fresh private directory for a cluster started without a data directory.
 fn scratch_dir_path() -> PathBuf {
     static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -452,6 +474,18 @@ impl Cluster {
     pub fn embedded_initial(config: ClusterConfig, data_dir: PathBuf) -> Result<Cluster> {
         Ok(Cluster {
             inner: ClusterInner::start_with(config, Some(data_dir), true)?,
+        })
+    }
+
+    /// An embedded cluster whose data nodes keep their files on `fs` under `data_dir`
+    /// (fault-injection tests use [`crate::disk::io::MemFileSystem`]).
+    pub fn embedded_on(
+        config: ClusterConfig,
+        data_dir: PathBuf,
+        fs: Arc<dyn crate::disk::io::FileSystem>,
+    ) -> Result<Cluster> {
+        Ok(Cluster {
+            inner: ClusterInner::start_on(config, Some(data_dir), false, fs)?,
         })
     }
 

@@ -6,8 +6,9 @@
 //! an ordered index named `PRIMARY` (not with `USING HASH`); `UNIQUE KEY u` is a unique
 //! hash index `u$unique` plus an ordered index `u` (not with `USING HASH`); `KEY k` is an
 //! ordered index `k`. A table without a primary key gets NDB's hidden key, which SHOW and
-//! DESCRIBE do not list. Disk data does not exist yet: `TABLESPACE` or `STORAGE DISK`
-//! fails with NDB's error 755.
+//! DESCRIBE do not list. `TABLESPACE ts STORAGE DISK` puts every column no index uses
+//! on disk (a column's own `STORAGE` wins; an index on a disk column is error 756;
+//! STORAGE DISK without a tablespace is error 755).
 //!
 //! Invariants: every DDL statement first commits the session's open transaction (MySQL's
 //! implicit commit); a failing CREATE TABLE leaves no table and no SQL metadata behind;

@@ -285,3 +285,81 @@ fn disk_columns_without_a_tablespace_are_refused() {
     );
     assert!(e.contains("755"), "{e}");
 }
+
+#[test]
+fn a_disk_full_underneath_the_data_file_is_a_clear_error_and_loses_nothing() {
+    use crate::disk::io::{Faults, MemFileSystem};
+    let dir = tempfile::tempdir().unwrap();
+    let fs = MemFileSystem::new();
+    let mut cfg = ClusterConfig::embedded(1, 1).expect("config");
+    cfg.set_data_node_param("DiskPageBufferMemory", "4M")
+        .expect("dpb");
+    let c = Cluster::embedded_on(
+        cfg,
+        dir.path().to_path_buf(),
+        std::sync::Arc::new(fs.clone()),
+    )
+    .expect("start");
+    let mut s = session(&c);
+    run(&mut s, LG);
+    run(
+        &mut s,
+        "CREATE TABLESPACE ts_1 ADD DATAFILE 'data1.dat' USE LOGFILE GROUP lg INITIAL_SIZE=1M EXTENT_SIZE=256K AUTOEXTEND_SIZE=256K ENGINE=NDB",
+    );
+    run(&mut s, T1);
+    // The disk holds what exists now plus 1 MB: the data file autoextends until the
+    // disk is full.
+    fs.set_faults(Faults {
+        capacity_bytes: Some(fs.used_bytes() + (1 << 20)),
+        ..Faults::default()
+    });
+    let big = "q".repeat(400);
+    let mut inserted = 0u64;
+    let err = loop {
+        match s.execute(&format!(
+            "insert into t1 (data1, data2) values ('{big}', '{big}')"
+        )) {
+            Ok(_) => inserted += 1,
+            Err(e) => break e,
+        }
+        assert!(inserted < 100_000, "the disk never filled");
+    };
+    assert_eq!(err.code, 1601, "{err}");
+    assert!(
+        err.message.contains("no space left on device"),
+        "the reason is told: {err}"
+    );
+    assert_eq!(
+        crate::sql::render_error(&err),
+        "ERROR 1114 (HY000): The table 't1' is full"
+    );
+    assert!(
+        inserted > 50,
+        "the autoextended extents were used: {inserted}"
+    );
+    assert_eq!(one(&mut s, "select count(*) from t1"), inserted.to_string());
+    assert_eq!(
+        one(&mut s, "select count(*) from t1 where data1 = data2"),
+        inserted.to_string()
+    );
+    check_fragments(&c, "t1");
+    // Writes failing underneath (EIO): the cleaner's write-backs fail in the background
+    // (the pages stay dirty in the cache), statements go on, committed rows stay
+    // readable, and once the disk is back everything proceeds.
+    fs.set_faults(Faults {
+        fail_writes: true,
+        ..Faults::default()
+    });
+    run(&mut s, "delete from t1 where id = 1");
+    assert_eq!(
+        one(&mut s, "select count(*) from t1"),
+        (inserted - 1).to_string()
+    );
+    fs.set_faults(Faults::default());
+    run(&mut s, "delete from t1 where id <= 10");
+    assert_eq!(
+        one(&mut s, "select count(*) from t1"),
+        (inserted - 10).to_string()
+    );
+    check_fragments(&c, "t1");
+}

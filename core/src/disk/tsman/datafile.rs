@@ -528,7 +528,17 @@ impl DataFile {
         assert!(add > 0 && new_count <= self.zero.extent_capacity);
         self.file
             .extend_to(self.zero.file_bytes(new_count))
-            .map_err(|e| fs_error(&self.path, "extend", &e))?;
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ENOSPC) {
+                    // The caller names the table (1601, "tablespace full").
+                    codes::out_of_extents(&format!(
+                        "{} cannot grow: no space left on device",
+                        self.path.display()
+                    ))
+                } else {
+                    fs_error(&self.path, "extend", &e)
+                }
+            })?;
         let mut zero = self.zero.clone();
         zero.extent_count = new_count;
         self.file

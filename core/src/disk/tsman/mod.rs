@@ -469,7 +469,18 @@ impl TablespaceManager {
                 if want == 0 {
                     return Err(codes::out_of_extents(table_name));
                 }
-                df.grow(want)?;
+                let path = df.path.clone();
+                df.grow(want).map_err(|e| {
+                    // A disk full underneath the tablespace is the tablespace full.
+                    if e.code == codes::out_of_extents("").code {
+                        codes::out_of_extents(table_name).detail(format_args!(
+                            "{} cannot grow: no space left on device",
+                            path.display()
+                        ))
+                    } else {
+                        e
+                    }
+                })?;
                 first_free(&g).ok_or_else(|| codes::out_of_extents(table_name))?
             }
         };
