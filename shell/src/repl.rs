@@ -272,7 +272,9 @@ fn syntax_hint(line: &str) -> Option<String> {
         (["CLUSTERLOG"], true) => "ON|OFF|TOGGLE [severity] | INFO",
         (["SET"], true) => "<Parameter>=<value>",
         ([t, "RESTART"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "[-n] [-i] [-a] [-f]",
-        ([t, "REPORT"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "MemoryUsage|EventLog",
+        ([t, "REPORT"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => {
+            "MemoryUsage|EventLog|DiskPageBuffer"
+        }
         ([t, "DUMP"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "1000",
         ([t], true) if t.parse::<u32>().is_ok() || *t == "ALL" => {
             "STATUS|REPORT|DUMP|RESTART|STOP|START"
@@ -461,6 +463,11 @@ mod tests {
         );
         assert_eq!(names(&h, "all sta"), vec!["start", "status"]);
         assert_eq!(names(&h, "2 REPORT m"), vec!["MemoryUsage"]);
+        assert_eq!(names(&h, "ALL REPORT diskp"), vec!["DiskPageBuffer"]);
+        assert_eq!(
+            names(&h, "2 REPORT "),
+            vec!["DiskPageBuffer", "EventLog", "MemoryUsage"]
+        );
         assert_eq!(names(&h, "SH"), vec!["SHOW", "SHUTDOWN"]);
         assert_eq!(names(&h, "CLUSTERLOG O"), vec!["OFF", "ON"]);
         assert_eq!(
@@ -488,6 +495,10 @@ mod tests {
         assert_eq!(
             syntax_hint("2 RESTART ").as_deref(),
             Some("[-n] [-i] [-a] [-f]")
+        );
+        assert_eq!(
+            syntax_hint("ALL REPORT ").as_deref(),
+            Some("MemoryUsage|EventLog|DiskPageBuffer")
         );
         assert_eq!(syntax_hint("SELECT "), None);
     }

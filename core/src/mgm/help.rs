@@ -27,7 +27,7 @@ SET <Parameter>=<value>                Change a data node parameter
 PURGE STALE SESSIONS                   Reset reserved nodeid's in the mgmt server
 
 <severity> = ALERT | CRITICAL | ERROR | WARNING | INFO | DEBUG
-<report>   = MEMORYUSAGE | EVENTLOG
+<report>   = MEMORYUSAGE | EVENTLOG | DISKPAGEBUFFER
 <id>       = ALL | Any database node id
 
 For detailed help on COMMAND, use HELP COMMAND.";
@@ -53,9 +53,14 @@ pub fn topic(name: &str) -> Option<&'static str> {
         }
         "REPORT" => {
             "<id> REPORT <report> | ALL REPORT <report>\n\
-             <report> = MemoryUsage | EventLog (case-insensitive, any unique prefix: MEM)\n\
-             MemoryUsage: Data and Index usage of DataMemory, in 32K pages.\n\
-             EventLog:    the events the cluster log keeps in memory for the node."
+             <report> = MemoryUsage | EventLog | DiskPageBuffer\n\
+             (case-insensitive, any unique prefix: MEM, DISKP)\n\
+             MemoryUsage:    Data and Index usage of DataMemory, in 32K pages.\n\
+             EventLog:       the events the cluster log keeps in memory for the node.\n\
+             DiskPageBuffer: the DiskPageBufferMemory page cache (size, pages used and\n\
+                             dirty, hit ratio, page requests, pages read) and the\n\
+                             predicted hit ratio at other sizes (16M to 2G and the\n\
+                             current size), as ndbinfo.diskpagebuffer_advice."
         }
         "DUMP" => {
             "<id> DUMP <code> [<arg>...] | ALL DUMP <code>\n\

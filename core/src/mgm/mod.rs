@@ -3,8 +3,9 @@
 //!
 //! Commands ([`parse`] then [`run`], or [`execute`] for both):
 //! - `SHOW`, `ALL STATUS` / `<id> STATUS`, `ALL REPORT MEMORYUSAGE` / `<id> REPORT
-//!   MemoryUsage` / `REPORT EventLog` (report names case-insensitive and prefix-matched,
-//!   as ndb_mgm does), `<id> DUMP 1000`;
+//!   MemoryUsage` / `REPORT EventLog` / `REPORT DiskPageBuffer` ([`disk_report`]: the
+//!   page cache and the advisor's predictions) (report names case-insensitive and
+//!   prefix-matched, as ndb_mgm does), `<id> DUMP 1000`;
 //! - `CLUSTERLOG ON|OFF|TOGGLE [severity...]`, `CLUSTERLOG INFO`: the cluster log
 //!   ([`log`]), written to `ndb_<mgm id>_cluster.log` in the data directory;
 //! - `ENTER SINGLE USER MODE <api id>` / `EXIT SINGLE USER MODE` (real: other API nodes get
@@ -19,12 +20,15 @@
 //! Errors are NDB error 5001 (5000 for configuration errors) with a one-line message.
 //! Every command first samples memory usage, so threshold crossings reach the cluster log.
 
+pub mod disk_report;
 pub mod help;
 pub mod log;
 pub mod parse;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_disk;
 
 pub use log::{ClusterLog, MgmState, Severity, sample_events};
 pub use parse::{ClusterLogCmd, Command, Flags, Report, Target, is_config_set, parse, suggest};
@@ -67,6 +71,11 @@ pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
         Command::Report(t, Report::MemoryUsage) => {
             Ok(memory_report(cluster, &data_targets(cluster, *t)?))
         }
+        Command::Report(t, Report::DiskPageBuffer) => Ok(disk_report::disk_page_buffer_lines(
+            cluster,
+            &data_targets(cluster, *t)?,
+        )
+        .join("\n")),
         Command::Report(t, Report::EventLog) => {
             let mut out = Vec::new();
             for id in data_targets(cluster, *t)? {
@@ -445,7 +454,23 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
     Ok(format!("{what}: {effect}"))
 }
 
-/// Called once when a cluster starts: logs each data node's start.
+/// What an initial start (`--initial`) says about the disk-data files it removed: a
+/// summary line, then one indented line per file; nothing when it removed none.
+pub fn initial_start_lines(removed: &[std::path::PathBuf]) -> Vec<String> {
+    if removed.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "Initial start: removed {} file{} created by an earlier run (NDB leaves them behind):",
+        removed.len(),
+        if removed.len() == 1 { "" } else { "s" }
+    )];
+    lines.extend(removed.iter().map(|p| format!("  {}", p.display())));
+    lines
+}
+
+/// Called once when a cluster starts: logs each data node's start (and, on an initial
+/// start, the disk-data files removed from the node's file system).
 pub fn on_cluster_start(cluster: &ClusterInner) {
     for n in &cluster.data_nodes {
         let log = &cluster.mgm.log;
@@ -454,6 +479,24 @@ pub fn on_cluster_start(cluster: &ClusterInner) {
             n.node_id,
             &format!("Start initiated (version {VERSION})"),
         );
+        let mine: Vec<String> = cluster
+            .initial_removed
+            .iter()
+            .filter(|p| p.starts_with(n.disk.fs_dir()))
+            .map(|p| p.display().to_string())
+            .collect();
+        if !mine.is_empty() {
+            log.event(
+                Severity::Info,
+                n.node_id,
+                &format!(
+                    "Initial start: removed {} file{} created by an earlier run: {}",
+                    mine.len(),
+                    if mine.len() == 1 { "" } else { "s" },
+                    mine.join(", ")
+                ),
+            );
+        }
         log.event(
             Severity::Info,
             n.node_id,
