@@ -78,7 +78,10 @@ pub fn main_mgm() -> i32 {
     } else {
         script::run_script(&mut sh, &mut std::io::stdin().lock())
     };
+    // ALL RESTART -i replaces the shell's cluster: stop the one running now
+    let current = sh.cluster().clone();
     drop(sh);
+    current.shutdown();
     cluster.shutdown();
     status
 }

@@ -85,6 +85,13 @@ impl MgmHelper {
         }
     }
 
+    /// Completes against `cluster` from now on (after ALL RESTART -i replaced it).
+    pub fn set_cluster(&mut self, cluster: &Arc<ClusterInner>) {
+        if !Arc::ptr_eq(&self.cluster, cluster) {
+            self.cluster = cluster.clone();
+        }
+    }
+
     fn data_ids(&self) -> Vec<String> {
         self.cluster
             .data_nodes
@@ -381,6 +388,9 @@ pub fn run_interactive(shell: &mut Shell, history: PathBuf) -> i32 {
                 for cmd in cmds {
                     INTERRUPTED.store(false, Ordering::Relaxed);
                     let outcome = shell.run(&cmd);
+                    if let Some(h) = rl.helper_mut() {
+                        h.set_cluster(shell.cluster().inner());
+                    }
                     if INTERRUPTED.swap(false, Ordering::Relaxed) {
                         eprintln!(
                             "Ctrl-C: a running command cannot be cancelled; it ran to completion"
@@ -443,6 +453,21 @@ mod tests {
             .into_iter()
             .map(|p| p.replacement)
             .collect()
+    }
+
+    #[test]
+    fn completion_follows_a_replaced_cluster() {
+        let c = Cluster::embedded_default().expect("start");
+        let db = Arc::new(Mutex::new("test".to_string()));
+        let mut h = MgmHelper::new(c.inner().clone(), db);
+        assert!(!names(&h, "").contains(&"5".to_string()));
+        let cfg = rndb::config::ClusterConfig::embedded(4, 2).expect("config");
+        let c4 = Cluster::embedded(cfg).expect("start 4");
+        h.set_cluster(c4.inner());
+        let all = names(&h, "");
+        for id in ["2", "3", "4", "5"] {
+            assert!(all.contains(&id.to_string()), "{id}: {all:?}");
+        }
     }
 
     #[test]

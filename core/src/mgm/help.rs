@@ -15,7 +15,7 @@ CLUSTERLOG OFF [<severity>] ...        Disable Cluster logging
 CLUSTERLOG TOGGLE [<severity>] ...     Toggle severity filter on/off
 CLUSTERLOG INFO                        Print cluster log information
 <id> START                             Start data node (started with -n)
-<id> RESTART [-n] [-i] [-a] [-f]       Restart data node (needs node recovery)
+<id> RESTART [-n] [-i] [-a] [-f]       Restart data node (ALL RESTART -i only)
 <id> STOP [-a] [-f]                    Stop data node (needs node recovery)
 ROLLING RESTART                        Restart the data nodes one at a time
 ENTER SINGLE USER MODE <id>            Enter single user mode
@@ -104,7 +104,10 @@ pub fn topic(name: &str) -> Option<&'static str> {
              -n  do not start again until START   -i  initial (wipe the node's files)\n\
              -a  abort transactions at once        -f  force, even if the cluster stops\n\
              Refused: a node restart needs node recovery, a system restart (ALL)\n\
-             needs the data on disk; neither exists in rndb yet."
+             needs the data on disk; neither exists in rndb yet.\n\
+             ALL RESTART -i (initial system restart) works in rndb_mgm: every data\n\
+             node starts again empty, with the configuration changed by SET, and the\n\
+             data and undo files the earlier run created are removed and listed."
         }
         "ROLLING" => {
             "ROLLING RESTART\n\

@@ -15,7 +15,10 @@
 //!   configuration, applying the ones that need no restart at once;
 //! - `<id> STOP`, `<id> START`, `<id> RESTART [-n] [-i] [-a] [-f]`, `ROLLING RESTART`:
 //!   refused with the reason (node recovery and persistence do not exist yet), never
-//!   faked; `START BACKUP`, `CREATE NODEGROUP` likewise.
+//!   faked; `START BACKUP`, `CREATE NODEGROUP` likewise. `ALL RESTART -i` (an initial
+//!   system restart) replaces the cluster, so the shell (`rndb_mgm`), which owns it, does
+//!   it; here it is refused. [`initial_start_lines`] is what an initial start says about
+//!   the disk-data files it removed.
 //!
 //! Errors are NDB error 5001 (5000 for configuration errors) with a one-line message.
 //! Every command first samples memory usage, so threshold crossings reach the cluster log.
@@ -362,14 +365,13 @@ fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {
         "a node restart"
     };
     Err(mgm_error(match t {
+        Target::All if flags.initial => format!(
+            "Restart of data nodes {} refused here: ALL RESTART -i (an initial system restart, all data wiped) replaces the embedded cluster, which only its owner can do. rndb_mgm does it; from the API, shut the cluster down and start it with Cluster::embedded_initial. Nothing was restarted.",
+            join_ids(&ids)
+        ),
         Target::All => format!(
-            "Restart of data nodes {} refused: restarting every data node is a system restart{}, which needs the data on disk (persistence, issue 6). Nothing was restarted.",
-            join_ids(&ids),
-            if flags.initial {
-                " (initial: all data wiped)"
-            } else {
-                ""
-            }
+            "Restart of data nodes {} refused: restarting every data node is a system restart, which needs the data on disk (persistence, issue 6). Nothing was restarted.",
+            join_ids(&ids)
         ),
         Target::Node(id) => format!(
             "Node {id}: restart refused: {kind} must copy the node's data from the live replica (node recovery), which arrives with issue 7. Nothing was restarted."
@@ -435,8 +437,8 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
             "in effect now, no restart needed".to_string()
         }
         Restart::None => format!("no restart needed (rndb does not use {pname} yet)"),
-        Restart::Rolling => "a rolling restart of the data nodes is needed to apply it (ROLLING RESTART needs node recovery, which arrives with issue 7; until then the nodes keep the old value)".to_string(),
-        Restart::Initial => "an initial (system) restart is needed to apply it (it needs persistence, which arrives with issue 6; until then the nodes keep the old value)".to_string(),
+        Restart::Rolling => "a rolling restart of the data nodes is needed to apply it (ROLLING RESTART needs node recovery, which arrives with issue 7; until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
+        Restart::Initial => "an initial (system) restart is needed to apply it (until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
     };
     let generation = cluster.mgm.next_generation();
     let what = format!(
@@ -467,6 +469,20 @@ pub fn initial_start_lines(removed: &[std::path::PathBuf]) -> Vec<String> {
     )];
     lines.extend(removed.iter().map(|p| format!("  {}", p.display())));
     lines
+}
+
+/// Called by the owner of the cluster (`rndb_mgm`) before it stops the cluster for
+/// `ALL RESTART -i`: logs each data node's shutdown for the restart.
+pub fn on_initial_system_restart(cluster: &ClusterInner) {
+    for n in &cluster.data_nodes {
+        let log = &cluster.mgm.log;
+        log.event(Severity::Info, n.node_id, "Node shutdown initiated");
+        log.event(
+            Severity::Info,
+            n.node_id,
+            "Node shutdown completed, restarting (initial start).",
+        );
+    }
 }
 
 /// Called once when a cluster starts: logs each data node's start (and, on an initial
