@@ -33,9 +33,15 @@ pub struct MgmArgs {
     #[arg(short = 'f', long = "config-file", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
 
-    /// Data directory of the embedded cluster (cluster log ndb_1_cluster.log).
+    /// Data directory of the embedded cluster (cluster log ndb_1_cluster.log, the data
+    /// nodes' file systems ndb_<id>_fs).
     #[arg(long = "data-dir", value_name = "DIR", default_value = "./rndb-data")]
     pub data_dir: PathBuf,
+
+    /// Initial start of the embedded data nodes, as ndbd --initial: the data and undo
+    /// files an earlier run created in their file systems are removed first (and listed).
+    #[arg(long = "initial")]
+    pub initial: bool,
 
     /// Database the SQL session starts in.
     #[arg(

@@ -47,13 +47,24 @@ pub fn main_mgm() -> i32 {
         );
         return 1;
     }
-    let cluster = match Cluster::embedded_in(config, args.data_dir.clone()) {
+    // Absolute, so the files the data nodes record (for a later --initial) do not
+    // depend on the directory rndb_mgm was started from.
+    let data_dir = std::path::absolute(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone());
+    let started = if args.initial {
+        Cluster::embedded_initial(config, data_dir)
+    } else {
+        Cluster::embedded_in(config, data_dir)
+    };
+    let cluster = match started {
         Ok(c) => c,
         Err(e) => {
             eprintln!("rndb_mgm: cannot start the embedded cluster: {}", e.message);
             return 1;
         }
     };
+    for line in rndb::mgm::initial_start_lines(&cluster.inner().initial_removed) {
+        eprintln!("{line}");
+    }
     let mut sh = shell::Shell::new(
         cluster.clone(),
         &args.database,
@@ -67,7 +78,10 @@ pub fn main_mgm() -> i32 {
     } else {
         script::run_script(&mut sh, &mut std::io::stdin().lock())
     };
+    // ALL RESTART -i replaces the shell's cluster: stop the one running now
+    let current = sh.cluster().clone();
     drop(sh);
+    current.shutdown();
     cluster.shutdown();
     status
 }

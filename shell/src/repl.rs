@@ -85,6 +85,13 @@ impl MgmHelper {
         }
     }
 
+    /// Completes against `cluster` from now on (after ALL RESTART -i replaced it).
+    pub fn set_cluster(&mut self, cluster: &Arc<ClusterInner>) {
+        if !Arc::ptr_eq(&self.cluster, cluster) {
+            self.cluster = cluster.clone();
+        }
+    }
+
     fn data_ids(&self) -> Vec<String> {
         self.cluster
             .data_nodes
@@ -272,7 +279,9 @@ fn syntax_hint(line: &str) -> Option<String> {
         (["CLUSTERLOG"], true) => "ON|OFF|TOGGLE [severity] | INFO",
         (["SET"], true) => "<Parameter>=<value>",
         ([t, "RESTART"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "[-n] [-i] [-a] [-f]",
-        ([t, "REPORT"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "MemoryUsage|EventLog",
+        ([t, "REPORT"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => {
+            "MemoryUsage|EventLog|DiskPageBuffer"
+        }
         ([t, "DUMP"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "1000",
         ([t], true) if t.parse::<u32>().is_ok() || *t == "ALL" => {
             "STATUS|REPORT|DUMP|RESTART|STOP|START"
@@ -379,6 +388,9 @@ pub fn run_interactive(shell: &mut Shell, history: PathBuf) -> i32 {
                 for cmd in cmds {
                     INTERRUPTED.store(false, Ordering::Relaxed);
                     let outcome = shell.run(&cmd);
+                    if let Some(h) = rl.helper_mut() {
+                        h.set_cluster(shell.cluster().inner());
+                    }
                     if INTERRUPTED.swap(false, Ordering::Relaxed) {
                         eprintln!(
                             "Ctrl-C: a running command cannot be cancelled; it ran to completion"
@@ -444,6 +456,21 @@ mod tests {
     }
 
     #[test]
+    fn completion_follows_a_replaced_cluster() {
+        let c = Cluster::embedded_default().expect("start");
+        let db = Arc::new(Mutex::new("test".to_string()));
+        let mut h = MgmHelper::new(c.inner().clone(), db);
+        assert!(!names(&h, "").contains(&"5".to_string()));
+        let cfg = rndb::config::ClusterConfig::embedded(4, 2).expect("config");
+        let c4 = Cluster::embedded(cfg).expect("start 4");
+        h.set_cluster(c4.inner());
+        let all = names(&h, "");
+        for id in ["2", "3", "4", "5"] {
+            assert!(all.contains(&id.to_string()), "{id}: {all:?}");
+        }
+    }
+
+    #[test]
     fn completion() {
         let c = Cluster::embedded_default().expect("start");
         let mut s = rndb::sql::Session::new(c.ndb("test"));
@@ -461,6 +488,11 @@ mod tests {
         );
         assert_eq!(names(&h, "all sta"), vec!["start", "status"]);
         assert_eq!(names(&h, "2 REPORT m"), vec!["MemoryUsage"]);
+        assert_eq!(names(&h, "ALL REPORT diskp"), vec!["DiskPageBuffer"]);
+        assert_eq!(
+            names(&h, "2 REPORT "),
+            vec!["DiskPageBuffer", "EventLog", "MemoryUsage"]
+        );
         assert_eq!(names(&h, "SH"), vec!["SHOW", "SHUTDOWN"]);
         assert_eq!(names(&h, "CLUSTERLOG O"), vec!["OFF", "ON"]);
         assert_eq!(
@@ -488,6 +520,10 @@ mod tests {
         assert_eq!(
             syntax_hint("2 RESTART ").as_deref(),
             Some("[-n] [-i] [-a] [-f]")
+        );
+        assert_eq!(
+            syntax_hint("ALL REPORT ").as_deref(),
+            Some("MemoryUsage|EventLog|DiskPageBuffer")
         );
         assert_eq!(syntax_hint("SELECT "), None);
     }

@@ -10,7 +10,7 @@
 use crate::input::{self, Kind};
 use crate::progress::Progress;
 use rndb::api::Cluster;
-use rndb::mgm::{self, Command};
+use rndb::mgm::{self, Command, Flags, Target};
 use rndb::sql::{self, Session};
 use std::io::Write;
 use std::path::Path;
@@ -136,6 +136,11 @@ impl Shell {
                 return Outcome::Failed;
             }
         };
+        if let Command::Restart(Target::All, flags) = &cmd
+            && flags.initial
+        {
+            return self.initial_system_restart(flags);
+        }
         let shutdown = cmd == Command::Shutdown;
         if shutdown {
             // the session's open transaction goes first, then the cluster
@@ -148,6 +153,70 @@ impl Shell {
             }
             Err(e) => {
                 print_err(&e.message);
+                Outcome::Failed
+            }
+        }
+    }
+
+    /// `ALL RESTART -i`: an initial system restart of the embedded cluster. The shell owns
+    /// the cluster, so it stops it and starts a new one from the current configuration
+    /// (with the `SET` changes) in the same data directory, as ndbd --initial: every
+    /// table is gone and the disk-data files the earlier run created are removed (and
+    /// listed). Not in [`mgm::run`], which cannot replace its caller's cluster.
+    fn initial_system_restart(&mut self, flags: &Flags) -> Outcome {
+        let inner = self.cluster.inner().clone();
+        if let Err(e) = inner.check_open() {
+            print_err(&e.message);
+            return Outcome::Failed;
+        }
+        if inner.single_user_node().is_some() {
+            print_err("Cannot restart nodes: single user mode");
+            return Outcome::Failed;
+        }
+        if flags.nostart {
+            print_err(
+                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART -i",
+            );
+            return Outcome::Failed;
+        }
+        let config = inner.config.read().clone();
+        let data_dir = inner.data_dir.clone();
+        let database = self
+            .session
+            .as_ref()
+            .map(|s| s.database().to_string())
+            .unwrap_or_else(|| "test".to_string());
+        drop(inner);
+        print_out(
+            "Executing RESTART on all nodes.\nStarting shutdown. This may take a while. Please wait...",
+        );
+        mgm::on_initial_system_restart(self.cluster.inner());
+        // the session's open transaction goes first, then the cluster
+        self.session = None;
+        self.cluster.shutdown();
+        let started = match data_dir {
+            Some(dir) => Cluster::embedded_initial(config, dir),
+            None => Cluster::embedded(config),
+        };
+        match started {
+            Ok(cluster) => {
+                self.cluster = cluster;
+                let session = Session::new(self.cluster.ndb(&database));
+                if let Ok(mut db) = self.current_db.lock() {
+                    *db = session.database().to_string();
+                }
+                self.session = Some(session);
+                print_out(
+                    &mgm::initial_start_lines(&self.cluster.inner().initial_removed).join("\n"),
+                );
+                print_out("All DB nodes are being restarted.");
+                Outcome::Ok
+            }
+            Err(e) => {
+                print_err(&format!(
+                    "Restart failed: the data nodes did not start again: {}. The cluster is stopped; QUIT and start rndb_mgm again.",
+                    e.message
+                ));
                 Outcome::Failed
             }
         }

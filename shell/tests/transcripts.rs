@@ -110,6 +110,7 @@ transcripts!(
     source_file,
     config_file,
     unknown_commands,
+    initial_restart,
 );
 
 #[test]
@@ -130,6 +131,7 @@ fn every_script_has_a_test() {
         "source_file",
         "config_file",
         "unknown_commands",
+        "initial_restart",
     ];
     for e in std::fs::read_dir(transcripts_dir()).expect("dir") {
         let p = e.expect("entry").path();

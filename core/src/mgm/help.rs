@@ -15,7 +15,7 @@ CLUSTERLOG OFF [<severity>] ...        Disable Cluster logging
 CLUSTERLOG TOGGLE [<severity>] ...     Toggle severity filter on/off
 CLUSTERLOG INFO                        Print cluster log information
 <id> START                             Start data node (started with -n)
-<id> RESTART [-n] [-i] [-a] [-f]       Restart data node (needs node recovery)
+<id> RESTART [-n] [-i] [-a] [-f]       Restart data node (ALL RESTART -i only)
 <id> STOP [-a] [-f]                    Stop data node (needs node recovery)
 ROLLING RESTART                        Restart the data nodes one at a time
 ENTER SINGLE USER MODE <id>            Enter single user mode
@@ -27,7 +27,7 @@ SET <Parameter>=<value>                Change a data node parameter
 PURGE STALE SESSIONS                   Reset reserved nodeid's in the mgmt server
 
 <severity> = ALERT | CRITICAL | ERROR | WARNING | INFO | DEBUG
-<report>   = MEMORYUSAGE | EVENTLOG
+<report>   = MEMORYUSAGE | EVENTLOG | DISKPAGEBUFFER
 <id>       = ALL | Any database node id
 
 For detailed help on COMMAND, use HELP COMMAND.";
@@ -53,9 +53,14 @@ pub fn topic(name: &str) -> Option<&'static str> {
         }
         "REPORT" => {
             "<id> REPORT <report> | ALL REPORT <report>\n\
-             <report> = MemoryUsage | EventLog (case-insensitive, any unique prefix: MEM)\n\
-             MemoryUsage: Data and Index usage of DataMemory, in 32K pages.\n\
-             EventLog:    the events the cluster log keeps in memory for the node."
+             <report> = MemoryUsage | EventLog | DiskPageBuffer\n\
+             (case-insensitive, any unique prefix: MEM, DISKP)\n\
+             MemoryUsage:    Data and Index usage of DataMemory, in 32K pages.\n\
+             EventLog:       the events the cluster log keeps in memory for the node.\n\
+             DiskPageBuffer: the DiskPageBufferMemory page cache (size, pages used and\n\
+                             dirty, hit ratio, page requests, pages read) and the\n\
+                             predicted hit ratio at other sizes (16M to 2G and the\n\
+                             current size), as ndbinfo.diskpagebuffer_advice."
         }
         "DUMP" => {
             "<id> DUMP <code> [<arg>...] | ALL DUMP <code>\n\
@@ -99,7 +104,10 @@ pub fn topic(name: &str) -> Option<&'static str> {
              -n  do not start again until START   -i  initial (wipe the node's files)\n\
              -a  abort transactions at once        -f  force, even if the cluster stops\n\
              Refused: a node restart needs node recovery, a system restart (ALL)\n\
-             needs the data on disk; neither exists in rndb yet."
+             needs the data on disk; neither exists in rndb yet.\n\
+             ALL RESTART -i (initial system restart) works in rndb_mgm: every data\n\
+             node starts again empty, with the configuration changed by SET, and the\n\
+             data and undo files the earlier run created are removed and listed."
         }
         "ROLLING" => {
             "ROLLING RESTART\n\

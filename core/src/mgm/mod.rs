@@ -3,8 +3,9 @@
 //!
 //! Commands ([`parse`] then [`run`], or [`execute`] for both):
 //! - `SHOW`, `ALL STATUS` / `<id> STATUS`, `ALL REPORT MEMORYUSAGE` / `<id> REPORT
-//!   MemoryUsage` / `REPORT EventLog` (report names case-insensitive and prefix-matched,
-//!   as ndb_mgm does), `<id> DUMP 1000`;
+//!   MemoryUsage` / `REPORT EventLog` / `REPORT DiskPageBuffer` ([`disk_report`]: the
+//!   page cache and the advisor's predictions) (report names case-insensitive and
+//!   prefix-matched, as ndb_mgm does), `<id> DUMP 1000`;
 //! - `CLUSTERLOG ON|OFF|TOGGLE [severity...]`, `CLUSTERLOG INFO`: the cluster log
 //!   ([`log`]), written to `ndb_<mgm id>_cluster.log` in the data directory;
 //! - `ENTER SINGLE USER MODE <api id>` / `EXIT SINGLE USER MODE` (real: other API nodes get
@@ -14,17 +15,23 @@
 //!   configuration, applying the ones that need no restart at once;
 //! - `<id> STOP`, `<id> START`, `<id> RESTART [-n] [-i] [-a] [-f]`, `ROLLING RESTART`:
 //!   refused with the reason (node recovery and persistence do not exist yet), never
-//!   faked; `START BACKUP`, `CREATE NODEGROUP` likewise.
+//!   faked; `START BACKUP`, `CREATE NODEGROUP` likewise. `ALL RESTART -i` (an initial
+//!   system restart) replaces the cluster, so the shell (`rndb_mgm`), which owns it, does
+//!   it; here it is refused. [`initial_start_lines`] is what an initial start says about
+//!   the disk-data files it removed.
 //!
 //! Errors are NDB error 5001 (5000 for configuration errors) with a one-line message.
 //! Every command first samples memory usage, so threshold crossings reach the cluster log.
 
+pub mod disk_report;
 pub mod help;
 pub mod log;
 pub mod parse;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_disk;
 
 pub use log::{ClusterLog, MgmState, Severity, sample_events};
 pub use parse::{ClusterLogCmd, Command, Flags, Report, Target, is_config_set, parse, suggest};
@@ -67,6 +74,11 @@ pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
         Command::Report(t, Report::MemoryUsage) => {
             Ok(memory_report(cluster, &data_targets(cluster, *t)?))
         }
+        Command::Report(t, Report::DiskPageBuffer) => Ok(disk_report::disk_page_buffer_lines(
+            cluster,
+            &data_targets(cluster, *t)?,
+        )
+        .join("\n")),
         Command::Report(t, Report::EventLog) => {
             let mut out = Vec::new();
             for id in data_targets(cluster, *t)? {
@@ -353,14 +365,13 @@ fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {
         "a node restart"
     };
     Err(mgm_error(match t {
+        Target::All if flags.initial => format!(
+            "Restart of data nodes {} refused here: ALL RESTART -i (an initial system restart, all data wiped) replaces the embedded cluster, which only its owner can do. rndb_mgm does it; from the API, shut the cluster down and start it with Cluster::embedded_initial. Nothing was restarted.",
+            join_ids(&ids)
+        ),
         Target::All => format!(
-            "Restart of data nodes {} refused: restarting every data node is a system restart{}, which needs the data on disk (persistence, issue 6). Nothing was restarted.",
-            join_ids(&ids),
-            if flags.initial {
-                " (initial: all data wiped)"
-            } else {
-                ""
-            }
+            "Restart of data nodes {} refused: restarting every data node is a system restart, which needs the data on disk (persistence, issue 6). Nothing was restarted.",
+            join_ids(&ids)
         ),
         Target::Node(id) => format!(
             "Node {id}: restart refused: {kind} must copy the node's data from the live replica (node recovery), which arrives with issue 7. Nothing was restarted."
@@ -426,8 +437,8 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
             "in effect now, no restart needed".to_string()
         }
         Restart::None => format!("no restart needed (rndb does not use {pname} yet)"),
-        Restart::Rolling => "a rolling restart of the data nodes is needed to apply it (ROLLING RESTART needs node recovery, which arrives with issue 7; until then the nodes keep the old value)".to_string(),
-        Restart::Initial => "an initial (system) restart is needed to apply it (it needs persistence, which arrives with issue 6; until then the nodes keep the old value)".to_string(),
+        Restart::Rolling => "a rolling restart of the data nodes is needed to apply it (ROLLING RESTART needs node recovery, which arrives with issue 7; until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
+        Restart::Initial => "an initial (system) restart is needed to apply it (until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
     };
     let generation = cluster.mgm.next_generation();
     let what = format!(
@@ -445,7 +456,37 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
     Ok(format!("{what}: {effect}"))
 }
 
-/// Called once when a cluster starts: logs each data node's start.
+/// What an initial start (`--initial`) says about the disk-data files it removed: a
+/// summary line, then one indented line per file; nothing when it removed none.
+pub fn initial_start_lines(removed: &[std::path::PathBuf]) -> Vec<String> {
+    if removed.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "Initial start: removed {} file{} created by an earlier run (NDB leaves them behind):",
+        removed.len(),
+        if removed.len() == 1 { "" } else { "s" }
+    )];
+    lines.extend(removed.iter().map(|p| format!("  {}", p.display())));
+    lines
+}
+
+/// Called by the owner of the cluster (`rndb_mgm`) before it stops the cluster for
+/// `ALL RESTART -i`: logs each data node's shutdown for the restart.
+pub fn on_initial_system_restart(cluster: &ClusterInner) {
+    for n in &cluster.data_nodes {
+        let log = &cluster.mgm.log;
+        log.event(Severity::Info, n.node_id, "Node shutdown initiated");
+        log.event(
+            Severity::Info,
+            n.node_id,
+            "Node shutdown completed, restarting (initial start).",
+        );
+    }
+}
+
+/// Called once when a cluster starts: logs each data node's start (and, on an initial
+/// start, the disk-data files removed from the node's file system).
 pub fn on_cluster_start(cluster: &ClusterInner) {
     for n in &cluster.data_nodes {
         let log = &cluster.mgm.log;
@@ -454,6 +495,24 @@ pub fn on_cluster_start(cluster: &ClusterInner) {
             n.node_id,
             &format!("Start initiated (version {VERSION})"),
         );
+        let mine: Vec<String> = cluster
+            .initial_removed
+            .iter()
+            .filter(|p| p.starts_with(n.disk.fs_dir()))
+            .map(|p| p.display().to_string())
+            .collect();
+        if !mine.is_empty() {
+            log.event(
+                Severity::Info,
+                n.node_id,
+                &format!(
+                    "Initial start: removed {} file{} created by an earlier run: {}",
+                    mine.len(),
+                    if mine.len() == 1 { "" } else { "s" },
+                    mine.join(", ")
+                ),
+            );
+        }
         log.event(
             Severity::Info,
             n.node_id,

@@ -20,6 +20,19 @@ pub enum Target {
 pub enum Report {
     MemoryUsage,
     EventLog,
+    /// The DiskPageBufferMemory page cache and the advisor's predictions.
+    DiskPageBuffer,
+}
+
+impl Report {
+    fn from_name(name: &str) -> Option<Report> {
+        match name {
+            "MemoryUsage" => Some(Report::MemoryUsage),
+            "EventLog" => Some(Report::EventLog),
+            "DiskPageBuffer" => Some(Report::DiskPageBuffer),
+            _ => None,
+        }
+    }
 }
 
 /// `CLUSTERLOG ...`.
@@ -89,7 +102,7 @@ pub const FIRST_WORDS: &[&str] = &[
 pub const NODE_VERBS: &[&str] = &["STATUS", "REPORT", "DUMP", "STOP", "START", "RESTART"];
 
 /// Report names (`REPORT <name>`), as ndb_mgm spells them.
-pub const REPORTS: &[&str] = &["MemoryUsage", "EventLog"];
+pub const REPORTS: &[&str] = &["MemoryUsage", "EventLog", "DiskPageBuffer"];
 
 /// Whole command forms, for "did you mean".
 const FORMS: &[&str] = &[
@@ -97,6 +110,7 @@ const FORMS: &[&str] = &[
     "HELP",
     "ALL STATUS",
     "ALL REPORT MemoryUsage",
+    "ALL REPORT DiskPageBuffer",
     "CLUSTERLOG INFO",
     "CLUSTERLOG ON",
     "CLUSTERLOG OFF",
@@ -291,7 +305,8 @@ fn parse_node(text: &str, target: Target, words: &[&str], up: &[String]) -> Resu
         "REPORT" => {
             let Some(what) = args.first() else {
                 return Err(mgm_error(format!(
-                    "Missing report type: {name} REPORT MemoryUsage or {name} REPORT EventLog"
+                    "Missing report type: {name} REPORT <report>, <report> = {}",
+                    REPORTS.join(" | ")
                 )));
             };
             let matches: Vec<&str> = REPORTS
@@ -303,17 +318,13 @@ fn parse_node(text: &str, target: Target, words: &[&str], up: &[String]) -> Resu
                 .copied()
                 .collect();
             match (matches.as_slice(), args.len()) {
-                ([one], 1) => Ok(Command::Report(
-                    target,
-                    if *one == "MemoryUsage" {
-                        Report::MemoryUsage
-                    } else {
-                        Report::EventLog
-                    },
-                )),
+                ([one], 1) => Report::from_name(one)
+                    .map(|r| Command::Report(target, r))
+                    .ok_or_else(|| mgm_error(format!("Unknown report type: {one}"))),
                 _ => Err(mgm_error(format!(
-                    "Unknown report type: {}. Known reports: MemoryUsage, EventLog",
-                    shorten(&args.join(" "))
+                    "Unknown report type: {}. Known reports: {}",
+                    shorten(&args.join(" ")),
+                    REPORTS.join(", ")
                 ))),
             }
         }

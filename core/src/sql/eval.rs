@@ -8,6 +8,15 @@
 //! recursion (AND/OR short-circuit); a DECIMAL never exceeds 38 digits (on overflow the
 //! computation falls back to DOUBLE); string comparison is binary with trailing spaces
 //! ignored (rndb's collation), so `=` here agrees with the engine's key lookups.
+//!
+//! Collations: the string columns of information_schema and ndbinfo tables have a `_ci`
+//! collation in MySQL ([`Env::ci_columns`], set by [`super::meta::ci_columns`]). A
+//! comparison (`=`, `<>`, `<`..., `<=>`, IN, BETWEEN, LIKE, CASE x WHEN, NULLIF,
+//! GREATEST/LEAST) with an operand that reads such a column compares two strings
+//! case-insensitively (Unicode upper case, trailing spaces ignored), as MySQL's collation
+//! coercibility makes the column's collation win over a literal's. Values that are not
+//! both strings compare as before; grouping, DISTINCT and ORDER BY stay binary. NDB tables
+//! flag no column, so their comparisons are unchanged.
 
 use super::errors;
 use super::ir::{BinOp, CastTo, Expr, Func};
@@ -32,6 +41,9 @@ pub(crate) struct Env<'s> {
     pub database: Option<&'s str>,
     pub connection_id: u64,
     pub rng: &'s Cell<u64>,
+    /// Per column of the source row (`Expr::Col`): compared case-insensitively (a `_ci`
+    /// collation). Empty for NDB tables: their strings compare binary.
+    pub ci_columns: &'s [bool],
 }
 
 /// What an expression is evaluated against.
@@ -443,6 +455,43 @@ fn num_cmp(x: Num, y: Num) -> Ordering {
     }
 }
 
+/// [`compare`] under a collation: `ci` compares two strings case-insensitively (trailing
+/// spaces ignored, as [`compare`]); anything else exactly as [`compare`].
+pub(crate) fn compare_as(a: &Value, b: &Value, ci: bool) -> Option<Ordering> {
+    if ci && let (Value::Str(x), Value::Str(y)) = (a, b) {
+        let fold = |s: &str| {
+            s.trim_end_matches(' ')
+                .chars()
+                .flat_map(char::to_uppercase)
+                .collect::<Vec<char>>()
+        };
+        return Some(fold(x).cmp(&fold(y)));
+    }
+    compare(a, b)
+}
+
+/// Whether an operand takes a case-insensitive collation: it reads a column flagged in
+/// [`Env::ci_columns`] (directly or through a function, as MySQL derives collations).
+fn ci_operand(e: &Expr, c: &Ctx<'_>) -> bool {
+    let ci = c.env.ci_columns;
+    if ci.is_empty() {
+        return false;
+    }
+    let mut found = false;
+    e.walk(&mut |x| {
+        if let Expr::Col(i) = x
+            && ci.get(*i).copied().unwrap_or(false)
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+fn ci_any(es: &[Expr], c: &Ctx<'_>) -> bool {
+    !c.env.ci_columns.is_empty() && es.iter().any(|e| ci_operand(e, c))
+}
+
 /// Total order for ORDER BY, GROUP BY and DISTINCT: NULL first, then [`compare`].
 pub(crate) fn sort_cmp(a: &Value, b: &Value) -> Ordering {
     match (a.is_null(), b.is_null()) {
@@ -539,6 +588,12 @@ fn rng_next(rng: &Cell<u64>) -> f64 {
 
 /// LIKE matching on characters with `%`, `_` and an escape character.
 pub(crate) fn like(s: &str, pat: &str, esc: char) -> bool {
+    like_as(s, pat, esc, false)
+}
+
+/// [`like`] under a collation: `ci` matches literal characters case-insensitively.
+pub(crate) fn like_as(s: &str, pat: &str, esc: char, ci: bool) -> bool {
+    let same = |a: char, b: char| a == b || (ci && a.to_uppercase().eq(b.to_uppercase()));
     let s: Vec<char> = s.chars().collect();
     // pattern items: Some(c) literal, None for '_' ; '%' recorded separately
     #[derive(Clone, Copy, PartialEq)]
@@ -568,7 +623,7 @@ pub(crate) fn like(s: &str, pat: &str, esc: char) -> bool {
     let (mut i, mut j) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while i < s.len() {
-        if j < p.len() && (p[j] == P::One || p[j] == P::Lit(s[i])) {
+        if j < p.len() && (p[j] == P::One || matches!(p[j], P::Lit(c) if same(c, s[i]))) {
             i += 1;
             j += 1;
         } else if j < p.len() && p[j] == P::Any {
@@ -641,9 +696,10 @@ pub(crate) fn eval(e: &Expr, c: &Ctx<'_>) -> Result<Value> {
             }
             let mut saw_null = false;
             let mut found = false;
+            let ci = ci_operand(a, c) || ci_any(list, c);
             for x in list {
                 let x = eval(x, c)?;
-                match compare(&v, &x) {
+                match compare_as(&v, &x, ci) {
                     None => saw_null = true,
                     Some(Ordering::Equal) => {
                         found = true;
@@ -662,8 +718,9 @@ pub(crate) fn eval(e: &Expr, c: &Ctx<'_>) -> Result<Value> {
         }
         Expr::Between(a, lo, hi, neg) => {
             let v = eval(a, c)?;
-            let l = compare(&v, &eval(lo, c)?).map(|o| o != Ordering::Less);
-            let h = compare(&v, &eval(hi, c)?).map(|o| o != Ordering::Greater);
+            let ci = ci_operand(a, c) || ci_operand(lo, c) || ci_operand(hi, c);
+            let l = compare_as(&v, &eval(lo, c)?, ci).map(|o| o != Ordering::Less);
+            let h = compare_as(&v, &eval(hi, c)?, ci).map(|o| o != Ordering::Greater);
             let r = and3(l, h);
             bool_val(if *neg { r.map(|b| !b) } else { r })
         }
@@ -679,17 +736,21 @@ pub(crate) fn eval(e: &Expr, c: &Ctx<'_>) -> Result<Value> {
                     .unwrap_or('\\'),
                 None => '\\',
             };
-            Value::Int((like(&s, &pat, esc) != *neg) as i64)
+            let ci = ci_operand(a, c) || ci_operand(p, c);
+            Value::Int((like_as(&s, &pat, esc, ci) != *neg) as i64)
         }
         Expr::Case(op, whens, els) => {
             let base = match op {
                 Some(o) => Some(eval(o, c)?),
                 None => None,
             };
+            let base_ci = op.as_ref().is_some_and(|o| ci_operand(o, c));
             for (w, t) in whens {
                 let wv = eval(w, c)?;
                 let hit = match &base {
-                    Some(b) => compare(b, &wv) == Some(Ordering::Equal),
+                    Some(b) => {
+                        compare_as(b, &wv, base_ci || ci_operand(w, c)) == Some(Ordering::Equal)
+                    }
                     None => truth(&wv) == Some(true),
                 };
                 if hit {
@@ -728,7 +789,11 @@ fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
 
 fn chain(first: &Expr, rest: &[(BinOp, Expr)], c: &Ctx<'_>) -> Result<Value> {
     let mut acc = eval(first, c)?;
+    // the collation of `acc` (only strings are compared under it)
+    let mut acc_ci = ci_operand(first, c);
     for (op, e) in rest {
+        let ci = acc_ci || ci_operand(e, c);
+        acc_ci = ci;
         acc = match op {
             BinOp::And => {
                 let l = truth(&acc);
@@ -757,13 +822,13 @@ fn chain(first: &Expr, rest: &[(BinOp, Expr)], c: &Ctx<'_>) -> Result<Value> {
                 let r = eval(e, c)?;
                 Value::Int(match (acc.is_null(), r.is_null()) {
                     (true, true) => 1,
-                    (false, false) => (compare(&acc, &r) == Some(Ordering::Equal)) as i64,
+                    (false, false) => (compare_as(&acc, &r, ci) == Some(Ordering::Equal)) as i64,
                     _ => 0,
                 })
             }
             op if op.is_comparison() => {
                 let r = eval(e, c)?;
-                bool_val(compare(&acc, &r).map(|o| match op {
+                bool_val(compare_as(&acc, &r, ci).map(|o| match op {
                     BinOp::Eq => o == Ordering::Equal,
                     BinOp::Ne => o != Ordering::Equal,
                     BinOp::Lt => o == Ordering::Less,
@@ -1029,6 +1094,7 @@ fn func(f: Func, args: &[Expr], c: &Ctx<'_>) -> Result<Value> {
         }
         Func::Pi => Value::Double(std::f64::consts::PI),
         Func::Greatest | Func::Least => {
+            let ci = ci_any(args, c);
             let mut best: Option<Value> = None;
             for e in args {
                 let v = eval(e, c)?;
@@ -1038,7 +1104,7 @@ fn func(f: Func, args: &[Expr], c: &Ctx<'_>) -> Result<Value> {
                 best = Some(match best {
                     None => v,
                     Some(b) => {
-                        let o = compare(&v, &b).unwrap_or(Ordering::Equal);
+                        let o = compare_as(&v, &b, ci).unwrap_or(Ordering::Equal);
                         let take = if f == Func::Greatest {
                             o == Ordering::Greater
                         } else {
@@ -1217,7 +1283,7 @@ fn func(f: Func, args: &[Expr], c: &Ctx<'_>) -> Result<Value> {
         Func::NullIf => {
             let a = arg(0)?;
             let b = arg(1)?;
-            if compare(&a, &b) == Some(Ordering::Equal) {
+            if compare_as(&a, &b, ci_any(args, c)) == Some(Ordering::Equal) {
                 Value::Null
             } else {
                 a

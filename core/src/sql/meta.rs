@@ -18,6 +18,21 @@ use std::sync::{Arc, Weak};
 /// The virtual schemas: they always exist and hold no NDB tables.
 pub(crate) const VIRTUAL_SCHEMAS: [&str; 2] = ["information_schema", "ndbinfo"];
 
+/// Which columns of a table compare strings case-insensitively, for
+/// [`super::eval::Env::ci_columns`]. In MySQL the character columns of information_schema
+/// (utf8mb3_general_ci) and ndbinfo (a `_ci` collation too) tables compare
+/// case-insensitively: `WHERE file_type='datafile'` matches `DATAFILE`. Every column of a
+/// virtual schema is flagged (the flag only matters for string values, and only their
+/// character columns hold strings); NDB tables (any other schema) flag none, so their
+/// comparisons stay binary whatever their character set.
+pub(crate) fn ci_columns(db: &str, columns: usize) -> Vec<bool> {
+    if is_virtual(db) {
+        vec![true; columns]
+    } else {
+        Vec::new()
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TableMeta {
     pub table_id: u32,

@@ -33,6 +33,8 @@ mod select;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_ci;
+#[cfg(test)]
 mod tests_disk;
 #[cfg(test)]
 mod tests_disk_rows;
@@ -102,6 +104,7 @@ impl Vars {
             database: self.db.as_deref(),
             connection_id: self.connection_id,
             rng: &self.rng,
+            ci_columns: &[],
         }
     }
 

@@ -740,7 +740,12 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
     let scope = Scope::of(&source, sel.from.as_ref());
     let b = bind_select(sel, &scope)?;
     let now = s.now();
-    let env = s.vars.env(now);
+    let ci = match &source {
+        Source::Virtual { db, columns, .. } => meta::ci_columns(db, columns.len()),
+        _ => Vec::new(),
+    };
+    let mut env = s.vars.env(now);
+    env.ci_columns = &ci;
     let limit = limit_value(sel.limit.as_ref(), &env)?;
     let offset = limit_value(sel.offset.as_ref(), &env)?.unwrap_or(0);
     let want = if sel.distinct {
