@@ -157,6 +157,15 @@ impl ClusterInner {
             ));
         }
         let started_at = Instant::now();
+        // The created-files manifest records paths under the data directory: an
+        // absolute one keeps a later initial start from another working directory
+        // finding them.
+        let data_dir = match data_dir {
+            Some(d) if d.is_relative() => {
+                Some(std::env::current_dir().map(|cwd| cwd.join(&d)).unwrap_or(d))
+            }
+            other => other,
+        };
         let scratch_dir = match &data_dir {
             Some(_) => None,
             None => Some(scratch_dir_path()),

@@ -260,7 +260,7 @@ fn set_changes_the_configuration() {
     let out = ok(&c, "SET DiskPageBufferMemory=512M");
     assert!(
         out.starts_with(
-            "DiskPageBufferMemory changed from 64M to 512M for data nodes 2, 3: a rolling restart of the data nodes is needed to apply it"
+            "DiskPageBufferMemory changed from 64M to 512M for data nodes 2, 3: in effect now: every data node's page cache was resized online"
         ),
         "{out}"
     );
@@ -268,6 +268,14 @@ fn set_changes_the_configuration() {
         c.inner().config.read().data_nodes[1].disk_page_buffer_memory,
         512 << 20
     );
+    for n in &c.inner().data_nodes {
+        assert_eq!(
+            n.disk.pgman.stats().capacity_pages,
+            (512 << 20) / crate::disk::page::DISK_PAGE_SIZE,
+            "node {} resized",
+            n.node_id
+        );
+    }
     let out = ok(&c, "SET NoOfFragmentLogFiles=32");
     assert!(out.contains("initial (system) restart is needed"), "{out}");
     let out = ok(&c, "SET MinDiskWriteSpeed=20M");
