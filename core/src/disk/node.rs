@@ -510,13 +510,21 @@ impl NodeDisk {
         res: DiskReservation,
         image: &[u8],
     ) -> Result<DiskRef> {
-        let page = self.pgman.get(cache_addr(res.page), Intent::Write)?;
+        let page = match self.pgman.get(cache_addr(res.page), Intent::Write) {
+            Ok(p) => p,
+            Err(e) => {
+                self.cancel_reservation(alloc, res);
+                return Err(e);
+            }
+        };
         let (slot, used) = page.write(|b| {
             let before = rowpage::free_bytes(b);
             let slot = rowpage::insert(b, image);
             (slot, before - rowpage::free_bytes(b))
         });
         let Some(slot) = slot else {
+            drop(page);
+            self.cancel_reservation(alloc, res);
             return Err(codes::internal(format_args!(
                 "reserved room for {} bytes missing on disk page {:?}",
                 image.len(),
@@ -528,10 +536,14 @@ impl NodeDisk {
             page_no: res.page.page_no,
             slot: slot as u32,
         });
-        self.release_undo(res.undo_bytes);
-        let lsn = lsn?;
-        page.set_lsn_dirty(lsn);
+        if let Ok(l) = lsn {
+            page.set_lsn_dirty(l);
+        }
+        // Unpinned before the undo gate: a disk checkpoint holding the gate waits for
+        // pages pinned for writing.
         drop(page);
+        self.release_undo(res.undo_bytes);
+        lsn?;
         // The reservation becomes the record (which may take a little less: a slot
         // entry reused).
         self.adjust_free(alloc, res.page, res.page_bytes as i64 - used as i64)?;
@@ -557,9 +569,16 @@ impl NodeDisk {
         image: &[u8],
         undo_bytes: u64,
     ) -> Result<()> {
-        let page = self.pgman.get(cache_addr(page_of(r)), Intent::Write)?;
+        let page = match self.pgman.get(cache_addr(page_of(r)), Intent::Write) {
+            Ok(p) => p,
+            Err(e) => {
+                self.release_undo(undo_bytes);
+                return Err(e);
+            }
+        };
         let before = page.read(|b| rowpage::get(b, r.slot).map(|x| x.to_vec()));
         let Some(before) = before else {
+            drop(page);
             self.release_undo(undo_bytes);
             return Err(codes::corrupt_page(format_args!(
                 "disk record {r:?} missing"
@@ -571,8 +590,14 @@ impl NodeDisk {
             slot: r.slot as u32,
             before,
         });
-        self.release_undo(undo_bytes);
-        let lsn = lsn?;
+        let lsn = match lsn {
+            Ok(l) => l,
+            Err(e) => {
+                drop(page);
+                self.release_undo(undo_bytes);
+                return Err(e);
+            }
+        };
         let (ok, gained) = page.write(|b| {
             let before = rowpage::free_bytes(b);
             let ok = rowpage::update(b, r.slot, image);
@@ -580,7 +605,9 @@ impl NodeDisk {
         });
         assert!(ok, "a disk image no longer than the record fits in place");
         page.set_lsn_dirty(lsn);
+        // Unpinned before the undo gate (see insert_record).
         drop(page);
+        self.release_undo(undo_bytes);
         self.adjust_free(alloc, page_of(r), gained).map(|_| ())
     }
 
@@ -593,9 +620,16 @@ impl NodeDisk {
         undo_bytes: u64,
     ) -> Result<()> {
         let page_addr = page_of(r);
-        let page = self.pgman.get(cache_addr(page_addr), Intent::Write)?;
+        let page = match self.pgman.get(cache_addr(page_addr), Intent::Write) {
+            Ok(p) => p,
+            Err(e) => {
+                self.release_undo(undo_bytes);
+                return Err(e);
+            }
+        };
         let before = page.read(|b| rowpage::get(b, r.slot).map(|x| x.to_vec()));
         let Some(before) = before else {
+            drop(page);
             self.release_undo(undo_bytes);
             return Err(codes::corrupt_page(format_args!(
                 "disk record {r:?} missing"
@@ -610,6 +644,7 @@ impl NodeDisk {
         let lsn = match lsn {
             Ok(l) => l,
             Err(e) => {
+                drop(page);
                 self.release_undo(undo_bytes);
                 return Err(e);
             }

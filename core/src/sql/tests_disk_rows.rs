@@ -363,3 +363,78 @@ fn a_disk_full_underneath_the_data_file_is_a_clear_error_and_loses_nothing() {
     );
     check_fragments(&c, "t1");
 }
+
+/// Four writers on their own key ranges sharing fragments, pages and the undo log; a
+/// small undo log forces disk checkpoints while others hold pages, a small page cache
+/// forces evictions. Must neither deadlock nor lose a row.
+#[test]
+fn concurrent_writers_with_checkpoints_and_evictions() {
+    let mut cfg = ClusterConfig::embedded(2, 2).expect("config");
+    cfg.set_data_node_param("DiskPageBufferMemory", "4M")
+        .expect("dpb");
+    cfg.set_data_node_param("TransactionDeadlockDetectionTimeout", "5000")
+        .expect("timeout");
+    let c = Cluster::embedded(cfg).expect("start");
+    let mut s = session(&c);
+    run(
+        &mut s,
+        "CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE=1M UNDO_BUFFER_SIZE=256K",
+    );
+    run(
+        &mut s,
+        "CREATE TABLESPACE ts_1 ADD DATAFILE 'data1.dat' USE LOGFILE GROUP lg INITIAL_SIZE=24M EXTENT_SIZE=256K",
+    );
+    run(&mut s, T1);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let workers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let mut s = session(&c);
+            let done_tx = done_tx.clone();
+            std::thread::spawn(move || {
+                let base = 1 + w * 10_000;
+                let mut live = std::collections::BTreeSet::new();
+                for i in 0..6000u64 {
+                    let id = base + i % 4000;
+                    let text = "w".repeat(((i * 37 + w * 11) % 500) as usize);
+                    let sql = if live.contains(&id) && i % 3 == 0 {
+                        live.remove(&id);
+                        format!("delete from t1 where id = {id}")
+                    } else if live.contains(&id) {
+                        format!("update t1 set data2 = '{text}' where id = {id}")
+                    } else {
+                        live.insert(id);
+                        format!("insert into t1 values ({id}, '{text}', '{text}')")
+                    };
+                    if let Err(e) = s.execute(&sql) {
+                        panic!("{sql}: {e}");
+                    }
+                }
+                let _ = done_tx.send(w);
+                live.len() as u64
+            })
+        })
+        .collect();
+    drop(done_tx);
+    for _ in 0..4 {
+        done_rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("a writer is stuck: deadlock");
+    }
+    let expected: u64 = workers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(one(&mut s, "select count(*) from t1"), expected.to_string());
+    let checkpoints: u64 = c
+        .inner()
+        .data_nodes
+        .iter()
+        .map(|n| n.disk.undo_checkpoints())
+        .sum();
+    assert!(checkpoints > 0, "the small undo log was checkpointed");
+    let evicted: u64 = c
+        .inner()
+        .data_nodes
+        .iter()
+        .map(|n| n.disk.pgman.stats().pages_read)
+        .sum();
+    assert!(evicted > 0, "pages were evicted and read back");
+    check_fragments(&c, "t1");
+}

@@ -297,8 +297,16 @@ impl Fragment {
         change: Option<Box<DiskChange>>,
         gci: u32,
     ) -> Option<DiskRef> {
-        let (Some(d), Some(change), Some(old_ref)) = (&mut self.disk, change, old) else {
+        let (true, Some(change)) = (self.disk.is_some(), change) else {
             return old;
+        };
+        let Some(old_ref) = old else {
+            // Prepare read the record, so the row has one; keep the accounts straight.
+            self.disk_cancel_change(Some(change));
+            return None;
+        };
+        let Some(d) = &mut self.disk else {
+            return Some(old_ref);
         };
         let r = match *change {
             DiskChange::InPlace {
@@ -363,11 +371,10 @@ impl Fragment {
         };
         let mut image = std::mem::take(&mut self.enc_disk);
         table.layout.encode_disk(values, row.0, gci, &mut image);
-        let r = d.reserve(image.len(), &table.name).and_then(|res| {
-            d.node
-                .insert_record(&mut d.alloc, res, &image)
-                .inspect_err(|_| d.node.cancel_reservation(&mut d.alloc, res))
-        });
+        // insert_record gives the reservation back when it fails.
+        let r = d
+            .reserve(image.len(), &table.name)
+            .and_then(|res| d.node.insert_record(&mut d.alloc, res, &image));
         self.enc_disk = image;
         let r = r?;
         let f = self.fixed.get_mut(row);
