@@ -1148,8 +1148,23 @@ pub(crate) fn show_create(rt: &TableRuntime, m: Option<&TableMeta>) -> String {
             .find_map(|c| charset_of(&c.ty))
             .unwrap_or(Charset::Utf8mb4)
     });
+    // Disk data as mysqld prints it: the table's STORAGE DISK, and STORAGE MEMORY on the
+    // columns of a disk table that stay in memory though no index needs them. A BLOB's
+    // storage is that of its parts.
+    let on_disk = |i: usize| {
+        def.columns[i].storage == StorageType::Disk
+            || rt
+                .blob_tables
+                .get(i)
+                .and_then(|t| t.as_ref())
+                .is_some_and(|t| t.def.layout.has_disk())
+    };
+    let table_disk = (0..def.columns.len()).any(on_disk);
+    let indexed = |i: usize| {
+        def.primary_key.contains(&i) || def.indexes.iter().any(|x| x.columns.contains(&i))
+    };
     let mut lines = Vec::new();
-    for c in def.columns.iter().filter(|c| !c.hidden) {
+    for (i, c) in def.columns.iter().enumerate().filter(|(_, c)| !c.hidden) {
         let lname = c.name.to_ascii_lowercase();
         let mut l = format!("  `{}` {}", c.name, c.ty);
         if let Some(cs) = charset_of(&c.ty)
@@ -1160,6 +1175,9 @@ pub(crate) fn show_create(rt: &TableRuntime, m: Option<&TableMeta>) -> String {
                 cs.name(),
                 collation(cs)
             ));
+        }
+        if table_disk && !on_disk(i) && !indexed(i) {
+            l.push_str(" /*!50120 STORAGE MEMORY */");
         }
         if !c.nullable {
             l.push_str(" NOT NULL");
@@ -1203,8 +1221,13 @@ pub(crate) fn show_create(rt: &TableRuntime, m: Option<&TableMeta>) -> String {
             format!("  KEY `{name}` ({})", names(&cols))
         });
     }
+    let disk_options = match (&def.tablespace, table_disk) {
+        (Some(ts), true) => format!(" /*!50100 TABLESPACE `{ts}` STORAGE DISK */"),
+        (Some(ts), false) => format!(" /*!50100 TABLESPACE `{ts}` */"),
+        (None, _) => String::new(),
+    };
     let mut out = format!(
-        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster",
+        "CREATE TABLE `{}` (\n{}\n){disk_options} ENGINE=ndbcluster",
         def.name,
         lines.join(",\n")
     );

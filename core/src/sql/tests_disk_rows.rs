@@ -438,3 +438,38 @@ fn concurrent_writers_with_checkpoints_and_evictions() {
     assert!(evicted > 0, "pages were evicted and read back");
     check_fragments(&c, "t1");
 }
+
+#[test]
+fn show_create_table_prints_the_disk_options_and_runs_again() {
+    let c = disk_cluster(1);
+    let mut s = session(&c);
+    setup(&mut s, "4M");
+    run(
+        &mut s,
+        "CREATE TABLE t1 (id BIGINT AUTO_INCREMENT PRIMARY KEY, data1 VARCHAR(512), data2 VARCHAR(512) STORAGE MEMORY, body TEXT) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB",
+    );
+    let show = |s: &mut Session| rows(s, "SHOW CREATE TABLE t1")[0][1].clone();
+    let text = show(&mut s);
+    assert_eq!(
+        text,
+        "CREATE TABLE `t1` (\n  `id` bigint NOT NULL AUTO_INCREMENT,\n  `data1` varchar(512) DEFAULT NULL,\n  `data2` varchar(512) /*!50120 STORAGE MEMORY */ DEFAULT NULL,\n  `body` text,\n  PRIMARY KEY (`id`)\n) /*!50100 TABLESPACE `ts_1` STORAGE DISK */ ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"
+    );
+    run(&mut s, "DROP TABLE t1");
+    run(&mut s, &text);
+    assert_eq!(show(&mut s), text, "the statement round-trips");
+    let t = c.ndb("test").table("t1").unwrap();
+    let disk: Vec<bool> = (0..t.def.columns.len())
+        .map(|i| t.def.layout.is_disk(i))
+        .collect();
+    assert_eq!(
+        disk,
+        vec![false, true, false, false],
+        "id, data1, data2, body head"
+    );
+    assert!(
+        t.blob_tables[3]
+            .as_ref()
+            .is_some_and(|p| p.def.layout.has_disk()),
+        "the TEXT parts on disk"
+    );
+}
