@@ -74,7 +74,7 @@ fn parse_args() -> AnyResult<Args> {
         rows: 650_000,
         seconds: 60.0,
         interval: 5.0,
-        insert_rows: 100_000,
+        insert_rows: 1_000_000,
         threads: vec![1, 5, 20],
         nodes: 2,
         replicas: 2,
