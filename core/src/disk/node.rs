@@ -666,7 +666,12 @@ impl NodeDisk {
                     table_id: owner.table_id,
                     fragment_id: owner.fragment_id,
                 });
-                l.and_then(|l| alloc.return_extent(&self.tsman, extent, l))
+                // Its cached pages go while the extent is still ours: once free,
+                // another fragment may take it and format them.
+                l.and_then(|l| {
+                    self.discard_extent_pages(extent)?;
+                    alloc.return_extent(&self.tsman, extent, l)
+                })
             }
             Ok(None) => Ok(()),
             Err(e) => Err(e),
@@ -677,8 +682,24 @@ impl NodeDisk {
 
     /// DROP TABLE / TRUNCATE of a fragment: all its extents go back.
     pub fn release_fragment(&self, alloc: &mut FragmentDiskAlloc) -> Result<()> {
+        for extent in alloc.extents() {
+            self.discard_extent_pages(extent)?;
+        }
         let lsn = self.current_lsn();
         alloc.release_all(&self.tsman, lsn).map(|_| ())
+    }
+
+    /// Drops the cached pages of an extent leaving its fragment, dirty or not: nothing
+    /// on them is needed again (they are formatted before their next use), so they
+    /// neither hold frames nor cost writes.
+    fn discard_extent_pages(&self, extent: super::tsman::ExtentId) -> Result<()> {
+        let pages: Vec<CacheAddr> = self
+            .tsman
+            .extent_pages_of(extent)?
+            .into_iter()
+            .map(cache_addr)
+            .collect();
+        self.pgman.discard_pages(&pages).map(|_| ())
     }
 
     /// A fragment's allocator.
@@ -744,15 +765,31 @@ mod tests {
             refs.push(n.insert_record(&mut alloc, r, &big).unwrap());
         }
         assert!(free_extents(&n) <= all - 2, "rows spread over extents");
+        let cached_before = n.pgman.stats().resident_pages;
+        let written_before = n.pgman.stats().pages_written;
         for d in refs {
             let undo = n.reserve_undo(NodeDisk::undo_for_change(30_000)).unwrap();
             n.free_record(&mut alloc, d, undo).unwrap();
         }
         assert_eq!(free_extents(&n), all - 1, "empty extents returned");
+        // The returned extents' pages left the cache unwritten: only the kept extent's
+        // pages remain (at most one extent of 32 pages).
+        let s = n.pgman.stats();
+        assert!(
+            s.resident_pages <= 32 && s.resident_pages < cached_before,
+            "{cached_before} -> {}",
+            s.resident_pages
+        );
+        assert_eq!(s.pages_written, written_before, "discarded, not written");
         assert_eq!(n.undo_gate.lock().reserved_bytes, 0);
         alloc.check(&n.tsman).unwrap();
         n.release_fragment(&mut alloc).unwrap();
         assert_eq!(free_extents(&n), all);
+        assert_eq!(
+            n.pgman.stats().resident_pages,
+            0,
+            "DROP leaves no page cached"
+        );
     }
 
     #[test]

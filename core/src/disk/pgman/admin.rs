@@ -1,13 +1,61 @@
-//! Administrative operations: dropping a data file's pages and resizing
-//! DiskPageBufferMemory online.
+//! Administrative operations: dropping a data file's pages, discarding the pages of a
+//! freed extent, and resizing DiskPageBufferMemory online.
 
 use std::sync::Arc;
 
 use super::frame::{Frame, PENDING, State, Status, clean_evictable, unpinned_idle};
-use super::{Inner, frames_for};
+use super::{Inner, PageAddr, frames_for};
 use crate::error::{Result, codes};
 
 impl Inner {
+    /// Forgets the cached pages among `pages` without writing them (their extent went
+    /// back to the tablespace: nothing on them matters any more, and a later owner
+    /// formats them before use). Waits for I/O in flight on them; a pinned page is an
+    /// internal error (no record of a free extent can be in use).
+    pub(super) fn discard_pages(&self, pages: &[PageAddr]) -> Result<usize> {
+        let mut st = self.state.lock();
+        loop {
+            let mut busy = false;
+            let mut mine = Vec::new();
+            for addr in pages {
+                let page = addr.id();
+                match st.map.get(&page).copied() {
+                    None => {}
+                    Some(PENDING) => busy = true,
+                    Some(i) => {
+                        let s = &st.slots[i as usize];
+                        if s.status != Status::Resident || s.writing {
+                            busy = true;
+                        } else if s.write_pins > 0
+                            || st.frames[i as usize]
+                                .as_ref()
+                                .is_some_and(|f| Arc::strong_count(f) > 1)
+                        {
+                            return Err(codes::internal(format_args!(
+                                "discarding page {addr:?} of a free extent while it is pinned"
+                            )));
+                        } else {
+                            mine.push(i);
+                        }
+                    }
+                }
+            }
+            if busy {
+                self.cond.wait(&mut st);
+                continue;
+            }
+            let n = mine.len();
+            for i in mine {
+                let page = st.slots[i as usize].page;
+                st.policy.remove(page);
+                st.release_frame(i);
+            }
+            drop(st);
+            self.cond.notify_all();
+            return Ok(n);
+        }
+    }
+
     pub(super) fn drop_file(&self, file_no: u32) -> Result<()> {
         let mut st = self.state.lock();
         loop {

@@ -227,6 +227,12 @@ impl PageCache {
         self.inner.drop_file(file_no)
     }
 
+    /// Forgets the cached pages among `pages`, dirty or not, without writing them (the
+    /// pages of an extent returned to its tablespace). Returns how many were cached.
+    pub fn discard_pages(&self, pages: &[PageAddr]) -> Result<usize> {
+        self.inner.discard_pages(pages)
+    }
+
     /// Pins `addr` for `intent`, reading it on a miss. Correlated reference rule: the
     /// request is correlated (no LIRS promotion) when this thread's previous `get` on
     /// this cache was for the same page.
