@@ -13,9 +13,10 @@
 //! 3. *finish* (under the cache lock): `writing` cleared; on success the page is clean
 //!    if its version did not move; on failure it stays dirty, bytes intact.
 //!
-//! Cleaning order: by the time a page became dirty (its dirty sequence number), oldest
-//! first — deterministic, and close to NDB's preference for low LSNs (least undo log to
-//! force). Pages busy at the time are skipped by `clean_step` and waited for by
+//! Cleaning order: cold pages (LIRS's resident cold queue: the next victims) before hot
+//! ones, as NDB's PGMAN cleans near the bottom of the LIRS stack; within each, by the
+//! time a page became dirty (its dirty sequence number), oldest first — deterministic,
+//! and close to NDB's preference for low LSNs (least undo log to force). Pages busy at the time are skipped by `clean_step` and waited for by
 //! `flush_all`, which then syncs (`sync_data`) every file it wrote to: the checkpoint
 //! is durable when it returns.
 
@@ -184,9 +185,16 @@ impl Inner {
 
     pub(super) fn clean_step(&self, max_pages: usize) -> Result<usize> {
         let mut st = self.state.lock();
-        let dirty: Vec<u32> = st.dirty.values().copied().collect();
+        // Cold pages first (the next victims: a dirty victim is skipped by misses and
+        // would keep its frame), then hot ones (to let the undo log go); oldest first
+        // within each.
+        let (cold, hot): (Vec<u32>, Vec<u32>) = st
+            .dirty
+            .values()
+            .copied()
+            .partition(|&i| !st.policy.is_hot(st.slots[i as usize].page));
         let mut claims = Vec::new();
-        for i in dirty {
+        for i in cold.into_iter().chain(hot) {
             if claims.len() >= max_pages {
                 break;
             }

@@ -514,3 +514,38 @@ fn advice_from_the_policy() {
     assert!(a[1].1 > 90.0, "a loop of 200 pages fits in 8M: {a:?}");
     assert!(a[0].1 <= a[1].1);
 }
+
+#[test]
+fn the_cleaner_writes_the_next_victims_first() {
+    let mut r = rig(4 * MB);
+    // Plain LIRS (the adaptive policy may run the LRU layout, where oldest-dirty is
+    // already the eviction order).
+    let cfg = PageCacheConfig {
+        capacity_bytes: 4 * MB,
+        ..PageCacheConfig::default()
+    };
+    let policy = crate::disk::policy::PolicyConfig::plain_lirs(128);
+    r.cache = PageCache::with_policy(cfg, policy, Arc::new(RecWal(r.log.clone()))).unwrap();
+    r.cache.register_file(1, r.file.clone());
+    for p in 0..128 {
+        put(&r.cache, p, p as u8 + 1, 10 + p as u64);
+    }
+    // LIRS made the first pages hot (LIR) and the last ones the resident cold queue;
+    // oldest-dirty order would write pages 0 and 1, the victims are at the end.
+    assert_eq!(r.cache.clean_step(2).unwrap(), 2);
+    assert_eq!(r.cache.stats().dirty_pages, 126);
+    let written: Vec<u32> = (0..128)
+        .filter(|&p| on_disk(&r, p)[PAGE_HEADER_BYTES] == p as u8 + 1)
+        .collect();
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(
+        written.iter().all(|&p| p >= 64),
+        "cold pages first: {written:?}"
+    );
+    // The next misses find clean victims: nothing else is written.
+    for p in 200..202 {
+        drop(r.cache.get(at(p), Intent::Read).unwrap());
+    }
+    assert_eq!(r.cache.stats().pages_written, 2);
+    r.cache.check();
+}
