@@ -21,6 +21,9 @@ use crate::disk::page::verify;
 use crate::disk::policy::{Access, PageId};
 use crate::error::{NdbError, Result, codes};
 
+/// At most this many dirty pages a miss passed over are written by that miss.
+const MISS_CLEAN_PAGES: usize = 8;
+
 fn read_error(addr: PageAddr, e: std::io::Error) -> NdbError {
     codes::file_read_error(format_args!(
         "disk file {} page {}: {e}",
@@ -99,6 +102,10 @@ impl Inner {
                 addr.file_no
             )));
         };
+        // Dirty pages the policy passed over for a clean victim: written below (after
+        // the page-in), so that they become victims again instead of holding frames
+        // for good when the cleaner lags (a load followed by reads: every frame dirty).
+        let mut skipped_dirty = 0usize;
         let out = {
             let State {
                 policy,
@@ -108,8 +115,16 @@ impl Inner {
                 ..
             } = &mut *st;
             policy.access(page, correlated, |v| {
-                map.get(&v)
-                    .is_some_and(|&i| i != PENDING && clean_evictable(frames, slots, i))
+                map.get(&v).is_some_and(|&i| {
+                    if i == PENDING {
+                        return false;
+                    }
+                    let clean = clean_evictable(frames, slots, i);
+                    if !clean && unpinned_idle(frames, slots, i) {
+                        skipped_dirty += 1;
+                    }
+                    clean
+                })
             })
         };
         let Access::Miss { evict } = out else {
@@ -195,6 +210,16 @@ impl Inner {
         };
         drop(st);
         self.cond.notify_all();
+        if skipped_dirty > 0 && res.is_ok() {
+            // The cleaner writes cold pages first: the ones skipped. A failure leaves
+            // them dirty (counted); this read has its page either way.
+            if self
+                .clean_step(skipped_dirty.min(MISS_CLEAN_PAGES))
+                .is_err()
+            {
+                super::stats::IoCounters::bump(&self.io.cleaner_errors);
+            }
+        }
         res
     }
 

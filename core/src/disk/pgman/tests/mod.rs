@@ -282,12 +282,17 @@ fn dirty_victim_is_written_before_reuse() {
     for p in 200..210 {
         drop(r.cache.get(at(p), Intent::Read).unwrap());
     }
-    // One dirty victim written; its frame then holds clean pages, which are the
-    // preferred victims of the next misses (NDB evicts clean pages only).
+    // The first miss writes a dirty victim for its frame, and the dirty pages the
+    // policy passed over (at most 8 per miss), which become the clean victims of the
+    // next misses; every page written once, none lost.
     let s = r.cache.stats();
-    assert_eq!(s.pages_written, 1);
-    assert_eq!(r.fs.stats().writes, 1);
-    assert_eq!(s.dirty_pages, 127);
+    assert!(
+        (1..=1 + 8 * 10).contains(&s.pages_written),
+        "{}",
+        s.pages_written
+    );
+    assert_eq!(r.fs.stats().writes, s.pages_written);
+    assert_eq!(s.dirty_pages as u64 + s.pages_written, 128);
     assert_eq!(s.resident_pages, 128);
     r.cache.check();
     // Every change survives: evicted ones come back from disk.
