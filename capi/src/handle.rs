@@ -310,6 +310,13 @@ impl<T> Registry<T> {
         Some((Handle::new(self.kind, index, g, 0), v))
     }
 
+    /// The handle of slot `index` if it is live.
+    pub fn live(&self, index: u32) -> Option<Handle> {
+        let slot = self.slot(index)?;
+        let g = slot.generation.load(Ordering::Acquire);
+        (g & 1 == 1).then(|| Handle::new(self.kind, index, g, 0))
+    }
+
     /// Drops the value of a retired slot and gives the slot back to the registry.
     pub fn release(&self, index: u32) {
         let Some(slot) = self.slot(index) else {
@@ -376,7 +383,9 @@ mod tests {
         );
         let idx = R.retire(h2).expect("retire");
         assert_eq!(R.get(h2).err(), Some(HandleError::Stale));
+        assert_eq!(R.live(idx), None, "retired");
         let (h3, v) = R.revive(idx).expect("revive");
+        assert_eq!(R.live(idx), Some(h3));
         // SAFETY: revived slot, single thread.
         assert_eq!(unsafe { &*v }, "b");
         assert!(R.get(h3).is_ok());

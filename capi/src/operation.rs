@@ -38,6 +38,7 @@ pub enum rndb_abort_option {
     RNDB_AO_IGNORE_ERROR = 2,
 }
 
+#[inline(always)]
 pub(crate) fn lock_mode(m: c_int) -> Result<LockMode> {
     Ok(match m {
         0 => LockMode::Read,

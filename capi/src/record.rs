@@ -89,7 +89,7 @@ pub(crate) fn release_registries() {
     RECORDS.release_all_memory();
 }
 
-#[inline]
+#[inline(always)]
 fn record_obj<'a>(p: *const rndb_record) -> Result<&'a RecordObj> {
     let h = Handle::decode(p, &[Kind::Record]).map_err(|e| handle_error(Kind::Record, e))?;
     let o = RECORDS.get(h).map_err(|e| handle_error(Kind::Record, e))?;
@@ -515,6 +515,7 @@ unsafe fn key_into(
     Ok(())
 }
 
+#[inline(always)]
 fn same_table(a: &RecordDef, b: &RecordDef) -> Result<()> {
     if !Arc::ptr_eq(&a.table, &b.table) && a.table.def.id != b.table.def.id {
         return Err(ndb_error(
@@ -529,6 +530,7 @@ fn same_table(a: &RecordDef, b: &RecordDef) -> Result<()> {
 /// Adds a record operation to a transaction: key from `key_rec`'s row, values from
 /// `attr` (record, row, mask), result into `out` (record, row, mask).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn add_record_op(
     th: Handle,
     tx: &mut TxObj,
@@ -569,7 +571,8 @@ unsafe fn add_record_op(
             ro.row = row;
             ro.cols.clear();
             if mask.is_null() {
-                o.reads.extend_from_slice(&def.all_cols);
+                // The record's columns, without copying them (see OpObj::read_cols).
+                o.whole_record = true;
             } else {
                 for (ci, rc) in def.cols.iter().enumerate() {
                     if selected(mask, rc.col) {

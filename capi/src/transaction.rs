@@ -42,6 +42,7 @@ pub(crate) fn release_registries() {
     TXS.release_all_memory();
 }
 
+#[inline(always)]
 pub(crate) fn exec_type(e: c_int) -> Result<ExecType> {
     Ok(match e {
         0 | 1 => ExecType::NoCommit,
@@ -55,6 +56,7 @@ pub(crate) fn exec_type(e: c_int) -> Result<ExecType> {
     })
 }
 
+#[inline(always)]
 pub(crate) fn abort_option(a: c_int) -> Result<AbortOption> {
     Ok(match a {
         -1 | 0 => AbortOption::AbortOnError,
@@ -70,7 +72,7 @@ pub(crate) fn abort_option(a: c_int) -> Result<AbortOption> {
 }
 
 /// The transaction a handle names.
-#[inline]
+#[inline(always)]
 pub(crate) fn tx_ref<'a>(p: *const rndb_transaction) -> Result<(Handle, &'a mut TxObj)> {
     let h =
         Handle::decode(p, &[Kind::Transaction]).map_err(|e| handle_error(Kind::Transaction, e))?;

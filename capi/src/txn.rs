@@ -172,8 +172,13 @@ pub(crate) struct OpObj {
     pub ty: OpType,
     pub key: Vec<(usize, Value)>,
     pub values: Vec<(usize, Value)>,
-    /// Columns read, in getValue order; rec attr i of `ras` reads `reads[i]`.
+    /// Columns read, in getValue order; rec attr i of `ras` reads `reads[i]`. Empty
+    /// while `whole_record` is set (see [`OpObj::read_cols`]).
     pub reads: Vec<usize>,
+    /// An NdbRecord read of every column of its result record (`rec_out`): the columns
+    /// read are `rec_out.def.all_cols`, not copied into `reads` (a batch of such reads
+    /// is grouped by comparing records, not column lists).
+    pub whole_record: bool,
     pub ras: Vec<u32>,
     pub core_id: Option<OpId>,
     pub error: ErrorStore,
@@ -192,6 +197,7 @@ impl OpObj {
             values: Vec::new(),
             reads: Vec::new(),
             ras: Vec::new(),
+            whole_record: false,
             core_id: None,
             error: ErrorStore::new(),
             scan: None,
@@ -199,14 +205,57 @@ impl OpObj {
         }
     }
 
+    /// The columns this operation reads, in the order of its result row.
+    #[inline]
+    pub fn read_cols(&self) -> &[usize] {
+        match &self.rec_out {
+            Some(r) if self.whole_record => &r.def.all_cols,
+            _ => &self.reads,
+        }
+    }
+
+    /// Whether two operations read the same columns of the same table (one batch group).
+    #[inline]
+    fn same_reads(&self, other: &OpObj) -> bool {
+        let same_table = match (&self.table, &other.table) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if !same_table {
+            return false;
+        }
+        if self.whole_record
+            && other.whole_record
+            && let (Some(a), Some(b)) = (&self.rec_out, &other.rec_out)
+            && Arc::ptr_eq(&a.def, &b.def)
+        {
+            return true;
+        }
+        self.read_cols() == other.read_cols()
+    }
+
+    /// Copies the columns of a whole-record read into `reads`, before a getValue adds to
+    /// them.
+    fn materialize_reads(&mut self) {
+        if self.whole_record {
+            if let Some(r) = &self.rec_out {
+                self.reads.clear();
+                self.reads.extend_from_slice(&r.def.all_cols);
+            }
+            self.whole_record = false;
+        }
+    }
+
     /// Clears a recycled operation; the table reference is kept (and replaced only if
     /// the next use is on another table).
+    #[inline(always)]
     fn reset(&mut self) {
         self.ty = OpType::Undefined;
         self.key.clear();
         self.values.clear();
         self.reads.clear();
         self.ras.clear();
+        self.whole_record = false;
         self.core_id = None;
         self.error.clear();
         self.scan = None;
@@ -263,7 +312,9 @@ impl Completion {
 pub(crate) struct TxObj {
     pub ndb: Handle,
     pub id: u64,
-    pub core: Option<Transaction>,
+    /// The engine transaction, boxed: most transactions (batched reads) never make one,
+    /// and a small object keeps a batch's transactions in fewer cache lines.
+    pub core: Option<Box<Transaction>>,
     pub ops: Vec<OpObj>,
     pub n_ops: usize,
     pub ras: Vec<RecAttrObj>,
@@ -276,7 +327,6 @@ pub(crate) struct TxObj {
     /// An error from defining an operation: the next execute fails with it.
     pub define_error: Option<NdbError>,
     pub asynch: Option<Asynch>,
-    pub open_pos: usize,
     pub gci: u64,
     /// Whether a scan operation was defined (close_core has scans to end).
     pub has_scans: bool,
@@ -298,13 +348,13 @@ impl TxObj {
             error_op: None,
             define_error: None,
             asynch: None,
-            open_pos: 0,
             gci: 0,
             has_scans: false,
         }
     }
 
     /// Prepares a recycled object for a new transaction.
+    #[inline(always)]
     pub fn reset(&mut self, ndb: Handle, id: u64) {
         self.ndb = ndb;
         self.id = id;
@@ -324,7 +374,15 @@ impl TxObj {
     }
 
     /// Ends the engine transaction (rolled back if still open) and drops open scans.
+    #[inline(always)]
     pub fn close_core(&mut self) {
+        if self.has_scans || self.core.is_some() {
+            self.close_core_slow();
+        }
+    }
+
+    #[inline(never)]
+    fn close_core_slow(&mut self) {
         let scans = if self.has_scans { self.n_ops } else { 0 };
         for op in &mut self.ops[..scans] {
             if let Some(s) = &mut op.scan {
@@ -340,7 +398,7 @@ impl TxObj {
     }
 
     /// Adds an operation; returns its index.
-    #[inline]
+    #[inline(always)]
     pub fn add_op(&mut self) -> Result<usize> {
         if self.n_ops >= MAX_SUB {
             return Err(codes::too_many_operations().detail("at most 1048575 per transaction"));
@@ -387,6 +445,7 @@ impl TxObj {
         }
         self.n_ras = i + 1;
         let o = &mut self.ops[op];
+        o.materialize_reads();
         if o.ras.capacity() == 0 {
             o.ras.reserve(8);
             o.reads.reserve(8);
@@ -420,7 +479,7 @@ impl TxObj {
     }
 
     /// Whether the transaction can take new operations.
-    #[inline]
+    #[inline(always)]
     pub fn check_open(&self) -> Result<()> {
         match self.status {
             TxStatus::Open => Ok(()),
@@ -521,7 +580,7 @@ impl TxObj {
         }
         if self.core.is_none() {
             match ndb.start_transaction() {
-                Ok(t) => self.core = Some(t),
+                Ok(t) => self.core = Some(Box::new(t)),
                 Err(e) => return Err(self.fail(None, e)),
             }
         }
@@ -553,7 +612,7 @@ impl TxObj {
                     let key = std::mem::take(&mut op.key);
                     let values = std::mem::take(&mut op.values);
                     let reads = match kind {
-                        OpKind::Read(_) => Some(op.reads.clone()),
+                        OpKind::Read(_) => Some(op.read_cols().to_vec()),
                         _ => None,
                     };
                     match core.define_by_pos(&table, kind, key, values, reads) {
@@ -794,6 +853,86 @@ fn bound_of(b: &[Bound], index: &str) -> Result<Option<(Vec<Value>, bool)>> {
     )))
 }
 
+/// Appends the primary-key values of `key` (pairs of column and value) in primary-key
+/// order.
+#[inline]
+fn push_key(keys: &mut Vec<Value>, key: &[(usize, Value)], pk: &[usize]) {
+    // Keys from a record are in primary-key order; equal() may give any order.
+    if key.len() == pk.len() && key.iter().zip(pk).all(|((c, _), p)| c == p) {
+        keys.extend(key.iter().map(|(_, v)| v.clone()));
+    } else {
+        for p in pk {
+            if let Some((_, v)) = key.iter().find(|(c, _)| c == p) {
+                keys.push(v.clone());
+            }
+        }
+    }
+}
+
+/// The common batch (flexAsynch, any batch of key lookups through one NdbRecord): every
+/// transaction does one read of the same columns of the same table, without BLOB/TEXT
+/// columns. Runs it through `Ndb::read_batch_visit` without the grouping of
+/// `run_fast_reads`, transaction i reading key i. Returns false, having done nothing,
+/// for any other batch.
+fn run_single_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) -> bool {
+    let Some(first) = txs.first() else {
+        return false;
+    };
+    if first.n_ops != 1 {
+        return false;
+    }
+    let head = &first.ops[0];
+    let Some(table) = head.table.clone() else {
+        return false;
+    };
+    if !txs[1..]
+        .iter()
+        .all(|t| t.n_ops == 1 && head.same_reads(&t.ops[0]))
+    {
+        return false;
+    }
+    // NdbRecord refuses BLOB/TEXT columns, so a whole-record read has none.
+    if !head.whole_record
+        && head
+            .read_cols()
+            .iter()
+            .any(|&c| table.def.columns[c].ty.is_blob())
+    {
+        return false;
+    }
+    let pk = &table.def.primary_key;
+    sc.keys.clear();
+    for t in txs.iter() {
+        push_key(&mut sc.keys, &t.ops[0].key, pk);
+    }
+    sc.found.clear();
+    sc.found.resize(txs.len(), false);
+    let layout = &table.def.layout;
+    let found = &mut sc.found;
+    let txs_v = &mut *txs;
+    let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, row| {
+        let TxObj { ops, ras, .. } = &mut *txs_v[slot];
+        let op = &ops[0];
+        for &ra in &op.ras {
+            if let Some(r) = ras.get_mut(ra as usize) {
+                r.fill_stored(layout, row);
+            }
+        }
+        if let Some(out) = &op.rec_out {
+            out.write_stored(layout, row);
+        }
+        found[slot] = true;
+    });
+    for (k, t) in txs.iter_mut().enumerate() {
+        if r.is_err() {
+            sc.served[k] = false;
+        } else if !sc.found[k] {
+            t.ops[0].error.set(&codes::tuple_not_found());
+        }
+    }
+    true
+}
+
 /// Reusable buffers of the batched read path.
 #[derive(Default)]
 pub(crate) struct Scratch {
@@ -819,6 +958,9 @@ pub(crate) struct Scratch {
 pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) {
     sc.served.clear();
     sc.served.resize(txs.len(), true);
+    if run_single_reads(ndb, txs, sc) {
+        return;
+    }
     let served = &mut sc.served;
     // Group members (transaction, operation) by the first member with the same table and
     // columns.
@@ -837,13 +979,10 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
     // The common case: every member reads the same columns of the same table.
     let (t0, o0) = sc.members[0];
     let head = &txs[t0].ops[o0];
-    let one_group = sc.members.iter().all(|&(t, o)| {
-        let other = &txs[t].ops[o];
-        match (&head.table, &other.table) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) && head.reads == other.reads,
-            _ => false,
-        }
-    });
+    let one_group = sc
+        .members
+        .iter()
+        .all(|&(t, o)| head.same_reads(&txs[t].ops[o]));
     if one_group {
         assigned.resize(sc.members.len(), 0);
         sc.groups.push(0);
@@ -862,12 +1001,7 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             if *slot != usize::MAX {
                 continue;
             }
-            let other = &txs[t2].ops[o2];
-            let same = match (&head.table, &other.table) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b) && head.reads == other.reads,
-                _ => false,
-            };
-            if same {
+            if head.same_reads(&txs[t2].ops[o2]) {
                 *slot = g;
             }
         }
@@ -879,7 +1013,7 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             continue;
         };
         sc.cols.clear();
-        sc.cols.extend_from_slice(&txs[t0].ops[o0].reads);
+        sc.cols.extend_from_slice(txs[t0].ops[o0].read_cols());
         let cols = &sc.cols;
         sc.keys.clear();
         let mut n = 0;
@@ -887,12 +1021,7 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             if assigned[m] != g {
                 continue;
             }
-            let key = &txs[t].ops[o].key;
-            for p in &table.def.primary_key {
-                if let Some((_, v)) = key.iter().find(|(c, _)| c == p) {
-                    sc.keys.push(v.clone());
-                }
-            }
+            push_key(&mut sc.keys, &txs[t].ops[o].key, &table.def.primary_key);
             n += 1;
         }
         // Rows are written straight from their stored form (no Value per column), except
