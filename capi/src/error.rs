@@ -286,17 +286,32 @@ pub fn guard<R: FfiDefault>(name: &str, f: impl FnOnce() -> Result<R, NdbError>)
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            set_last(&e);
+            failed(e);
             R::failed()
         }
         Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            set_last(&codes::internal(format!("{name}: {what}")));
+            panicked(name, p);
             R::failed()
         }
     }
+}
+
+/// A failed call: its error becomes the thread's last error (out of line: the success
+/// path of every entry point stays small).
+#[cold]
+#[inline(never)]
+fn failed(e: NdbError) {
+    set_last(&e);
+}
+
+/// A caught panic, reported as error 4000.
+#[cold]
+#[inline(never)]
+fn panicked(name: &str, p: Box<dyn std::any::Any + Send>) {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    set_last(&codes::internal(format!("{name}: {what}")));
 }

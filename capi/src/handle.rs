@@ -288,9 +288,13 @@ impl<T> Registry<T> {
 
     /// Marks a live slot free but keeps its value (for reuse by [`Registry::revive`]).
     /// The caller keeps the slot index; it is not on the registry's free list.
+    #[inline]
     pub fn retire(&self, h: Handle) -> Result<u32, HandleError> {
-        self.get(h)?;
         let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
+        let g = slot.generation.load(Ordering::Acquire);
+        if g & 1 == 0 || (g & FIELD_MASK as u32) != h.generation {
+            return Err(HandleError::Stale);
+        }
         slot.generation
             .store((h.generation + 1) & FIELD_MASK as u32, Ordering::Release);
         Ok(h.slot)

@@ -4,7 +4,7 @@
 use crate::conn::{cluster_of, conn_ref, not_connected};
 use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
-use crate::txn::{Completion, Scratch, TXS, TxObj, TxStatus, run_fast_reads};
+use crate::txn::{Completion, NdbPtr, Scratch, TXS, TxObj, TxStatus, run_fast_reads};
 use crate::{cstr, rndb_cluster_connection, rndb_ndb, rndb_table, rndb_transaction};
 use rndb_core::api::Ndb;
 use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
@@ -110,7 +110,9 @@ pub(crate) fn tx_by_handle<'a>(h: Handle) -> Result<&'a mut TxObj> {
 #[inline(always)]
 pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
     let core = n.core()?;
-    core.cluster().check_open()?;
+    if core.cluster().is_closed() {
+        return Err(codes::cluster_closed());
+    }
     if n.n_open >= n.max_transactions {
         return Err(NdbError::new(
             4006,
@@ -137,7 +139,7 @@ pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
             (h, tx_by_handle(h)?)
         }
     };
-    tx.reset(nh, id);
+    tx.reset(nh, NdbPtr(n as *mut NdbObj), id);
     n.n_open += 1;
     Ok(h)
 }

@@ -300,7 +300,12 @@ pub extern "C" fn rndb_transaction_execute_asynch_prepare(
                 return Err(codes::transaction_closed()
                     .detail("executeAsynchPrepare after the transaction was committed"));
             }
-            let (_, n) = ndb_by_handle(t.ndb)?;
+            let n = if t.ndb_obj.0.is_null() {
+                ndb_by_handle(t.ndb)?.1
+            } else {
+                // SAFETY: see `NdbPtr`: the transaction is open, so its Ndb is live.
+                unsafe { &mut *t.ndb_obj.0 }
+            };
             t.asynch = Some(Asynch {
                 exec,
                 abort,

@@ -309,8 +309,19 @@ impl Completion {
     }
 }
 
+/// The Ndb object of an open transaction, for the calls that need it without being given
+/// it (executeAsynchPrepare). Valid while the transaction is open: an Ndb's slot value
+/// does not move, and `rndb_ndb_free` closes every open transaction of the Ndb before
+/// freeing it; a closed transaction is reached by no call (its handle is stale).
+#[derive(Clone, Copy)]
+pub(crate) struct NdbPtr(pub *mut crate::ndb::NdbObj);
+
+// Used only by the thread using the transaction and its Ndb.
+unsafe impl Send for NdbPtr {}
+
 pub(crate) struct TxObj {
     pub ndb: Handle,
+    pub ndb_obj: NdbPtr,
     pub id: u64,
     /// The engine transaction, boxed: most transactions (batched reads) never make one,
     /// and a small object keeps a batch's transactions in fewer cache lines.
@@ -336,6 +347,7 @@ impl TxObj {
     pub fn new() -> TxObj {
         TxObj {
             ndb: Handle::new(Kind::Ndb, 0, 0, 0),
+            ndb_obj: NdbPtr(std::ptr::null_mut()),
             id: 0,
             core: None,
             ops: Vec::new(),
@@ -355,8 +367,9 @@ impl TxObj {
 
     /// Prepares a recycled object for a new transaction.
     #[inline(always)]
-    pub fn reset(&mut self, ndb: Handle, id: u64) {
+    pub fn reset(&mut self, ndb: Handle, ndb_obj: NdbPtr, id: u64) {
         self.ndb = ndb;
+        self.ndb_obj = ndb_obj;
         self.id = id;
         if self.core.is_some() {
             self.close_core();
@@ -511,9 +524,11 @@ impl TxObj {
                     Some(t) => {
                         let pk = &t.def.primary_key;
                         o.key.len() == pk.len()
-                            && pk
-                                .iter()
-                                .all(|p| o.key.iter().filter(|(c, _)| c == p).count() == 1)
+                            // In primary-key order (a record's key), or each column once.
+                            && (o.key.iter().zip(pk).all(|((c, _), p)| c == p)
+                                || pk
+                                    .iter()
+                                    .all(|p| o.key.iter().filter(|(c, _)| c == p).count() == 1))
                     }
                     None => false,
                 }
@@ -859,7 +874,15 @@ fn bound_of(b: &[Bound], index: &str) -> Result<Option<(Vec<Value>, bool)>> {
 fn push_key(keys: &mut Vec<Value>, key: &[(usize, Value)], pk: &[usize]) {
     // Keys from a record are in primary-key order; equal() may give any order.
     if key.len() == pk.len() && key.iter().zip(pk).all(|((c, _), p)| c == p) {
-        keys.extend(key.iter().map(|(_, v)| v.clone()));
+        for (_, v) in key {
+            // Integers (the usual key) pushed as built: a general clone goes through a
+            // stack temporary that is read back with a store-forwarding stall.
+            match *v {
+                Value::UInt(x) => keys.push(Value::UInt(x)),
+                Value::Int(x) => keys.push(Value::Int(x)),
+                ref other => keys.push(other.clone()),
+            }
+        }
     } else {
         for p in pk {
             if let Some((_, v)) = key.iter().find(|(c, _)| c == p) {
