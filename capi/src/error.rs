@@ -281,7 +281,9 @@ impl<T> FfiDefault for *const T {
 
 /// Runs the body of an entry point: a returned error is recorded as the thread's last
 /// error and turned into the failure value (-1, NULL, 0); a panic is caught and reported
-/// as error 4000 (internal error), so no unwinding crosses into C.
+/// as error 4000 (internal error), so no unwinding crosses into C. Inlined into each
+/// entry point: one stack frame per call from C, not two.
+#[inline(always)]
 pub fn guard<R: FfiDefault>(name: &str, f: impl FnOnce() -> Result<R, NdbError>) -> R {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,

@@ -874,13 +874,23 @@ fn bound_of(b: &[Bound], index: &str) -> Result<Option<(Vec<Value>, bool)>> {
 fn push_key(keys: &mut Vec<Value>, key: &[(usize, Value)], pk: &[usize]) {
     // Keys from a record are in primary-key order; equal() may give any order.
     if key.len() == pk.len() && key.iter().zip(pk).all(|((c, _), p)| c == p) {
+        keys.reserve(key.len());
         for (_, v) in key {
-            // Integers (the usual key) pushed as built: a general clone goes through a
-            // stack temporary that is read back with a store-forwarding stall.
-            match *v {
-                Value::UInt(x) => keys.push(Value::UInt(x)),
-                Value::Int(x) => keys.push(Value::Int(x)),
-                ref other => keys.push(other.clone()),
+            match v {
+                // Integers (the usual key) own nothing: copied bitwise into the slot. A
+                // clone or a rebuilt value goes through a stack temporary that is read
+                // back with a store-forwarding stall.
+                Value::UInt(_) | Value::Int(_) => {
+                    let len = keys.len();
+                    // SAFETY: capacity > len (reserved above); a bitwise copy of a value
+                    // without heap data is a valid clone; the slot is written before the
+                    // length covers it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(v, keys.as_mut_ptr().add(len), 1);
+                        keys.set_len(len + 1);
+                    }
+                }
+                other => keys.push(other.clone()),
             }
         }
     } else {
