@@ -4,7 +4,9 @@
 use crate::conn::{cluster_of, conn_ref, not_connected};
 use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
-use crate::txn::{Completion, NdbPtr, Scratch, TXS, TxObj, TxStatus, run_fast_reads};
+use crate::txn::{
+    Completion, NdbPtr, Scratch, TXS, TxObj, TxStatus, run_fast_reads, run_record_batch,
+};
 use crate::{cstr, rndb_cluster_connection, rndb_ndb, rndb_table, rndb_transaction};
 use rndb_core::api::Ndb;
 use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
@@ -197,6 +199,9 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
     let Some(core) = core.as_ref() else {
         return;
     };
+    if run_record_batch(core, list, batch_txs, scratch, done) {
+        return;
+    }
     let mut i = 0;
     while i < list.len() {
         // A run of transactions that only do committed key reads, in one batch; each
@@ -230,14 +235,14 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
             run_fast_reads(core, txs, scratch);
             for (k, (tx, &h)) in txs.iter_mut().zip(&list[i..j]).enumerate() {
                 let Some(a) = tx.asynch.take() else { continue };
-                let r = if scratch.served[k] {
+                let ok = if scratch.served[k] {
                     tx.finish_fast(a.exec, a.abort)
                 } else {
-                    tx.execute_slow(core, a.exec, a.abort)
+                    tx.execute_slow(core, a.exec, a.abort).is_ok()
                 };
                 done.push(Completion {
                     tx: h,
-                    result: if r.is_ok() { 0 } else { -1 },
+                    result: if ok { 0 } else { -1 },
                     cb: a.cb,
                     arg: a.arg,
                 });

@@ -520,22 +520,18 @@ unsafe fn key_into(
     rec: &RecordDef,
     row: *const c_char,
     key: &mut Vec<(usize, Value)>,
-) -> Result<()> {
+) -> Result<bool> {
     if row.is_null() {
         return Err(codes::bad_argument("NULL key row"));
     }
     key.clear();
+    let mut plain = true;
     if let Some(plan) = &rec.key_plan {
         for &(p, ci) in plan {
-            let rc = &rec.cols[ci];
             // SAFETY: the row holds the record's layout.
-            match unsafe { read_int(rc, row.cast()) } {
-                Some(v) => push_pair(key, p, v),
-                // SAFETY: as above.
-                None => key.push((p, unsafe { rec.read(rc, row.cast()) }?)),
-            }
+            plain &= unsafe { push_key_col(rec, ci, p, row, key) }?;
         }
-        return Ok(());
+        return Ok(plain);
     }
     let def = &rec.table.def;
     for &p in &def.primary_key {
@@ -546,15 +542,35 @@ unsafe fn key_into(
                 format!("the key record has no column '{}'", def.columns[p].name),
             )
         })?;
-        let rc = &rec.cols[ci];
-        // SAFETY: the row holds the record's layout.
-        match unsafe { read_int(rc, row.cast()) } {
-            Some(v) => push_pair(key, p, v),
+        // SAFETY: as above.
+        plain &= unsafe { push_key_col(rec, ci, p, row, key) }?;
+    }
+    Ok(plain)
+}
+
+/// Appends key column `p` (record column `ci`) of a row; true when its value is an
+/// integer or NULL (owns no heap memory).
+#[inline(always)]
+unsafe fn push_key_col(
+    rec: &RecordDef,
+    ci: usize,
+    p: usize,
+    row: *const c_char,
+    key: &mut Vec<(usize, Value)>,
+) -> Result<bool> {
+    let rc = &rec.cols[ci];
+    // SAFETY: the row holds the record's layout.
+    match unsafe { read_int(rc, row.cast()) } {
+        Some(v) => {
+            push_pair(key, p, v);
+            Ok(true)
+        }
+        None => {
             // SAFETY: as above.
-            None => key.push((p, unsafe { rec.read(rc, row.cast()) }?)),
+            key.push((p, unsafe { rec.read(rc, row.cast()) }?));
+            Ok(false)
         }
     }
-    Ok(())
 }
 
 #[inline(always)]
@@ -591,7 +607,7 @@ unsafe fn add_record_op(
     }
     o.ty = OpType::Key(kind);
     // SAFETY: rows per NDB's contract (callers checked them against their records).
-    unsafe { key_into(&key_rec.def, key_row, &mut o.key) }?;
+    o.key_plain = unsafe { key_into(&key_rec.def, key_row, &mut o.key) }?;
     if let Some((rec, row, mask)) = attr {
         // SAFETY: as above.
         unsafe { values_into(&rec.def, row, mask, &mut o.values) }?;

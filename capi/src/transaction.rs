@@ -268,7 +268,10 @@ pub(crate) fn execute_now(t: &mut TxObj, exec: ExecType, abort: AbortOption) -> 
         let mut one = [&mut *t];
         run_fast_reads(core, &mut one, scratch);
         if scratch.served[0] {
-            return t.finish_fast(exec, abort);
+            if t.finish_fast(exec, abort) {
+                return Ok(());
+            }
+            return Err(t.error.last.clone().unwrap_or_else(codes::tuple_not_found));
         }
     }
     t.execute_slow(core, exec, abort)

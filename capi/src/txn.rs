@@ -171,6 +171,10 @@ pub(crate) struct OpObj {
     pub table_name: std::ffi::CString,
     pub ty: OpType,
     pub key: Vec<(usize, Value)>,
+    /// Every value of `key` is an integer (set by a record's key read): clearing the
+    /// key needs no drop, so a recycled operation does not read its old key (a cache
+    /// miss on a batch's every operation). Whatever else writes `key` clears the flag.
+    pub key_plain: bool,
     pub values: Vec<(usize, Value)>,
     /// Columns read, in getValue order; rec attr i of `ras` reads `reads[i]`. Empty
     /// while `whole_record` is set (see [`OpObj::read_cols`]).
@@ -194,6 +198,7 @@ impl OpObj {
             table_name: std::ffi::CString::default(),
             ty: OpType::Undefined,
             key: Vec::new(),
+            key_plain: false,
             values: Vec::new(),
             reads: Vec::new(),
             ras: Vec::new(),
@@ -251,7 +256,13 @@ impl OpObj {
     #[inline(always)]
     fn reset(&mut self) {
         self.ty = OpType::Undefined;
-        self.key.clear();
+        if self.key_plain {
+            // SAFETY: integers own nothing: forgetting them is dropping them.
+            unsafe { self.key.set_len(0) };
+            self.key_plain = false;
+        } else {
+            self.key.clear();
+        }
         self.values.clear();
         self.reads.clear();
         self.ras.clear();
@@ -507,6 +518,7 @@ impl TxObj {
     }
 
     /// Can this execute use the batched committed-read path?
+    #[inline(always)]
     pub fn fast_reads_eligible(&self, exec: ExecType) -> bool {
         if self.status != TxStatus::Open
             || self.core.is_some()
@@ -535,27 +547,40 @@ impl TxObj {
         })
     }
 
-    /// The outcome of a transaction after its fast-path reads: sets status and error,
-    /// returns the execute result.
-    pub fn finish_fast(&mut self, exec: ExecType, abort: AbortOption) -> Result<()> {
+    /// The outcome of a transaction after its fast-path reads: sets status and error;
+    /// returns whether the execute succeeded (false: the error is in `self.error`).
+    #[inline(always)]
+    pub fn finish_fast(&mut self, exec: ExecType, abort: AbortOption) -> bool {
         self.executed = self.n_ops;
-        let failed = (0..self.n_ops).find(|&i| self.ops[i].error.code() != 0);
-        if let Some(i) = failed {
-            let e = self.ops[i]
-                .error
-                .last
-                .clone()
-                .unwrap_or_else(codes::tuple_not_found);
-            self.fail(Some(i), e.clone());
-            if abort == AbortOption::AbortOnError {
-                self.status = TxStatus::Aborted;
-                return Err(e);
-            }
+        if self.ops[..self.n_ops].iter().any(|o| o.error.code() != 0) {
+            return self.finish_fast_failed(exec, abort);
         }
         if exec == ExecType::Commit {
             self.status = TxStatus::Committed;
         }
-        Ok(())
+        true
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn finish_fast_failed(&mut self, exec: ExecType, abort: AbortOption) -> bool {
+        let Some(i) = (0..self.n_ops).find(|&i| self.ops[i].error.code() != 0) else {
+            return true;
+        };
+        let e = self.ops[i]
+            .error
+            .last
+            .clone()
+            .unwrap_or_else(codes::tuple_not_found);
+        self.fail(Some(i), e);
+        if abort == AbortOption::AbortOnError {
+            self.status = TxStatus::Aborted;
+            return false;
+        }
+        if exec == ExecType::Commit {
+            self.status = TxStatus::Committed;
+        }
+        true
     }
 
     /// Executes the operations defined since the last execute on the engine transaction.
@@ -962,6 +987,117 @@ fn run_single_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) -> bool
         } else if !sc.found[k] {
             t.ops[0].error.set(&codes::tuple_not_found());
         }
+    }
+    true
+}
+
+/// The batch of flexAsynch's read phase, and of any batch of key lookups through one
+/// NdbRecord: every prepared transaction (`list`) does one committed read of a whole
+/// record, with a key of integers. Runs it in two passes over the transactions (check
+/// them and collect their keys; complete them) around one `Ndb::read_batch_visit`, and
+/// queues their completions in `done`. Returns false, having completed nothing, for any
+/// other batch or when the engine call fails (the general path then runs the batch).
+pub(crate) fn run_record_batch(
+    ndb: &Ndb,
+    list: &[Handle],
+    txs: &mut Vec<*mut TxObj>,
+    sc: &mut Scratch,
+    done: &mut Vec<Completion>,
+) -> bool {
+    txs.clear();
+    sc.keys.clear();
+    // The table and record of the first transaction (compared by address).
+    let mut head: Option<(*const TableRuntime, *const crate::record::RecordDef)> = None;
+    for &h in list {
+        let Ok(tx) = crate::ndb::tx_by_handle(h) else {
+            return false;
+        };
+        let Some(a) = &tx.asynch else {
+            return false;
+        };
+        if tx.status != TxStatus::Open
+            || tx.core.is_some()
+            || tx.executed != 0
+            || tx.define_error.is_some()
+            || tx.n_ops != 1
+            || a.exec == ExecType::Rollback
+        {
+            return false;
+        }
+        let op = &tx.ops[0];
+        // `key_plain`: the key came from a record, complete and in primary-key order,
+        // integers only (equal/setValue clear it).
+        if op.ty != OpType::Key(OpKind::Read(LockMode::CommittedRead))
+            || !op.whole_record
+            || !op.key_plain
+            || !op.values.is_empty()
+        {
+            return false;
+        }
+        let (Some(table), Some(out)) = (&op.table, &op.rec_out) else {
+            return false;
+        };
+        let this = (Arc::as_ptr(table), Arc::as_ptr(&out.def));
+        match head {
+            None => head = Some(this),
+            Some(first) if first == this => {}
+            Some(_) => return false,
+        }
+        sc.keys.reserve(op.key.len());
+        for (_, v) in &op.key {
+            let len = sc.keys.len();
+            // SAFETY: capacity > len (reserved above); the values of a `key_plain` key
+            // own no heap memory, so a bitwise copy is a clone; the slot is written
+            // before the length covers it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v, sc.keys.as_mut_ptr().add(len), 1);
+                sc.keys.set_len(len + 1);
+            }
+        }
+        txs.push(tx as *mut TxObj);
+    }
+    let Some(&first) = txs.first() else {
+        return false;
+    };
+    // SAFETY: a live transaction of this thread (checked above).
+    let Some(table) = unsafe { &*first }.ops[0].table.clone() else {
+        return false;
+    };
+    sc.found.clear();
+    sc.found.resize(txs.len(), false);
+    let layout = &table.def.layout;
+    let found = &mut sc.found;
+    let ptrs: &[*mut TxObj] = txs;
+    let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, row| {
+        // SAFETY: distinct live transactions of the calling Ndb's thread (a handle is
+        // prepared at most once); no other reference to them is held here.
+        let p = ptrs[slot];
+        // SAFETY: see above.
+        let tx = unsafe { &mut *p };
+        if let Some(out) = &tx.ops[0].rec_out {
+            out.write_stored(layout, row);
+        }
+        found[slot] = true;
+    });
+    if r.is_err() {
+        return false;
+    }
+    for ((&p, &h), &hit) in txs.iter().zip(list).zip(sc.found.iter()) {
+        // SAFETY: as above.
+        let tx = unsafe { &mut *p };
+        let Some(a) = tx.asynch.take() else {
+            continue;
+        };
+        if !hit {
+            tx.ops[0].error.set(&codes::tuple_not_found());
+        }
+        let ok = tx.finish_fast(a.exec, a.abort);
+        done.push(Completion {
+            tx: h,
+            result: if ok { 0 } else { -1 },
+            cb: a.cb,
+            arg: a.arg,
+        });
     }
     true
 }
