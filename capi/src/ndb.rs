@@ -155,6 +155,12 @@ pub(crate) fn close_tx(nh: Handle, n: &mut NdbObj, th: Handle) -> Result<()> {
             "the transaction belongs to another rndb_ndb: close it with the Ndb that started it",
         ));
     }
+    close_tx_obj(n, th, tx)
+}
+
+/// Closes live transaction `tx` (handle `th`) of Ndb `n`.
+#[inline(always)]
+fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj) -> Result<()> {
     tx.close_core();
     tx.status = TxStatus::Aborted;
     if tx.asynch.take().is_some() {
@@ -431,6 +437,22 @@ pub extern "C" fn rndb_ndb_close_transaction(
     tx: *mut rndb_transaction,
 ) -> c_int {
     guard("rndb_ndb_close_transaction", || {
+        // The usual case: a live transaction of this Ndb. Its Ndb is then live too (see
+        // `NdbPtr`), so the Ndb is reached through the transaction, without a lookup.
+        if let (Ok(nh), Ok(th)) = (
+            Handle::decode(ndb, &[Kind::Ndb]),
+            Handle::decode(tx, &[Kind::Transaction]),
+        ) && let Ok(t) = tx_by_handle(th)
+            && t.ndb == nh
+            && !t.ndb_obj.0.is_null()
+        {
+            // SAFETY: see `NdbPtr`; the Ndb and the transaction are distinct objects.
+            let n = unsafe { &mut *t.ndb_obj.0 };
+            return match close_tx_obj(n, th, t) {
+                Ok(()) => Ok(0),
+                Err(e) => Err(n.fail(e)),
+            };
+        }
         let (h, n) = ndb_mut(ndb)?;
         let th = Handle::decode(tx, &[Kind::Transaction])
             .map_err(|e| handle_error(Kind::Transaction, e))?;

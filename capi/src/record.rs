@@ -516,6 +516,7 @@ fn push_pair(list: &mut Vec<(usize, Value)>, col: usize, v: IntRead) {
 }
 
 /// The primary key of a row laid out by `rec`, into `key`.
+#[inline(always)]
 unsafe fn key_into(
     rec: &RecordDef,
     row: *const c_char,

@@ -101,8 +101,18 @@ impl RecAttrObj {
                 self.null = 1;
             }
             Some(b) if crate::record::stored_is_ndb_format(&self.ty) => {
+                // 1 to 8 bytes: copied without a call to memcpy.
                 self.data.clear();
-                self.data.extend_from_slice(b);
+                if b.len() <= 8 {
+                    self.data.reserve(8);
+                    // SAFETY: capacity >= 8 >= b.len().
+                    unsafe {
+                        crate::record::copy_small(b, self.data.as_mut_ptr());
+                        self.data.set_len(b.len());
+                    }
+                } else {
+                    self.data.extend_from_slice(b);
+                }
                 self.null = 0;
                 if !self.user_buf.is_null() {
                     // SAFETY: the buffer given to getValue holds the column's value.
@@ -1059,8 +1069,9 @@ pub(crate) fn run_record_batch(
     let Some(&first) = txs.first() else {
         return false;
     };
-    // SAFETY: a live transaction of this thread (checked above).
-    let Some(table) = unsafe { &*first }.ops[0].table.clone() else {
+    // SAFETY: a live transaction of this thread (checked above). The visitor below
+    // only reads the transactions, so this shared borrow stays valid.
+    let Some(table) = unsafe { &*first }.ops[0].table.as_ref() else {
         return false;
     };
     sc.found.clear();
@@ -1068,12 +1079,11 @@ pub(crate) fn run_record_batch(
     let layout = &table.def.layout;
     let found = &mut sc.found;
     let ptrs: &[*mut TxObj] = txs;
-    let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, row| {
-        // SAFETY: distinct live transactions of the calling Ndb's thread (a handle is
-        // prepared at most once); no other reference to them is held here.
+    let r = ndb.read_batch_visit(table, &sc.keys, &mut |slot, row| {
         let p = ptrs[slot];
-        // SAFETY: see above.
-        let tx = unsafe { &mut *p };
+        // SAFETY: live transactions of the calling Ndb's thread; only read here (the
+        // result row written is the caller's memory, through a raw pointer).
+        let tx = unsafe { &*p };
         if let Some(out) = &tx.ops[0].rec_out {
             out.write_stored(layout, row);
         }
