@@ -147,12 +147,20 @@ impl ErrorStore {
         self.last = Some(e.clone());
     }
 
+    #[inline(always)]
     pub fn clear(&mut self) {
         if self.last.is_some() {
-            *self = ErrorStore::new();
+            self.reset();
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn reset(&mut self) {
+        *self = ErrorStore::new();
+    }
+
+    #[inline(always)]
     pub fn code(&self) -> u32 {
         self.c.code as u32
     }

@@ -279,7 +279,9 @@ impl OpObj {
         self.whole_record = false;
         self.core_id = None;
         self.error.clear();
-        self.scan = None;
+        if self.scan.is_some() {
+            self.scan = None;
+        }
         if let Some(r) = &mut self.rec_out {
             r.row = std::ptr::null_mut();
         }
