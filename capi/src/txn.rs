@@ -349,6 +349,9 @@ pub(crate) struct TxObj {
     /// The engine transaction, boxed: most transactions (batched reads) never make one,
     /// and a small object keeps a batch's transactions in fewer cache lines.
     pub core: Option<Box<Transaction>>,
+    /// The allocation of the last engine transaction, reused by the next one (no
+    /// allocation per write transaction).
+    pub spare_core: Option<Box<std::mem::MaybeUninit<Transaction>>>,
     pub ops: Vec<OpObj>,
     pub n_ops: usize,
     pub ras: Vec<RecAttrObj>,
@@ -373,6 +376,7 @@ impl TxObj {
             ndb_obj: NdbPtr(std::ptr::null_mut()),
             id: 0,
             core: None,
+            spare_core: None,
             ops: Vec::new(),
             n_ops: 0,
             ras: Vec::new(),
@@ -430,6 +434,14 @@ impl TxObj {
         }
         if let Some(mut c) = self.core.take() {
             c.close();
+            // Keep the allocation for the next engine transaction of this object.
+            let raw = Box::into_raw(c);
+            // SAFETY: `raw` is a valid, owned Transaction; after dropping it in place the
+            // allocation holds no value, which `MaybeUninit` expresses.
+            self.spare_core = Some(unsafe {
+                std::ptr::drop_in_place(raw);
+                Box::from_raw(raw.cast::<std::mem::MaybeUninit<Transaction>>())
+            });
         }
     }
 
@@ -632,7 +644,12 @@ impl TxObj {
         }
         if self.core.is_none() {
             match ndb.start_transaction() {
-                Ok(t) => self.core = Some(Box::new(t)),
+                Ok(t) => {
+                    self.core = Some(match self.spare_core.take() {
+                        Some(b) => Box::write(b, t),
+                        None => Box::new(t),
+                    })
+                }
                 Err(e) => return Err(self.fail(None, e)),
             }
         }
