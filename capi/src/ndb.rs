@@ -1,12 +1,11 @@
 //! Ndb objects: the database they work in, their transactions (started, closed,
 //! prepared for asynchronous execution, polled) and their dictionary.
 
+use crate::batch::{Scratch, run_fast_reads, run_record_batch};
 use crate::conn::{cluster_of, conn_ref, not_connected};
 use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
-use crate::txn::{
-    Completion, NdbPtr, Scratch, TXS, TxObj, TxStatus, run_fast_reads, run_record_batch,
-};
+use crate::txn::{Completion, NdbPtr, TXS, TxObj, TxStatus};
 use crate::{cstr, rndb_cluster_connection, rndb_ndb, rndb_table, rndb_transaction};
 use rndb_core::api::Ndb;
 use rndb_core::error::{ErrorClassification, NdbError, Result, codes};

@@ -1,11 +1,12 @@
 //! Transactions (NdbTransaction): operations and scans, execute, asynchronous prepare.
 
+use crate::batch::run_fast_reads;
 use crate::dict::{index_target, with_table_runtime};
 use crate::error::{guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind};
 use crate::ndb::{close_tx, ndb_by_handle, tx_by_handle};
 use crate::operation::ndb_error;
-use crate::txn::{Asynch, OpType, ScanState, TXS, TxObj, TxStatus, run_fast_reads};
+use crate::txn::{Asynch, OpType, ScanState, TXS, TxObj, TxStatus};
 use crate::{
     cstr, rndb_asynch_callback, rndb_index, rndb_operation, rndb_scan, rndb_table, rndb_transaction,
 };
