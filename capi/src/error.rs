@@ -147,12 +147,20 @@ impl ErrorStore {
         self.last = Some(e.clone());
     }
 
+    #[inline(always)]
     pub fn clear(&mut self) {
         if self.last.is_some() {
-            *self = ErrorStore::new();
+            self.reset();
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn reset(&mut self) {
+        *self = ErrorStore::new();
+    }
+
+    #[inline(always)]
     pub fn code(&self) -> u32 {
         self.c.code as u32
     }
@@ -281,22 +289,39 @@ impl<T> FfiDefault for *const T {
 
 /// Runs the body of an entry point: a returned error is recorded as the thread's last
 /// error and turned into the failure value (-1, NULL, 0); a panic is caught and reported
-/// as error 4000 (internal error), so no unwinding crosses into C.
+/// as error 4000 (internal error), so no unwinding crosses into C. Inlined into each
+/// entry point: one stack frame per call from C, not two.
+#[inline(always)]
 pub fn guard<R: FfiDefault>(name: &str, f: impl FnOnce() -> Result<R, NdbError>) -> R {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            set_last(&e);
+            failed(e);
             R::failed()
         }
         Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            set_last(&codes::internal(format!("{name}: {what}")));
+            panicked(name, p);
             R::failed()
         }
     }
+}
+
+/// A failed call: its error becomes the thread's last error (out of line: the success
+/// path of every entry point stays small).
+#[cold]
+#[inline(never)]
+fn failed(e: NdbError) {
+    set_last(&e);
+}
+
+/// A caught panic, reported as error 4000.
+#[cold]
+#[inline(never)]
+fn panicked(name: &str, p: Box<dyn std::any::Any + Send>) {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    set_last(&codes::internal(format!("{name}: {what}")));
 }

@@ -144,26 +144,29 @@ impl Handle {
         Handle { kind, sub, ..self }
     }
 
-    /// Decodes a pointer received from C, accepting any of `kinds`.
-    #[inline]
+    /// Decodes a pointer received from C, accepting any of `kinds` (a constant list at
+    /// every call site: the check is a compare per kind).
+    #[inline(always)]
     pub fn decode<T>(p: *const T, kinds: &[Kind]) -> Result<Handle, HandleError> {
         let v = p.addr() as u64;
         if v == 0 {
             return Err(HandleError::Null);
         }
-        let kind = Kind::from_bits(v >> KIND_SHIFT);
-        match kind {
-            Some(k) if kinds.contains(&k) => Ok(Handle {
-                kind: k,
-                slot: ((v >> SLOT_SHIFT) & FIELD_MASK) as u32,
-                generation: ((v >> GEN_SHIFT) & FIELD_MASK) as u32,
-                sub: (v & FIELD_MASK) as u32,
-            }),
-            found => Err(HandleError::WrongKind {
-                expected: kinds[0],
-                found,
-            }),
+        let bits = v >> KIND_SHIFT;
+        for &k in kinds {
+            if k as u64 == bits {
+                return Ok(Handle {
+                    kind: k,
+                    slot: ((v >> SLOT_SHIFT) & FIELD_MASK) as u32,
+                    generation: ((v >> GEN_SHIFT) & FIELD_MASK) as u32,
+                    sub: (v & FIELD_MASK) as u32,
+                });
+            }
         }
+        Err(HandleError::WrongKind {
+            expected: kinds[0],
+            found: Kind::from_bits(bits),
+        })
     }
 }
 
@@ -202,7 +205,7 @@ impl<T> Registry<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, index: u32) -> Option<&Slot<T>> {
         let c = (index as usize) >> CHUNK_BITS;
         let chunk = self.chunks.get(c)?.load(Ordering::Acquire);
@@ -219,18 +222,23 @@ impl<T> Registry<T> {
     }
 
     /// The object a handle names, if the handle is live.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, h: Handle) -> Result<*mut T, HandleError> {
         let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
         let g = slot.generation.load(Ordering::Acquire);
         if g & 1 == 0 || (g & FIELD_MASK as u32) != h.generation {
             return Err(HandleError::Stale);
         }
-        // SAFETY: a live slot always holds a value.
-        match unsafe { &mut *slot.value.get() } {
-            Some(v) => Ok(v as *mut T),
-            None => Err(HandleError::Stale),
-        }
+        // SAFETY: a live slot always holds a value: `insert` stores it before making the
+        // generation odd, `remove` takes it after making it even, `revive` makes live
+        // only slots that kept theirs, and `release` empties only retired slots. The
+        // pointer is taken without reading the Option's tag, which can sit on another
+        // cache line of a large object.
+        Ok(unsafe {
+            let opt: *mut Option<T> = slot.value.get();
+            debug_assert!((*opt).is_some(), "live slot without a value");
+            (*opt).as_mut().unwrap_unchecked() as *mut T
+        })
     }
 
     /// Stores a new object; returns its handle.
@@ -288,9 +296,13 @@ impl<T> Registry<T> {
 
     /// Marks a live slot free but keeps its value (for reuse by [`Registry::revive`]).
     /// The caller keeps the slot index; it is not on the registry's free list.
+    #[inline]
     pub fn retire(&self, h: Handle) -> Result<u32, HandleError> {
-        self.get(h)?;
         let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
+        let g = slot.generation.load(Ordering::Acquire);
+        if g & 1 == 0 || (g & FIELD_MASK as u32) != h.generation {
+            return Err(HandleError::Stale);
+        }
         slot.generation
             .store((h.generation + 1) & FIELD_MASK as u32, Ordering::Release);
         Ok(h.slot)
@@ -308,6 +320,13 @@ impl<T> Registry<T> {
         let g = (g + 1) & FIELD_MASK as u32;
         slot.generation.store(g, Ordering::Release);
         Some((Handle::new(self.kind, index, g, 0), v))
+    }
+
+    /// The handle of slot `index` if it is live.
+    pub fn live(&self, index: u32) -> Option<Handle> {
+        let slot = self.slot(index)?;
+        let g = slot.generation.load(Ordering::Acquire);
+        (g & 1 == 1).then(|| Handle::new(self.kind, index, g, 0))
     }
 
     /// Drops the value of a retired slot and gives the slot back to the registry.
@@ -376,7 +395,9 @@ mod tests {
         );
         let idx = R.retire(h2).expect("retire");
         assert_eq!(R.get(h2).err(), Some(HandleError::Stale));
+        assert_eq!(R.live(idx), None, "retired");
         let (h3, v) = R.revive(idx).expect("revive");
+        assert_eq!(R.live(idx), Some(h3));
         // SAFETY: revived slot, single thread.
         assert_eq!(unsafe { &*v }, "b");
         assert!(R.get(h3).is_ok());

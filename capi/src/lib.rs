@@ -25,6 +25,7 @@
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("librndb's handles need 64-bit pointers");
 
+mod batch;
 mod conn;
 mod dict;
 mod error;

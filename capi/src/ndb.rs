@@ -1,10 +1,11 @@
 //! Ndb objects: the database they work in, their transactions (started, closed,
 //! prepared for asynchronous execution, polled) and their dictionary.
 
+use crate::batch::{Scratch, run_fast_reads, run_record_batch};
 use crate::conn::{cluster_of, conn_ref, not_connected};
 use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
-use crate::txn::{Completion, Scratch, TXS, TxObj, TxStatus, run_fast_reads};
+use crate::txn::{Completion, NdbPtr, TXS, TxObj, TxStatus};
 use crate::{cstr, rndb_cluster_connection, rndb_ndb, rndb_table, rndb_transaction};
 use rndb_core::api::Ndb;
 use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
@@ -19,20 +20,32 @@ pub(crate) struct NdbObj {
     pub error: ErrorStore,
     /// Retired transaction slots of this Ndb, reused by startTransaction.
     pub tx_free: Vec<u32>,
-    /// Open transactions (closed by rndb_ndb_free if the application did not).
-    pub open: Vec<Handle>,
+    /// Every transaction slot of this Ndb, open or retired (rndb_ndb_free closes those
+    /// still open and releases them all).
+    pub tx_slots: Vec<u32>,
+    /// How many transactions are open.
+    pub n_open: usize,
     pub max_transactions: usize,
     /// Prepared by executeAsynchPrepare, not yet sent.
     pub prepared: Vec<Handle>,
     /// Executed, callbacks not yet run.
     pub completed: Vec<Completion>,
     pub scratch: Scratch,
+    /// The transactions of the batch `execute_prepared` is running (no allocation per
+    /// batch; only valid during that call).
+    pub batch_txs: TxBatch,
     /// Spare buffers of `prepared` and `completed` (no allocation per batch).
     pub spare_prepared: Vec<Handle>,
     pub spare_completed: Vec<Completion>,
     pub session: Option<Session>,
     pub next_tx: u64,
 }
+
+/// Pointers to the transactions of one batch (see `NdbObj::batch_txs`).
+pub(crate) struct TxBatch(Vec<*mut TxObj>);
+
+// Only dereferenced inside `execute_prepared`, by the thread using the Ndb.
+unsafe impl Send for TxBatch {}
 
 pub(crate) static NDBS: Registry<NdbObj> = Registry::new(Kind::Ndb);
 
@@ -42,7 +55,17 @@ pub(crate) fn release_registries() {
 
 impl NdbObj {
     /// The engine's Ndb, made when the connection is up.
+    #[inline(always)]
     pub fn core(&mut self) -> Result<&Ndb> {
+        if self.core.is_none() {
+            return self.make_core();
+        }
+        self.core.as_ref().ok_or_else(not_connected)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make_core(&mut self) -> Result<&Ndb> {
         if self.core.is_none() {
             let cluster = cluster_of(self.conn).map_err(|_| not_connected())?;
             let db = self.database.to_str().unwrap_or("def");
@@ -58,13 +81,13 @@ impl NdbObj {
 }
 
 /// The Ndb object a handle names.
-#[inline]
+#[inline(always)]
 pub(crate) fn ndb_mut<'a>(p: *const rndb_ndb) -> Result<(Handle, &'a mut NdbObj)> {
     let h = Handle::decode(p, &[Kind::Ndb]).map_err(|e| handle_error(Kind::Ndb, e))?;
     ndb_by_handle(h)
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn ndb_by_handle<'a>(h: Handle) -> Result<(Handle, &'a mut NdbObj)> {
     let o = NDBS.get(h).map_err(|e| handle_error(Kind::Ndb, e))?;
     // SAFETY: live slot; an Ndb is used by one thread at a time, and no other reference
@@ -73,7 +96,7 @@ pub(crate) fn ndb_by_handle<'a>(h: Handle) -> Result<(Handle, &'a mut NdbObj)> {
 }
 
 /// The transaction a handle names.
-#[inline]
+#[inline(always)]
 pub(crate) fn tx_by_handle<'a>(h: Handle) -> Result<&'a mut TxObj> {
     let o = TXS
         .get(h.with(Kind::Transaction, 0))
@@ -82,12 +105,16 @@ pub(crate) fn tx_by_handle<'a>(h: Handle) -> Result<&'a mut TxObj> {
     Ok(unsafe { &mut *o })
 }
 
-/// Starts a transaction of Ndb `nh`.
-#[inline]
+/// Starts a transaction of Ndb `nh`. Inlined (as the other helpers of the hot path):
+/// a `Result` returned from a call goes through memory, and reading it back right after
+/// the callee wrote it stalls on store forwarding.
+#[inline(always)]
 pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
     let core = n.core()?;
-    core.cluster().check_open()?;
-    if n.open.len() >= n.max_transactions {
+    if core.cluster().is_closed() {
+        return Err(codes::cluster_closed());
+    }
+    if n.n_open >= n.max_transactions {
         return Err(NdbError::new(
             4006,
             ErrorClassification::TemporaryResourceError,
@@ -95,8 +122,7 @@ pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
         )
         .detail(format!(
             "{} transactions are open, Ndb::init allowed {}",
-            n.open.len(),
-            n.max_transactions
+            n.n_open, n.max_transactions
         )));
     }
     n.next_tx += 1;
@@ -110,17 +136,17 @@ pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
             let h = TXS
                 .insert(TxObj::new())
                 .map_err(|_| codes::bad_argument("too many transaction objects"))?;
+            n.tx_slots.push(h.slot);
             (h, tx_by_handle(h)?)
         }
     };
-    tx.reset(nh, id);
-    tx.open_pos = n.open.len();
-    n.open.push(h);
+    tx.reset(nh, NdbPtr(n as *mut NdbObj), id);
+    n.n_open += 1;
     Ok(h)
 }
 
 /// Closes transaction `th` of Ndb `nh` (rolled back if still open).
-#[inline]
+#[inline(always)]
 pub(crate) fn close_tx(nh: Handle, n: &mut NdbObj, th: Handle) -> Result<()> {
     let tx = tx_by_handle(th)?;
     if tx.ndb != nh {
@@ -128,21 +154,19 @@ pub(crate) fn close_tx(nh: Handle, n: &mut NdbObj, th: Handle) -> Result<()> {
             "the transaction belongs to another rndb_ndb: close it with the Ndb that started it",
         ));
     }
+    close_tx_obj(n, th, tx)
+}
+
+/// Closes live transaction `tx` (handle `th`) of Ndb `n`.
+#[inline(always)]
+fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj) -> Result<()> {
     tx.close_core();
     tx.status = TxStatus::Aborted;
     if tx.asynch.take().is_some() {
         // Prepared but never sent: it will not run.
         n.prepared.retain(|h| *h != th);
     }
-    let pos = tx.open_pos;
-    if n.open.get(pos) == Some(&th) {
-        n.open.swap_remove(pos);
-        if let Some(&moved) = n.open.get(pos)
-            && let Ok(m) = tx_by_handle(moved)
-        {
-            m.open_pos = pos;
-        }
-    }
+    n.n_open = n.n_open.saturating_sub(1);
     let idx = TXS
         .retire(th)
         .map_err(|e| handle_error(Kind::Transaction, e))?;
@@ -174,16 +198,20 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
         core,
         scratch,
         completed: done,
+        batch_txs: TxBatch(batch_txs),
         ..
     } = n;
     let Some(core) = core.as_ref() else {
         return;
     };
+    if run_record_batch(core, list, batch_txs, scratch, done) {
+        return;
+    }
     let mut i = 0;
     while i < list.len() {
         // A run of transactions that only do committed key reads, in one batch; each
         // handle is resolved once.
-        let mut txs: Vec<&mut TxObj> = Vec::new();
+        batch_txs.clear();
         let mut j = i;
         while j < list.len() {
             match tx_by_handle(list[j]) {
@@ -193,27 +221,33 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
                         .as_ref()
                         .is_some_and(|a| tx.fast_reads_eligible(a.exec)) =>
                 {
-                    if txs.capacity() == 0 {
-                        txs.reserve(list.len() - i);
-                    }
-                    txs.push(tx);
+                    batch_txs.push(tx as *mut TxObj);
                     j += 1
                 }
                 _ => break,
             }
         }
         if j > i {
-            run_fast_reads(core, &mut txs, scratch);
+            // SAFETY: distinct live transactions of this Ndb (a handle is prepared at
+            // most once), used by this thread only; `&mut T` and `*mut T` have the same
+            // layout.
+            let txs: &mut [&mut TxObj] = unsafe {
+                std::slice::from_raw_parts_mut(
+                    batch_txs.as_mut_ptr().cast::<&mut TxObj>(),
+                    batch_txs.len(),
+                )
+            };
+            run_fast_reads(core, txs, scratch);
             for (k, (tx, &h)) in txs.iter_mut().zip(&list[i..j]).enumerate() {
                 let Some(a) = tx.asynch.take() else { continue };
-                let r = if scratch.served[k] {
+                let ok = if scratch.served[k] {
                     tx.finish_fast(a.exec, a.abort)
                 } else {
-                    tx.execute_slow(core, a.exec, a.abort)
+                    tx.execute_slow(core, a.exec, a.abort).is_ok()
                 };
                 done.push(Completion {
                     tx: h,
-                    result: if r.is_ok() { 0 } else { -1 },
+                    result: if ok { 0 } else { -1 },
                     cb: a.cb,
                     arg: a.arg,
                 });
@@ -268,11 +302,13 @@ pub unsafe extern "C" fn rndb_ndb_create(
             dict: None,
             error: ErrorStore::new(),
             tx_free: Vec::new(),
-            open: Vec::new(),
+            tx_slots: Vec::new(),
+            n_open: 0,
             max_transactions: 1024,
             prepared: Vec::new(),
             completed: Vec::new(),
             scratch: Scratch::default(),
+            batch_txs: TxBatch(Vec::new()),
             spare_prepared: Vec::new(),
             spare_completed: Vec::new(),
             session: None,
@@ -291,10 +327,14 @@ pub unsafe extern "C" fn rndb_ndb_create(
 pub extern "C" fn rndb_ndb_free(ndb: *mut rndb_ndb) -> c_int {
     guard("rndb_ndb_free", || {
         let (h, n) = ndb_mut(ndb)?;
-        for th in n.open.clone() {
-            let _ = close_tx(h, n, th);
+        let slots = std::mem::take(&mut n.tx_slots);
+        for &idx in &slots {
+            if let Some(th) = TXS.live(idx) {
+                let _ = close_tx(h, n, th);
+            }
         }
-        for idx in std::mem::take(&mut n.tx_free) {
+        n.tx_free.clear();
+        for idx in slots {
             TXS.release(idx);
         }
         if let Some(d) = n.dict.take() {
@@ -396,6 +436,22 @@ pub extern "C" fn rndb_ndb_close_transaction(
     tx: *mut rndb_transaction,
 ) -> c_int {
     guard("rndb_ndb_close_transaction", || {
+        // The usual case: a live transaction of this Ndb. Its Ndb is then live too (see
+        // `NdbPtr`), so the Ndb is reached through the transaction, without a lookup.
+        if let (Ok(nh), Ok(th)) = (
+            Handle::decode(ndb, &[Kind::Ndb]),
+            Handle::decode(tx, &[Kind::Transaction]),
+        ) && let Ok(t) = tx_by_handle(th)
+            && t.ndb == nh
+            && !t.ndb_obj.0.is_null()
+        {
+            // SAFETY: see `NdbPtr`; the Ndb and the transaction are distinct objects.
+            let n = unsafe { &mut *t.ndb_obj.0 };
+            return match close_tx_obj(n, th, t) {
+                Ok(()) => Ok(0),
+                Err(e) => Err(n.fail(e)),
+            };
+        }
         let (h, n) = ndb_mut(ndb)?;
         let th = Handle::decode(tx, &[Kind::Transaction])
             .map_err(|e| handle_error(Kind::Transaction, e))?;

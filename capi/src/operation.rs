@@ -38,6 +38,7 @@ pub enum rndb_abort_option {
     RNDB_AO_IGNORE_ERROR = 2,
 }
 
+#[inline(always)]
 pub(crate) fn lock_mode(m: c_int) -> Result<LockMode> {
     Ok(match m {
         0 => LockMode::Read,
@@ -176,7 +177,13 @@ unsafe fn equal_impl(
     len: u32,
 ) -> Result<c_int> {
     let o = &mut tx.ops[i];
-    let crate::txn::OpObj { table, ty, key, .. } = o;
+    let crate::txn::OpObj {
+        table,
+        ty,
+        key,
+        key_plain,
+        ..
+    } = o;
     let table = table
         .as_ref()
         .ok_or_else(|| codes::internal("operation without a table"))?;
@@ -222,6 +229,7 @@ unsafe fn equal_impl(
     }
     // SAFETY: NDB's contract on the value buffer.
     let v = unsafe { from_ndb(&c.ty, &c.name, value.cast(), len) }?;
+    *key_plain = false;
     key.push((col, v));
     Ok(0)
 }
@@ -238,6 +246,7 @@ unsafe fn set_value_impl(
         table,
         ty,
         key,
+        key_plain,
         values,
         ..
     } = o;
@@ -283,6 +292,7 @@ unsafe fn set_value_impl(
         if matches!(*ty, OpType::Key(OpKind::Update)) {
             return Err(codes::pk_update().detail(format!("column '{}'", c.name)));
         }
+        *key_plain = false;
         key.retain(|(p, _)| *p != col);
         key.push((col, v));
         return Ok(0);

@@ -56,6 +56,9 @@ pub(crate) struct RecordDef {
     /// (offset in the stored fixed part, offset in the row, length) that write a whole
     /// result row, adjacent columns merged.
     pub copy_plan: Option<Vec<(usize, usize, usize)>>,
+    /// When the record has every primary-key column: (table column, index in `cols`)
+    /// per key column, in primary-key order (a key read without the `by_col` detour).
+    pub key_plan: Option<Vec<(usize, usize)>>,
 }
 
 /// The copy plan of `cols` in `layout` (see `RecordDef::copy_plan`).
@@ -89,7 +92,7 @@ pub(crate) fn release_registries() {
     RECORDS.release_all_memory();
 }
 
-#[inline]
+#[inline(always)]
 fn record_obj<'a>(p: *const rndb_record) -> Result<&'a RecordObj> {
     let h = Handle::decode(p, &[Kind::Record]).map_err(|e| handle_error(Kind::Record, e))?;
     let o = RECORDS.get(h).map_err(|e| handle_error(Kind::Record, e))?;
@@ -263,13 +266,7 @@ impl RecOut {
                 for &(src, dst, len) in plan {
                     // SAFETY: as below; `src..src + len` is in the fixed part, as the
                     // plan was made from this layout.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            fixed[src..src + len].as_ptr(),
-                            self.row.add(dst),
-                            len,
-                        )
-                    };
+                    unsafe { copy_bytes(fixed[src..src + len].as_ptr(), self.row.add(dst), len) };
                 }
                 return;
             }
@@ -298,6 +295,33 @@ pub(crate) fn stored_is_ndb_format(ty: &ColumnType) -> bool {
         } | ColumnType::Float
             | ColumnType::Double
     )
+}
+
+/// Copies `len` bytes; runs of up to 256 bytes by words, inline (a call to memcpy costs
+/// more than the copy for the short runs of a copy plan).
+#[inline(always)]
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: the caller gives `len` readable bytes at `src`, writable at `dst`, not
+    // overlapping.
+    unsafe {
+        if len > 256 {
+            std::ptr::copy_nonoverlapping(src, dst, len);
+            return;
+        }
+        let mut i = 0;
+        while i + 8 <= len {
+            (dst.add(i) as *mut u64).write_unaligned((src.add(i) as *const u64).read_unaligned());
+            i += 8;
+        }
+        if i + 4 <= len {
+            (dst.add(i) as *mut u32).write_unaligned((src.add(i) as *const u32).read_unaligned());
+            i += 4;
+        }
+        while i < len {
+            *dst.add(i) = *src.add(i);
+            i += 1;
+        }
+    }
 }
 
 /// Copies 1 to 8 bytes (no call to memcpy for the usual sizes).
@@ -412,8 +436,14 @@ pub unsafe extern "C" fn rndb_dict_create_record(
                     )),
                 });
             }
+            let key_plan = def
+                .primary_key
+                .iter()
+                .map(|&p| by_col[p].map(|ci| (p, ci)))
+                .collect::<Option<Vec<_>>>();
             let obj = RecordObj {
                 def: Arc::new(RecordDef {
+                    key_plan,
                     copy_plan: copy_plan(&rt.def.layout, &cols),
                     table: rt.clone(),
                     all_cols: cols.iter().map(|c: &RecCol| c.col).collect(),
@@ -486,16 +516,25 @@ fn push_pair(list: &mut Vec<(usize, Value)>, col: usize, v: IntRead) {
 }
 
 /// The primary key of a row laid out by `rec`, into `key`.
+#[inline(always)]
 unsafe fn key_into(
     rec: &RecordDef,
     row: *const c_char,
     key: &mut Vec<(usize, Value)>,
-) -> Result<()> {
+) -> Result<bool> {
     if row.is_null() {
         return Err(codes::bad_argument("NULL key row"));
     }
-    let def = &rec.table.def;
     key.clear();
+    let mut plain = true;
+    if let Some(plan) = &rec.key_plan {
+        for &(p, ci) in plan {
+            // SAFETY: the row holds the record's layout.
+            plain &= unsafe { push_key_col(rec, ci, p, row, key) }?;
+        }
+        return Ok(plain);
+    }
+    let def = &rec.table.def;
     for &p in &def.primary_key {
         let ci = rec.by_col[p].ok_or_else(|| {
             ndb_error(
@@ -504,17 +543,38 @@ unsafe fn key_into(
                 format!("the key record has no column '{}'", def.columns[p].name),
             )
         })?;
-        let rc = &rec.cols[ci];
-        // SAFETY: the row holds the record's layout.
-        match unsafe { read_int(rc, row.cast()) } {
-            Some(v) => push_pair(key, p, v),
-            // SAFETY: as above.
-            None => key.push((p, unsafe { rec.read(rc, row.cast()) }?)),
-        }
+        // SAFETY: as above.
+        plain &= unsafe { push_key_col(rec, ci, p, row, key) }?;
     }
-    Ok(())
+    Ok(plain)
 }
 
+/// Appends key column `p` (record column `ci`) of a row; true when its value is an
+/// integer or NULL (owns no heap memory).
+#[inline(always)]
+unsafe fn push_key_col(
+    rec: &RecordDef,
+    ci: usize,
+    p: usize,
+    row: *const c_char,
+    key: &mut Vec<(usize, Value)>,
+) -> Result<bool> {
+    let rc = &rec.cols[ci];
+    // SAFETY: the row holds the record's layout.
+    match unsafe { read_int(rc, row.cast()) } {
+        Some(v) => {
+            push_pair(key, p, v);
+            Ok(true)
+        }
+        None => {
+            // SAFETY: as above.
+            key.push((p, unsafe { rec.read(rc, row.cast()) }?));
+            Ok(false)
+        }
+    }
+}
+
+#[inline(always)]
 fn same_table(a: &RecordDef, b: &RecordDef) -> Result<()> {
     if !Arc::ptr_eq(&a.table, &b.table) && a.table.def.id != b.table.def.id {
         return Err(ndb_error(
@@ -529,6 +589,7 @@ fn same_table(a: &RecordDef, b: &RecordDef) -> Result<()> {
 /// Adds a record operation to a transaction: key from `key_rec`'s row, values from
 /// `attr` (record, row, mask), result into `out` (record, row, mask).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn add_record_op(
     th: Handle,
     tx: &mut TxObj,
@@ -547,7 +608,7 @@ unsafe fn add_record_op(
     }
     o.ty = OpType::Key(kind);
     // SAFETY: rows per NDB's contract (callers checked them against their records).
-    unsafe { key_into(&key_rec.def, key_row, &mut o.key) }?;
+    o.key_plain = unsafe { key_into(&key_rec.def, key_row, &mut o.key) }?;
     if let Some((rec, row, mask)) = attr {
         // SAFETY: as above.
         unsafe { values_into(&rec.def, row, mask, &mut o.values) }?;
@@ -569,7 +630,8 @@ unsafe fn add_record_op(
             ro.row = row;
             ro.cols.clear();
             if mask.is_null() {
-                o.reads.extend_from_slice(&def.all_cols);
+                // The record's columns, without copying them (see OpObj::read_cols).
+                o.whole_record = true;
             } else {
                 for (ci, rc) in def.cols.iter().enumerate() {
                     if selected(mask, rc.col) {
@@ -618,8 +680,14 @@ pub unsafe extern "C" fn rndb_transaction_read_tuple(
 ) -> *const rndb_operation {
     record_op("rndb_transaction_read_tuple", tx, |th, t| {
         let kr = record_obj(key_rec)?;
-        let rr = record_obj(result_rec)?;
-        same_table(&kr.def, &rr.def)?;
+        // One record for key and result (the usual case): checked once.
+        let rr = if std::ptr::eq(key_rec, result_rec) {
+            kr
+        } else {
+            let rr = record_obj(result_rec)?;
+            same_table(&kr.def, &rr.def)?;
+            rr
+        };
         let lm: LockMode = lock_mode(lock_mode_value)?;
         if result_row.is_null() {
             return Err(codes::bad_argument("NULL result row"));

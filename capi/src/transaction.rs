@@ -1,11 +1,12 @@
 //! Transactions (NdbTransaction): operations and scans, execute, asynchronous prepare.
 
+use crate::batch::run_fast_reads;
 use crate::dict::{index_target, with_table_runtime};
 use crate::error::{guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind};
 use crate::ndb::{close_tx, ndb_by_handle, tx_by_handle};
 use crate::operation::ndb_error;
-use crate::txn::{Asynch, OpType, ScanState, TXS, TxObj, TxStatus, run_fast_reads};
+use crate::txn::{Asynch, OpType, ScanState, TXS, TxObj, TxStatus};
 use crate::{
     cstr, rndb_asynch_callback, rndb_index, rndb_operation, rndb_scan, rndb_table, rndb_transaction,
 };
@@ -42,6 +43,7 @@ pub(crate) fn release_registries() {
     TXS.release_all_memory();
 }
 
+#[inline(always)]
 pub(crate) fn exec_type(e: c_int) -> Result<ExecType> {
     Ok(match e {
         0 | 1 => ExecType::NoCommit,
@@ -55,6 +57,7 @@ pub(crate) fn exec_type(e: c_int) -> Result<ExecType> {
     })
 }
 
+#[inline(always)]
 pub(crate) fn abort_option(a: c_int) -> Result<AbortOption> {
     Ok(match a {
         -1 | 0 => AbortOption::AbortOnError,
@@ -70,7 +73,7 @@ pub(crate) fn abort_option(a: c_int) -> Result<AbortOption> {
 }
 
 /// The transaction a handle names.
-#[inline]
+#[inline(always)]
 pub(crate) fn tx_ref<'a>(p: *const rndb_transaction) -> Result<(Handle, &'a mut TxObj)> {
     let h =
         Handle::decode(p, &[Kind::Transaction]).map_err(|e| handle_error(Kind::Transaction, e))?;
@@ -266,7 +269,10 @@ pub(crate) fn execute_now(t: &mut TxObj, exec: ExecType, abort: AbortOption) -> 
         let mut one = [&mut *t];
         run_fast_reads(core, &mut one, scratch);
         if scratch.served[0] {
-            return t.finish_fast(exec, abort);
+            if t.finish_fast(exec, abort) {
+                return Ok(());
+            }
+            return Err(t.error.last.clone().unwrap_or_else(codes::tuple_not_found));
         }
     }
     t.execute_slow(core, exec, abort)
@@ -298,7 +304,12 @@ pub extern "C" fn rndb_transaction_execute_asynch_prepare(
                 return Err(codes::transaction_closed()
                     .detail("executeAsynchPrepare after the transaction was committed"));
             }
-            let (_, n) = ndb_by_handle(t.ndb)?;
+            let n = if t.ndb_obj.0.is_null() {
+                ndb_by_handle(t.ndb)?.1
+            } else {
+                // SAFETY: see `NdbPtr`: the transaction is open, so its Ndb is live.
+                unsafe { &mut *t.ndb_obj.0 }
+            };
             t.asynch = Some(Asynch {
                 exec,
                 abort,

@@ -12,8 +12,8 @@
 //! the same columns of the same table, each row written from its stored form into the rec
 //! attrs and NdbRecord rows (`Ndb::read_batch_into` when BLOB/TEXT columns are read); this
 //! is what a committed read is (no lock, the latest committed row), so nothing observable
-//! changes. Every other transaction runs its
-//! operations on its own engine `Transaction`, created at its first execute.
+//! changes (the batch module runs them). Every other transaction runs its operations
+//! on its own engine `Transaction`, created at its first execute.
 
 use crate::error::ErrorStore;
 use crate::handle::{Handle, Kind, MAX_SUB, Registry};
@@ -101,8 +101,18 @@ impl RecAttrObj {
                 self.null = 1;
             }
             Some(b) if crate::record::stored_is_ndb_format(&self.ty) => {
+                // 1 to 8 bytes: copied without a call to memcpy.
                 self.data.clear();
-                self.data.extend_from_slice(b);
+                if b.len() <= 8 {
+                    self.data.reserve(8);
+                    // SAFETY: capacity >= 8 >= b.len().
+                    unsafe {
+                        crate::record::copy_small(b, self.data.as_mut_ptr());
+                        self.data.set_len(b.len());
+                    }
+                } else {
+                    self.data.extend_from_slice(b);
+                }
                 self.null = 0;
                 if !self.user_buf.is_null() {
                     // SAFETY: the buffer given to getValue holds the column's value.
@@ -171,9 +181,18 @@ pub(crate) struct OpObj {
     pub table_name: std::ffi::CString,
     pub ty: OpType,
     pub key: Vec<(usize, Value)>,
+    /// Every value of `key` is an integer (set by a record's key read): clearing the
+    /// key needs no drop, so a recycled operation does not read its old key (a cache
+    /// miss on a batch's every operation). Whatever else writes `key` clears the flag.
+    pub key_plain: bool,
     pub values: Vec<(usize, Value)>,
-    /// Columns read, in getValue order; rec attr i of `ras` reads `reads[i]`.
+    /// Columns read, in getValue order; rec attr i of `ras` reads `reads[i]`. Empty
+    /// while `whole_record` is set (see [`OpObj::read_cols`]).
     pub reads: Vec<usize>,
+    /// An NdbRecord read of every column of its result record (`rec_out`): the columns
+    /// read are `rec_out.def.all_cols`, not copied into `reads` (a batch of such reads
+    /// is grouped by comparing records, not column lists).
+    pub whole_record: bool,
     pub ras: Vec<u32>,
     pub core_id: Option<OpId>,
     pub error: ErrorStore,
@@ -189,9 +208,11 @@ impl OpObj {
             table_name: std::ffi::CString::default(),
             ty: OpType::Undefined,
             key: Vec::new(),
+            key_plain: false,
             values: Vec::new(),
             reads: Vec::new(),
             ras: Vec::new(),
+            whole_record: false,
             core_id: None,
             error: ErrorStore::new(),
             scan: None,
@@ -199,17 +220,68 @@ impl OpObj {
         }
     }
 
+    /// The columns this operation reads, in the order of its result row.
+    #[inline]
+    pub fn read_cols(&self) -> &[usize] {
+        match &self.rec_out {
+            Some(r) if self.whole_record => &r.def.all_cols,
+            _ => &self.reads,
+        }
+    }
+
+    /// Whether two operations read the same columns of the same table (one batch group).
+    #[inline]
+    pub(crate) fn same_reads(&self, other: &OpObj) -> bool {
+        let same_table = match (&self.table, &other.table) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if !same_table {
+            return false;
+        }
+        if self.whole_record
+            && other.whole_record
+            && let (Some(a), Some(b)) = (&self.rec_out, &other.rec_out)
+            && Arc::ptr_eq(&a.def, &b.def)
+        {
+            return true;
+        }
+        self.read_cols() == other.read_cols()
+    }
+
+    /// Copies the columns of a whole-record read into `reads`, before a getValue adds to
+    /// them.
+    fn materialize_reads(&mut self) {
+        if self.whole_record {
+            if let Some(r) = &self.rec_out {
+                self.reads.clear();
+                self.reads.extend_from_slice(&r.def.all_cols);
+            }
+            self.whole_record = false;
+        }
+    }
+
     /// Clears a recycled operation; the table reference is kept (and replaced only if
     /// the next use is on another table).
+    #[inline(always)]
     fn reset(&mut self) {
         self.ty = OpType::Undefined;
-        self.key.clear();
+        if self.key_plain {
+            // SAFETY: integers own nothing: forgetting them is dropping them.
+            unsafe { self.key.set_len(0) };
+            self.key_plain = false;
+        } else {
+            self.key.clear();
+        }
         self.values.clear();
         self.reads.clear();
         self.ras.clear();
+        self.whole_record = false;
         self.core_id = None;
         self.error.clear();
-        self.scan = None;
+        if self.scan.is_some() {
+            self.scan = None;
+        }
         if let Some(r) = &mut self.rec_out {
             r.row = std::ptr::null_mut();
         }
@@ -260,10 +332,26 @@ impl Completion {
     }
 }
 
+/// The Ndb object of an open transaction, for the calls that need it without being given
+/// it (executeAsynchPrepare). Valid while the transaction is open: an Ndb's slot value
+/// does not move, and `rndb_ndb_free` closes every open transaction of the Ndb before
+/// freeing it; a closed transaction is reached by no call (its handle is stale).
+#[derive(Clone, Copy)]
+pub(crate) struct NdbPtr(pub *mut crate::ndb::NdbObj);
+
+// Used only by the thread using the transaction and its Ndb.
+unsafe impl Send for NdbPtr {}
+
 pub(crate) struct TxObj {
     pub ndb: Handle,
+    pub ndb_obj: NdbPtr,
     pub id: u64,
-    pub core: Option<Transaction>,
+    /// The engine transaction, boxed: most transactions (batched reads) never make one,
+    /// and a small object keeps a batch's transactions in fewer cache lines.
+    pub core: Option<Box<Transaction>>,
+    /// The allocation of the last engine transaction, reused by the next one (no
+    /// allocation per write transaction).
+    pub spare_core: Option<Box<std::mem::MaybeUninit<Transaction>>>,
     pub ops: Vec<OpObj>,
     pub n_ops: usize,
     pub ras: Vec<RecAttrObj>,
@@ -276,7 +364,6 @@ pub(crate) struct TxObj {
     /// An error from defining an operation: the next execute fails with it.
     pub define_error: Option<NdbError>,
     pub asynch: Option<Asynch>,
-    pub open_pos: usize,
     pub gci: u64,
     /// Whether a scan operation was defined (close_core has scans to end).
     pub has_scans: bool,
@@ -286,8 +373,10 @@ impl TxObj {
     pub fn new() -> TxObj {
         TxObj {
             ndb: Handle::new(Kind::Ndb, 0, 0, 0),
+            ndb_obj: NdbPtr(std::ptr::null_mut()),
             id: 0,
             core: None,
+            spare_core: None,
             ops: Vec::new(),
             n_ops: 0,
             ras: Vec::new(),
@@ -298,15 +387,16 @@ impl TxObj {
             error_op: None,
             define_error: None,
             asynch: None,
-            open_pos: 0,
             gci: 0,
             has_scans: false,
         }
     }
 
     /// Prepares a recycled object for a new transaction.
-    pub fn reset(&mut self, ndb: Handle, id: u64) {
+    #[inline(always)]
+    pub fn reset(&mut self, ndb: Handle, ndb_obj: NdbPtr, id: u64) {
         self.ndb = ndb;
+        self.ndb_obj = ndb_obj;
         self.id = id;
         if self.core.is_some() {
             self.close_core();
@@ -324,7 +414,15 @@ impl TxObj {
     }
 
     /// Ends the engine transaction (rolled back if still open) and drops open scans.
+    #[inline(always)]
     pub fn close_core(&mut self) {
+        if self.has_scans || self.core.is_some() {
+            self.close_core_slow();
+        }
+    }
+
+    #[inline(never)]
+    fn close_core_slow(&mut self) {
         let scans = if self.has_scans { self.n_ops } else { 0 };
         for op in &mut self.ops[..scans] {
             if let Some(s) = &mut op.scan {
@@ -336,11 +434,19 @@ impl TxObj {
         }
         if let Some(mut c) = self.core.take() {
             c.close();
+            // Keep the allocation for the next engine transaction of this object.
+            let raw = Box::into_raw(c);
+            // SAFETY: `raw` is a valid, owned Transaction; after dropping it in place the
+            // allocation holds no value, which `MaybeUninit` expresses.
+            self.spare_core = Some(unsafe {
+                std::ptr::drop_in_place(raw);
+                Box::from_raw(raw.cast::<std::mem::MaybeUninit<Transaction>>())
+            });
         }
     }
 
     /// Adds an operation; returns its index.
-    #[inline]
+    #[inline(always)]
     pub fn add_op(&mut self) -> Result<usize> {
         if self.n_ops >= MAX_SUB {
             return Err(codes::too_many_operations().detail("at most 1048575 per transaction"));
@@ -387,6 +493,7 @@ impl TxObj {
         }
         self.n_ras = i + 1;
         let o = &mut self.ops[op];
+        o.materialize_reads();
         if o.ras.capacity() == 0 {
             o.ras.reserve(8);
             o.reads.reserve(8);
@@ -420,7 +527,7 @@ impl TxObj {
     }
 
     /// Whether the transaction can take new operations.
-    #[inline]
+    #[inline(always)]
     pub fn check_open(&self) -> Result<()> {
         match self.status {
             TxStatus::Open => Ok(()),
@@ -435,6 +542,7 @@ impl TxObj {
     }
 
     /// Can this execute use the batched committed-read path?
+    #[inline(always)]
     pub fn fast_reads_eligible(&self, exec: ExecType) -> bool {
         if self.status != TxStatus::Open
             || self.core.is_some()
@@ -452,36 +560,51 @@ impl TxObj {
                     Some(t) => {
                         let pk = &t.def.primary_key;
                         o.key.len() == pk.len()
-                            && pk
-                                .iter()
-                                .all(|p| o.key.iter().filter(|(c, _)| c == p).count() == 1)
+                            // In primary-key order (a record's key), or each column once.
+                            && (o.key.iter().zip(pk).all(|((c, _), p)| c == p)
+                                || pk
+                                    .iter()
+                                    .all(|p| o.key.iter().filter(|(c, _)| c == p).count() == 1))
                     }
                     None => false,
                 }
         })
     }
 
-    /// The outcome of a transaction after its fast-path reads: sets status and error,
-    /// returns the execute result.
-    pub fn finish_fast(&mut self, exec: ExecType, abort: AbortOption) -> Result<()> {
+    /// The outcome of a transaction after its fast-path reads: sets status and error;
+    /// returns whether the execute succeeded (false: the error is in `self.error`).
+    #[inline(always)]
+    pub fn finish_fast(&mut self, exec: ExecType, abort: AbortOption) -> bool {
         self.executed = self.n_ops;
-        let failed = (0..self.n_ops).find(|&i| self.ops[i].error.code() != 0);
-        if let Some(i) = failed {
-            let e = self.ops[i]
-                .error
-                .last
-                .clone()
-                .unwrap_or_else(codes::tuple_not_found);
-            self.fail(Some(i), e.clone());
-            if abort == AbortOption::AbortOnError {
-                self.status = TxStatus::Aborted;
-                return Err(e);
-            }
+        if self.ops[..self.n_ops].iter().any(|o| o.error.code() != 0) {
+            return self.finish_fast_failed(exec, abort);
         }
         if exec == ExecType::Commit {
             self.status = TxStatus::Committed;
         }
-        Ok(())
+        true
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn finish_fast_failed(&mut self, exec: ExecType, abort: AbortOption) -> bool {
+        let Some(i) = (0..self.n_ops).find(|&i| self.ops[i].error.code() != 0) else {
+            return true;
+        };
+        let e = self.ops[i]
+            .error
+            .last
+            .clone()
+            .unwrap_or_else(codes::tuple_not_found);
+        self.fail(Some(i), e);
+        if abort == AbortOption::AbortOnError {
+            self.status = TxStatus::Aborted;
+            return false;
+        }
+        if exec == ExecType::Commit {
+            self.status = TxStatus::Committed;
+        }
+        true
     }
 
     /// Executes the operations defined since the last execute on the engine transaction.
@@ -521,7 +644,12 @@ impl TxObj {
         }
         if self.core.is_none() {
             match ndb.start_transaction() {
-                Ok(t) => self.core = Some(t),
+                Ok(t) => {
+                    self.core = Some(match self.spare_core.take() {
+                        Some(b) => Box::write(b, t),
+                        None => Box::new(t),
+                    })
+                }
                 Err(e) => return Err(self.fail(None, e)),
             }
         }
@@ -553,7 +681,7 @@ impl TxObj {
                     let key = std::mem::take(&mut op.key);
                     let values = std::mem::take(&mut op.values);
                     let reads = match kind {
-                        OpKind::Read(_) => Some(op.reads.clone()),
+                        OpKind::Read(_) => Some(op.read_cols().to_vec()),
                         _ => None,
                     };
                     match core.define_by_pos(&table, kind, key, values, reads) {
@@ -792,176 +920,4 @@ fn bound_of(b: &[Bound], index: &str) -> Result<Option<(Vec<Value>, bool)>> {
         b[..n].iter().flatten().map(|x| x.0.clone()).collect(),
         incl,
     )))
-}
-
-/// Reusable buffers of the batched read path.
-#[derive(Default)]
-pub(crate) struct Scratch {
-    keys: Vec<Value>,
-    out: Vec<Value>,
-    found: Vec<bool>,
-    members: Vec<(usize, usize)>,
-    groups: Vec<usize>,
-    assigned: Vec<usize>,
-    /// (transaction, operation) of each key of a batch.
-    slot_member: Vec<(usize, usize)>,
-    /// Columns read by the current group.
-    cols: Vec<usize>,
-    /// Per transaction of the last `run_fast_reads`: served (false: run it on the slow
-    /// path).
-    pub served: Vec<bool>,
-}
-
-/// Runs the committed reads of `txs` (all eligible) through `Ndb::read_batch_visit` (or
-/// `Ndb::read_batch_into` when BLOB/TEXT columns are read), one call per (table, columns)
-/// group. `sc.served` says, per transaction, whether it was served (false: run it on
-/// the slow path).
-pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) {
-    sc.served.clear();
-    sc.served.resize(txs.len(), true);
-    let served = &mut sc.served;
-    // Group members (transaction, operation) by the first member with the same table and
-    // columns.
-    sc.members.clear();
-    sc.groups.clear();
-    for (t, tx) in txs.iter().enumerate() {
-        for o in 0..tx.n_ops {
-            sc.members.push((t, o));
-        }
-    }
-    if sc.members.is_empty() {
-        return;
-    }
-    let assigned = &mut sc.assigned;
-    assigned.clear();
-    // The common case: every member reads the same columns of the same table.
-    let (t0, o0) = sc.members[0];
-    let head = &txs[t0].ops[o0];
-    let one_group = sc.members.iter().all(|&(t, o)| {
-        let other = &txs[t].ops[o];
-        match (&head.table, &other.table) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) && head.reads == other.reads,
-            _ => false,
-        }
-    });
-    if one_group {
-        assigned.resize(sc.members.len(), 0);
-        sc.groups.push(0);
-    } else {
-        assigned.resize(sc.members.len(), usize::MAX);
-    }
-    for m in 0..sc.members.len() {
-        if assigned[m] != usize::MAX {
-            continue;
-        }
-        let (t, o) = sc.members[m];
-        let head = &txs[t].ops[o];
-        let g = sc.groups.len();
-        sc.groups.push(m);
-        for (slot, &(t2, o2)) in assigned[m..].iter_mut().zip(&sc.members[m..]) {
-            if *slot != usize::MAX {
-                continue;
-            }
-            let other = &txs[t2].ops[o2];
-            let same = match (&head.table, &other.table) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b) && head.reads == other.reads,
-                _ => false,
-            };
-            if same {
-                *slot = g;
-            }
-        }
-    }
-    for g in 0..sc.groups.len() {
-        let first = sc.groups[g];
-        let (t0, o0) = sc.members[first];
-        let Some(table) = txs[t0].ops[o0].table.clone() else {
-            continue;
-        };
-        sc.cols.clear();
-        sc.cols.extend_from_slice(&txs[t0].ops[o0].reads);
-        let cols = &sc.cols;
-        sc.keys.clear();
-        let mut n = 0;
-        for (m, &(t, o)) in sc.members.iter().enumerate() {
-            if assigned[m] != g {
-                continue;
-            }
-            let key = &txs[t].ops[o].key;
-            for p in &table.def.primary_key {
-                if let Some((_, v)) = key.iter().find(|(c, _)| c == p) {
-                    sc.keys.push(v.clone());
-                }
-            }
-            n += 1;
-        }
-        // Rows are written straight from their stored form (no Value per column), except
-        // when a BLOB/TEXT column is read: its parts are read by `read_batch_into`.
-        if !cols.iter().any(|&c| table.def.columns[c].ty.is_blob()) {
-            sc.slot_member.clear();
-            for (m, &(t, o)) in sc.members.iter().enumerate() {
-                if assigned[m] == g {
-                    sc.slot_member.push((t, o));
-                }
-            }
-            sc.found.clear();
-            sc.found.resize(n, false);
-            let layout = &table.def.layout;
-            let slot_member = &sc.slot_member;
-            let found = &mut sc.found;
-            let txs_v = &mut *txs;
-            let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, row| {
-                let (t, o) = slot_member[slot];
-                let TxObj { ops, ras, .. } = &mut *txs_v[t];
-                let op = &ops[o];
-                for &ra in &op.ras {
-                    if let Some(r) = ras.get_mut(ra as usize) {
-                        r.fill_stored(layout, row);
-                    }
-                }
-                if let Some(out) = &op.rec_out {
-                    out.write_stored(layout, row);
-                }
-                found[slot] = true;
-            });
-            for (k, &(t, o)) in sc.slot_member.iter().enumerate() {
-                if r.is_err() {
-                    served[t] = false;
-                } else if !sc.found[k] {
-                    txs[t].ops[o].error.set(&codes::tuple_not_found());
-                }
-            }
-            continue;
-        }
-        let r = ndb.read_batch_into(&table, &sc.keys, cols, &mut sc.out, &mut sc.found);
-        let c = cols.len();
-        let mut k = 0;
-        for (m, &(t, o)) in sc.members.iter().enumerate() {
-            if assigned[m] != g {
-                continue;
-            }
-            if r.is_err() {
-                served[t] = false;
-                continue;
-            }
-            let tx = &mut *txs[t];
-            let TxObj { ops, ras, .. } = tx;
-            let op = &mut ops[o];
-            if sc.found.get(k).copied().unwrap_or(false) {
-                let row = &sc.out[k * c..(k + 1) * c];
-                for (i, &ra) in op.ras.iter().enumerate() {
-                    if let Some(r) = ras.get_mut(ra as usize) {
-                        r.fill(&row[i]);
-                    }
-                }
-                if let Some(out) = &op.rec_out {
-                    out.write(row);
-                }
-            } else {
-                op.error.set(&codes::tuple_not_found());
-            }
-            k += 1;
-        }
-        debug_assert!(r.is_err() || k == n);
-    }
 }
