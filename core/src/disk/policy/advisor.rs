@@ -43,6 +43,23 @@ pub const SETTLE_BUDGET: usize = 64;
 /// Smallest sampled size simulated; smaller grid points are left out.
 pub const MIN_SAMPLED_SIZE: usize = 8;
 
+/// The sample of the miniature copy of `size` pages: the advisor's `sampler`, or for a
+/// copy that would hold more than `frame_pages` frames at that rate (the copies above the
+/// capacity) a subset of it at `frame_pages / size`. Spatial samples are nested (a lower
+/// threshold on the same hash), so the copy sees every reference of its pages and the
+/// histogram still has each one's stack distance. This bounds every copy to the 1x
+/// copy's number of frames, and the advisor's cost per reference to about
+/// `frame_pages / capacity` times the work of the histogram and the copies up to 1x
+/// plus a constant for the copies above it.
+fn copy_sampler(sampler: Sampler, size: usize, frame_pages: usize) -> Sampler {
+    let own = Sampler::with_rate(frame_pages as f64 / size.max(1) as f64);
+    if own.rate() < sampler.rate() {
+        own
+    } else {
+        sampler
+    }
+}
+
 /// Configuration shared by the real cache and its miniature copies.
 #[derive(Clone, Debug)]
 pub struct ModelConfig {
@@ -73,9 +90,20 @@ impl ModelConfig {
 /// hit when the stack distance is below the size), so that it makes the same mode
 /// switches and pays the same transitions as the real cache would at that size.
 pub struct MiniCache {
-    /// Size in real pages and in sampled pages.
+    /// Size in real pages and in sampled pages (at this copy's own rate).
     pub size: usize,
     pub size_s: usize,
+    /// This copy's sample: the advisor's, or a subset of it for sizes above the
+    /// capacity (at most `frame_pages` frames per copy, see [`Advisor`]).
+    pub sampler: Sampler,
+    /// The size in pages of the advisor's sample (the histogram's unit): the LRU expert
+    /// of the race hits when the stack distance is below it.
+    pub lru_size_s: usize,
+    /// For a copy on a subsample: an exact LRU cache of `size_s` frames on the same
+    /// subsample. Its hits are the LRU baseline of the copy's gain (on the same pages,
+    /// so the subsample's luck cancels out) and the outcome of the race's LRU expert.
+    pub lru: Option<Lirs>,
+    pub lru_hits: u64,
     pub cache: Lirs,
     pub race: Option<Race>,
     pub hits: u64,
@@ -83,11 +111,16 @@ pub struct MiniCache {
 }
 
 impl MiniCache {
-    pub fn new(model: &ModelConfig, size: usize, size_s: usize) -> MiniCache {
+    pub fn new(model: &ModelConfig, size: usize, sampler: Sampler, lru_size_s: usize) -> MiniCache {
         let mode = model.start_mode();
+        let size_s = (size as f64 * sampler.rate()).round() as usize;
         MiniCache {
             size,
             size_s,
+            sampler,
+            lru_size_s,
+            lru: None,
+            lru_hits: 0,
             cache: Lirs::new(
                 size_s,
                 model.hot_limit(size_s, mode),
@@ -104,12 +137,19 @@ impl MiniCache {
 
     #[inline]
     fn step(&mut self, model: &ModelConfig, page: PageId, correlated: bool, dist: Option<usize>) {
-        if let Some(race) = &mut self.race {
-            let lru_hit = dist.is_some_and(|d| d < self.size_s);
-            if let Some(m) = race.step(page, correlated, lru_hit) {
-                self.cache
-                    .set_hot_limit(model.hot_limit(self.size_s, m), SETTLE_BUDGET);
+        let lru_hit = match &mut self.lru {
+            Some(l) => {
+                let h = l.access(page, correlated, &mut |_| true) == Outcome::Hit;
+                self.lru_hits += h as u64;
+                h
             }
+            None => dist.is_some_and(|d| d < self.lru_size_s),
+        };
+        if let Some(race) = &mut self.race
+            && let Some(m) = race.step(page, correlated, lru_hit)
+        {
+            self.cache
+                .set_hot_limit(model.hot_limit(self.size_s, m), SETTLE_BUDGET);
         }
         let hit = self.cache.access(page, correlated, &mut |_| true) == Outcome::Hit;
         self.cache.settle_step(SETTLE_BUDGET);
@@ -118,8 +158,19 @@ impl MiniCache {
     }
 
     /// Follows a change of sampling rate (see [`Advisor`]).
-    fn rescale(&mut self, model: &ModelConfig, sampler: Sampler, size_s: usize) {
+    fn rescale(&mut self, model: &ModelConfig, sampler: Sampler) {
+        let size_s = (self.size as f64 * sampler.rate()).round() as usize;
+        self.sampler = sampler;
         self.size_s = size_s;
+        if let Some(l) = &mut self.lru {
+            l.retain(|p| sampler.takes(p));
+            l.resize(
+                size_s,
+                0,
+                size_s.saturating_mul(model.entries_per_page),
+                &mut |_| true,
+            );
+        }
         let mode = self.race.as_ref().map_or(Mode::Lirs, |r| r.mode);
         self.cache.retain(|p| sampler.takes(p));
         self.cache.resize(
@@ -153,6 +204,8 @@ pub struct Advisor {
     pub hist: ReuseHist,
     pub grid: Vec<MiniCache>,
     capacity: usize,
+    /// Most frames of a miniature copy (rate of the copies above the capacity).
+    frame_pages: usize,
     window: u64,
     /// Real cache's hits and references over the same (ageing) window.
     pub real_hits: u64,
@@ -214,13 +267,23 @@ impl Advisor {
         let r = sampler.rate();
         let sample_pages = cfg.sample_pages.max(64);
         let max_factor = cfg.factors.iter().copied().fold(1.0f64, f64::max);
+        let frame_pages = cfg.frame_pages.max(1);
         let mut grid: Vec<MiniCache> = cfg
             .factors
             .iter()
             .filter_map(|&f| {
                 let size = (f * capacity as f64).round() as usize;
-                let size_s = (size as f64 * r).round() as usize;
-                (size_s >= MIN_SAMPLED_SIZE).then(|| MiniCache::new(model, size, size_s))
+                let s = copy_sampler(sampler, size, frame_pages);
+                let size_s = (size as f64 * s.rate()).round() as usize;
+                let lru_size_s = (size as f64 * r).round() as usize;
+                (size_s >= MIN_SAMPLED_SIZE).then(|| {
+                    let mut g = MiniCache::new(model, size, s, lru_size_s);
+                    if s.rate() < r {
+                        let nonres = size_s.saturating_mul(model.entries_per_page);
+                        g.lru = Some(Lirs::new(size_s, 0, nonres));
+                    }
+                    g
+                })
             })
             .collect();
         grid.sort_by_key(|g| g.size);
@@ -233,6 +296,7 @@ impl Advisor {
             ),
             grid,
             capacity,
+            frame_pages,
             window: cfg.window.max(1024),
             real_hits: 0,
             real_refs: 0,
@@ -285,7 +349,9 @@ impl Advisor {
     ) -> Option<usize> {
         let d = self.hist.record(page, correlated);
         for g in &mut self.grid {
-            g.step(model, page, correlated, d);
+            if g.sampler.takes(page) {
+                g.step(model, page, correlated, d);
+            }
         }
         if self.hist.total >= self.window {
             self.age();
@@ -304,14 +370,22 @@ impl Advisor {
         self.sampler = s;
         self.hist.resample(|p| s.takes(p), factor);
         let r = s.rate();
+        let frame_pages = self.frame_pages;
         self.grid.retain_mut(|g| {
-            let size_s = (g.size as f64 * r).round() as usize;
-            if size_s < MIN_SAMPLED_SIZE {
+            g.lru_size_s = (g.size as f64 * r).round() as usize;
+            let gs = copy_sampler(s, g.size, frame_pages);
+            if gs.rate() == g.sampler.rate() {
+                // A copy above the capacity already sampled below the new rate.
+                return true;
+            }
+            if (g.size as f64 * gs.rate()).round() < MIN_SAMPLED_SIZE as f64 {
                 return false;
             }
-            g.rescale(model, s, size_s);
+            let factor = gs.rate() / g.sampler.rate();
+            g.rescale(model, gs);
             g.hits = (g.hits as f64 * factor).round() as u64;
             g.refs = (g.refs as f64 * factor).round() as u64;
+            g.lru_hits = (g.lru_hits as f64 * factor).round() as u64;
             true
         });
     }
@@ -328,6 +402,7 @@ impl Advisor {
         for g in &mut self.grid {
             g.hits /= 2;
             g.refs /= 2;
+            g.lru_hits /= 2;
         }
         self.real_hits /= 2;
         self.real_refs /= 2;
@@ -335,9 +410,10 @@ impl Advisor {
 
     /// SHARDS_adj (Waldspurger et al.): the sample should hold `rate x references`
     /// references; the difference (popular pages in or out of the sample by chance) is
-    /// counted as hits at the smallest distance. Returns the adjusted ratio.
-    fn adjusted(&self, hits: f64, refs: f64) -> f64 {
-        let expected = self.sampler.rate() * self.real_refs as f64;
+    /// counted as hits at the smallest distance. `rate`: the sample's rate (the
+    /// advisor's, or a copy's own). Returns the adjusted ratio.
+    fn adjusted(&self, rate: f64, hits: f64, refs: f64) -> f64 {
+        let expected = rate * self.real_refs as f64;
         if !self.adjust || expected < 1.0 {
             return if refs > 0.0 { hits / refs } else { 0.0 };
         }
@@ -346,8 +422,12 @@ impl Advisor {
 
     /// LRU hit ratio (0..1) at `capacity` real pages, from the histogram.
     pub fn lru_ratio(&self, capacity: usize) -> f64 {
-        let s = capacity as f64 * self.sampler.rate();
-        self.adjusted(self.hist.lru_hits(s), self.hist.total as f64)
+        let r = self.sampler.rate();
+        self.adjusted(
+            r,
+            self.hist.lru_hits(capacity as f64 * r),
+            self.hist.total as f64,
+        )
     }
 
     /// Predicted hit ratio (0..1) of this policy with `capacity` pages.
@@ -368,9 +448,15 @@ impl Advisor {
             .iter()
             .filter(|g| g.refs > 0)
             .map(|g| {
-                let s = g.size_s as f64;
-                let a = self.adjusted(g.hits as f64, g.refs as f64);
-                let l = self.adjusted(self.hist.lru_hits(s), self.hist.total as f64);
+                let s = g.lru_size_s as f64;
+                let l = self.adjusted(r, self.hist.lru_hits(s), self.hist.total as f64);
+                if g.lru.is_some() {
+                    // On a subsample: its gain over LRU on the same pages, on top of
+                    // the LRU ratio of the whole sample.
+                    let gain = (g.hits as f64 - g.lru_hits as f64) / g.refs as f64;
+                    return (s / r, (l + gain).clamp(0.0, 1.0), gain);
+                }
+                let a = self.adjusted(r, g.hits as f64, g.refs as f64);
                 (s / r, a, a - l)
             })
             .collect();
@@ -405,7 +491,7 @@ impl Advisor {
             return 0.0;
         }
         let bias = self.real_hits as f64 / self.real_refs as f64
-            - self.adjusted(g.hits as f64, g.refs as f64);
+            - self.adjusted(g.sampler.rate(), g.hits as f64, g.refs as f64);
         let w = (1.0 - (x / self.capacity as f64).log2().abs() / 4.0).max(0.0);
         bias * w
     }
@@ -421,7 +507,9 @@ impl Advisor {
                 .grid
                 .iter()
                 .map(|g| {
-                    g.cache.memory_bytes() + g.race.as_ref().map_or(0, |r| r.lirs.memory_bytes())
+                    g.cache.memory_bytes()
+                        + g.race.as_ref().map_or(0, |r| r.lirs.memory_bytes())
+                        + g.lru.as_ref().map_or(0, |l| l.memory_bytes())
                 })
                 .sum::<usize>()
     }
