@@ -34,7 +34,7 @@
 //! `min(sampled distinct pages, (1 + entries_per_page) * size * R)` entries (~70 B).
 
 use super::lirs::{Lirs, Outcome, PageId};
-use super::shards::{ReuseHist, Sampler};
+use super::shards::{ReuseHist, Sampler, sample_hash};
 use super::tune::{Mode, Race, RaceConfig};
 
 /// Settling budget per access (hot pages moved per reference after a mode change).
@@ -58,6 +58,12 @@ fn copy_sampler(sampler: Sampler, size: usize, frame_pages: usize) -> Sampler {
     } else {
         sampler
     }
+}
+
+/// Whether the copies' samples shrink (are nested) as their sizes grow.
+fn nested(grid: &[MiniCache]) -> bool {
+    grid.windows(2)
+        .all(|w| w[0].size < w[1].size && w[0].sampler.rate() >= w[1].sampler.rate())
 }
 
 /// Configuration shared by the real cache and its miniature copies.
@@ -104,6 +110,11 @@ pub struct MiniCache {
     /// so the subsample's luck cancels out) and the outcome of the race's LRU expert.
     pub lru: Option<Lirs>,
     pub lru_hits: u64,
+    /// In LRU mode the copy is an LRU cache of `size_s` frames: its outcome is the LRU
+    /// expert's (the histogram, or the LRU copy), so `cache` is not stepped (`true`)
+    /// and is rebuilt in LRU order when the race switches to LIRS (see
+    /// [`MiniCache::step`]).
+    pub lazy: bool,
     pub cache: Lirs,
     pub race: Option<Race>,
     pub hits: u64,
@@ -121,6 +132,7 @@ impl MiniCache {
             lru_size_s,
             lru: None,
             lru_hits: 0,
+            lazy: model.race.is_some() && mode == Mode::Lru,
             cache: Lirs::new(
                 size_s,
                 model.hot_limit(size_s, mode),
@@ -135,8 +147,26 @@ impl MiniCache {
         }
     }
 
+    /// One sampled reference (`dist`: its stack distance in the histogram `hist`).
+    ///
+    /// While the copy is in LRU mode (and settled there) it is an exact LRU cache of
+    /// `size_s` frames, so its outcome is the LRU expert's and its own structure is not
+    /// stepped: one LIRS step per reference (the race's expert) instead of two. When
+    /// the race switches to LIRS the structure is rebuilt as that LRU cache would be
+    /// after this reference (a replay of the most recent pages, oldest first, from the
+    /// histogram; or a copy of the LRU copy), then its hot limit is raised as in the
+    /// real cache. A switch back to LRU makes the copy lazy at once (the real cache
+    /// demotes its hot pages over the next references: a transition the copy does not
+    /// model).
     #[inline]
-    fn step(&mut self, model: &ModelConfig, page: PageId, correlated: bool, dist: Option<usize>) {
+    fn step(
+        &mut self,
+        model: &ModelConfig,
+        hist: &ReuseHist,
+        page: PageId,
+        correlated: bool,
+        dist: Option<usize>,
+    ) {
         let lru_hit = match &mut self.lru {
             Some(l) => {
                 let h = l.access(page, correlated, &mut |_| true) == Outcome::Hit;
@@ -145,16 +175,46 @@ impl MiniCache {
             }
             None => dist.is_some_and(|d| d < self.lru_size_s),
         };
-        if let Some(race) = &mut self.race
-            && let Some(m) = race.step(page, correlated, lru_hit)
-        {
-            self.cache
-                .set_hot_limit(model.hot_limit(self.size_s, m), SETTLE_BUDGET);
-        }
-        let hit = self.cache.access(page, correlated, &mut |_| true) == Outcome::Hit;
-        self.cache.settle_step(SETTLE_BUDGET);
+        let switch = match &mut self.race {
+            Some(race) => race.step(page, correlated, lru_hit),
+            None => None,
+        };
+        let hit = if self.lazy {
+            if switch == Some(Mode::Lirs) {
+                self.rebuild(model, hist);
+                self.lazy = false;
+                self.cache
+                    .set_hot_limit(model.hot_limit(self.size_s, Mode::Lirs), SETTLE_BUDGET);
+            }
+            lru_hit
+        } else if switch == Some(Mode::Lru) {
+            self.lazy = true;
+            self.cache = Lirs::new(0, 0, 0);
+            lru_hit
+        } else {
+            let h = self.cache.access(page, correlated, &mut |_| true) == Outcome::Hit;
+            self.cache.settle_step(SETTLE_BUDGET);
+            h
+        };
         self.refs += 1;
         self.hits += hit as u64;
+    }
+
+    /// The LRU cache of `size_s` frames (LRU layout: hot limit 0, evicted pages kept as
+    /// history) this copy is after the current reference.
+    #[cold]
+    fn rebuild(&mut self, model: &ModelConfig, hist: &ReuseHist) {
+        let n = self.size_s;
+        let nonres = n.saturating_mul(model.entries_per_page);
+        if let Some(l) = &self.lru {
+            self.cache = l.clone();
+            return;
+        }
+        let mut c = Lirs::new(n, 0, nonres);
+        for &p in hist.recent(n + nonres).iter().rev() {
+            c.access(p, false, &mut |_| true);
+        }
+        self.cache = c;
     }
 
     /// Follows a change of sampling rate (see [`Advisor`]).
@@ -172,13 +232,15 @@ impl MiniCache {
             );
         }
         let mode = self.race.as_ref().map_or(Mode::Lirs, |r| r.mode);
-        self.cache.retain(|p| sampler.takes(p));
-        self.cache.resize(
-            size_s,
-            model.hot_limit(size_s, mode),
-            size_s.saturating_mul(model.entries_per_page),
-            &mut |_| true,
-        );
+        if !self.lazy {
+            self.cache.retain(|p| sampler.takes(p));
+            self.cache.resize(
+                size_s,
+                model.hot_limit(size_s, mode),
+                size_s.saturating_mul(model.entries_per_page),
+                &mut |_| true,
+            );
+        }
         if let Some(r) = &mut self.race {
             r.rescale(
                 |p| sampler.takes(p),
@@ -288,6 +350,7 @@ impl Advisor {
             .collect();
         grid.sort_by_key(|g| g.size);
         grid.dedup_by_key(|g| g.size);
+        debug_assert!(nested(&grid), "copy samples not nested by size");
         Advisor {
             sampler,
             hist: ReuseHist::new(
@@ -327,6 +390,8 @@ impl Advisor {
         for g in &mut self.grid {
             if let Some(r) = &mut g.race {
                 r.mode = mode;
+                // A new advisor: the copies are empty, an empty LRU cache is lazy.
+                g.lazy = mode == Mode::Lru;
                 g.cache
                     .set_hot_limit(model.hot_limit(g.size_s, mode), usize::MAX);
             }
@@ -348,10 +413,15 @@ impl Advisor {
         correlated: bool,
     ) -> Option<usize> {
         let d = self.hist.record(page, correlated);
+        let h = sample_hash(page);
         for g in &mut self.grid {
-            if g.sampler.takes(page) {
-                g.step(model, page, correlated, d);
+            // Copies are sorted by size and their samples nested, smaller sizes in
+            // larger samples: a copy that leaves the page out is followed by no copy
+            // that takes it.
+            if !g.sampler.takes_hash(h) {
+                break;
             }
+            g.step(model, &self.hist, page, correlated, d);
         }
         if self.hist.total >= self.window {
             self.age();
@@ -388,6 +458,7 @@ impl Advisor {
             g.lru_hits = (g.lru_hits as f64 * factor).round() as u64;
             true
         });
+        debug_assert!(nested(&self.grid), "copy samples not nested by size");
     }
 
     /// Counts a reference of the real cache (every reference, sampled or not).

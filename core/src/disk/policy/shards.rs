@@ -67,6 +67,11 @@ impl Sampler {
     pub fn takes(&self, page: PageId) -> bool {
         self.threshold >= RATE_ONE || (sample_hash(page) >> 40) < self.threshold
     }
+    /// [`Sampler::takes`] of the page whose [`sample_hash`] is `hash`.
+    #[inline]
+    pub fn takes_hash(&self, hash: u64) -> bool {
+        self.threshold >= RATE_ONE || (hash >> 40) < self.threshold
+    }
 }
 
 /// LRU stack-distance histogram of the (sampled) references.
@@ -205,6 +210,21 @@ impl ReuseHist {
             self.renumber();
         }
         d
+    }
+
+    /// The `n` most recently referenced tracked pages, most recent first (fewer if
+    /// fewer are tracked). O(time slots scanned).
+    pub fn recent(&self, n: usize) -> Vec<PageId> {
+        let mut v = Vec::with_capacity(n.min(self.last.len()));
+        let mut t = self.now;
+        while t > 0 && v.len() < n {
+            t -= 1;
+            let p = self.page_at[t as usize];
+            if self.last.get(&p) == Some(&t) {
+                v.push(p);
+            }
+        }
+        v
     }
 
     /// Compacts the time axis, keeping the `horizon` most recent pages.
