@@ -9,7 +9,12 @@
 //! 2. The cache is not LRU, so at a grid of sizes (by default 1/4, 1/2, 1, 2, 4, 8 and 16
 //!    times the capacity) a scaled-down copy of the real policy — the same adaptive LIRS
 //!    core and the same LRU/LIRS race, at `size * R` frames — runs on the sampled
-//!    references and measures its own hit ratio `A(g)`.
+//!    references and measures its own hit ratio `A(g)`. Copies above the capacity run
+//!    on a nested subsample of at most `frame_pages` frames (as the 1x copy) beside an
+//!    exact LRU copy of the same subsample, and `A(g) = LRU(g) + their gain over it`
+//!    (see `copy_sampler`). A copy in LRU mode is an LRU cache: its outcome is the LRU
+//!    expert's and its structure is rebuilt only when it switches to LIRS
+//!    (`MiniCache::step`).
 //! 3. At a grid size the prediction is `A(g)`. Between grid sizes it is
 //!    `LRU(s) + gain(s)`, the gain `A(g) - LRU(g)` interpolated linearly in size and the
 //!    result kept between the neighbouring `A(g)`. Outside the grid the nearest gain is
@@ -20,16 +25,18 @@
 //!    full-size measurement: the difference between its measured ratio and its 1x
 //!    copy's is added, fading out over four doublings of the size).
 //!
-//! Rate: at most `frame_pages / capacity` (bounds the cost: about two LIRS steps per grid
-//! size per sampled reference), at most `max_rate`, and halved whenever more than
+//! Rate: at most `frame_pages / capacity` (bounds the cost), at most `max_rate`, and halved whenever more than
 //! `sample_pages` distinct sampled pages are within the largest grid size's reach
 //! (fixed-size SHARDS: memory stays bounded; past counts are rescaled by 1/2).
 //! Statistics age: every counter is halved every `window` sampled references.
 //!
-//! Invariants: every grid cache sees exactly the sampled stream; grid points are sorted
-//! by size; the histogram's horizon covers the largest grid size.
+//! Invariants: every grid cache sees exactly its sample of the stream (the advisor's up
+//! to 1x, nested subsets above); grid points are sorted by size and their samples shrink
+//! with the size; the histogram's horizon covers the largest grid size; a lazy copy is
+//! in LRU mode.
 //! Complexity per reference: one hash test; per sampled reference O(log sample_pages)
-//! for the histogram plus two LIRS steps per grid size. Memory: bounded by
+//! for the histogram plus, per grid size up to 1x, one LIRS step in LRU mode (the race's
+//! expert) or two in LIRS mode, and above 1x two or three at the copy's lower rate. Memory: bounded by
 //! `sample_pages` tracked pages in the histogram and, per grid size, by
 //! `min(sampled distinct pages, (1 + entries_per_page) * size * R)` entries (~70 B).
 
@@ -113,7 +120,7 @@ pub struct MiniCache {
     /// In LRU mode the copy is an LRU cache of `size_s` frames: its outcome is the LRU
     /// expert's (the histogram, or the LRU copy), so `cache` is not stepped (`true`)
     /// and is rebuilt in LRU order when the race switches to LIRS (see
-    /// [`MiniCache::step`]).
+    /// `MiniCache::step`).
     pub lazy: bool,
     pub cache: Lirs,
     pub race: Option<Race>,
