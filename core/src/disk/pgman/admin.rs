@@ -106,7 +106,7 @@ impl Inner {
             let st = self.state.lock();
             target.saturating_sub(st.frames_allocated)
         };
-        let fresh: Vec<Arc<Frame>> = (0..to_add).map(|_| Frame::new()).collect();
+        let fresh: Vec<Arc<Frame>> = Frame::many(to_add);
         let mut st = self.state.lock();
         st.target_frames = target;
         st.add_frames(fresh);

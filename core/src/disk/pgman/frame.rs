@@ -37,10 +37,22 @@ pub(super) struct Frame {
 }
 
 impl Frame {
-    pub fn new() -> Arc<Frame> {
-        Arc::new(Frame {
-            data: RwLock::new(vec![0u8; DISK_PAGE_SIZE].into_boxed_slice()),
-        })
+    /// `n` zeroed frames. The page buffers are allocated first and the `Arc` headers
+    /// (reference counts, the only part of a frame a hit touches: the pin) after them,
+    /// so that the headers lie side by side instead of one per 32 KB: a hit then costs
+    /// no TLB miss and, on caches of up to some 10^5 pages, no cache miss for the pin.
+    pub fn many(n: usize) -> Vec<Arc<Frame>> {
+        let buffers: Vec<Box<[u8]>> = (0..n)
+            .map(|_| vec![0u8; DISK_PAGE_SIZE].into_boxed_slice())
+            .collect();
+        buffers
+            .into_iter()
+            .map(|b| {
+                Arc::new(Frame {
+                    data: RwLock::new(b),
+                })
+            })
+            .collect()
     }
 }
 
@@ -138,7 +150,7 @@ impl State {
     pub fn new(policy: PageCachePolicy, frames: usize) -> State {
         State {
             policy,
-            frames: (0..frames).map(|_| Some(Frame::new())).collect(),
+            frames: Frame::many(frames).into_iter().map(Some).collect(),
             slots: vec![Slot::free(); frames],
             map: hashbrown::HashMap::with_capacity(frames),
             free: (0..frames as u32).rev().collect(),

@@ -9,7 +9,12 @@
 //! 2. The cache is not LRU, so at a grid of sizes (by default 1/4, 1/2, 1, 2, 4, 8 and 16
 //!    times the capacity) a scaled-down copy of the real policy — the same adaptive LIRS
 //!    core and the same LRU/LIRS race, at `size * R` frames — runs on the sampled
-//!    references and measures its own hit ratio `A(g)`.
+//!    references and measures its own hit ratio `A(g)`. Copies above the capacity run
+//!    on a nested subsample of at most `frame_pages` frames (as the 1x copy) beside an
+//!    exact LRU copy of the same subsample, and `A(g) = LRU(g) + their gain over it`
+//!    (see `copy_sampler`). A copy in LRU mode is an LRU cache: its outcome is the LRU
+//!    expert's and its structure is rebuilt only when it switches to LIRS
+//!    (`MiniCache::step`).
 //! 3. At a grid size the prediction is `A(g)`. Between grid sizes it is
 //!    `LRU(s) + gain(s)`, the gain `A(g) - LRU(g)` interpolated linearly in size and the
 //!    result kept between the neighbouring `A(g)`. Outside the grid the nearest gain is
@@ -20,21 +25,23 @@
 //!    full-size measurement: the difference between its measured ratio and its 1x
 //!    copy's is added, fading out over four doublings of the size).
 //!
-//! Rate: at most `frame_pages / capacity` (bounds the cost: about two LIRS steps per grid
-//! size per sampled reference), at most `max_rate`, and halved whenever more than
+//! Rate: at most `frame_pages / capacity` (bounds the cost), at most `max_rate`, and halved whenever more than
 //! `sample_pages` distinct sampled pages are within the largest grid size's reach
 //! (fixed-size SHARDS: memory stays bounded; past counts are rescaled by 1/2).
 //! Statistics age: every counter is halved every `window` sampled references.
 //!
-//! Invariants: every grid cache sees exactly the sampled stream; grid points are sorted
-//! by size; the histogram's horizon covers the largest grid size.
+//! Invariants: every grid cache sees exactly its sample of the stream (the advisor's up
+//! to 1x, nested subsets above); grid points are sorted by size and their samples shrink
+//! with the size; the histogram's horizon covers the largest grid size; a lazy copy is
+//! in LRU mode.
 //! Complexity per reference: one hash test; per sampled reference O(log sample_pages)
-//! for the histogram plus two LIRS steps per grid size. Memory: bounded by
+//! for the histogram plus, per grid size up to 1x, one LIRS step in LRU mode (the race's
+//! expert) or two in LIRS mode, and above 1x two or three at the copy's lower rate. Memory: bounded by
 //! `sample_pages` tracked pages in the histogram and, per grid size, by
 //! `min(sampled distinct pages, (1 + entries_per_page) * size * R)` entries (~70 B).
 
 use super::lirs::{Lirs, Outcome, PageId};
-use super::shards::{ReuseHist, Sampler};
+use super::shards::{ReuseHist, Sampler, sample_hash};
 use super::tune::{Mode, Race, RaceConfig};
 
 /// Settling budget per access (hot pages moved per reference after a mode change).
@@ -42,6 +49,29 @@ pub const SETTLE_BUDGET: usize = 64;
 
 /// Smallest sampled size simulated; smaller grid points are left out.
 pub const MIN_SAMPLED_SIZE: usize = 8;
+
+/// The sample of the miniature copy of `size` pages: the advisor's `sampler`, or for a
+/// copy that would hold more than `frame_pages` frames at that rate (the copies above the
+/// capacity) a subset of it at `frame_pages / size`. Spatial samples are nested (a lower
+/// threshold on the same hash), so the copy sees every reference of its pages and the
+/// histogram still has each one's stack distance. This bounds every copy to the 1x
+/// copy's number of frames, and the advisor's cost per reference to about
+/// `frame_pages / capacity` times the work of the histogram and the copies up to 1x
+/// plus a constant for the copies above it.
+fn copy_sampler(sampler: Sampler, size: usize, frame_pages: usize) -> Sampler {
+    let own = Sampler::with_rate(frame_pages as f64 / size.max(1) as f64);
+    if own.rate() < sampler.rate() {
+        own
+    } else {
+        sampler
+    }
+}
+
+/// Whether the copies' samples shrink (are nested) as their sizes grow.
+fn nested(grid: &[MiniCache]) -> bool {
+    grid.windows(2)
+        .all(|w| w[0].size < w[1].size && w[0].sampler.rate() >= w[1].sampler.rate())
+}
 
 /// Configuration shared by the real cache and its miniature copies.
 #[derive(Clone, Debug)]
@@ -73,9 +103,25 @@ impl ModelConfig {
 /// hit when the stack distance is below the size), so that it makes the same mode
 /// switches and pays the same transitions as the real cache would at that size.
 pub struct MiniCache {
-    /// Size in real pages and in sampled pages.
+    /// Size in real pages and in sampled pages (at this copy's own rate).
     pub size: usize,
     pub size_s: usize,
+    /// This copy's sample: the advisor's, or a subset of it for sizes above the
+    /// capacity (at most `frame_pages` frames per copy, see [`Advisor`]).
+    pub sampler: Sampler,
+    /// The size in pages of the advisor's sample (the histogram's unit): the LRU expert
+    /// of the race hits when the stack distance is below it.
+    pub lru_size_s: usize,
+    /// For a copy on a subsample: an exact LRU cache of `size_s` frames on the same
+    /// subsample. Its hits are the LRU baseline of the copy's gain (on the same pages,
+    /// so the subsample's luck cancels out) and the outcome of the race's LRU expert.
+    pub lru: Option<Lirs>,
+    pub lru_hits: u64,
+    /// In LRU mode the copy is an LRU cache of `size_s` frames: its outcome is the LRU
+    /// expert's (the histogram, or the LRU copy), so `cache` is not stepped (`true`)
+    /// and is rebuilt in LRU order when the race switches to LIRS (see
+    /// `MiniCache::step`).
+    pub lazy: bool,
     pub cache: Lirs,
     pub race: Option<Race>,
     pub hits: u64,
@@ -83,11 +129,17 @@ pub struct MiniCache {
 }
 
 impl MiniCache {
-    pub fn new(model: &ModelConfig, size: usize, size_s: usize) -> MiniCache {
+    pub fn new(model: &ModelConfig, size: usize, sampler: Sampler, lru_size_s: usize) -> MiniCache {
         let mode = model.start_mode();
+        let size_s = (size as f64 * sampler.rate()).round() as usize;
         MiniCache {
             size,
             size_s,
+            sampler,
+            lru_size_s,
+            lru: None,
+            lru_hits: 0,
+            lazy: model.race.is_some() && mode == Mode::Lru,
             cache: Lirs::new(
                 size_s,
                 model.hot_limit(size_s, mode),
@@ -102,32 +154,100 @@ impl MiniCache {
         }
     }
 
+    /// One sampled reference (`dist`: its stack distance in the histogram `hist`).
+    ///
+    /// While the copy is in LRU mode (and settled there) it is an exact LRU cache of
+    /// `size_s` frames, so its outcome is the LRU expert's and its own structure is not
+    /// stepped: one LIRS step per reference (the race's expert) instead of two. When
+    /// the race switches to LIRS the structure is rebuilt as that LRU cache would be
+    /// after this reference (a replay of the most recent pages, oldest first, from the
+    /// histogram; or a copy of the LRU copy), then its hot limit is raised as in the
+    /// real cache. A switch back to LRU makes the copy lazy at once (the real cache
+    /// demotes its hot pages over the next references: a transition the copy does not
+    /// model).
     #[inline]
-    fn step(&mut self, model: &ModelConfig, page: PageId, correlated: bool, dist: Option<usize>) {
-        if let Some(race) = &mut self.race {
-            let lru_hit = dist.is_some_and(|d| d < self.size_s);
-            if let Some(m) = race.step(page, correlated, lru_hit) {
-                self.cache
-                    .set_hot_limit(model.hot_limit(self.size_s, m), SETTLE_BUDGET);
+    fn step(
+        &mut self,
+        model: &ModelConfig,
+        hist: &ReuseHist,
+        page: PageId,
+        correlated: bool,
+        dist: Option<usize>,
+    ) {
+        let lru_hit = match &mut self.lru {
+            Some(l) => {
+                let h = l.access(page, correlated, &mut |_| true) == Outcome::Hit;
+                self.lru_hits += h as u64;
+                h
             }
-        }
-        let hit = self.cache.access(page, correlated, &mut |_| true) == Outcome::Hit;
-        self.cache.settle_step(SETTLE_BUDGET);
+            None => dist.is_some_and(|d| d < self.lru_size_s),
+        };
+        let switch = match &mut self.race {
+            Some(race) => race.step(page, correlated, lru_hit),
+            None => None,
+        };
+        let hit = if self.lazy {
+            if switch == Some(Mode::Lirs) {
+                self.rebuild(model, hist);
+                self.lazy = false;
+                self.cache
+                    .set_hot_limit(model.hot_limit(self.size_s, Mode::Lirs), SETTLE_BUDGET);
+            }
+            lru_hit
+        } else if switch == Some(Mode::Lru) {
+            self.lazy = true;
+            self.cache = Lirs::new(0, 0, 0);
+            lru_hit
+        } else {
+            let h = self.cache.access(page, correlated, &mut |_| true) == Outcome::Hit;
+            self.cache.settle_step(SETTLE_BUDGET);
+            h
+        };
         self.refs += 1;
         self.hits += hit as u64;
     }
 
+    /// The LRU cache of `size_s` frames (LRU layout: hot limit 0, evicted pages kept as
+    /// history) this copy is after the current reference.
+    #[cold]
+    fn rebuild(&mut self, model: &ModelConfig, hist: &ReuseHist) {
+        let n = self.size_s;
+        let nonres = n.saturating_mul(model.entries_per_page);
+        if let Some(l) = &self.lru {
+            self.cache = l.clone();
+            return;
+        }
+        let mut c = Lirs::new(n, 0, nonres);
+        for &p in hist.recent(n + nonres).iter().rev() {
+            c.access(p, false, &mut |_| true);
+        }
+        self.cache = c;
+    }
+
     /// Follows a change of sampling rate (see [`Advisor`]).
-    fn rescale(&mut self, model: &ModelConfig, sampler: Sampler, size_s: usize) {
+    fn rescale(&mut self, model: &ModelConfig, sampler: Sampler) {
+        let size_s = (self.size as f64 * sampler.rate()).round() as usize;
+        self.sampler = sampler;
         self.size_s = size_s;
+        if let Some(l) = &mut self.lru {
+            l.retain(|p| sampler.takes(p));
+            l.resize(
+                size_s,
+                0,
+                size_s.saturating_mul(model.entries_per_page),
+                &mut |_| true,
+            );
+        }
         let mode = self.race.as_ref().map_or(Mode::Lirs, |r| r.mode);
-        self.cache.retain(|p| sampler.takes(p));
-        self.cache.resize(
-            size_s,
-            model.hot_limit(size_s, mode),
-            size_s.saturating_mul(model.entries_per_page),
-            &mut |_| true,
-        );
+        if !self.lazy {
+            self.cache.retain(|p| sampler.takes(p));
+            self.cache.resize(
+                size_s,
+                model.hot_limit(size_s, mode),
+                size_s.saturating_mul(model.entries_per_page),
+                &mut |_| true,
+            );
+        }
         if let Some(r) = &mut self.race {
             r.rescale(
                 |p| sampler.takes(p),
@@ -153,6 +273,8 @@ pub struct Advisor {
     pub hist: ReuseHist,
     pub grid: Vec<MiniCache>,
     capacity: usize,
+    /// Most frames of a miniature copy (rate of the copies above the capacity).
+    frame_pages: usize,
     window: u64,
     /// Real cache's hits and references over the same (ageing) window.
     pub real_hits: u64,
@@ -214,17 +336,28 @@ impl Advisor {
         let r = sampler.rate();
         let sample_pages = cfg.sample_pages.max(64);
         let max_factor = cfg.factors.iter().copied().fold(1.0f64, f64::max);
+        let frame_pages = cfg.frame_pages.max(1);
         let mut grid: Vec<MiniCache> = cfg
             .factors
             .iter()
             .filter_map(|&f| {
                 let size = (f * capacity as f64).round() as usize;
-                let size_s = (size as f64 * r).round() as usize;
-                (size_s >= MIN_SAMPLED_SIZE).then(|| MiniCache::new(model, size, size_s))
+                let s = copy_sampler(sampler, size, frame_pages);
+                let size_s = (size as f64 * s.rate()).round() as usize;
+                let lru_size_s = (size as f64 * r).round() as usize;
+                (size_s >= MIN_SAMPLED_SIZE).then(|| {
+                    let mut g = MiniCache::new(model, size, s, lru_size_s);
+                    if s.rate() < r {
+                        let nonres = size_s.saturating_mul(model.entries_per_page);
+                        g.lru = Some(Lirs::new(size_s, 0, nonres));
+                    }
+                    g
+                })
             })
             .collect();
         grid.sort_by_key(|g| g.size);
         grid.dedup_by_key(|g| g.size);
+        debug_assert!(nested(&grid), "copy samples not nested by size");
         Advisor {
             sampler,
             hist: ReuseHist::new(
@@ -233,6 +366,7 @@ impl Advisor {
             ),
             grid,
             capacity,
+            frame_pages,
             window: cfg.window.max(1024),
             real_hits: 0,
             real_refs: 0,
@@ -263,6 +397,8 @@ impl Advisor {
         for g in &mut self.grid {
             if let Some(r) = &mut g.race {
                 r.mode = mode;
+                // A new advisor: the copies are empty, an empty LRU cache is lazy.
+                g.lazy = mode == Mode::Lru;
                 g.cache
                     .set_hot_limit(model.hot_limit(g.size_s, mode), usize::MAX);
             }
@@ -284,8 +420,15 @@ impl Advisor {
         correlated: bool,
     ) -> Option<usize> {
         let d = self.hist.record(page, correlated);
+        let h = sample_hash(page);
         for g in &mut self.grid {
-            g.step(model, page, correlated, d);
+            // Copies are sorted by size and their samples nested, smaller sizes in
+            // larger samples: a copy that leaves the page out is followed by no copy
+            // that takes it.
+            if !g.sampler.takes_hash(h) {
+                break;
+            }
+            g.step(model, &self.hist, page, correlated, d);
         }
         if self.hist.total >= self.window {
             self.age();
@@ -304,16 +447,25 @@ impl Advisor {
         self.sampler = s;
         self.hist.resample(|p| s.takes(p), factor);
         let r = s.rate();
+        let frame_pages = self.frame_pages;
         self.grid.retain_mut(|g| {
-            let size_s = (g.size as f64 * r).round() as usize;
-            if size_s < MIN_SAMPLED_SIZE {
+            g.lru_size_s = (g.size as f64 * r).round() as usize;
+            let gs = copy_sampler(s, g.size, frame_pages);
+            if gs.rate() == g.sampler.rate() {
+                // A copy above the capacity already sampled below the new rate.
+                return true;
+            }
+            if (g.size as f64 * gs.rate()).round() < MIN_SAMPLED_SIZE as f64 {
                 return false;
             }
-            g.rescale(model, s, size_s);
+            let factor = gs.rate() / g.sampler.rate();
+            g.rescale(model, gs);
             g.hits = (g.hits as f64 * factor).round() as u64;
             g.refs = (g.refs as f64 * factor).round() as u64;
+            g.lru_hits = (g.lru_hits as f64 * factor).round() as u64;
             true
         });
+        debug_assert!(nested(&self.grid), "copy samples not nested by size");
     }
 
     /// Counts a reference of the real cache (every reference, sampled or not).
@@ -328,6 +480,7 @@ impl Advisor {
         for g in &mut self.grid {
             g.hits /= 2;
             g.refs /= 2;
+            g.lru_hits /= 2;
         }
         self.real_hits /= 2;
         self.real_refs /= 2;
@@ -335,9 +488,10 @@ impl Advisor {
 
     /// SHARDS_adj (Waldspurger et al.): the sample should hold `rate x references`
     /// references; the difference (popular pages in or out of the sample by chance) is
-    /// counted as hits at the smallest distance. Returns the adjusted ratio.
-    fn adjusted(&self, hits: f64, refs: f64) -> f64 {
-        let expected = self.sampler.rate() * self.real_refs as f64;
+    /// counted as hits at the smallest distance. `rate`: the sample's rate (the
+    /// advisor's, or a copy's own). Returns the adjusted ratio.
+    fn adjusted(&self, rate: f64, hits: f64, refs: f64) -> f64 {
+        let expected = rate * self.real_refs as f64;
         if !self.adjust || expected < 1.0 {
             return if refs > 0.0 { hits / refs } else { 0.0 };
         }
@@ -346,8 +500,12 @@ impl Advisor {
 
     /// LRU hit ratio (0..1) at `capacity` real pages, from the histogram.
     pub fn lru_ratio(&self, capacity: usize) -> f64 {
-        let s = capacity as f64 * self.sampler.rate();
-        self.adjusted(self.hist.lru_hits(s), self.hist.total as f64)
+        let r = self.sampler.rate();
+        self.adjusted(
+            r,
+            self.hist.lru_hits(capacity as f64 * r),
+            self.hist.total as f64,
+        )
     }
 
     /// Predicted hit ratio (0..1) of this policy with `capacity` pages.
@@ -368,9 +526,15 @@ impl Advisor {
             .iter()
             .filter(|g| g.refs > 0)
             .map(|g| {
-                let s = g.size_s as f64;
-                let a = self.adjusted(g.hits as f64, g.refs as f64);
-                let l = self.adjusted(self.hist.lru_hits(s), self.hist.total as f64);
+                let s = g.lru_size_s as f64;
+                let l = self.adjusted(r, self.hist.lru_hits(s), self.hist.total as f64);
+                if g.lru.is_some() {
+                    // On a subsample: its gain over LRU on the same pages, on top of
+                    // the LRU ratio of the whole sample.
+                    let gain = (g.hits as f64 - g.lru_hits as f64) / g.refs as f64;
+                    return (s / r, (l + gain).clamp(0.0, 1.0), gain);
+                }
+                let a = self.adjusted(r, g.hits as f64, g.refs as f64);
                 (s / r, a, a - l)
             })
             .collect();
@@ -405,7 +569,7 @@ impl Advisor {
             return 0.0;
         }
         let bias = self.real_hits as f64 / self.real_refs as f64
-            - self.adjusted(g.hits as f64, g.refs as f64);
+            - self.adjusted(g.sampler.rate(), g.hits as f64, g.refs as f64);
         let w = (1.0 - (x / self.capacity as f64).log2().abs() / 4.0).max(0.0);
         bias * w
     }
@@ -421,7 +585,9 @@ impl Advisor {
                 .grid
                 .iter()
                 .map(|g| {
-                    g.cache.memory_bytes() + g.race.as_ref().map_or(0, |r| r.lirs.memory_bytes())
+                    g.cache.memory_bytes()
+                        + g.race.as_ref().map_or(0, |r| r.lirs.memory_bytes())
+                        + g.lru.as_ref().map_or(0, |l| l.memory_bytes())
                 })
                 .sum::<usize>()
     }

@@ -22,6 +22,7 @@ struct Slot {
 
 const FREE: Slot = Slot { key: 0, val: EMPTY };
 
+#[derive(Clone)]
 pub struct PageIndex {
     slots: Vec<Slot>,
     shift: u32,

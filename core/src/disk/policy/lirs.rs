@@ -94,6 +94,7 @@ pub enum Outcome {
 }
 
 /// LIRS bookkeeping for one cache (real or simulated).
+#[derive(Clone)]
 pub struct Lirs {
     capacity: usize,
     hot_limit: usize,

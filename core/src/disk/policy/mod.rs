@@ -25,7 +25,8 @@
 //! Complexity: O(1) per access; no allocation per access once the structures reached
 //! their bounded size (the histogram renumbers its time axis every few thousand sampled
 //! references). A sampled access (rate at most `512 / capacity`) adds O(log) for the
-//! histogram and two LIRS steps per grid size. Design notes and measurements:
+//! histogram and one or two LIRS steps per grid size up to 1x (fewer, at lower rates,
+//! above). Design notes and measurements:
 //! `docs/page-cache-policy.md`.
 
 pub mod advisor;

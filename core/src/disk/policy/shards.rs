@@ -7,17 +7,22 @@
 //! whose stack distance (distinct pages referenced since the previous reference to the
 //! same page) is below `c`, so one histogram gives the LRU hit ratio at every size.
 //!
-//! Distances are exact within the horizon: a Fenwick tree over access times holds a 1 at
-//! the last access time of every tracked page (Bennett & Kruskal); the number of ones
-//! after a page's previous time is its distance. When the time slots (twice the budget)
+//! Distances are exact within the horizon: a bitmap over access times holds a 1 at the
+//! last access time of every tracked page (Bennett & Kruskal); the number of ones after a
+//! page's previous time is its distance. The ones are counted by a Fenwick tree over the
+//! bitmap's 64-bit words plus one `popcount` (a query touches log2(slots / 64) counters,
+//! not log2(slots)), and as all ones lie before the current time, the ones after `t0`
+//! are the tracked pages minus the ones up to `t0`: one prefix query per reference. When the time slots (twice the budget)
 //! run out they are renumbered, keeping the pages within the horizon; if more than the
 //! budget remain, [`ReuseHist::over_budget`] tells the owner to halve the sampling rate
 //! ([`ReuseHist::resample`] then drops the pages left out and rescales distances and
 //! counts), which is the fixed-size variant of SHARDS.
 //!
-//! Invariants: every tracked page has exactly one set bit, at its last time; tracked
-//! pages fit in the slots; distances below the horizon are exact.
-//! Complexity: O(log slots) per sampled reference, plus an amortised O(1) share of the
+//! Invariants: every tracked page has exactly one set bit, at its last time (so the set
+//! bits number `last.len()` and all lie before `now`); `tree` counts the set bits of each
+//! word; tracked pages fit in the slots; distances below the horizon are exact.
+//! Complexity: O(log slots) per sampled reference (one hash probe, one prefix query and
+//! two word-counter updates), plus an amortised O(1) share of the
 //! O(slots) renumbering; memory about 40 bytes per slot and tracked page.
 
 use super::lirs::PageId;
@@ -62,12 +67,20 @@ impl Sampler {
     pub fn takes(&self, page: PageId) -> bool {
         self.threshold >= RATE_ONE || (sample_hash(page) >> 40) < self.threshold
     }
+    /// [`Sampler::takes`] of the page whose [`sample_hash`] is `hash`.
+    #[inline]
+    pub fn takes_hash(&self, hash: u64) -> bool {
+        self.threshold >= RATE_ONE || (hash >> 40) < self.threshold
+    }
 }
 
 /// LRU stack-distance histogram of the (sampled) references.
 pub struct ReuseHist {
     last: HashMap<PageId, u32, FixedState>,
     page_at: Vec<PageId>,
+    /// One bit per time slot: set at the last time of each tracked page.
+    bits: Vec<u64>,
+    /// Fenwick tree (1-based) over the set-bit counts of the words of `bits`.
     tree: Vec<u32>,
     now: u32,
     /// Distances of interest are below `horizon`; older pages are dropped.
@@ -89,12 +102,13 @@ impl ReuseHist {
     /// that between two renumberings).
     pub fn new(horizon: usize, budget: usize) -> ReuseHist {
         let budget = budget.max(16);
-        let slots = (2 * budget).max(1024);
+        let slots = (2 * budget).max(1024).next_multiple_of(64);
         let horizon = horizon.max(1);
         ReuseHist {
             last: HashMap::with_hasher(FixedState::with_seed(0x5a4d_5e11)),
             page_at: vec![0; slots],
-            tree: vec![0; slots + 1],
+            bits: vec![0; slots / 64],
+            tree: vec![0; slots / 64 + 1],
             now: 0,
             horizon,
             budget,
@@ -116,25 +130,46 @@ impl ReuseHist {
         self.over
     }
 
+    /// Adds `delta` to the count of word `w`.
     #[inline]
-    fn add(&mut self, t: u32, delta: i32) {
-        let mut i = t as usize + 1;
+    fn tree_add(&mut self, w: usize, delta: i32) {
+        let mut i = w + 1;
         while i < self.tree.len() {
             self.tree[i] = self.tree[i].wrapping_add_signed(delta);
             i += i & i.wrapping_neg();
         }
     }
 
+    /// Sets the bit of slot `t` (clear before).
+    #[inline]
+    fn set(&mut self, t: u32) {
+        let w = t as usize / 64;
+        debug_assert!(self.bits[w] & 1 << (t % 64) == 0);
+        self.bits[w] |= 1 << (t % 64);
+        self.tree_add(w, 1);
+    }
+
+    /// Clears the bit of slot `t` (set before).
+    #[inline]
+    fn clear(&mut self, t: u32) {
+        let w = t as usize / 64;
+        debug_assert!(self.bits[w] & 1 << (t % 64) != 0);
+        self.bits[w] &= !(1 << (t % 64));
+        self.tree_add(w, -1);
+    }
+
     /// Number of set bits in slots `0..=t`.
     #[inline]
     fn prefix(&self, t: u32) -> u32 {
-        let mut i = t as usize + 1;
+        let w = t as usize / 64;
+        let mut i = w;
         let mut s = 0u32;
         while i > 0 {
             s = s.wrapping_add(self.tree[i]);
             i &= i - 1;
         }
-        s
+        let below = u64::MAX >> (63 - t % 64);
+        s + (self.bits[w] & below).count_ones()
     }
 
     /// Records one reference; returns its stack distance (`None`: first reference or
@@ -145,10 +180,15 @@ impl ReuseHist {
             self.correlated += 1;
             return Some(0);
         }
-        let d = match self.last.get(&page).copied() {
+        let now = self.now;
+        // One probe: the page's last time is replaced by `now` where it is found.
+        let previous = self.last.get_mut(&page).map(|t| std::mem::replace(t, now));
+        let d = match previous {
             Some(t0) => {
-                let d = (self.prefix(self.now - 1) - self.prefix(t0)) as usize;
-                self.add(t0, -1);
+                // Every set bit is before `now`: those after `t0` are all of them (one
+                // per tracked page, this one included) minus those up to `t0`.
+                let d = (self.last.len() as u32 - self.prefix(t0)) as usize;
+                self.clear(t0);
                 if d < self.hist.len() {
                     self.hist[d] += 1;
                     Some(d)
@@ -159,18 +199,32 @@ impl ReuseHist {
             }
             None => {
                 self.cold += 1;
+                self.last.insert(page, now);
                 None
             }
         };
-        let now = self.now;
-        self.last.insert(page, now);
         self.page_at[now as usize] = page;
-        self.add(now, 1);
+        self.set(now);
         self.now += 1;
         if self.now as usize == self.page_at.len() {
             self.renumber();
         }
         d
+    }
+
+    /// The `n` most recently referenced tracked pages, most recent first (fewer if
+    /// fewer are tracked). O(time slots scanned).
+    pub fn recent(&self, n: usize) -> Vec<PageId> {
+        let mut v = Vec::with_capacity(n.min(self.last.len()));
+        let mut t = self.now;
+        while t > 0 && v.len() < n {
+            t -= 1;
+            let p = self.page_at[t as usize];
+            if self.last.get(&p) == Some(&t) {
+                v.push(p);
+            }
+        }
+        v
     }
 
     /// Compacts the time axis, keeping the `horizon` most recent pages.
@@ -192,11 +246,13 @@ impl ReuseHist {
             self.last.remove(p);
         }
         self.tree.iter_mut().for_each(|x| *x = 0);
+        self.bits.iter_mut().for_each(|x| *x = 0);
         for (t, &p) in live[drop..].iter().enumerate() {
             self.page_at[t] = p;
             self.last.insert(p, t as u32);
-            // Fenwick build in place: add own bit, propagate later.
-            self.tree[t + 1] += 1;
+            self.bits[t / 64] |= 1 << (t % 64);
+            // Fenwick build in place: count the word's bits, propagate below.
+            self.tree[t / 64 + 1] += 1;
         }
         for i in 1..self.tree.len() {
             let j = i + (i & i.wrapping_neg());
@@ -233,7 +289,7 @@ impl ReuseHist {
     /// Forgets a page (it will count as a first reference next time).
     pub fn forget(&mut self, page: PageId) {
         if let Some(t) = self.last.remove(&page) {
-            self.add(t, -1);
+            self.clear(t);
         }
     }
 
@@ -285,6 +341,7 @@ impl ReuseHist {
     pub fn memory_bytes(&self) -> usize {
         self.last.capacity() * 13
             + self.page_at.capacity() * 8
+            + self.bits.capacity() * 8
             + self.tree.capacity() * 4
             + self.hist.capacity() * 8
     }

@@ -467,3 +467,44 @@ fn reuse_distances_match_a_naive_stack() {
         stack.push(x);
     }
 }
+
+#[test]
+fn advisor_copies_are_exact_at_full_rate_across_a_switch() {
+    // cs at 281 pages: the rate is 1, every copy is an exact simulation; the copies at
+    // 1/4 and 1/2 start in LRU mode without stepping their own structure, switch to
+    // LIRS (rebuilt from the histogram) and must still match a real cache of that size.
+    let t = load_trace("cs");
+    let mut p = PageCachePolicy::new(281);
+    run(&mut p, &t);
+    assert_eq!(p.stats().advisor_sample_rate, 1.0);
+    for c in [70, 140] {
+        let want = measured(c, &t);
+        let got = 100.0 * p.predict_hit_ratio(c);
+        assert!(
+            (got - want).abs() < 0.1,
+            "c={c}: predicted {got:.2} measured {want:.2}"
+        );
+        let mut real = PageCachePolicy::new(c);
+        run(&mut real, &t);
+        assert_eq!(real.mode(), Mode::Lirs, "c={c}: the copy had to switch");
+    }
+    p.check();
+}
+
+#[test]
+fn recent_pages_match_a_naive_stack() {
+    let t = sim::zipf_trace(300, 0.7, 5_000, 4, None);
+    let mut h = ReuseHist::new(400, 400);
+    let mut stack: Vec<PageId> = Vec::new();
+    for (k, &x) in t.iter().enumerate() {
+        h.record(x, false);
+        if let Some(i) = stack.iter().position(|&y| y == x) {
+            stack.remove(i);
+        }
+        stack.push(x);
+        if k % 500 == 0 {
+            let want: Vec<PageId> = stack.iter().rev().take(50).copied().collect();
+            assert_eq!(h.recent(50), want);
+        }
+    }
+}
