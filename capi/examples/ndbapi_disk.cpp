@@ -78,7 +78,7 @@ static void read_rows(Ndb& ndb, const NdbDictionary::Table* t) {
   for (Uint32 i = 0; i < 100; i += 11) {
     NdbTransaction* tx = ndb.startTransaction();
     NdbOperation* op = tx->getNdbOperation(t);
-    op->readTuple(NdbOperation::LM_Read);
+    op->readTuple(NdbOperation::LM_CommittedRead);
     op->equal("ID", i);
     NdbRecAttr* v = op->getValue("V", NULL);
     NdbRecAttr* w = op->getValue("W", NULL);
