@@ -167,6 +167,50 @@ impl NodeDisk {
         })
     }
 
+    /// The write-ahead sequence of changing an existing record: pins its page, takes
+    /// its before-image into the undo record `undo` makes, appends it, applies
+    /// `change` and stamps the page with the record's LSN, unpinning before returning
+    /// (a disk checkpoint holding the undo gate waits for pages pinned for writing).
+    /// Returns the page's gain in free bytes. On error the undo reservation is given
+    /// back; on success it is the caller's to give back.
+    fn change_record(
+        &self,
+        r: DiskRef,
+        undo_bytes: u64,
+        undo: impl FnOnce(Vec<u8>) -> UndoRecord,
+        change: impl FnOnce(&mut [u8]),
+    ) -> Result<i64> {
+        let fail = |e| {
+            self.release_undo(undo_bytes);
+            Err(e)
+        };
+        let page = match self.pgman.get(cache_addr(page_of(r)), Intent::Write) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        let Some(before) = page.read(|b| rowpage::get(b, r.slot).map(|x| x.to_vec())) else {
+            drop(page);
+            return fail(codes::corrupt_page(format_args!(
+                "disk record {r:?} missing"
+            )));
+        };
+        let lsn = match self.log(&undo(before)) {
+            Ok(l) => l,
+            Err(e) => {
+                drop(page);
+                return fail(e);
+            }
+        };
+        let gained = page.write(|b| {
+            let before = rowpage::free_bytes(b);
+            change(b);
+            rowpage::free_bytes(b) as i64 - before as i64
+        });
+        page.set_lsn_dirty(lsn);
+        drop(page);
+        Ok(gained)
+    }
+
     /// Commit of an update whose image is not longer than the record: in place.
     pub fn update_record(
         &self,
@@ -175,44 +219,20 @@ impl NodeDisk {
         image: &[u8],
         undo_bytes: u64,
     ) -> Result<()> {
-        let page = match self.pgman.get(cache_addr(page_of(r)), Intent::Write) {
-            Ok(p) => p,
-            Err(e) => {
-                self.release_undo(undo_bytes);
-                return Err(e);
-            }
-        };
-        let before = page.read(|b| rowpage::get(b, r.slot).map(|x| x.to_vec()));
-        let Some(before) = before else {
-            drop(page);
-            self.release_undo(undo_bytes);
-            return Err(codes::corrupt_page(format_args!(
-                "disk record {r:?} missing"
-            )));
-        };
-        let lsn = self.log(&UndoRecord::TupleUpdate {
-            file_no: r.file_no as u32,
-            page_no: r.page_no,
-            slot: r.slot as u32,
-            before,
-        });
-        let lsn = match lsn {
-            Ok(l) => l,
-            Err(e) => {
-                drop(page);
-                self.release_undo(undo_bytes);
-                return Err(e);
-            }
-        };
-        let (ok, gained) = page.write(|b| {
-            let before = rowpage::free_bytes(b);
-            let ok = rowpage::update(b, r.slot, image);
-            (ok, rowpage::free_bytes(b) as i64 - before as i64)
-        });
-        assert!(ok, "a disk image no longer than the record fits in place");
-        page.set_lsn_dirty(lsn);
-        // Unpinned before the undo gate (see insert_record).
-        drop(page);
+        let gained = self.change_record(
+            r,
+            undo_bytes,
+            |before| UndoRecord::TupleUpdate {
+                file_no: r.file_no as u32,
+                page_no: r.page_no,
+                slot: r.slot as u32,
+                before,
+            },
+            |b| {
+                let ok = rowpage::update(b, r.slot, image);
+                assert!(ok, "a disk image no longer than the record fits in place");
+            },
+        )?;
         self.release_undo(undo_bytes);
         self.adjust_free(alloc, page_of(r), gained).map(|_| ())
     }
@@ -226,42 +246,19 @@ impl NodeDisk {
         undo_bytes: u64,
     ) -> Result<()> {
         let page_addr = page_of(r);
-        let page = match self.pgman.get(cache_addr(page_addr), Intent::Write) {
-            Ok(p) => p,
-            Err(e) => {
-                self.release_undo(undo_bytes);
-                return Err(e);
-            }
-        };
-        let before = page.read(|b| rowpage::get(b, r.slot).map(|x| x.to_vec()));
-        let Some(before) = before else {
-            drop(page);
-            self.release_undo(undo_bytes);
-            return Err(codes::corrupt_page(format_args!(
-                "disk record {r:?} missing"
-            )));
-        };
-        let lsn = self.log(&UndoRecord::TupleFree {
-            file_no: r.file_no as u32,
-            page_no: r.page_no,
-            slot: r.slot as u32,
-            before,
-        });
-        let lsn = match lsn {
-            Ok(l) => l,
-            Err(e) => {
-                drop(page);
-                self.release_undo(undo_bytes);
-                return Err(e);
-            }
-        };
-        let gained = page.write(|b| {
-            let before = rowpage::free_bytes(b);
-            rowpage::delete(b, r.slot);
-            rowpage::free_bytes(b) as i64 - before as i64
-        });
-        page.set_lsn_dirty(lsn);
-        drop(page);
+        let gained = self.change_record(
+            r,
+            undo_bytes,
+            |before| UndoRecord::TupleFree {
+                file_no: r.file_no as u32,
+                page_no: r.page_no,
+                slot: r.slot as u32,
+                before,
+            },
+            |b| {
+                rowpage::delete(b, r.slot);
+            },
+        )?;
         let empty_extent = self.adjust_free(alloc, page_addr, gained);
         let result = match empty_extent {
             Ok(Some(extent)) => {
