@@ -285,16 +285,24 @@ impl ClusterInner {
         self.lock_timeout_ms.load(Ordering::Relaxed)
     }
 
-    /// Applies the parameters that take effect without a restart (Restart::None) and that
-    /// the engine uses, from the current configuration: TransactionDeadlockDetectionTimeout
-    /// (for transactions started from now on).
-    pub fn apply_dynamic_params(&self) {
-        if let Some(first) = self.config.read().data_nodes.first() {
+    /// Applies the parameters the running engine takes without a restart, from the
+    /// current configuration: TransactionDeadlockDetectionTimeout (for transactions
+    /// started from now on) and DiskPageBufferMemory (each data node's page cache is
+    /// resized online; NDB needs a rolling restart for it).
+    pub fn apply_dynamic_params(&self) -> Result<()> {
+        let config = self.config.read();
+        if let Some(first) = config.data_nodes.first() {
             self.lock_timeout_ms.store(
                 first.transaction_deadlock_detection_timeout_ms,
                 Ordering::Relaxed,
             );
         }
+        for dn in &config.data_nodes {
+            if let Some(n) = self.node(dn.node_id) {
+                n.disk.pgman.resize(dn.disk_page_buffer_memory)?;
+            }
+        }
+        Ok(())
     }
 
     /// The configuration's API node ids (`[mysqld]`/`[api]` slots), in file order.

@@ -411,8 +411,12 @@ fn shutdown(cluster: &ClusterInner) -> String {
     out.join("\n")
 }
 
-/// Parameters the running engine reads again when they change (Restart::None).
-const APPLIED_AT_ONCE: &[&str] = &["TransactionDeadlockDetectionTimeout"];
+/// Parameters the running engine takes when they change
+/// ([`ClusterInner::apply_dynamic_params`]), whatever restart NDB needs for them.
+const APPLIED_AT_ONCE: &[&str] = &[
+    "TransactionDeadlockDetectionTimeout",
+    "DiskPageBufferMemory",
+];
 
 fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
     let spec = lookup_param_in(Section::Ndbd, name);
@@ -432,16 +436,14 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
     };
     let pname = spec.map_or(name, |s| s.name);
     let effect = match restart {
-        // NDB needs a rolling restart; the page cache here resizes in place (growing
-        // adds frames, shrinking writes and evicts pages) and keeps its history, so
-        // the advisor's prediction for the new size is checked at once.
-        _ if pname == "DiskPageBufferMemory" => {
-            resize_page_caches(cluster)?;
-            "in effect now: every data node's page cache was resized online (NDB needs a rolling restart for this)".to_string()
-        }
-        Restart::None if APPLIED_AT_ONCE.contains(&pname) => {
-            cluster.apply_dynamic_params();
-            "in effect now, no restart needed".to_string()
+        _ if APPLIED_AT_ONCE.contains(&pname) => {
+            cluster.apply_dynamic_params()?;
+            match restart {
+                Restart::None => "in effect now, no restart needed".to_string(),
+                // The page cache resizes in place (growing adds frames, shrinking
+                // writes and evicts pages) and keeps its history.
+                _ => "in effect now: every data node's page cache was resized online (NDB needs a rolling restart for this)".to_string(),
+            }
         }
         Restart::None => format!("no restart needed (rndb does not use {pname} yet)"),
         Restart::Rolling => "a rolling restart of the data nodes is needed to apply it (ROLLING RESTART needs node recovery, which arrives with issue 7; until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
@@ -461,23 +463,6 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
         ),
     );
     Ok(format!("{what}: {effect}"))
-}
-
-/// Applies the configured DiskPageBufferMemory to every data node's page cache.
-fn resize_page_caches(cluster: &ClusterInner) -> Result<()> {
-    let sizes: Vec<(u32, u64)> = cluster
-        .config
-        .read()
-        .data_nodes
-        .iter()
-        .map(|n| (n.node_id, n.disk_page_buffer_memory))
-        .collect();
-    for (node_id, bytes) in sizes {
-        if let Some(n) = cluster.node(node_id) {
-            n.disk.pgman.resize(bytes)?;
-        }
-    }
-    Ok(())
 }
 
 /// What an initial start (`--initial`) says about the disk-data files it removed: a
