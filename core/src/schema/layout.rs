@@ -310,14 +310,6 @@ impl RowLayout {
         (image.len() >= sub.fixed_size as usize).then(|| image.split_at(sub.fixed_size as usize))
     }
 
-    /// Decodes disk column `col` (a table column position) from a disk image.
-    pub fn get_disk(&self, col: usize, image: &[u8]) -> Value {
-        match (self.cols[col].place, &self.disk, self.split_disk(image)) {
-            (ColPlace::Disk { index }, Some(sub), Some((f, v))) => sub.get(index as usize, f, v),
-            _ => Value::Null,
-        }
-    }
-
     /// Row id and GCI from a disk image's header.
     pub fn disk_header(image: &[u8]) -> Option<(u32, u32)> {
         (image.len() >= 8).then(|| {

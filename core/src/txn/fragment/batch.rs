@@ -19,32 +19,8 @@ pub struct BatchKey {
 impl Fragment {
     /// Committed reads of many keys, software-pipelined: the hash bucket of key i+2D,
     /// the fixed part of key i+D and the var part of key i are loaded while key i is
-    /// decoded, so the cache misses of independent lookups overlap. Found rows are
-    /// decoded (`cols`) into `out[slot]`.
-    pub fn read_committed_batch(
-        &mut self,
-        keys: &[BatchKey],
-        key_buf: &[u8],
-        cols: &[usize],
-        out: &mut [Value],
-        found: &mut [bool],
-    ) -> Result<()> {
-        let ncols = cols.len();
-        let table = self.table.clone();
-        let layout = &table.layout;
-        let with_disk = self.needs_disk(cols);
-        self.visit_committed_batch(keys, key_buf, with_disk, &mut |slot, row| {
-            let slot = slot as usize;
-            for (o, &c) in out[slot * ncols..(slot + 1) * ncols].iter_mut().zip(cols) {
-                layout.value_into(c, row, o);
-            }
-            found[slot] = true;
-        })
-    }
-
-    /// The pipelined lookup of [`Fragment::read_committed_batch`], handing each committed
-    /// row found to `sink(slot, stored row)` in its stored form (callers that encode rows
-    /// in their own format skip the decode into values). With `with_disk` the rows of a
+    /// handed to `sink(slot, stored row)` in its stored form (callers decode the columns
+    /// they want, or copy them in their own format). With `with_disk` the rows of a
     /// table with disk columns come with their disk images (read through the page
     /// cache); the first disk read error is returned after the batch (the rows that
     /// failed are not visited).
