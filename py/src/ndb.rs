@@ -134,7 +134,7 @@ impl Ndb {
         for (n, decl) in &pairs {
             let (c, st) = crate::ddl::column(n, decl).map_err(err)?;
             cols.push(c);
-            explicit.push(st.is_some());
+            explicit.push(st);
         }
         let name_list = |o: &Bound<'_, PyAny>| -> PyResult<Vec<String>> {
             if let Ok(s) = o.extract::<String>() {
@@ -160,19 +160,7 @@ impl Ndb {
                 }
             }
         }
-        if table_disk {
-            for (c, explicit) in cols.iter_mut().zip(explicit) {
-                let indexed = c.primary_key
-                    || pk.iter().any(|p| p.eq_ignore_ascii_case(&c.name))
-                    || idx
-                        .iter()
-                        .any(|(_, _, cs)| cs.iter().any(|x| x.eq_ignore_ascii_case(&c.name)));
-                if !explicit && !indexed {
-                    c.storage = rndb::schema::StorageType::Disk;
-                }
-            }
-        }
-        let spec = rndb::api::TableSpec {
+        let mut spec = rndb::api::TableSpec {
             name: name.to_string(),
             columns: cols,
             primary_key: pk,
@@ -181,6 +169,7 @@ impl Ndb {
             if_not_exists,
             tablespace,
         };
+        spec.place_columns(&explicit, table_disk).map_err(err)?;
         let ndb = &self.ndb;
         py_result(py.detach(|| guard(|| ndb.create_table(spec).map(|_| ()))))
     }

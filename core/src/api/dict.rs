@@ -149,6 +149,33 @@ impl TableSpec {
         self
     }
 
+    /// NDB's placement of columns for a table-level `STORAGE DISK|MEMORY`:
+    /// `explicit[i]` is column i's own `STORAGE`, which wins; otherwise `table_disk`
+    /// puts every column that neither the primary key nor an index uses on disk
+    /// (indexed columns always stay in memory). An explicit disk column that is indexed
+    /// is error 756.
+    pub fn place_columns(
+        &mut self,
+        explicit: &[Option<StorageType>],
+        table_disk: bool,
+    ) -> Result<()> {
+        for (i, col) in self.columns.iter_mut().enumerate() {
+            let named = |n: &String| n.eq_ignore_ascii_case(&col.name);
+            let indexed = col.primary_key
+                || self.primary_key.iter().any(named)
+                || self.indexes.iter().any(|(_, _, cs)| cs.iter().any(named));
+            col.storage = match explicit.get(i).copied().flatten() {
+                Some(StorageType::Disk) if indexed => {
+                    return Err(codes::index_on_disk_column(&col.name));
+                }
+                Some(st) => st,
+                None if table_disk && !indexed => StorageType::Disk,
+                None => StorageType::Memory,
+            };
+        }
+        Ok(())
+    }
+
     /// Adds an index on `columns`.
     pub fn index(mut self, name: &str, kind: IndexKind, columns: &[&str]) -> TableSpec {
         self.indexes.push((

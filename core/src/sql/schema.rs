@@ -526,25 +526,8 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
             ));
         }
     }
-    // Storage: a column's own STORAGE wins; otherwise the table's STORAGE DISK puts every
-    // column that no index uses on disk (indexed columns always stay in memory, as NDB).
-    for (i, col) in columns.iter_mut().enumerate() {
-        let explicit = ct.columns[i].storage;
-        let indexed = pk.iter().any(|p| p.eq_ignore_ascii_case(&col.name))
-            || engine_indexes
-                .iter()
-                .any(|(_, _, cs)| cs.iter().any(|c| c.eq_ignore_ascii_case(&col.name)));
-        col.storage = match explicit {
-            Some(StorageType::Disk) if indexed => {
-                return Err(crate::error::codes::index_on_disk_column(&col.name));
-            }
-            Some(st) => st,
-            None if table_disk && !indexed => StorageType::Disk,
-            None => StorageType::Memory,
-        };
-    }
     meta.pk_hash_only = pk_hash_only;
-    let spec = TableSpec {
+    let mut spec = TableSpec {
         name: name.clone(),
         columns,
         primary_key: pk,
@@ -553,6 +536,8 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
         if_not_exists: false,
         tablespace: ct.tablespace.clone(),
     };
+    let explicit: Vec<Option<StorageType>> = ct.columns.iter().map(|c| c.storage).collect();
+    spec.place_columns(&explicit, table_disk)?;
     let rt = s.ndb_for(&db).create_table(spec).map_err(|e| {
         if e.code == 721 {
             errors::schema(1050, format!("Table '{name}' already exists"))
