@@ -39,6 +39,26 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{NdbError, codes};
 
+/// Tests of disk data: `nodes` data nodes with `replicas`, small DataMemory (`data_memory`),
+/// the smallest DiskPageBufferMemory (4M) and SharedGlobalMemory of 20M (room for
+/// small undo buffers).
+#[cfg(test)]
+pub(crate) fn small_disk_test_config(
+    nodes: u32,
+    replicas: u32,
+    data_memory: &str,
+) -> ClusterConfig {
+    let mut cfg = ClusterConfig::embedded(nodes, replicas).expect("config");
+    for (name, value) in [
+        ("DataMemory", data_memory),
+        ("DiskPageBufferMemory", "4M"),
+        ("SharedGlobalMemory", "20M"),
+    ] {
+        cfg.set_data_node_param(name, value).expect(name);
+    }
+    cfg
+}
+
 pub use params::{
     ParamDefault, ParamKind, ParamSpec, ParamValue, Restart, Section, Unit, format_size,
     lookup_param, lookup_param_in, params_of, parse_bool, parse_size,

@@ -5,16 +5,9 @@
 
 use super::tests::{one, rows, run, session, strs};
 use crate::api::Cluster;
-use crate::config::ClusterConfig;
 
 fn disk_cluster() -> Cluster {
-    let mut cfg = ClusterConfig::embedded(2, 2).expect("config");
-    cfg.set_data_node_param("DataMemory", "16M").expect("dm");
-    cfg.set_data_node_param("DiskPageBufferMemory", "4M")
-        .expect("dpb");
-    cfg.set_data_node_param("SharedGlobalMemory", "20M")
-        .expect("sgm");
-    Cluster::embedded(cfg).expect("start")
+    Cluster::embedded(crate::config::small_disk_test_config(2, 2, "16M")).expect("start")
 }
 
 fn count(s: &mut super::Session, sql: &str) -> usize {

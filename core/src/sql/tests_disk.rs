@@ -8,12 +8,7 @@ use crate::config::ClusterConfig;
 use std::path::Path;
 
 fn cluster_in(dir: &Path, initial: bool) -> Cluster {
-    let mut cfg = ClusterConfig::embedded(2, 2).expect("config");
-    cfg.set_data_node_param("DataMemory", "16M").expect("dm");
-    cfg.set_data_node_param("DiskPageBufferMemory", "4M")
-        .expect("dpb");
-    cfg.set_data_node_param("SharedGlobalMemory", "20M")
-        .expect("sgm");
+    let cfg = crate::config::small_disk_test_config(2, 2, "16M");
     if initial {
         Cluster::embedded_initial(cfg, dir.to_path_buf()).expect("start")
     } else {

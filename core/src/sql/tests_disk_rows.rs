@@ -9,12 +9,7 @@ use crate::config::ClusterConfig;
 use crate::sql::Session;
 
 fn disk_cluster(replicas: u32) -> Cluster {
-    let mut cfg = ClusterConfig::embedded(2, replicas).expect("config");
-    cfg.set_data_node_param("DataMemory", "32M").expect("dm");
-    cfg.set_data_node_param("DiskPageBufferMemory", "4M")
-        .expect("dpb");
-    cfg.set_data_node_param("SharedGlobalMemory", "20M")
-        .expect("sgm");
+    let mut cfg = crate::config::small_disk_test_config(2, replicas, "32M");
     cfg.set_data_node_param("TransactionDeadlockDetectionTimeout", "300")
         .expect("timeout");
     Cluster::embedded(cfg).expect("start")
