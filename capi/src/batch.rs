@@ -13,10 +13,11 @@
 //! here (the engine takes its fragment mutexes inside the call).
 
 use crate::handle::Handle;
-use crate::txn::{Completion, OpType, TxObj, TxStatus};
+use crate::txn::{Completion, OpObj, OpType, RecAttrObj, TxObj, TxStatus};
 use rndb_core::api::{Ndb, TableRuntime};
 use rndb_core::error::codes;
-use rndb_core::schema::Value;
+use rndb_core::schema::layout::StoredRow;
+use rndb_core::schema::{RowLayout, Value};
 use rndb_core::{ExecType, LockMode, OpKind};
 use std::sync::Arc;
 
@@ -97,15 +98,7 @@ fn run_single_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) -> bool
     let txs_v = &mut *txs;
     let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, row| {
         let TxObj { ops, ras, .. } = &mut *txs_v[slot];
-        let op = &ops[0];
-        for &ra in &op.ras {
-            if let Some(r) = ras.get_mut(ra as usize) {
-                r.fill_stored(layout, row);
-            }
-        }
-        if let Some(out) = &op.rec_out {
-            out.write_stored(layout, row);
-        }
+        deliver(&ops[0], ras, layout, row);
         found[slot] = true;
     });
     for (k, t) in txs.iter_mut().enumerate() {
@@ -338,15 +331,7 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             let r = ndb.read_batch_visit(&table, &sc.keys, &mut |slot, row| {
                 let (t, o) = slot_member[slot];
                 let TxObj { ops, ras, .. } = &mut *txs_v[t];
-                let op = &ops[o];
-                for &ra in &op.ras {
-                    if let Some(r) = ras.get_mut(ra as usize) {
-                        r.fill_stored(layout, row);
-                    }
-                }
-                if let Some(out) = &op.rec_out {
-                    out.write_stored(layout, row);
-                }
+                deliver(&ops[o], ras, layout, row);
                 found[slot] = true;
             });
             for (k, &(t, o)) in sc.slot_member.iter().enumerate() {
@@ -388,5 +373,19 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
             k += 1;
         }
         debug_assert!(r.is_err() || k == n);
+    }
+}
+
+/// Copies a row found by a batched read into an operation's outputs: its rec attrs and
+/// its NdbRecord result row.
+#[inline]
+fn deliver(op: &OpObj, ras: &mut [RecAttrObj], layout: &RowLayout, row: StoredRow<'_>) {
+    for &ra in &op.ras {
+        if let Some(r) = ras.get_mut(ra as usize) {
+            r.fill_stored(layout, row);
+        }
+    }
+    if let Some(out) = &op.rec_out {
+        out.write_stored(layout, row);
     }
 }
