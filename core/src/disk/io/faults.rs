@@ -1,0 +1,189 @@
+//! Fault injection of [`super::MemFileSystem`]: fixed switches ([`Faults`]), seeded
+//! random faults ([`FaultPlan`]), "fail the Nth operation from now" countdowns, and the
+//! counters ([`MemStats`]).
+//!
+//! Which calls are which [`IoOp`]: `Read` = `DiskFile::read_at`; `Sync` =
+//! `DiskFile::sync_data`; `Write` = every call that changes a file or the namespace
+//! except `remove` and `create_dir_all`: `write_at`, `extend_to`, `create`,
+//! `create_sparse`, `write_atomic`, `rename`. ENOSPC comes only from calls that
+//! allocate space (a create, a write or extend beyond the allocated size,
+//! `write_atomic`), after the EIO checks passed.
+//!
+//! Determinism: the plan's generator (splitmix64) is drawn once per operation of a kind
+//! whose rate is non-zero, so the same plan and the same call sequence give the same
+//! faults. Switches and countdowns do not draw.
+
+use std::io;
+
+use super::eio;
+
+/// Faults a [`super::MemFileSystem`] injects; change them at any time through
+/// [`super::MemFileSystem::set_faults`].
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// Total bytes the "disk" holds (`None`: unlimited). Allocation beyond: ENOSPC.
+    pub capacity_bytes: Option<u64>,
+    /// Reads fail with EIO.
+    pub fail_reads: bool,
+    /// Writes (every [`IoOp::Write`] call) fail with EIO.
+    pub fail_writes: bool,
+    /// fdatasync fails with EIO.
+    pub fail_syncs: bool,
+}
+
+/// Seeded random faults, set with [`super::MemFileSystem::set_fault_plan`]. Rates are
+/// per million operations of the kind; 0 disables that kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultPlan {
+    pub seed: u64,
+    /// EIO on `read_at`.
+    pub read_eio_per_million: u32,
+    /// EIO on write operations (see the module doc for the list).
+    pub write_eio_per_million: u32,
+    /// EIO on `sync_data` (its unsynced writes are then lost for good).
+    pub sync_eio_per_million: u32,
+    /// ENOSPC on operations that allocate space.
+    pub enospc_per_million: u32,
+}
+
+/// A kind of operation, for [`super::MemFileSystem::fail_nth`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    Read,
+    Write,
+    Sync,
+}
+
+/// Counters of a [`super::MemFileSystem`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemStats {
+    /// `read_at` calls.
+    pub reads: u64,
+    /// `write_at` and `write_atomic` calls.
+    pub writes: u64,
+    /// `sync_data` calls.
+    pub syncs: u64,
+    /// Every injected failure (the sum of the four below).
+    pub injected_failures: u64,
+    pub injected_read_eio: u64,
+    pub injected_write_eio: u64,
+    pub injected_sync_eio: u64,
+    pub injected_enospc: u64,
+    /// Unsynced writes discarded by a failed sync: they never become durable.
+    pub lost_writes: u64,
+    /// Unsynced writes made durable early because a file exceeded the unsynced cap.
+    pub written_back: u64,
+}
+
+/// splitmix64 (Steele, Lea, Flood 2014): tiny, fast, good enough for fault choices.
+#[derive(Clone, Debug)]
+pub(super) struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub(super) fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+    pub(super) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        debug_assert!(n > 0);
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+    pub(super) fn coin(&mut self) -> bool {
+        self.next_u64() >> 63 == 1
+    }
+    fn hit_per_million(&mut self, rate: u32) -> bool {
+        rate > 0 && self.below(1_000_000) < u64::from(rate)
+    }
+}
+
+/// The fault state of one MemFileSystem (inside its state mutex).
+#[derive(Default)]
+pub(super) struct Injector {
+    pub(super) faults: Faults,
+    pub(super) plan: Option<(FaultPlan, SplitMix64)>,
+    /// Operations of each kind (Read, Write, Sync) until the armed failure; 0 = none.
+    countdown: [u64; 3],
+    pub(super) stats: MemStats,
+}
+
+fn index(op: IoOp) -> usize {
+    match op {
+        IoOp::Read => 0,
+        IoOp::Write => 1,
+        IoOp::Sync => 2,
+    }
+}
+
+impl Injector {
+    pub(super) fn set_plan(&mut self, plan: Option<FaultPlan>) {
+        self.plan = plan.map(|p| {
+            let rng = SplitMix64::new(p.seed);
+            (p, rng)
+        });
+    }
+
+    pub(super) fn arm(&mut self, op: IoOp, n: u64) {
+        self.countdown[index(op)] = n;
+    }
+
+    /// Decide whether this operation fails with EIO, and count it.
+    pub(super) fn check(&mut self, op: IoOp) -> io::Result<()> {
+        let switch = match op {
+            IoOp::Read => self.faults.fail_reads,
+            IoOp::Write => self.faults.fail_writes,
+            IoOp::Sync => self.faults.fail_syncs,
+        };
+        let c = &mut self.countdown[index(op)];
+        let counted_down = *c > 0 && {
+            *c -= 1;
+            *c == 0
+        };
+        let planned = match &mut self.plan {
+            Some((p, rng)) => rng.hit_per_million(match op {
+                IoOp::Read => p.read_eio_per_million,
+                IoOp::Write => p.write_eio_per_million,
+                IoOp::Sync => p.sync_eio_per_million,
+            }),
+            None => false,
+        };
+        if !(switch || counted_down || planned) {
+            return Ok(());
+        }
+        self.stats.injected_failures += 1;
+        match op {
+            IoOp::Read => self.stats.injected_read_eio += 1,
+            IoOp::Write => self.stats.injected_write_eio += 1,
+            IoOp::Sync => self.stats.injected_sync_eio += 1,
+        }
+        Err(eio())
+    }
+
+    /// Check an allocation of `extra` bytes when `used` are in use (ENOSPC beyond the
+    /// capacity, or drawn from the plan).
+    pub(super) fn reserve(&mut self, used: impl FnOnce() -> u64, extra: u64) -> io::Result<()> {
+        if extra == 0 {
+            return Ok(());
+        }
+        let planned = match &mut self.plan {
+            Some((p, rng)) => rng.hit_per_million(p.enospc_per_million),
+            None => false,
+        };
+        let over = self
+            .faults
+            .capacity_bytes
+            .is_some_and(|cap| used().saturating_add(extra) > cap);
+        if !(planned || over) {
+            return Ok(());
+        }
+        self.stats.injected_failures += 1;
+        self.stats.injected_enospc += 1;
+        Err(io::Error::from_raw_os_error(libc::ENOSPC))
+    }
+}
