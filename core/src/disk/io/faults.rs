@@ -73,6 +73,8 @@ pub struct MemStats {
     pub lost_writes: u64,
     /// Unsynced writes made durable early because a file exceeded the unsynced cap.
     pub written_back: u64,
+    /// Operations refused because an armed power loss happened (not injected faults).
+    pub after_power_loss: u64,
 }
 
 /// splitmix64 (Steele, Lea, Flood 2014): tiny, fast, good enough for fault choices.

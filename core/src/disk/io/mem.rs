@@ -160,11 +160,23 @@ impl FileData {
 
 type SharedFile = Arc<Mutex<FileData>>;
 
+/// A power loss armed with [`MemFileSystem::crash_at`].
+struct CrashPoint {
+    op: IoOp,
+    remaining: u64,
+    seed: u64,
+}
+
 #[derive(Default)]
 struct MemState {
     files: BTreeMap<PathBuf, SharedFile>,
     dirs: BTreeSet<PathBuf>,
     inj: Injector,
+    crash_point: Option<CrashPoint>,
+    /// The image captured when the crash point was reached.
+    captured: Option<MemFileSystem>,
+    /// The power is off: every operation fails with EIO.
+    halted: bool,
 }
 
 fn used_bytes(files: &BTreeMap<PathBuf, SharedFile>) -> u64 {
@@ -172,6 +184,52 @@ fn used_bytes(files: &BTreeMap<PathBuf, SharedFile>) -> u64 {
 }
 
 impl MemState {
+    /// Every operation's gate: the power is off, the armed power loss, then the
+    /// injected faults. Called with no file lock held (the capture locks every file).
+    fn check(&mut self, op: IoOp) -> io::Result<()> {
+        self.check_power()?;
+        if let Some(cp) = &mut self.crash_point
+            && cp.op == op
+        {
+            cp.remaining -= 1;
+            if cp.remaining == 0 {
+                let seed = cp.seed;
+                self.crash_point = None;
+                self.captured = Some(self.image(seed));
+                self.halted = true;
+                return self.check_power();
+            }
+        }
+        self.inj.check(op)
+    }
+
+    fn check_power(&mut self) -> io::Result<()> {
+        if self.halted {
+            self.inj.stats.after_power_loss += 1;
+            return Err(eio());
+        }
+        Ok(())
+    }
+
+    fn image(&self, seed: u64) -> MemFileSystem {
+        let mut rng = SplitMix64::new(seed);
+        let files = self
+            .files
+            .iter()
+            .map(|(path, f)| {
+                let img = f.lock().crash_image(&mut rng);
+                (path.clone(), Arc::new(Mutex::new(img)))
+            })
+            .collect();
+        MemFileSystem {
+            state: Arc::new(Mutex::new(MemState {
+                files,
+                dirs: self.dirs.clone(),
+                ..MemState::default()
+            })),
+        }
+    }
+
     fn reserve(&mut self, extra: u64) -> io::Result<()> {
         let files = &self.files;
         self.inj.reserve(|| used_bytes(files), extra)
@@ -253,23 +311,30 @@ impl MemFileSystem {
     /// MemFileSystem"): durable content plus a seeded choice for every unsynced write.
     /// The image is independent of `self`, has no faults armed and zero stats.
     pub fn crash_image(&self, seed: u64) -> MemFileSystem {
-        let st = self.state.lock();
-        let mut rng = SplitMix64::new(seed);
-        let files = st
-            .files
-            .iter()
-            .map(|(path, f)| {
-                let img = f.lock().crash_image(&mut rng);
-                (path.clone(), Arc::new(Mutex::new(img)))
-            })
-            .collect();
-        MemFileSystem {
-            state: Arc::new(Mutex::new(MemState {
-                files,
-                dirs: st.dirs.clone(),
-                inj: Injector::default(),
-            })),
-        }
+        self.state.lock().image(seed)
+    }
+
+    /// Arm a power loss just before the `n`-th operation of kind `op` from now (1 = the
+    /// next; `n = 0` disarms): at that instant the crash image for `seed` is captured
+    /// (fetch it with [`MemFileSystem::take_crash_image`]), and that operation and every
+    /// later one (remove included) fail with EIO, so that nothing after the power loss
+    /// can be acknowledged as durable. Counted in `MemStats::after_power_loss`.
+    pub fn crash_at(&self, op: IoOp, n: u64, seed: u64) {
+        self.state.lock().crash_point = (n > 0).then_some(CrashPoint {
+            op,
+            remaining: n,
+            seed,
+        });
+    }
+
+    /// The image captured by the power loss armed with [`MemFileSystem::crash_at`], once.
+    pub fn take_crash_image(&self) -> Option<MemFileSystem> {
+        self.state.lock().captured.take()
+    }
+
+    /// True after an armed power loss happened (every operation fails).
+    pub fn powered_off(&self) -> bool {
+        self.state.lock().halted
     }
 
     fn create_file(&self, path: &Path, size_bytes: u64, sparse: bool) -> io::Result<MemFile> {
@@ -283,7 +348,7 @@ impl MemFileSystem {
         if size_bytes > MAX_MEM_FILE_BYTES {
             return Err(efbig());
         }
-        st.inj.check(IoOp::Write)?;
+        st.check(IoOp::Write)?;
         st.reserve(if sparse { 0 } else { size_bytes })?;
         let data = Arc::new(Mutex::new(FileData::new(Pages::zeroed(size_bytes), sparse)));
         st.files.insert(path.to_path_buf(), data.clone());
@@ -318,6 +383,7 @@ impl FileSystem for MemFileSystem {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
+        st.check_power()?;
         st.files
             .remove(path)
             .map(|_| ())
@@ -332,7 +398,7 @@ impl FileSystem for MemFileSystem {
         if st.dirs.contains(to) {
             return Err(io::Error::from_raw_os_error(libc::EISDIR));
         }
-        st.inj.check(IoOp::Write)?;
+        st.check(IoOp::Write)?;
         if from != to
             && let Some(f) = st.files.remove(from)
         {
@@ -368,7 +434,7 @@ impl FileSystem for MemFileSystem {
             return Err(efbig());
         }
         st.inj.stats.writes += 1;
-        st.inj.check(IoOp::Write)?;
+        st.check(IoOp::Write)?;
         let old = st.files.get(path).map_or(0, |f| f.lock().used_bytes());
         st.reserve((bytes.len() as u64).saturating_sub(old))?;
         let data = FileData::new(Pages::from_bytes(bytes), false);
@@ -405,7 +471,7 @@ impl DiskFile for MemFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let mut st = self.fs.lock();
         st.inj.stats.reads += 1;
-        st.inj.check(IoOp::Read)?;
+        st.check(IoOp::Read)?;
         let f = self.data.lock();
         let end = offset.checked_add(buf.len() as u64).ok_or_else(eio)?;
         if end > f.current.len() {
@@ -422,7 +488,7 @@ impl DiskFile for MemFile {
         }
         let mut st = self.fs.lock();
         st.inj.stats.writes += 1;
-        st.inj.check(IoOp::Write)?;
+        st.check(IoOp::Write)?;
         // The state lock keeps the file unchanged between these two file locks.
         let extra = self.data.lock().extra_for_write(offset, end);
         st.reserve(extra)?;
@@ -434,7 +500,7 @@ impl DiskFile for MemFile {
     fn sync_data(&self) -> io::Result<()> {
         let mut st = self.fs.lock();
         st.inj.stats.syncs += 1;
-        if let Err(e) = st.inj.check(IoOp::Sync) {
+        if let Err(e) = st.check(IoOp::Sync) {
             st.inj.stats.lost_writes += self.data.lock().sync_failed();
             return Err(e);
         }
@@ -458,7 +524,7 @@ impl DiskFile for MemFile {
         if len > MAX_MEM_FILE_BYTES {
             return Err(efbig());
         }
-        st.inj.check(IoOp::Write)?;
+        st.check(IoOp::Write)?;
         st.reserve(len.saturating_sub(used))?;
         self.data.lock().extend(len);
         Ok(())

@@ -75,6 +75,11 @@
 //!   to the durable length), again drawn from the seed. Same state and seed, same image.
 //!   The image has no faults armed, zero stats and no unsynced writes; directories are
 //!   kept as they are.
+//! - [`MemFileSystem::crash_at`]`(op, n, seed)`: a power loss just before the n-th
+//!   operation of a kind: the crash image is captured at that instant
+//!   ([`MemFileSystem::take_crash_image`]) and that operation and all later ones fail
+//!   with EIO, so nothing after the crash point can be acknowledged as durable. This is
+//!   how a simulated crash test cuts a running workload at a seeded point.
 //!
 //! Determinism: the simulator has no clock and no hash-order iteration; seeded faults
 //! and crash images depend only on the seed and on the sequence of calls (which is

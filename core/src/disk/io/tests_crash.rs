@@ -286,3 +286,38 @@ fn many_seeds_are_cheap_and_deterministic() {
     }
     assert!((400..=1000).contains(&applied), "applied {applied} of 2000");
 }
+
+/// `crash_at` captures the image just before the armed operation (the same image as
+/// `crash_image` at that instant) and then refuses every operation.
+#[test]
+fn crash_at_captures_the_disk_before_the_nth_sync_and_powers_off() {
+    let run = |arm: bool| {
+        let (fs, f) = fs_with_file("/d/f", 4096);
+        if arm {
+            fs.crash_at(IoOp::Sync, 2, 9);
+        }
+        f.write_at(b"one", 0).unwrap();
+        f.sync_data().unwrap();
+        for k in 0..20u64 {
+            f.write_at(&[k as u8 + 1; SECTOR], 512 + k * 16).unwrap();
+        }
+        (fs, f)
+    };
+    let (twin, _) = run(false);
+    let want = content(&twin.crash_image(9), "/d/f");
+    let (fs, f) = run(true);
+    assert!(!fs.powered_off());
+    assert_eq!(f.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
+    assert!(fs.powered_off());
+    assert!(f.write_at(b"x", 0).is_err());
+    assert!(fs.remove(Path::new("/d/f")).is_err());
+    assert!(fs.create(Path::new("/d/g"), 1).is_err());
+    let img = fs.take_crash_image().unwrap();
+    assert!(fs.take_crash_image().is_none(), "taken once");
+    let got = content(&img, "/d/f");
+    assert_eq!(&got[..3], b"one");
+    assert_eq!(got, want, "the same image as crash_image at that instant");
+    let s = fs.stats();
+    assert_eq!((s.after_power_loss, s.injected_failures), (4, 0));
+    assert!(!img.powered_off(), "the image is a fresh disk");
+}
