@@ -65,7 +65,9 @@ impl FileData {
 
     /// Bytes a write of `offset..end` allocates.
     fn extra_for_write(&self, offset: u64, end: u64) -> u64 {
-        if self.sparse {
+        if end <= offset {
+            0
+        } else if self.sparse {
             self.current.unallocated_bytes_in(offset, end)
         } else {
             end.saturating_sub(self.current.len())
@@ -74,10 +76,10 @@ impl FileData {
 
     /// Apply a write; returns how many older writes were written back by the caps.
     fn write(&mut self, offset: u64, buf: &[u8]) -> u64 {
-        self.current.write(offset, buf);
         if buf.is_empty() {
-            return 0;
+            return 0; // like pwrite: an empty write does not extend the file
         }
+        self.current.write(offset, buf);
         match self.unsynced.back_mut() {
             Some(last) if last.offset == offset && last.bytes.len() == buf.len() => {
                 last.bytes.copy_from_slice(buf);
@@ -474,6 +476,9 @@ impl DiskFile for MemFile {
         st.check(IoOp::Read)?;
         let f = self.data.lock();
         let end = offset.checked_add(buf.len() as u64).ok_or_else(eio)?;
+        if buf.is_empty() {
+            return Ok(());
+        }
         if end > f.current.len() {
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
         }

@@ -19,6 +19,13 @@ fn roundtrip(fs: &dyn FileSystem, dir: &Path) {
     assert!(f.read_at(&mut b, 8190).is_err(), "short read is an error");
     f.extend_to(16384).unwrap();
     assert_eq!(f.len_bytes().unwrap(), 16384);
+    f.write_at(&[], 100_000).unwrap();
+    f.read_at(&mut [], 100_000).unwrap();
+    assert_eq!(
+        f.len_bytes().unwrap(),
+        16384,
+        "an empty write extends nothing"
+    );
     f.sync_data().unwrap();
     let g = fs.open(&p).unwrap();
     g.read_at(&mut b, 100).unwrap();
