@@ -461,6 +461,36 @@ pub mod codes {
         )
         .detail(detail)
     }
+
+    // ---- REDO log (DBLQH fragment log) ----
+
+    /// The REDO buffer of a log part did not drain within RedoOverCommitLimit.
+    pub fn redo_buffers_overloaded(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            1221,
+            OverloadError,
+            "REDO buffers overloaded (increase RedoBuffer)",
+        )
+        .detail(detail)
+    }
+    /// The REDO log files of a log part stayed full within RedoOverCommitLimit.
+    pub fn redo_log_files_overloaded(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            410,
+            OverloadError,
+            "REDO log files overloaded (decrease TimeBetweenLocalCheckpoints or increase NoOfFragmentLogFiles)",
+        )
+        .detail(detail)
+    }
+    /// A single write is larger than a log part can ever hold.
+    pub fn redo_log_files_too_small(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            1220,
+            TemporaryResourceError,
+            "REDO log files overloaded (increase FragmentLogFileSize)",
+        )
+        .detail(detail)
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod config;
 pub mod disk;
 pub mod error;
 pub mod index;
+pub mod log;
 pub mod mgm;
 pub mod ndbinfo;
 pub mod schema;
