@@ -7,6 +7,11 @@
 //! new runtime object over the same fragment cells and swap it in the dictionary; a
 //! transaction that already holds the old object keeps working with the same fragments.
 //!
+//! Every DDL writes the schema file (`dict_file`) before the change becomes visible (the
+//! image of the dictionary as it will be); a failed write fails the DDL and leaves the
+//! dictionary, `next_table_id` included, as it was. TRUNCATE drops and recreates the
+//! table and its hidden tables under new ids, as NDB does.
+//!
 //! Lock order: dictionary lock, then fragment mutexes, then the page pool.
 
 use super::cluster::ClusterInner;
@@ -40,6 +45,9 @@ pub struct TableRuntime {
     pub dropped: Arc<AtomicBool>,
     /// Hidden table (blob parts, unique index): not listed by SHOW TABLES.
     pub hidden: bool,
+    /// Opaque bytes the SQL layer keeps with the table (NDB's extra metadata, where
+    /// mysqld stores its own table definition); persisted in the schema file.
+    pub extra_metadata: Arc<[u8]>,
 }
 
 impl TableRuntime {
@@ -298,6 +306,7 @@ impl ClusterInner {
             unique_tables,
             dropped: Arc::new(AtomicBool::new(false)),
             hidden: false,
+            extra_metadata: Arc::from(&[][..]),
         });
         if let Some(ts) = &rt.def.tablespace {
             self.count_tablespace_user(ts, true)?;
@@ -375,6 +384,7 @@ impl ClusterInner {
             unique_tables: Vec::new(),
             dropped: Arc::new(AtomicBool::new(false)),
             hidden: true,
+            extra_metadata: Arc::from(&[][..]),
         }))
     }
 
@@ -615,6 +625,7 @@ impl ClusterInner {
             unique_tables,
             dropped: Arc::new(AtomicBool::new(false)),
             hidden: false,
+            extra_metadata: rt.extra_metadata.clone(),
         }))
     }
 
@@ -666,6 +677,7 @@ impl ClusterInner {
             unique_tables,
             dropped: rt.dropped.clone(),
             hidden: false,
+            extra_metadata: rt.extra_metadata.clone(),
         });
         if let Some(u) = &unique {
             // Fill the unique index from the existing rows; a duplicate fails the build.
@@ -737,6 +749,7 @@ impl ClusterInner {
             unique_tables,
             dropped: rt.dropped.clone(),
             hidden: false,
+            extra_metadata: rt.extra_metadata.clone(),
         });
         // The schema file first: a failed write leaves the index in place.
         let mut gone = vec![rt.def.id];

@@ -41,6 +41,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub const SCHEMA_FILE: &str = "D1/DBDICT/P0.SchemaLog";
 pub const SCHEMA_MAGIC: [u8; 4] = *b"NDBS";
 pub const SCHEMA_FORMAT_VERSION: u16 = 1;
+/// Largest extra metadata kept with one table.
+pub const MAX_EXTRA_METADATA_BYTES: usize = 1 << 20;
 
 /// What a hidden table belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,6 +73,8 @@ pub struct TableImage {
     /// The auto-increment counter (next value) when the image was written; recovery
     /// must still raise it past the largest key it restores.
     pub auto_increment: u64,
+    /// The SQL layer's bytes for the table ([`TableRuntime::extra_metadata`]).
+    pub extra_metadata: Arc<[u8]>,
 }
 
 /// An undo file or data file: its name in the DDL, size, and path on each data node.
@@ -183,6 +187,7 @@ impl SchemaImage {
                 def: t.def.clone(),
                 owner,
                 auto_increment: t.auto_increment.load(Ordering::Acquire),
+                extra_metadata: t.extra_metadata.clone(),
             });
         }
         images.sort_by_key(|t| t.def.id);
@@ -253,6 +258,7 @@ impl SchemaImage {
                 }
             }
             e.u64(t.auto_increment);
+            e.bytes(&t.extra_metadata);
             codec::encode_table_def(&mut e, &t.def);
         }
         e.u32(self.last_disk_object_id);
@@ -303,12 +309,14 @@ impl SchemaImage {
                 k => return Err(corrupt(format_args!("hidden-table owner kind {k}"))),
             };
             let auto_increment = d.u64()?;
+            let extra_metadata = Arc::from(d.bytes()?);
             let def = Arc::new(codec::decode_table_def(&mut d)?);
             tables.push(TableImage {
                 database,
                 def,
                 owner,
                 auto_increment,
+                extra_metadata,
             });
         }
         let last_disk_object_id = d.u32()?;
@@ -383,6 +391,35 @@ impl SchemaImage {
             if !fits || !owners.insert(owner) {
                 return Err(corrupt(format_args!(
                     "hidden table '{name}': bad owner {owner:?}"
+                )));
+            }
+        }
+        // Every BLOB column with parts and every unique index has its hidden table.
+        for t in self.tables.iter().filter(|t| t.owner.is_none()) {
+            let table_id = t.def.id;
+            let blobs = t.def.columns.iter().enumerate().filter(
+                |(_, c)| matches!(c.ty, ColumnType::Blob { kind, .. } if kind.part_size() > 0),
+            );
+            let uniques = t
+                .def
+                .indexes
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.kind == IndexKind::UniqueHashIndex);
+            let missing = blobs
+                .map(|(c, _)| HiddenOwner::BlobParts {
+                    table_id,
+                    column: c as u32,
+                })
+                .chain(uniques.map(|(i, _)| HiddenOwner::UniqueIndex {
+                    table_id,
+                    index: i as u32,
+                }))
+                .find(|o| !owners.contains(o));
+            if let Some(o) = missing {
+                return Err(corrupt(format_args!(
+                    "table '{}': no hidden table for {o:?}",
+                    t.def.name
                 )));
             }
         }
@@ -474,6 +511,18 @@ pub fn load_schema(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Option<Sch
             e
         }),
     }
+}
+
+/// An initial start: removes the schema file of the node at `node_fs_dir`; whether
+/// there was one.
+pub fn remove_schema_file(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<bool> {
+    let path = node_fs_dir.join(SCHEMA_FILE);
+    if !fs.exists(&path) {
+        return Ok(false);
+    }
+    fs.remove(&path)
+        .map_err(|e| codes::file_system_error(format_args!("{}: {e}", path.display())))?;
+    Ok(true)
 }
 
 impl ClusterInner {
@@ -571,6 +620,43 @@ impl ClusterInner {
         self.write_schema_file(&dict, &disk)
     }
 
+    /// Replaces the SQL layer's bytes kept with a table ([`TableRuntime::extra_metadata`],
+    /// NDB's `Table::setExtraMetadata`) and writes the schema file; a failed write leaves
+    /// the old bytes. At most [`MAX_EXTRA_METADATA_BYTES`].
+    pub fn set_extra_metadata(&self, database: &str, table: &str, bytes: &[u8]) -> Result<()> {
+        if bytes.len() > MAX_EXTRA_METADATA_BYTES {
+            return Err(codes::bad_argument(format_args!(
+                "extra metadata of {} bytes, at most {MAX_EXTRA_METADATA_BYTES}",
+                bytes.len()
+            )));
+        }
+        let mut dict = self.dict.write();
+        let id_before = dict.next_table_id();
+        let rt = dict
+            .get(database, table)
+            .filter(|t| !t.hidden)
+            .ok_or_else(|| codes::no_such_table(table))?;
+        let new_rt = Arc::new(TableRuntime {
+            def: rt.def.clone(),
+            database: rt.database.clone(),
+            fragments: rt.fragments.clone(),
+            auto_increment: rt.auto_increment.clone(),
+            blob_tables: rt.blob_tables.clone(),
+            unique_tables: rt.unique_tables.clone(),
+            dropped: rt.dropped.clone(),
+            hidden: false,
+            extra_metadata: Arc::from(bytes),
+        });
+        self.write_schema_with(
+            &mut dict,
+            id_before,
+            &[rt.def.id],
+            std::slice::from_ref(&new_rt),
+        )?;
+        dict.insert(new_rt);
+        Ok(())
+    }
+
     /// Rebuilds the dictionary of a freshly started cluster from `image`: every table
     /// with its id, database, definition, partitions and hidden tables, with empty
     /// fragments (recovery fills them), its auto-increment counter, and the next table
@@ -606,6 +692,7 @@ impl ClusterInner {
                 unique_tables,
                 dropped: Arc::new(AtomicBool::new(false)),
                 hidden: t.owner.is_some(),
+                extra_metadata: t.extra_metadata.clone(),
             }))
         };
         let mut hidden: BTreeMap<HiddenOwner, Arc<TableRuntime>> = BTreeMap::new();

@@ -192,11 +192,19 @@ fn every_ddl_rewrites_the_schema_file_on_every_node() {
     assert_eq!(hidden_of_t2(&img), 0);
 
     // TRUNCATE: new ids for the table and its hidden tables, nothing reused.
+    inner
+        .set_extra_metadata("test", "t1", b"sdi of t1")
+        .unwrap();
+    assert_eq!(
+        &*file_image(&setup).table(t1).unwrap().extra_metadata,
+        b"sdi of t1"
+    );
     let before = file_image(&setup);
     run(&mut s, "insert into t1 values (1, 'x', 1, 'y')");
     run(&mut s, "truncate table t1");
     let img = file_image(&setup);
     let new_t1 = id_of(&img, "t1");
+    assert_eq!(&*img.table(new_t1).unwrap().extra_metadata, b"sdi of t1");
     assert!(new_t1 > before.next_table_id);
     assert_eq!(img.next_table_id, before.next_table_id + 3);
     assert!(names(&img).contains(&format!("NDB$BLOB_{new_t1}_1")));
@@ -273,6 +281,7 @@ fn a_failed_write_fails_the_ddl_and_changes_nothing() {
         "create unique index ub on t (id, u)",
         "drop index iu2 on t",
     ];
+    let inner = setup.cluster.inner();
     // EIO on every write, then a full disk (only a larger image needs more room).
     for (faults, statements) in [
         (
@@ -295,6 +304,11 @@ fn a_failed_write_fails_the_ddl_and_changes_nothing() {
             let e = try_run(&mut s, sql).expect_err(sql);
             assert_eq!(e.code, 1509, "{sql}: {e}");
         }
+        let e = inner
+            .set_extra_metadata("test", "t", &[7; 4000])
+            .unwrap_err();
+        assert_eq!(e.code, 1509);
+        assert!(ndb.table("t").unwrap().extra_metadata.is_empty());
         setup.fs.set_faults(Faults::default());
         // The files are as before, and so is the next table id.
         for n in &setup.cluster.inner().data_nodes {
@@ -350,7 +364,11 @@ fn recreate_gives_the_same_tables_ids_and_show_create() {
     run(&mut s, "create table t_gone (a int primary key)");
     run(&mut s, "drop table t_gone");
     run(&mut s, "insert into t_uniq (e) values ('a'), ('b'), ('c')");
-    run(&mut s, "create index ix on t_blob (id)"); // a DDL: the counter is in the file now
+    // A DDL: the auto-increment counter is in the file now.
+    a.cluster
+        .inner()
+        .set_extra_metadata("test", "t_blob", &[0, 1, 2, 255])
+        .unwrap();
     let shown: Vec<String> = tables.iter().map(|(t, _)| show_create(&mut s, t)).collect();
     let image = file_image(&a);
     let all_a: Vec<(String, u32)> = {
@@ -414,6 +432,14 @@ fn recreate_gives_the_same_tables_ids_and_show_create() {
     run(&mut s2, "create table t_new (a int primary key)");
     let new_id = b.cluster.ndb("test").table("t_new").unwrap().def.id;
     assert_eq!(new_id, image.next_table_id + 1);
+    assert_eq!(
+        &*b.cluster
+            .ndb("test")
+            .table("t_blob")
+            .unwrap()
+            .extra_metadata,
+        &[0, 1, 2, 255]
+    );
     assert!(b.cluster.inner().recreate_dictionary(&loaded).is_err());
 }
 
@@ -458,6 +484,10 @@ fn damaged_and_inconsistent_files_are_refused() {
         SchemaImage::decode(&orphan.encode()).unwrap_err().code,
         2316
     );
+    let mut lost = good.clone();
+    lost.tables
+        .retain(|t| !matches!(t.owner, Some(HiddenOwner::UniqueIndex { .. })));
+    assert_eq!(SchemaImage::decode(&lost.encode()).unwrap_err().code, 2316);
     let mut reused = good.clone();
     reused.next_table_id = 1;
     assert_eq!(
@@ -503,6 +533,10 @@ fn real_files_in_the_data_directory_and_none_without_one() {
         c2.ndb("test").table("t").unwrap().def.id,
         img.tables[0].def.id
     );
+    // An initial start removes it.
+    assert!(remove_schema_file(&OsFileSystem, &fs_dir).unwrap());
+    assert!(load_schema(&OsFileSystem, &fs_dir).unwrap().is_none());
+    assert!(!remove_schema_file(&OsFileSystem, &fs_dir).unwrap());
     // A cluster without a data directory writes no schema file.
     let scratch = Cluster::embedded(cfg).unwrap();
     let mut s = Session::new(scratch.ndb("test"));
