@@ -491,6 +491,11 @@ pub mod codes {
         )
         .detail(detail)
     }
+    /// The dictionary's schema file does not verify (NDBD_EXIT_SR_SCHEMAFILE): bad
+    /// magic, unknown format version, checksum mismatch, truncated or inconsistent.
+    pub fn corrupt_schema_file(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(2316, InternalError, "Error while reading the schema file").detail(detail)
+    }
 }
 
 #[cfg(test)]

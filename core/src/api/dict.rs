@@ -7,6 +7,11 @@
 //! new runtime object over the same fragment cells and swap it in the dictionary; a
 //! transaction that already holds the old object keeps working with the same fragments.
 //!
+//! Every DDL writes the schema file (`dict_file`) before the change becomes visible (the
+//! image of the dictionary as it will be); a failed write fails the DDL and leaves the
+//! dictionary, `next_table_id` included, as it was. TRUNCATE drops and recreates the
+//! table and its hidden tables under new ids, as NDB does.
+//!
 //! Lock order: dictionary lock, then fragment mutexes, then the page pool.
 
 use super::cluster::ClusterInner;
@@ -40,6 +45,9 @@ pub struct TableRuntime {
     pub dropped: Arc<AtomicBool>,
     /// Hidden table (blob parts, unique index): not listed by SHOW TABLES.
     pub hidden: bool,
+    /// Opaque bytes the SQL layer keeps with the table (NDB's extra metadata, where
+    /// mysqld stores its own table definition); persisted in the schema file.
+    pub extra_metadata: Arc<[u8]>,
 }
 
 impl TableRuntime {
@@ -113,6 +121,19 @@ impl Dictionary {
 
     pub fn table_count(&self) -> usize {
         self.tables.len()
+    }
+
+    /// The last table id handed out (ids are never reused, see `dict_file`).
+    pub fn next_table_id(&self) -> u32 {
+        self.next_table_id
+    }
+
+    pub(super) fn set_next_table_id(&mut self, id: u32) {
+        self.next_table_id = id;
+    }
+
+    pub(super) fn insert(&mut self, t: Arc<TableRuntime>) {
+        self.tables.insert(dict_key(&t.database, &t.def.name), t);
     }
 }
 
@@ -191,6 +212,7 @@ impl ClusterInner {
     /// CREATE TABLE. Allocates the fragments on every node of each node group.
     pub fn create_table(&self, database: &str, mut spec: TableSpec) -> Result<Arc<TableRuntime>> {
         let mut dict = self.dict.write();
+        let id_before = dict.next_table_id;
         if let Some(t) = dict.get(database, &spec.name) {
             if spec.if_not_exists {
                 return Ok(t);
@@ -248,6 +270,9 @@ impl ClusterInner {
         def.logging = spec.logging;
         def.tablespace = spec.tablespace.clone();
         let def = Arc::new(def);
+        // The hidden tables, then the table: in the dictionary only once the schema file
+        // has them.
+        let mut new_tables: Vec<Arc<TableRuntime>> = Vec::new();
         let mut blob_tables = Vec::with_capacity(def.columns.len());
         for (i, c) in def.columns.iter().enumerate() {
             blob_tables.push(match c.ty {
@@ -255,8 +280,7 @@ impl ClusterInner {
                     dict.next_table_id += 1;
                     let t =
                         self.make_blob_table(&def, i, dict.next_table_id, database, disk_blob[i])?;
-                    dict.tables
-                        .insert(dict_key(database, &t.def.name), t.clone());
+                    new_tables.push(t.clone());
                     Some(t)
                 }
                 _ => None,
@@ -267,8 +291,7 @@ impl ClusterInner {
             unique_tables.push(if idx.kind == IndexKind::UniqueHashIndex {
                 dict.next_table_id += 1;
                 let t = self.make_unique_table(&def, idx, dict.next_table_id, database)?;
-                dict.tables
-                    .insert(dict_key(database, &t.def.name), t.clone());
+                new_tables.push(t.clone());
                 Some(t)
             } else {
                 None
@@ -283,17 +306,26 @@ impl ClusterInner {
             unique_tables,
             dropped: Arc::new(AtomicBool::new(false)),
             hidden: false,
+            extra_metadata: Arc::from(&[][..]),
         });
         if let Some(ts) = &rt.def.tablespace {
             self.count_tablespace_user(ts, true)?;
         }
-        dict.tables
-            .insert(dict_key(database, &rt.def.name), rt.clone());
+        new_tables.push(rt.clone());
+        if let Err(e) = self.write_schema_with(&mut dict, id_before, &[], &new_tables) {
+            if let Some(ts) = &rt.def.tablespace {
+                let _ = self.count_tablespace_user(ts, false);
+            }
+            return Err(e);
+        }
+        for t in new_tables {
+            dict.insert(t);
+        }
         Ok(rt)
     }
 
     /// A table in tablespace `ts` keeps it from being dropped (error 768).
-    fn count_tablespace_user(&self, ts: &str, add: bool) -> Result<()> {
+    pub(super) fn count_tablespace_user(&self, ts: &str, add: bool) -> Result<()> {
         for n in &self.data_nodes {
             let id = n
                 .disk
@@ -309,7 +341,10 @@ impl ClusterInner {
         Ok(())
     }
 
-    fn make_fragments(&self, def: &Arc<TableDef>) -> Result<Vec<Vec<Arc<FragmentCell>>>> {
+    pub(super) fn make_fragments(
+        &self,
+        def: &Arc<TableDef>,
+    ) -> Result<Vec<Vec<Arc<FragmentCell>>>> {
         let groups = &self.node_groups;
         (0..def.partitions)
             .map(|p| {
@@ -334,7 +369,11 @@ impl ClusterInner {
             .collect()
     }
 
-    fn hidden_runtime(&self, def: TableDef, database: &str) -> Result<Arc<TableRuntime>> {
+    pub(super) fn hidden_runtime(
+        &self,
+        def: TableDef,
+        database: &str,
+    ) -> Result<Arc<TableRuntime>> {
         let def = Arc::new(def);
         Ok(Arc::new(TableRuntime {
             fragments: self.make_fragments(&def)?,
@@ -345,6 +384,7 @@ impl ClusterInner {
             unique_tables: Vec::new(),
             dropped: Arc::new(AtomicBool::new(false)),
             hidden: true,
+            extra_metadata: Arc::from(&[][..]),
         }))
     }
 
@@ -459,6 +499,7 @@ impl ClusterInner {
     /// DROP TABLE: frees every page of every fragment (including hidden tables).
     pub fn drop_table(&self, database: &str, name: &str, if_exists: bool) -> Result<bool> {
         let mut dict = self.dict.write();
+        let id_before = dict.next_table_id;
         let Some(rt) = dict.get(database, name).filter(|t| !t.hidden) else {
             if if_exists {
                 return Ok(false);
@@ -476,6 +517,11 @@ impl ClusterInner {
         for t in std::iter::once(&rt).chain(hidden.iter()) {
             wait_no_locks(t, self.lock_timeout_ms())?;
         }
+        let ids: Vec<u32> = std::iter::once(&rt)
+            .chain(hidden.iter())
+            .map(|t| t.def.id)
+            .collect();
+        self.write_schema_with(&mut dict, id_before, &ids, &[])?;
         for t in std::iter::once(&rt).chain(hidden.iter()) {
             t.dropped.store(true, Ordering::Release);
             for cell in t.all_cells() {
@@ -489,9 +535,14 @@ impl ClusterInner {
         Ok(true)
     }
 
-    /// TRUNCATE TABLE: every row gone, pages back to DataMemory, counter reset.
+    /// TRUNCATE TABLE, as NDB does it: the table and its hidden tables are dropped and
+    /// created again empty, under new table ids (redo of the old rows names the old ids,
+    /// so it can never apply to the new table); the auto-increment counter restarts.
+    /// The schema file is written before anything changes: a failed write leaves the
+    /// table as it was.
     pub fn truncate_table(&self, database: &str, name: &str) -> Result<()> {
-        let dict = self.dict.read();
+        let mut dict = self.dict.write();
+        let id_before = dict.next_table_id;
         let rt = dict
             .get(database, name)
             .filter(|t| !t.hidden)
@@ -506,19 +557,76 @@ impl ClusterInner {
         for t in std::iter::once(&rt).chain(hidden.iter()) {
             wait_no_locks(t, self.lock_timeout_ms())?;
         }
+        let new_rt = self.renumbered(&mut dict, &rt)?;
+        let new_hidden: Vec<Arc<TableRuntime>> = new_rt
+            .blob_tables
+            .iter()
+            .chain(new_rt.unique_tables.iter())
+            .flatten()
+            .cloned()
+            .collect();
+        let old_ids: Vec<u32> = std::iter::once(&rt)
+            .chain(hidden.iter())
+            .map(|t| t.def.id)
+            .collect();
+        let mut new_tables = new_hidden;
+        new_tables.push(new_rt);
+        self.write_schema_with(&mut dict, id_before, &old_ids, &new_tables)?;
         for t in std::iter::once(&rt).chain(hidden.iter()) {
+            t.dropped.store(true, Ordering::Release);
             for cell in t.all_cells() {
-                let mut f = cell.state.lock();
-                f.free_all();
-                let disk = match self.node(cell.node_id) {
-                    Some(n) => FragDisk::for_table(&n.disk, &t.def, f.partition)?,
-                    None => None,
-                };
-                *f = Fragment::new(t.def.clone(), f.partition, self.pool_of(cell.node_id), disk);
+                cell.state.lock().free_all();
             }
-            t.auto_increment.store(1, Ordering::Release);
+            dict.tables.remove(&dict_key(database, &t.def.name));
+        }
+        for t in new_tables {
+            dict.insert(t);
         }
         Ok(())
+    }
+
+    /// A copy of `rt` and its hidden tables under new ids, with empty fragments.
+    fn renumbered(&self, dict: &mut Dictionary, rt: &TableRuntime) -> Result<Arc<TableRuntime>> {
+        dict.next_table_id += 1;
+        let mut def = (*rt.def).clone();
+        def.id = dict.next_table_id;
+        let def = Arc::new(def);
+        let mut blob_tables = Vec::with_capacity(rt.blob_tables.len());
+        for (col, b) in rt.blob_tables.iter().enumerate() {
+            blob_tables.push(match b {
+                Some(b) => {
+                    dict.next_table_id += 1;
+                    let mut d = (*b.def).clone();
+                    d.id = dict.next_table_id;
+                    d.name = format!("NDB$BLOB_{}_{}", def.id, col);
+                    Some(self.hidden_runtime(d, &rt.database)?)
+                }
+                None => None,
+            });
+        }
+        let mut unique_tables = Vec::with_capacity(rt.unique_tables.len());
+        for u in &rt.unique_tables {
+            unique_tables.push(match u {
+                Some(u) => {
+                    dict.next_table_id += 1;
+                    let mut d = (*u.def).clone();
+                    d.id = dict.next_table_id;
+                    Some(self.hidden_runtime(d, &rt.database)?)
+                }
+                None => None,
+            });
+        }
+        Ok(Arc::new(TableRuntime {
+            fragments: self.make_fragments(&def)?,
+            def,
+            database: rt.database.clone(),
+            auto_increment: Arc::new(AtomicU64::new(1)),
+            blob_tables,
+            unique_tables,
+            dropped: Arc::new(AtomicBool::new(false)),
+            hidden: false,
+            extra_metadata: rt.extra_metadata.clone(),
+        }))
     }
 
     /// CREATE INDEX on an existing table: builds the index from the committed rows.
@@ -531,6 +639,7 @@ impl ClusterInner {
         cols: &[String],
     ) -> Result<()> {
         let mut dict = self.dict.write();
+        let id_before = dict.next_table_id;
         let rt = dict
             .get(database, table)
             .filter(|t| !t.hidden)
@@ -568,6 +677,7 @@ impl ClusterInner {
             unique_tables,
             dropped: rt.dropped.clone(),
             hidden: false,
+            extra_metadata: rt.extra_metadata.clone(),
         });
         if let Some(u) = &unique {
             // Fill the unique index from the existing rows; a duplicate fails the build.
@@ -579,33 +689,43 @@ impl ClusterInner {
                 }
                 return Err(e);
             }
-            dict.tables
-                .insert(dict_key(database, &u.def.name), u.clone());
         }
+        let mut failed = None;
         for cell in rt.all_cells() {
-            let mut f = cell.state.lock();
-            if let Err(e) = f.add_index(def.clone()) {
-                // Undo the indexes already built on other fragments.
-                drop(f);
-                for c2 in rt.all_cells() {
-                    c2.state.lock().remove_last_index(rt.def.clone());
-                }
-                if let Some(u) = &unique {
-                    for c in u.all_cells() {
-                        c.state.lock().free_all();
-                    }
-                    dict.tables.remove(&dict_key(database, &u.def.name));
-                }
-                return Err(e);
+            if let Err(e) = cell.state.lock().add_index(def.clone()) {
+                failed = Some(e);
+                break;
             }
         }
-        dict.tables.insert(dict_key(database, table), new_rt);
+        let mut new_tables = vec![new_rt];
+        new_tables.extend(unique.iter().cloned());
+        if failed.is_none() {
+            failed = self
+                .write_schema_with(&mut dict, id_before, &[rt.def.id], &new_tables)
+                .err();
+        }
+        if let Some(e) = failed {
+            // Undo the index on every fragment that has it, and its unique table.
+            for c2 in rt.all_cells() {
+                c2.state.lock().remove_last_index(rt.def.clone());
+            }
+            if let Some(u) = &unique {
+                for c in u.all_cells() {
+                    c.state.lock().free_all();
+                }
+            }
+            return Err(e);
+        }
+        for t in new_tables {
+            dict.insert(t);
+        }
         Ok(())
     }
 
     /// DROP INDEX.
     pub fn drop_index(&self, database: &str, table: &str, name: &str) -> Result<()> {
         let mut dict = self.dict.write();
+        let id_before = dict.next_table_id;
         let rt = dict
             .get(database, table)
             .filter(|t| !t.hidden)
@@ -619,7 +739,23 @@ impl ClusterInner {
         def.indexes.remove(pos);
         let def = Arc::new(def);
         let mut unique_tables = rt.unique_tables.clone();
-        if let Some(u) = unique_tables.remove(pos) {
+        let unique = unique_tables.remove(pos);
+        let new_rt = Arc::new(TableRuntime {
+            def: def.clone(),
+            database: rt.database.clone(),
+            fragments: rt.fragments.clone(),
+            auto_increment: rt.auto_increment.clone(),
+            blob_tables: rt.blob_tables.clone(),
+            unique_tables,
+            dropped: rt.dropped.clone(),
+            hidden: false,
+            extra_metadata: rt.extra_metadata.clone(),
+        });
+        // The schema file first: a failed write leaves the index in place.
+        let mut gone = vec![rt.def.id];
+        gone.extend(unique.iter().map(|u| u.def.id));
+        self.write_schema_with(&mut dict, id_before, &gone, std::slice::from_ref(&new_rt))?;
+        if let Some(u) = unique {
             u.dropped.store(true, Ordering::Release);
             for cell in u.all_cells() {
                 cell.state.lock().free_all();
@@ -629,17 +765,7 @@ impl ClusterInner {
         for cell in rt.all_cells() {
             cell.state.lock().drop_index(pos, def.clone());
         }
-        let new_rt = Arc::new(TableRuntime {
-            def,
-            database: rt.database.clone(),
-            fragments: rt.fragments.clone(),
-            auto_increment: rt.auto_increment.clone(),
-            blob_tables: rt.blob_tables.clone(),
-            unique_tables,
-            dropped: rt.dropped.clone(),
-            hidden: false,
-        });
-        dict.tables.insert(dict_key(database, table), new_rt);
+        dict.insert(new_rt);
         Ok(())
     }
 }

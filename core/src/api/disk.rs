@@ -62,11 +62,20 @@ pub enum DiskOp {
     },
 }
 
+/// An undo file or data file as the DDL named it (relative names live in each data
+/// node's file-system directory), in the order the files were added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDef {
+    pub file_name: String,
+    pub size_bytes: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct LogfileGroupDef {
     pub id: u32,
     pub name: String,
     pub undo_buffer_size: u64,
+    pub undo_files: Vec<FileDef>,
 }
 
 #[derive(Debug, Clone)]
@@ -76,10 +85,14 @@ pub struct TablespaceDef {
     pub logfile_group: String,
     /// TSMAN's id of this tablespace on each data node, in `data_nodes` order.
     pub node_ids: Vec<u32>,
+    pub extent_size_bytes: u64,
+    pub autoextend_size_bytes: u64,
+    pub max_size_bytes: u64,
+    pub data_files: Vec<FileDef>,
 }
 
 /// The cluster's disk objects.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct DiskDict {
     pub logfile_group: Option<LogfileGroupDef>,
     /// By lower-case name.
@@ -98,13 +111,126 @@ impl DiskDict {
     pub fn tablespace(&self, name: &str) -> Option<&TablespaceDef> {
         self.tablespaces.get(&name.to_ascii_lowercase())
     }
+
+    /// The id the next disk object would get minus one (ids are never reused).
+    pub fn last_id(&self) -> u32 {
+        self.next_id
+    }
+
+    /// The disk dictionary after a successful drop `op` (None for other operations
+    /// or when the object does not exist: the drop then fails without a change).
+    fn after_drop(&self, op: &DiskOp) -> Option<DiskDict> {
+        let mut after = self.clone();
+        match op {
+            DiskOp::DropLogfileGroup { name } => {
+                check_group(self, name).ok()?;
+                if !self.tablespaces.is_empty() {
+                    return None; // in use: the drop fails (error 768) without a write
+                }
+                after.logfile_group = None;
+            }
+            DiskOp::DropTablespace { name } => {
+                after.tablespaces.remove(&name.to_ascii_lowercase())?;
+            }
+            DiskOp::DropDatafile {
+                tablespace,
+                data_file,
+            } => {
+                let ts = after
+                    .tablespaces
+                    .get_mut(&tablespace.to_ascii_lowercase())?;
+                let pos = ts
+                    .data_files
+                    .iter()
+                    .position(|f| f.file_name == *data_file)?;
+                ts.data_files.remove(pos);
+            }
+            _ => return None,
+        }
+        Some(after)
+    }
+}
+
+/// What undoes a create when the schema file cannot be written.
+enum UndoCreate {
+    LogfileGroup,
+    Tablespace(String, String),
+    Datafile(String, String),
+    Nothing,
 }
 
 impl ClusterInner {
-    /// Runs a disk-data DDL operation on every data node.
+    /// Runs a disk-data DDL operation on every data node and records the result in the
+    /// schema file (see `dict_file`). A drop writes the schema file first (a failed
+    /// write changes nothing); a create writes it after and is undone on every node when
+    /// the write fails. ADD UNDOFILE cannot be undone: when the write fails the file
+    /// stays in the logfile group and the error is returned.
     pub fn disk_ddl(&self, op: DiskOp) -> Result<()> {
         self.check_open()?;
+        // Lock order as CREATE TABLE: dictionary, then disk dictionary.
+        let dict = self.dict.read();
         let mut dd = self.disk_dict.lock();
+        if let Some(after) = dd.after_drop(&op) {
+            if let Err(e) = self.write_schema_file(&dict, &after) {
+                self.restore_schema_file(&dict, &dd);
+                return Err(e);
+            }
+            let r = self.apply_disk_op(&mut dd, op);
+            if r.is_err() {
+                self.restore_schema_file(&dict, &dd);
+            }
+            return r;
+        }
+        let undo = match &op {
+            DiskOp::CreateLogfileGroup { .. } => UndoCreate::LogfileGroup,
+            DiskOp::CreateTablespace {
+                name, data_file, ..
+            } => UndoCreate::Tablespace(name.clone(), data_file.clone()),
+            DiskOp::AddDatafile {
+                tablespace,
+                data_file,
+                ..
+            } => UndoCreate::Datafile(tablespace.clone(), data_file.clone()),
+            _ => UndoCreate::Nothing,
+        };
+        self.apply_disk_op(&mut dd, op)?;
+        if let Err(e) = self.write_schema_file(&dict, &dd) {
+            self.undo_create(&mut dd, undo);
+            self.restore_schema_file(&dict, &dd);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Undoes a create whose schema file write failed, on every node.
+    fn undo_create(&self, dd: &mut DiskDict, undo: UndoCreate) {
+        match undo {
+            UndoCreate::LogfileGroup => {
+                for n in &self.data_nodes {
+                    let _ = n.disk.drop_logfile_group();
+                }
+                dd.logfile_group = None;
+            }
+            UndoCreate::Tablespace(name, data_file) => {
+                for n in &self.data_nodes {
+                    let _ = n.disk.drop_datafile_of(&name, &data_file);
+                    let _ = n.disk.drop_tablespace(&name);
+                }
+                dd.tablespaces.remove(&name.to_ascii_lowercase());
+            }
+            UndoCreate::Datafile(ts, data_file) => {
+                for n in &self.data_nodes {
+                    let _ = n.disk.drop_datafile_of(&ts, &data_file);
+                }
+                if let Some(t) = dd.tablespaces.get_mut(&ts.to_ascii_lowercase()) {
+                    t.data_files.retain(|f| f.file_name != data_file);
+                }
+            }
+            UndoCreate::Nothing => {}
+        }
+    }
+
+    fn apply_disk_op(&self, dd: &mut DiskDict, op: DiskOp) -> Result<()> {
         match op {
             DiskOp::CreateLogfileGroup {
                 name,
@@ -133,6 +259,10 @@ impl ClusterInner {
                     id,
                     name,
                     undo_buffer_size: buffer,
+                    undo_files: vec![FileDef {
+                        file_name: undo_file,
+                        size_bytes: size,
+                    }],
                 });
                 Ok(())
             }
@@ -141,17 +271,29 @@ impl ClusterInner {
                 undo_file,
                 initial_size,
             } => {
-                check_group(&dd, &group)?;
+                check_group(dd, &group)?;
                 let size = initial_size.unwrap_or(DEFAULT_UNDO_FILE_BYTES);
                 // Undo files cannot be dropped alone (NDB: 769); a failure on a later
                 // node leaves the file on the earlier ones, where it is part of the log.
+                let mut result = Ok(());
                 for n in &self.data_nodes {
-                    n.disk.add_undofile(&undo_file, size)?;
+                    result = n.disk.add_undofile(&undo_file, size);
+                    if result.is_err() {
+                        break;
+                    }
                 }
-                Ok(())
+                // Recorded even after a partial failure: the file is in the log of the
+                // nodes that added it.
+                if let Some(g) = dd.logfile_group.as_mut() {
+                    g.undo_files.push(FileDef {
+                        file_name: undo_file,
+                        size_bytes: size,
+                    });
+                }
+                result
             }
             DiskOp::DropLogfileGroup { name } => {
-                check_group(&dd, &name)?;
+                check_group(dd, &name)?;
                 if let Some(ts) = dd.tablespaces.values().next() {
                     return Err(codes::filegroup_in_use(format_args!(
                         "logfile group {name} is used by tablespace {}",
@@ -190,6 +332,7 @@ impl ClusterInner {
                     autoextend_size_bytes: autoextend_size.unwrap_or(0),
                     max_size_bytes: max_size.unwrap_or(0),
                 };
+                let options = spec.clone();
                 let size = initial_size.unwrap_or(DEFAULT_DATA_FILE_BYTES);
                 let mut node_ids = Vec::new();
                 self.on_all_nodes(
@@ -212,6 +355,13 @@ impl ClusterInner {
                         name,
                         logfile_group: lg,
                         node_ids,
+                        extent_size_bytes: options.extent_size_bytes,
+                        autoextend_size_bytes: options.autoextend_size_bytes,
+                        max_size_bytes: options.max_size_bytes,
+                        data_files: vec![FileDef {
+                            file_name: data_file,
+                            size_bytes: size,
+                        }],
                     },
                 );
                 Ok(())
@@ -234,7 +384,14 @@ impl ClusterInner {
                         r
                     },
                     |n| n.disk.drop_datafile_of(&ts.name, &data_file),
-                )
+                )?;
+                if let Some(t) = dd.tablespaces.get_mut(&tablespace.to_ascii_lowercase()) {
+                    t.data_files.push(FileDef {
+                        file_name: data_file,
+                        size_bytes: size,
+                    });
+                }
+                Ok(())
             }
             DiskOp::DropDatafile {
                 tablespace,
@@ -246,6 +403,9 @@ impl ClusterInner {
                     .clone();
                 for n in &self.data_nodes {
                     n.disk.drop_datafile_of(&ts.name, &data_file)?;
+                }
+                if let Some(t) = dd.tablespaces.get_mut(&tablespace.to_ascii_lowercase()) {
+                    t.data_files.retain(|f| f.file_name != data_file);
                 }
                 Ok(())
             }

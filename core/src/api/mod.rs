@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod dict;
+pub mod dict_file;
 pub mod disk;
 pub mod ndb;
 pub mod scan;

@@ -1,5 +1,6 @@
 //! Schema: column types, values, table definitions and the row format.
 
+pub mod codec;
 pub mod layout;
 pub mod table;
 pub mod types;

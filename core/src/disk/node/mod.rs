@@ -147,6 +147,11 @@ impl NodeDisk {
         &self.fs_dir
     }
 
+    /// The file system this node's files live on.
+    pub fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.fs
+    }
+
     pub fn shared_global(&self) -> &SharedGlobalMemory {
         &self.shared_global
     }
