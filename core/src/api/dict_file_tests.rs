@@ -544,3 +544,20 @@ fn real_files_in_the_data_directory_and_none_without_one() {
     let sdir = scratch.inner().data_nodes[0].disk.fs_dir().to_path_buf();
     assert!(!sdir.join(SCHEMA_FILE).exists());
 }
+
+#[test]
+fn truncate_keeps_what_show_create_table_prints() {
+    // The SQL layer's metadata (comment, DEFAULT CURRENT_TIMESTAMP) is keyed by table
+    // id; TRUNCATE's new id must carry it.
+    let setup = mem_cluster();
+    let mut s = Session::new(setup.cluster.ndb("test"));
+    run(
+        &mut s,
+        "create table tm (id int primary key, f datetime default current_timestamp) comment='hello'",
+    );
+    let before = show_create(&mut s, "tm");
+    let id = setup.cluster.ndb("test").table("tm").unwrap().def.id;
+    run(&mut s, "truncate table tm");
+    assert_ne!(setup.cluster.ndb("test").table("tm").unwrap().def.id, id);
+    assert_eq!(show_create(&mut s, "tm"), before);
+}
