@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::api::Cluster;
-use crate::disk::io::{Faults, MemFileSystem, OsFileSystem};
+use crate::disk::io::{Faults, FileSystem, MemFileSystem, OsFileSystem};
 use crate::schema::Value;
 use crate::sql::{Session, SqlResult, render_error};
 
