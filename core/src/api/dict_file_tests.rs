@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::api::Cluster;
-use crate::disk::io::{Faults, MemFileSystem, OsFileSystem};
+use crate::disk::io::{Faults, FileSystem, MemFileSystem, OsFileSystem};
 use crate::schema::Value;
 use crate::sql::{Session, SqlResult, render_error};
 
@@ -53,12 +53,15 @@ fn show_create(s: &mut Session, table: &str) -> String {
 /// The schema file of every node: identical on all, and equal to the dictionary's
 /// image now.
 fn file_image(setup: &Setup) -> SchemaImage {
-    let inner = setup.cluster.inner();
+    file_image_of(&setup.cluster, &setup.fs)
+}
+
+fn file_image_of(cluster: &Cluster, fs: &MemFileSystem) -> SchemaImage {
+    let inner = cluster.inner();
     let mut first: Option<Vec<u8>> = None;
     for n in &inner.data_nodes {
         let path = n.disk.fs_dir().join(SCHEMA_FILE);
-        let bytes = setup
-            .fs
+        let bytes = fs
             .read_all(&path)
             .expect("read")
             .expect("schema file exists");
@@ -74,9 +77,7 @@ fn file_image(setup: &Setup) -> SchemaImage {
         "schema file is not the dictionary"
     );
     let dir = inner.data_nodes[0].disk.fs_dir().to_path_buf();
-    load_schema(&setup.fs, &dir)
-        .expect("load")
-        .expect("present")
+    load_schema(fs, &dir).expect("load").expect("present")
 }
 
 fn id_of(image: &SchemaImage, name: &str) -> u32 {
@@ -543,4 +544,125 @@ fn real_files_in_the_data_directory_and_none_without_one() {
     run(&mut s, "create table t (a int primary key)");
     let sdir = scratch.inner().data_nodes[0].disk.fs_dir().to_path_buf();
     assert!(!sdir.join(SCHEMA_FILE).exists());
+}
+
+#[test]
+fn truncate_keeps_what_show_create_table_prints() {
+    // The SQL layer's metadata (comment, DEFAULT CURRENT_TIMESTAMP) is keyed by table
+    // id; TRUNCATE's new id must carry it.
+    let setup = mem_cluster();
+    let mut s = Session::new(setup.cluster.ndb("test"));
+    run(
+        &mut s,
+        "create table tm (id int primary key, f datetime default current_timestamp) comment='hello'",
+    );
+    let before = show_create(&mut s, "tm");
+    let id = setup.cluster.ndb("test").table("tm").unwrap().def.id;
+    run(&mut s, "truncate table tm");
+    assert_ne!(setup.cluster.ndb("test").table("tm").unwrap().def.id, id);
+    assert_eq!(show_create(&mut s, "tm"), before);
+}
+
+/// A MemFileSystem whose schema-file writes fail on demand (every other file works).
+struct FailingSchemaWrites {
+    inner: MemFileSystem,
+    fail: std::sync::atomic::AtomicBool,
+}
+
+impl FileSystem for FailingSchemaWrites {
+    fn create(
+        &self,
+        path: &Path,
+        size_bytes: u64,
+    ) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
+        self.inner.create(path, size_bytes)
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
+        self.inner.open(path)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        if path.ends_with(SCHEMA_FILE) && self.fail.load(Ordering::Relaxed) {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.write_atomic(path, bytes)
+    }
+    fn read_all(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        self.inner.read_all(path)
+    }
+}
+
+#[test]
+fn a_failed_write_undoes_disk_ddl_on_every_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = MemFileSystem::new();
+    let fs = Arc::new(FailingSchemaWrites {
+        inner: mem.clone(),
+        fail: std::sync::atomic::AtomicBool::new(false),
+    });
+    let cfg = crate::config::small_disk_test_config(2, 2, "32M");
+    let c = Cluster::embedded_on(cfg, dir.path().to_path_buf(), fs.clone()).unwrap();
+    let inner = c.inner().clone();
+    let mut s = Session::new(c.ndb("test"));
+    let has_file = |name: &str| mem.paths().iter().any(|p| p.ends_with(name));
+    let fail = |on: bool| fs.fail.store(on, Ordering::Relaxed);
+
+    fail(true);
+    assert_eq!(try_run(&mut s, LG).unwrap_err().code, 1509);
+    assert!(inner.disk_dict.lock().logfile_group.is_none());
+    assert!(
+        inner
+            .data_nodes
+            .iter()
+            .all(|n| n.disk.logfile_group().is_none())
+    );
+    assert!(!has_file("undo1.dat"));
+    fail(false);
+    run(&mut s, LG);
+
+    fail(true);
+    assert_eq!(try_run(&mut s, TS).unwrap_err().code, 1509);
+    assert!(inner.disk_dict.lock().tablespace("ts_1").is_none());
+    assert!(
+        inner
+            .data_nodes
+            .iter()
+            .all(|n| n.disk.tsman.lookup("ts_1").is_none())
+    );
+    assert!(!has_file("data1.dat"));
+    fail(false);
+    run(&mut s, TS);
+
+    let add = "ALTER TABLESPACE ts_1 ADD DATAFILE 'data2.dat' INITIAL_SIZE 4M ENGINE NDB";
+    fail(true);
+    assert_eq!(try_run(&mut s, add).unwrap_err().code, 1509);
+    assert!(!has_file("data2.dat"));
+    assert_eq!(
+        inner
+            .disk_dict
+            .lock()
+            .tablespace("ts_1")
+            .unwrap()
+            .data_files
+            .len(),
+        1
+    );
+    // A drop writes first: a failed write drops nothing.
+    let drop_file = "ALTER TABLESPACE ts_1 DROP DATAFILE 'data1.dat' ENGINE NDB";
+    assert_eq!(try_run(&mut s, drop_file).unwrap_err().code, 1509);
+    assert!(has_file("data1.dat"));
+    fail(false);
+    let img = file_image_of(&c, &mem);
+    assert_eq!(img.disk_objects().len(), 2);
+    run(&mut s, add);
+    run(&mut s, drop_file);
+    assert!(!has_file("data1.dat"));
 }

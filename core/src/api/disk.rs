@@ -8,7 +8,11 @@
 //! names an existing logfile group (789); drop order is tables, data files,
 //! tablespace, logfile group (768 / 770 otherwise).
 //!
-//! Lock order: `ClusterInner::disk_dict`, then each node's disk managers.
+//! Every change is recorded in the schema file (`dict_file`): names, sizes and options
+//! of the logfile group, undo files, tablespaces and data files, in creation order.
+//!
+//! Lock order: the dictionary lock (held for reading, so that the schema file written
+//! sees the tables too), then `ClusterInner::disk_dict`, then each node's disk managers.
 
 use super::ClusterInner;
 use crate::disk::tsman::TablespaceSpec;
@@ -276,15 +280,19 @@ impl ClusterInner {
                 // Undo files cannot be dropped alone (NDB: 769); a failure on a later
                 // node leaves the file on the earlier ones, where it is part of the log.
                 let mut result = Ok(());
+                let mut added_on = 0;
                 for n in &self.data_nodes {
                     result = n.disk.add_undofile(&undo_file, size);
                     if result.is_err() {
                         break;
                     }
+                    added_on += 1;
                 }
                 // Recorded even after a partial failure: the file is in the log of the
                 // nodes that added it.
-                if let Some(g) = dd.logfile_group.as_mut() {
+                if added_on > 0
+                    && let Some(g) = dd.logfile_group.as_mut()
+                {
                     g.undo_files.push(FileDef {
                         file_name: undo_file,
                         size_bytes: size,

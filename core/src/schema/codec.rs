@@ -330,7 +330,7 @@ pub fn decode_type(d: &mut Decoder) -> Result<ColumnType> {
         3 => ColumnType::Double,
         4 => {
             let (precision, scale) = (d.u8()?, d.u8()?);
-            if !(1..=65).contains(&precision) || scale > precision {
+            if !(1..=38).contains(&precision) || scale > precision {
                 return Err(corrupt(format_args!("decimal({precision},{scale})")));
             }
             ColumnType::Decimal { precision, scale }
@@ -373,7 +373,7 @@ fn encode_date(e: &mut Encoder, d: &Date) {
 
 fn decode_date(d: &mut Decoder) -> Result<Date> {
     let (year, month, day) = (d.u16()?, d.u8()?, d.u8()?);
-    Ok(Date { year, month, day })
+    Date::new(year, month, day).ok_or_else(|| corrupt(format_args!("date {year}-{month}-{day}")))
 }
 
 /// A value, bit for bit (floats by their IEEE bits).
@@ -447,6 +447,9 @@ pub fn decode_value(d: &mut Decoder) -> Result<Value> {
         9 => {
             let date = decode_date(d)?;
             let (hour, minute, second) = (d.u8()?, d.u8()?, d.u8()?);
+            if hour > 23 || minute > 59 || second > 59 {
+                return Err(corrupt(format_args!("time {hour}:{minute}:{second}")));
+            }
             Value::Datetime(Datetime {
                 date,
                 hour,
@@ -499,7 +502,14 @@ fn decode_column(d: &mut Decoder) -> Result<Column> {
         return Err(corrupt(format_args!("column '{name}': flags {flags:#x}")));
     }
     let default = if flags & FLAG_HAS_DEFAULT != 0 {
-        Some(decode_value(d)?)
+        let v = decode_value(d)?;
+        if !is_canonical_default(&ty, &v) {
+            return Err(corrupt(format_args!(
+                "column '{name}': a {} default for a {ty} column",
+                v.kind()
+            )));
+        }
+        Some(v)
     } else {
         None
     };
@@ -517,6 +527,26 @@ fn decode_column(d: &mut Decoder) -> Result<Column> {
         },
         hidden: flags & FLAG_HIDDEN != 0,
     })
+}
+
+/// The kind of value `TableDef::new` leaves as a default of a column of type `ty` (so
+/// that re-coercing it on decode is the identity and never does arithmetic on garbage).
+fn is_canonical_default(ty: &ColumnType, v: &Value) -> bool {
+    match (ty, v) {
+        (_, Value::Null) => true,
+        (ColumnType::Int { unsigned, .. }, Value::UInt(_)) => *unsigned,
+        (ColumnType::Int { unsigned, .. }, Value::Int(_)) => !*unsigned,
+        (ColumnType::Float, Value::Float(_)) | (ColumnType::Double, Value::Double(_)) => true,
+        (ColumnType::Decimal { scale, .. }, Value::Decimal(d)) => d.scale == *scale,
+        (ColumnType::Char { .. } | ColumnType::Varchar { .. }, Value::Str(_)) => true,
+        (ColumnType::Binary { .. } | ColumnType::Varbinary { .. }, Value::Bytes(_)) => true,
+        (ColumnType::Blob { charset, .. }, Value::Str(_)) => charset.is_some(),
+        (ColumnType::Blob { charset, .. }, Value::Bytes(_)) => charset.is_none(),
+        (ColumnType::Date, Value::Date(_)) => true,
+        (ColumnType::Datetime | ColumnType::Timestamp, Value::Datetime(_)) => true,
+        (ColumnType::Time, Value::Time(_)) => true,
+        _ => false,
+    }
 }
 
 fn index_kind_code(k: IndexKind) -> u8 {

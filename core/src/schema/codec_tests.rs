@@ -72,7 +72,12 @@ pub(crate) fn every_type_table() -> TableDef {
             minute: 59,
             second: 58,
         })),
-        Column::new("ts", ColumnType::Timestamp),
+        Column::new("ts", ColumnType::Timestamp).default_value(Value::Datetime(Datetime {
+            date: d(2020, 1, 1),
+            hour: 0,
+            minute: 0,
+            second: 1,
+        })),
         Column::new("tm", ColumnType::Time).default_value(Value::Time(-3600 * 838)),
         Column::new(
             "tb",
@@ -87,14 +92,16 @@ pub(crate) fn every_type_table() -> TableDef {
                 kind: BlobKind::Regular,
                 charset: None,
             },
-        ),
+        )
+        .default_value(Value::Bytes(vec![1, 2])),
         Column::new(
             "mt",
             ColumnType::Blob {
                 kind: BlobKind::Medium,
                 charset: Some(Charset::Utf8mb4),
             },
-        ),
+        )
+        .default_value(Value::Str("ü".into())),
         Column::new(
             "lt",
             ColumnType::Blob {
@@ -279,6 +286,10 @@ fn a_definition_table_def_new_would_change_is_rejected() {
     let mut t = hidden_pk_table();
     // A nullable key column: TableDef::new would make it NOT NULL.
     t.columns[t.primary_key[0]].nullable = true;
+    assert_eq!(decoded(&encoded(&t)).unwrap_err().code, 2316);
+    // A default of another kind than TableDef::new leaves (a string for an integer).
+    let mut t = hidden_pk_table();
+    t.columns[1].default = Some(Value::Str("12".into()));
     assert_eq!(decoded(&encoded(&t)).unwrap_err().code, 2316);
     let mut t = hidden_pk_table();
     t.indexes[0].columns = vec![99];

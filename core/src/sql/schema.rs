@@ -164,7 +164,15 @@ fn run_ddl(s: &mut Session, cmd: Command) -> Result<SqlResult> {
         }
         Command::Truncate(t) => {
             let (db, table) = ndb_table(s, &t)?;
+            let cluster = s.ndb.cluster().clone();
+            let m = meta::table(&cluster, &db, &table.def.name, table.def.id);
             s.ndb_for(&db).truncate_table(&table.def.name)?;
+            // TRUNCATE gives the table a new id (NDB: drop + create); its SQL metadata
+            // follows it.
+            if let Some(mut m) = m {
+                m.table_id = s.table(&db, &table.def.name)?.def.id;
+                meta::set_table(&cluster, &db, &table.def.name, m);
+            }
             Ok(SqlResult::ok(0))
         }
         Command::CreateIndex { table, index } => {
