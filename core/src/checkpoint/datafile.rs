@@ -1,0 +1,573 @@
+//! LCP data files: one per LCP of a fragment. [`LcpFileWriter`] appends records into a
+//! block buffer and writes whole blocks ([`BLOCK_BYTES`] at most, one CRC-32C per
+//! block), then a footer, then fdatasync; [`LcpFileReader`] verifies every block and the
+//! footer and hands out records that borrow from its block buffer (no allocation per
+//! record). Byte layout: `docs/lcp-files.md`.
+//!
+//! ```text
+//! file   = header (64 B) block* footer (48 B)
+//! block  = block header (24 B) record+          records never span blocks
+//! record = 1 Row: kind u8, row_id u32, len u32, payload | 2 DeleteRow: kind, row_id
+//!        | 3 DeletePage: kind, page_no
+//! ```
+//!
+//! Invariants: a file is complete iff its footer is present at the very end, its
+//! checksum verifies and its counts (blocks, records, rows, bytes, and the CRC-32C over
+//! every block's CRC in order) equal what the reader saw; the writer writes the footer
+//! last and syncs before `finish` returns, so a power loss or a failed write can leave
+//! only a file the reader rejects (or, if every write happened to reach the disk, the
+//! complete file). A writer that failed once refuses every later call.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{PartRange, put_u32, put_u64, u32_at, u64_at};
+use crate::disk::io::{DiskFile, FileSystem};
+use crate::error::{NdbError, Result, codes};
+
+/// Largest block (header + records) the writer emits: the write unit.
+pub const BLOCK_BYTES: usize = 256 * 1024;
+/// Largest row payload a record may carry (a record never spans blocks).
+pub const MAX_ROW_PAYLOAD_BYTES: usize = 128 * 1024;
+
+const FILE_MAGIC: &[u8; 8] = b"RNDBLCP1";
+const FORMAT_VERSION: u32 = 1;
+const HEADER_BYTES: usize = 64;
+const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"LCPB");
+const BLOCK_HEADER_BYTES: usize = 24;
+const FOOTER_MAGIC: u32 = u32::from_le_bytes(*b"LCPF");
+const FOOTER_BYTES: usize = 48;
+const KIND_ROW: u8 = 1;
+const KIND_DELETE_ROW: u8 = 2;
+const KIND_DELETE_PAGE: u8 = 3;
+const ROW_RECORD_HEADER_BYTES: usize = 9;
+const DELETE_RECORD_BYTES: usize = 5;
+
+const _: () =
+    assert!(BLOCK_HEADER_BYTES + ROW_RECORD_HEADER_BYTES + MAX_ROW_PAYLOAD_BYTES <= BLOCK_BYTES);
+
+/// What an LCP data file is: the header at offset 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LcpFileHeader {
+    pub table_id: u32,
+    pub fragment_id: u32,
+    pub lcp_id: u32,
+    /// The parts whose every row is in this file; the others hold changes only.
+    pub all_parts: PartRange,
+    /// Highest row GCI the file may hold (redo replay starts after what it covers).
+    pub max_gci: u32,
+    /// The table's schema version or fingerprint the row images are encoded for.
+    pub schema_version: u64,
+}
+
+impl LcpFileHeader {
+    fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut b = [0u8; HEADER_BYTES];
+        b[0..8].copy_from_slice(FILE_MAGIC);
+        put_u32(&mut b, 8, FORMAT_VERSION);
+        put_u32(&mut b, 12, self.table_id);
+        put_u32(&mut b, 16, self.fragment_id);
+        put_u32(&mut b, 20, self.lcp_id);
+        put_u32(&mut b, 24, self.all_parts.start);
+        put_u32(&mut b, 28, self.all_parts.count);
+        put_u32(&mut b, 32, self.max_gci);
+        put_u64(&mut b, 40, self.schema_version);
+        put_u32(&mut b, 48, BLOCK_BYTES as u32);
+        let crc = crc32c::crc32c(&b[..60]);
+        put_u32(&mut b, 60, crc);
+        b
+    }
+
+    fn decode(b: &[u8], path: &Path) -> Result<LcpFileHeader> {
+        let bad =
+            |what: &str| codes::corrupt_page(format!("LCP file {}: header {what}", path.display()));
+        if b.len() < HEADER_BYTES || &b[0..8] != FILE_MAGIC {
+            return Err(bad("magic"));
+        }
+        if crc32c::crc32c(&b[..60]) != u32_at(b, 60) {
+            return Err(bad("checksum mismatch"));
+        }
+        if u32_at(b, 8) != FORMAT_VERSION {
+            return Err(bad("format version"));
+        }
+        let all_parts = PartRange {
+            start: u32_at(b, 24),
+            count: u32_at(b, 28),
+        };
+        if !all_parts.is_valid() {
+            return Err(bad("ALL part range"));
+        }
+        Ok(LcpFileHeader {
+            table_id: u32_at(b, 12),
+            fragment_id: u32_at(b, 16),
+            lcp_id: u32_at(b, 20),
+            all_parts,
+            max_gci: u32_at(b, 32),
+            schema_version: u64_at(b, 40),
+        })
+    }
+}
+
+/// What a complete data file holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LcpFileSummary {
+    /// Records of every kind.
+    pub records: u64,
+    /// Row records.
+    pub rows: u64,
+    /// File length.
+    pub bytes: u64,
+}
+
+/// One record of a data file; a row's payload borrows from the reader's block buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LcpRecord<'a> {
+    Row { row_id: u32, payload: &'a [u8] },
+    DeleteRow { row_id: u32 },
+    DeletePage { page_no: u32 },
+}
+
+fn io_err(path: &Path, offset: u64, what: &str, e: io::Error) -> NdbError {
+    codes::file_system_error(format!(
+        "LCP file {} at offset {offset}: {what}: {e}",
+        path.display()
+    ))
+}
+
+/// Writes one LCP data file. Not durable, and not complete, until [`Self::finish`]
+/// returns Ok.
+pub struct LcpFileWriter {
+    file: Arc<dyn DiskFile>,
+    path: PathBuf,
+    lcp_id: u32,
+    /// The block being filled: a zeroed header, then records.
+    block: Vec<u8>,
+    block_records: u32,
+    /// Where the block being filled goes.
+    offset: u64,
+    blocks: u32,
+    records: u64,
+    rows: u64,
+    /// CRC-32C over every written block's CRC, in order.
+    chain_crc: u32,
+    failed: bool,
+}
+
+impl LcpFileWriter {
+    /// Create the file (and its directory); fails if it exists (a leftover of an LCP that
+    /// never completed: see [`super::remove_orphans`]).
+    pub fn create(
+        fs: &dyn FileSystem,
+        path: &Path,
+        header: &LcpFileHeader,
+    ) -> Result<LcpFileWriter> {
+        assert!(
+            header.all_parts.is_valid(),
+            "bad ALL range {:?}",
+            header.all_parts
+        );
+        if let Some(dir) = path.parent() {
+            fs.create_dir_all(dir)
+                .map_err(|e| io_err(path, 0, "create directory", e))?;
+        }
+        let file = fs.create(path, 0).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                codes::file_exists(path.display())
+            } else {
+                io_err(path, 0, "create", e)
+            }
+        })?;
+        file.write_at(&header.encode(), 0)
+            .map_err(|e| io_err(path, 0, "write header", e))?;
+        let mut block = Vec::with_capacity(BLOCK_BYTES);
+        block.resize(BLOCK_HEADER_BYTES, 0);
+        Ok(LcpFileWriter {
+            file,
+            path: path.to_path_buf(),
+            lcp_id: header.lcp_id,
+            block,
+            block_records: 0,
+            offset: HEADER_BYTES as u64,
+            blocks: 0,
+            records: 0,
+            rows: 0,
+            chain_crc: 0,
+            failed: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes handed to the file system so far (for write pacing).
+    pub fn bytes_written(&self) -> u64 {
+        self.offset
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.failed {
+            return Err(codes::file_system_error(format!(
+                "LCP file {}: an earlier write failed",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn room_for(&mut self, bytes: usize) -> Result<()> {
+        self.check()?;
+        if self.block.len() + bytes > BLOCK_BYTES {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// A row, every column (the caller's row image, opaque here).
+    pub fn put_row(&mut self, row_id: u32, payload: &[u8]) -> Result<()> {
+        if payload.len() > MAX_ROW_PAYLOAD_BYTES {
+            return Err(codes::row_too_big(format!(
+                "LCP row image of {} bytes, at most {MAX_ROW_PAYLOAD_BYTES}",
+                payload.len()
+            )));
+        }
+        self.room_for(ROW_RECORD_HEADER_BYTES + payload.len())?;
+        self.block.push(KIND_ROW);
+        self.block.extend_from_slice(&row_id.to_le_bytes());
+        self.block
+            .extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        self.block.extend_from_slice(payload);
+        self.block_records += 1;
+        self.records += 1;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The row at `row_id` is gone (CHANGE parts).
+    pub fn delete_row(&mut self, row_id: u32) -> Result<()> {
+        self.put_marker(KIND_DELETE_ROW, row_id)
+    }
+
+    /// Every row of page `page_no` is gone (CHANGE parts).
+    pub fn delete_page(&mut self, page_no: u32) -> Result<()> {
+        self.put_marker(KIND_DELETE_PAGE, page_no)
+    }
+
+    fn put_marker(&mut self, kind: u8, id: u32) -> Result<()> {
+        self.room_for(DELETE_RECORD_BYTES)?;
+        self.block.push(kind);
+        self.block.extend_from_slice(&id.to_le_bytes());
+        self.block_records += 1;
+        self.records += 1;
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8], what: &str) -> Result<()> {
+        let r = self.file.write_at(bytes, self.offset);
+        if let Err(e) = r {
+            self.failed = true;
+            return Err(io_err(&self.path, self.offset, what, e));
+        }
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block_records == 0 {
+            return Ok(());
+        }
+        let body = (self.block.len() - BLOCK_HEADER_BYTES) as u32;
+        let mut block = std::mem::take(&mut self.block);
+        put_u32(&mut block, 0, BLOCK_MAGIC);
+        put_u32(&mut block, 8, self.blocks);
+        put_u32(&mut block, 12, body);
+        put_u32(&mut block, 16, self.block_records);
+        put_u32(&mut block, 20, self.lcp_id);
+        let crc = crc32c::crc32c(&block[8..]);
+        put_u32(&mut block, 4, crc);
+        let r = self.write(&block, "write block");
+        block.clear();
+        block.resize(BLOCK_HEADER_BYTES, 0);
+        self.block = block;
+        r?;
+        self.chain_crc = crc32c::crc32c_append(self.chain_crc, &crc.to_le_bytes());
+        self.blocks += 1;
+        self.block_records = 0;
+        Ok(())
+    }
+
+    /// Write the last block and the footer, fdatasync, and return what the file holds.
+    /// Only after Ok may a control file name this file.
+    pub fn finish(mut self) -> Result<LcpFileSummary> {
+        self.check()?;
+        self.flush_block()?;
+        let mut f = [0u8; FOOTER_BYTES];
+        put_u32(&mut f, 0, FOOTER_MAGIC);
+        put_u32(&mut f, 8, self.blocks);
+        put_u32(&mut f, 12, self.lcp_id);
+        put_u64(&mut f, 16, self.records);
+        put_u64(&mut f, 24, self.rows);
+        put_u64(&mut f, 32, self.offset);
+        put_u32(&mut f, 40, self.chain_crc);
+        let crc = crc32c::crc32c(&f[8..]);
+        put_u32(&mut f, 4, crc);
+        self.write(&f, "write footer")?;
+        if let Err(e) = self.file.sync_data() {
+            self.failed = true;
+            return Err(io_err(&self.path, self.offset, "fdatasync", e));
+        }
+        Ok(LcpFileSummary {
+            records: self.records,
+            rows: self.rows,
+            bytes: self.offset,
+        })
+    }
+
+    /// Give up on the file: remove it.
+    pub fn abandon(self, fs: &dyn FileSystem) -> Result<()> {
+        match fs.remove(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err(&self.path, 0, "remove", e)),
+        }
+    }
+}
+
+/// Reads and verifies one LCP data file, record by record.
+pub struct LcpFileReader {
+    file: Arc<dyn DiskFile>,
+    path: PathBuf,
+    header: LcpFileHeader,
+    len: u64,
+    /// Offset of the next block (or the footer).
+    offset: u64,
+    /// The current block (header and body); records are parsed from `pos`.
+    block: Vec<u8>,
+    block_offset: u64,
+    pos: usize,
+    block_records_left: u32,
+    blocks: u32,
+    records: u64,
+    rows: u64,
+    chain_crc: u32,
+    done: bool,
+}
+
+impl LcpFileReader {
+    /// Open a data file and verify its header.
+    pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<(LcpFileHeader, LcpFileReader)> {
+        let file = fs.open(path).map_err(|e| {
+            codes::file_read_error(format!("LCP file {}: open: {e}", path.display()))
+        })?;
+        let len = file.len_bytes().map_err(|e| io_err(path, 0, "length", e))?;
+        if len < (HEADER_BYTES + FOOTER_BYTES) as u64 {
+            return Err(incomplete(path, len));
+        }
+        let mut h = [0u8; HEADER_BYTES];
+        file.read_at(&mut h, 0).map_err(|e| read_err(path, 0, e))?;
+        let header = LcpFileHeader::decode(&h, path)?;
+        let reader = LcpFileReader {
+            file,
+            path: path.to_path_buf(),
+            header,
+            len,
+            offset: HEADER_BYTES as u64,
+            block: Vec::with_capacity(BLOCK_BYTES),
+            block_offset: 0,
+            pos: 0,
+            block_records_left: 0,
+            blocks: 0,
+            records: 0,
+            rows: 0,
+            chain_crc: 0,
+            done: false,
+        };
+        Ok((header, reader))
+    }
+
+    pub fn header(&self) -> &LcpFileHeader {
+        &self.header
+    }
+
+    /// What the file holds; Some once `next` returned None (the footer verified).
+    pub fn summary(&self) -> Option<LcpFileSummary> {
+        self.done.then_some(LcpFileSummary {
+            records: self.records,
+            rows: self.rows,
+            bytes: self.len,
+        })
+    }
+
+    /// The next record, or None at the verified footer. Every error names the file and
+    /// the offset; a file without its footer is reported incomplete.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<LcpRecord<'_>>> {
+        while self.pos >= self.block.len() {
+            if !self.load_block()? {
+                return Ok(None);
+            }
+        }
+        let at = self.pos;
+        let b = &self.block;
+        let corrupt = |what: &str| {
+            codes::corrupt_page(format!(
+                "LCP file {} at offset {}: {what}",
+                self.path.display(),
+                self.block_offset + at as u64
+            ))
+        };
+        if self.block_records_left == 0 || at + DELETE_RECORD_BYTES > b.len() {
+            return Err(corrupt("record beyond the block's count or end"));
+        }
+        let id = u32_at(b, at + 1);
+        self.block_records_left -= 1;
+        self.records += 1;
+        match b[at] {
+            KIND_ROW => {
+                if at + ROW_RECORD_HEADER_BYTES > b.len() {
+                    return Err(corrupt("row record beyond the block"));
+                }
+                let n = u32_at(b, at + 5) as usize;
+                let start = at + ROW_RECORD_HEADER_BYTES;
+                if n > MAX_ROW_PAYLOAD_BYTES || start + n > b.len() {
+                    return Err(corrupt("row payload beyond the block"));
+                }
+                self.pos = start + n;
+                self.rows += 1;
+                Ok(Some(LcpRecord::Row {
+                    row_id: id,
+                    payload: &self.block[start..start + n],
+                }))
+            }
+            KIND_DELETE_ROW => {
+                self.pos = at + DELETE_RECORD_BYTES;
+                Ok(Some(LcpRecord::DeleteRow { row_id: id }))
+            }
+            KIND_DELETE_PAGE => {
+                self.pos = at + DELETE_RECORD_BYTES;
+                Ok(Some(LcpRecord::DeletePage { page_no: id }))
+            }
+            k => Err(corrupt(&format!("unknown record kind {k}"))),
+        }
+    }
+
+    /// Load the next block; false at the verified footer.
+    fn load_block(&mut self) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        if self.block_records_left != 0 {
+            return Err(self.corrupt(
+                self.block_offset,
+                "block holds fewer records than its header says",
+            ));
+        }
+        let at = self.offset;
+        if at + BLOCK_HEADER_BYTES as u64 > self.len {
+            return Err(incomplete(&self.path, at));
+        }
+        let mut h = [0u8; BLOCK_HEADER_BYTES];
+        self.file
+            .read_at(&mut h, at)
+            .map_err(|e| read_err(&self.path, at, e))?;
+        match u32_at(&h, 0) {
+            BLOCK_MAGIC => {}
+            FOOTER_MAGIC => {
+                self.read_footer(at)?;
+                return Ok(false);
+            }
+            _ => {
+                return Err(self.corrupt(at, "no block or footer here (incomplete or corrupt file)"));
+            }
+        }
+        let body = u32_at(&h, 12) as usize;
+        if body == 0 || BLOCK_HEADER_BYTES + body > BLOCK_BYTES {
+            return Err(self.corrupt(at, "block length out of range"));
+        }
+        let end = at + (BLOCK_HEADER_BYTES + body) as u64;
+        if end > self.len {
+            return Err(incomplete(&self.path, at));
+        }
+        self.block.clear();
+        self.block.extend_from_slice(&h);
+        self.block.resize(BLOCK_HEADER_BYTES + body, 0);
+        self.file
+            .read_at(
+                &mut self.block[BLOCK_HEADER_BYTES..],
+                at + BLOCK_HEADER_BYTES as u64,
+            )
+            .map_err(|e| read_err(&self.path, at, e))?;
+        let crc = crc32c::crc32c(&self.block[8..]);
+        if crc != u32_at(&h, 4) {
+            return Err(self.corrupt(at, "block checksum mismatch"));
+        }
+        if u32_at(&h, 8) != self.blocks || u32_at(&h, 20) != self.header.lcp_id {
+            return Err(self.corrupt(at, "block number or LCP id out of sequence"));
+        }
+        self.block_records_left = u32_at(&h, 16);
+        self.chain_crc = crc32c::crc32c_append(self.chain_crc, &crc.to_le_bytes());
+        self.blocks += 1;
+        self.block_offset = at;
+        self.pos = BLOCK_HEADER_BYTES;
+        self.offset = end;
+        Ok(true)
+    }
+
+    fn read_footer(&mut self, at: u64) -> Result<()> {
+        if at + FOOTER_BYTES as u64 != self.len {
+            return Err(self.corrupt(at, "footer not at the end of the file"));
+        }
+        let mut f = [0u8; FOOTER_BYTES];
+        self.file
+            .read_at(&mut f, at)
+            .map_err(|e| read_err(&self.path, at, e))?;
+        if crc32c::crc32c(&f[8..]) != u32_at(&f, 4) {
+            return Err(self.corrupt(at, "footer checksum mismatch"));
+        }
+        let ok = u32_at(&f, 8) == self.blocks
+            && u32_at(&f, 12) == self.header.lcp_id
+            && u64_at(&f, 16) == self.records
+            && u64_at(&f, 24) == self.rows
+            && u64_at(&f, 32) == at
+            && u32_at(&f, 40) == self.chain_crc;
+        if !ok {
+            return Err(self.corrupt(at, "footer counts differ from the file's blocks"));
+        }
+        self.done = true;
+        self.block.clear();
+        self.pos = 0;
+        Ok(())
+    }
+
+    fn corrupt(&self, offset: u64, what: &str) -> NdbError {
+        codes::corrupt_page(format!(
+            "LCP file {} at offset {offset}: {what}",
+            self.path.display()
+        ))
+    }
+}
+
+fn incomplete(path: &Path, offset: u64) -> NdbError {
+    codes::file_read_error(format!(
+        "LCP file {} incomplete: no footer (ends at or before offset {offset})",
+        path.display()
+    ))
+}
+
+fn read_err(path: &Path, offset: u64, e: io::Error) -> NdbError {
+    codes::file_read_error(format!(
+        "LCP file {} at offset {offset}: {e}",
+        path.display()
+    ))
+}
+
+/// Read a whole data file and verify it: Ok only for a complete file.
+pub fn verify_file(fs: &dyn FileSystem, path: &Path) -> Result<(LcpFileHeader, LcpFileSummary)> {
+    let (header, mut reader) = LcpFileReader::open(fs, path)?;
+    while reader.next()?.is_some() {}
+    let summary = reader
+        .summary()
+        .ok_or_else(|| incomplete(path, reader.offset))?;
+    Ok((header, summary))
+}
