@@ -233,6 +233,20 @@ fn data_file_round_trip_on_mem() {
 }
 
 #[test]
+fn periodic_sync_makes_blocks_durable_early() {
+    let fs = MemFileSystem::new();
+    let path = PathBuf::from("/x/8.data");
+    let mut w = LcpFileWriter::create(&fs, &path, &header(8, PartRange::ALL)).unwrap();
+    w.set_sync_every_bytes(512 << 10);
+    write_all(&mut w, &sample_records(2000)).unwrap();
+    let syncs = fs.stats().syncs;
+    assert!(syncs >= 2, "{syncs} syncs for ~2 MB");
+    w.finish().unwrap();
+    assert!(fs.stats().syncs > syncs);
+    assert_eq!(fs.unsynced_writes(), 0);
+}
+
+#[test]
 fn empty_data_file_is_complete() {
     let fs = MemFileSystem::new();
     let path = PathBuf::from("/x/1.data");
@@ -455,5 +469,35 @@ fn pacer_curve_and_delay() {
     assert_eq!(
         q.delay_for(u64::MAX, Duration::ZERO),
         Duration::from_nanos(u64::MAX)
+    );
+}
+
+#[test]
+#[ignore = "throughput measurement, run by hand"]
+fn throughput_smoke() {
+    let fs = MemFileSystem::new();
+    let path = PathBuf::from("/x/9.data");
+    let rows = 1_000_000u32;
+    let p = payload(3, 100);
+    let t = std::time::Instant::now();
+    let mut w = LcpFileWriter::create(&fs, &path, &header(9, PartRange::ALL)).unwrap();
+    for i in 0..rows {
+        w.put_row(i, &p).unwrap();
+    }
+    let sum = w.finish().unwrap();
+    let wt = t.elapsed();
+    let t = std::time::Instant::now();
+    let (_, mut r) = LcpFileReader::open(&fs, &path).unwrap();
+    let mut n = 0u64;
+    while let Some(rec) = r.next().unwrap() {
+        if let LcpRecord::Row { payload, .. } = rec {
+            n += payload.len() as u64;
+        }
+    }
+    let rt = t.elapsed();
+    assert_eq!(n, u64::from(rows) * 100);
+    eprintln!(
+        "{rows} rows, {} bytes: write {wt:?}, read {rt:?}",
+        sum.bytes
     );
 }
