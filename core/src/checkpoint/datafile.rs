@@ -140,7 +140,9 @@ fn io_err(path: &Path, offset: u64, what: &str, e: io::Error) -> NdbError {
 pub struct LcpFileWriter {
     file: Arc<dyn DiskFile>,
     path: PathBuf,
-    lcp_id: u32,
+    header: LcpFileHeader,
+    /// The header's max GCI was changed after it was written: rewrite it at `finish`.
+    header_changed: bool,
     /// The block being filled: a zeroed header, then records.
     block: Vec<u8>,
     block_records: u32,
@@ -188,7 +190,8 @@ impl LcpFileWriter {
         Ok(LcpFileWriter {
             file,
             path: path.to_path_buf(),
-            lcp_id: header.lcp_id,
+            header: *header,
+            header_changed: false,
             block,
             block_records: 0,
             offset: HEADER_BYTES as u64,
@@ -212,6 +215,20 @@ impl LcpFileWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    pub fn header(&self) -> &LcpFileHeader {
+        &self.header
+    }
+
+    /// Set the header's max GCI (known only when the scan ends); the header is
+    /// rewritten by `finish`, and the footer holds the header's checksum, so a file with
+    /// the old header and the new footer is not complete.
+    pub fn set_max_gci(&mut self, max_gci: u32) {
+        if max_gci != self.header.max_gci {
+            self.header.max_gci = max_gci;
+            self.header_changed = true;
+        }
     }
 
     /// Bytes handed to the file system so far (for write pacing).
@@ -240,7 +257,7 @@ impl LcpFileWriter {
     /// A row, every column (the caller's row image, opaque here).
     pub fn put_row(&mut self, row_id: u32, payload: &[u8]) -> Result<()> {
         if payload.len() > MAX_ROW_PAYLOAD_BYTES {
-            return Err(codes::row_too_big(format!(
+            return Err(codes::internal(format!(
                 "LCP row image of {} bytes, at most {MAX_ROW_PAYLOAD_BYTES}",
                 payload.len()
             )));
@@ -296,7 +313,7 @@ impl LcpFileWriter {
         put_u32(&mut block, 8, self.blocks);
         put_u32(&mut block, 12, body);
         put_u32(&mut block, 16, self.block_records);
-        put_u32(&mut block, 20, self.lcp_id);
+        put_u32(&mut block, 20, self.header.lcp_id);
         let crc = crc32c::crc32c(&block[8..]);
         put_u32(&mut block, 4, crc);
         let r = self.write(&block, "write block");
@@ -327,14 +344,22 @@ impl LcpFileWriter {
     pub fn finish(mut self) -> Result<LcpFileSummary> {
         self.check()?;
         self.flush_block()?;
+        let header = self.header.encode();
+        if self.header_changed
+            && let Err(e) = self.file.write_at(&header, 0)
+        {
+            self.failed = true;
+            return Err(io_err(&self.path, 0, "rewrite header", e));
+        }
         let mut f = [0u8; FOOTER_BYTES];
         put_u32(&mut f, 0, FOOTER_MAGIC);
         put_u32(&mut f, 8, self.blocks);
-        put_u32(&mut f, 12, self.lcp_id);
+        put_u32(&mut f, 12, self.header.lcp_id);
         put_u64(&mut f, 16, self.records);
         put_u64(&mut f, 24, self.rows);
         put_u64(&mut f, 32, self.offset);
         put_u32(&mut f, 40, self.chain_crc);
+        put_u32(&mut f, 44, u32_at(&header, 60));
         let crc = crc32c::crc32c(&f[8..]);
         put_u32(&mut f, 4, crc);
         self.write(&f, "write footer")?;
@@ -361,6 +386,7 @@ pub struct LcpFileReader {
     file: Arc<dyn DiskFile>,
     path: PathBuf,
     header: LcpFileHeader,
+    header_crc: u32,
     len: u64,
     /// Offset of the next block (or the footer).
     offset: u64,
@@ -393,6 +419,7 @@ impl LcpFileReader {
             file,
             path: path.to_path_buf(),
             header,
+            header_crc: u32_at(&h, 60),
             len,
             offset: HEADER_BYTES as u64,
             block: Vec::with_capacity(BLOCK_BYTES),
@@ -554,7 +581,8 @@ impl LcpFileReader {
             && u64_at(&f, 16) == self.records
             && u64_at(&f, 24) == self.rows
             && u64_at(&f, 32) == at
-            && u32_at(&f, 40) == self.chain_crc;
+            && u32_at(&f, 40) == self.chain_crc
+            && u32_at(&f, 44) == self.header_crc;
         if !ok {
             return Err(self.corrupt(at, "footer counts differ from the file's blocks"));
         }

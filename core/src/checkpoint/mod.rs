@@ -8,7 +8,8 @@
 //! rotates, each LCP starting where the previous one's ended. The fragment's control
 //! file (`ctl.rs`) names the newest complete LCP and the chain of data files a restore
 //! needs (oldest first); `restore.rs` replays that chain into a [`RestoreTarget`].
-//! `pace.rs` paces checkpoint writes between MinDiskWriteSpeed and MaxDiskWriteSpeed.
+//! `pace.rs` paces checkpoint writes between MinDiskWriteSpeed and MaxDiskWriteSpeed;
+//! `lcp.rs` runs the steps of one fragment LCP in their safe order.
 //!
 //! Why parts are chosen by page, not by row: the LCP scan of a fragment walks its fixed
 //! pages and decides per page (a page's change map tells whether any row on it changed
@@ -30,6 +31,7 @@
 
 mod ctl;
 mod datafile;
+mod lcp;
 mod pace;
 mod parts;
 mod restore;
@@ -46,6 +48,7 @@ pub use datafile::{
     BLOCK_BYTES, LcpFileHeader, LcpFileReader, LcpFileSummary, LcpFileWriter, LcpRecord,
     MAX_ROW_PAYLOAD_BYTES, verify_file,
 };
+pub use lcp::{begin_lcp, complete_idle_lcp, complete_lcp};
 pub use pace::{DiskWritePacer, REDO_FILL_FULL_SPEED_PERCENT, REDO_FILL_SPEEDUP_PERCENT};
 pub use parts::{
     ChangeStats, DELETE_RECOVERY_WORK_PCT, PartialLcpConfig, all_parts, choose_all_parts,
@@ -104,6 +107,12 @@ impl PartRange {
     #[inline]
     pub fn contains(self, part: u32) -> bool {
         (part % LCP_PARTS + LCP_PARTS - self.start) % LCP_PARTS < self.count
+    }
+
+    /// Whether the rows of page `page_no` are in this range's parts.
+    #[inline]
+    pub fn contains_page(self, page_no: u32) -> bool {
+        self.contains(part_of_page(page_no))
     }
 
     /// The part after the last one (where the next ALL range starts).

@@ -501,3 +501,30 @@ fn throughput_smoke() {
         sum.bytes
     );
 }
+
+#[test]
+fn max_gci_set_at_the_end_is_covered_by_the_footer() {
+    let fs = MemFileSystem::new();
+    let recs = sample_records(50);
+    let h = header(10, PartRange::ALL);
+    let mut files = Vec::new();
+    for (name, gci) in [("/x/a.data", None), ("/x/b.data", Some(77_777))] {
+        let path = PathBuf::from(name);
+        let mut w = LcpFileWriter::create(&fs, &path, &h).unwrap();
+        write_all(&mut w, &recs).unwrap();
+        if let Some(g) = gci {
+            w.set_max_gci(g);
+            assert_eq!(w.header().max_gci, g);
+        }
+        w.finish().unwrap();
+        files.push(fs.read_all(&path).unwrap().unwrap());
+    }
+    let b = PathBuf::from("/x/b.data");
+    assert_eq!(verify_file(&fs, &b).unwrap().0.max_gci, 77_777);
+    // The old header (valid by itself) with the new footer: not complete.
+    let mut mixed = files[1].clone();
+    mixed[..64].copy_from_slice(&files[0][..64]);
+    fs.write_atomic(&b, &mixed).unwrap();
+    let e = verify_file(&fs, &b).expect_err("old header accepted");
+    assert!(e.message.contains("footer"), "{e}");
+}

@@ -103,9 +103,15 @@ impl Frag {
                 for (&id, p) in self.rows.range(lo..hi) {
                     w.put_row(id, p)?;
                 }
-            } else if self.dropped_pages.contains(&page) && self.rows.range(lo..hi).next().is_none()
+            } else if self.dropped_pages.contains(&page)
+                && (self.rows.range(lo..hi).next().is_none()
+                    || (page ^ all.start).is_multiple_of(2))
             {
+                // The page was dropped: delete it, then put every row it holds now.
                 w.delete_page(page)?;
+                for (&id, p) in self.rows.range(lo..hi) {
+                    w.put_row(id, p)?;
+                }
             } else {
                 for &id in self.changed.range(lo..hi) {
                     match self.rows.get(&id) {
@@ -292,10 +298,16 @@ fn power_loss_during_an_lcp_keeps_old_or_new() {
         };
         fs.crash_at(op, n, seed);
         let count = all_count(&mut rng, seed % 3);
-        let result = run_lcp(&fs, &node, &ctl, &frag, new_id, count).and_then(|(next, d)| {
-            FragControl::remove_dropped(&fs, &dir, &d)?;
-            Ok(next)
-        });
+        let result = if !frag.changed.is_empty() {
+            begin_lcp(&fs, &node, &ctl, new_id, count, 0, 1).and_then(|mut w| {
+                let all = w.header().all_parts;
+                frag.write_lcp(&mut w, all)?;
+                w.set_max_gci(new_id * 10);
+                complete_lcp(&fs, &node, &ctl, w).map(|(next, _)| next)
+            })
+        } else {
+            complete_idle_lcp(&fs, &node, &ctl, new_id, new_id * 10)
+        };
         let img = match fs.take_crash_image() {
             Some(img) => {
                 assert!(
@@ -310,6 +322,10 @@ fn power_loss_during_an_lcp_keeps_old_or_new() {
             .unwrap()
             .expect("a control file");
         let want = if loaded.lcp_id == new_id {
+            assert_eq!(loaded.max_gci, new_id * 10);
+            if let Ok(next) = &result {
+                assert_eq!(next, &loaded);
+            }
             saw[1] += 1;
             &frag.rows
         } else {
