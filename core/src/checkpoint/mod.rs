@@ -34,6 +34,7 @@ mod datafile;
 mod lcp;
 mod pace;
 mod parts;
+mod reader;
 mod restore;
 
 #[cfg(test)]
@@ -45,8 +46,7 @@ use std::path::{Path, PathBuf};
 
 pub use ctl::{DataFileRef, FragControl, MAX_CHAIN_FILES, remove_orphans};
 pub use datafile::{
-    BLOCK_BYTES, LcpFileHeader, LcpFileReader, LcpFileSummary, LcpFileWriter, LcpRecord,
-    MAX_ROW_PAYLOAD_BYTES, verify_file,
+    BLOCK_BYTES, LcpFileHeader, LcpFileSummary, LcpFileWriter, LcpRecord, MAX_ROW_PAYLOAD_BYTES,
 };
 pub use lcp::{begin_lcp, complete_idle_lcp, complete_lcp};
 pub use pace::{DiskWritePacer, REDO_FILL_FULL_SPEED_PERCENT, REDO_FILL_SPEEDUP_PERCENT};
@@ -54,6 +54,7 @@ pub use parts::{
     ChangeStats, DELETE_RECOVERY_WORK_PCT, PartialLcpConfig, all_parts, choose_all_parts,
     next_all_range,
 };
+pub use reader::{LcpFileReader, verify_file};
 pub use restore::{PartMode, RestoreStats, RestoreTarget, part_modes, restore_fragment};
 
 /// Parts of a fragment's row space (NDB's `BackupFormat::NDB_MAX_LCP_PARTS`).

@@ -12,7 +12,8 @@
 //! The target must accept a delete of a row or page it does not hold (a row inserted
 //! and deleted between two LCPs is deleted without ever having been put), and a put of
 //! a row it holds (replace). Every file is verified as it is read (block checksums, the
-//! footer, header and counts against the control file); an error stops the restore.
+//! footer, header and counts against the control file); an error stops the restore and
+//! leaves the target partly restored (the caller discards it).
 
 use std::path::Path;
 

@@ -48,6 +48,8 @@ struct Frag {
     /// Pages whose rows were all dropped since the previous LCP.
     dropped_pages: BTreeSet<u32>,
     version: u32,
+    /// Inserts, updates, deletes since the previous LCP.
+    stats: ChangeStats,
 }
 
 impl Frag {
@@ -62,13 +64,18 @@ impl Frag {
                     let p = (0..len)
                         .map(|i| (self.version as usize + i) as u8)
                         .collect();
-                    self.rows.insert(id, p);
+                    if self.rows.insert(id, p).is_some() {
+                        self.stats.rows_updated += 1;
+                    } else {
+                        self.stats.rows_inserted += 1;
+                    }
                     self.changed.insert(id);
                 }
                 6..=8 if !self.rows.is_empty() => {
                     let i = rng.below(self.rows.len() as u64) as usize;
                     let id = *self.rows.keys().nth(i).unwrap_or(&0);
                     self.rows.remove(&id);
+                    self.stats.rows_deleted += 1;
                     self.changed.insert(id);
                 }
                 _ if !self.rows.is_empty() => {
@@ -79,6 +86,7 @@ impl Frag {
                     let ids: Vec<u32> = self.rows.range(lo..hi).map(|(k, _)| *k).collect();
                     for id in ids {
                         self.rows.remove(&id);
+                        self.stats.rows_deleted += 1;
                         self.changed.insert(id);
                     }
                     self.dropped_pages.insert(page);
@@ -124,7 +132,22 @@ impl Frag {
         Ok(())
     }
 
+    /// NDB's choice of ALL parts for this fragment now.
+    fn ndb_all_parts(&self, first_lcp: bool) -> u32 {
+        let pages: BTreeSet<u32> = self.rows.keys().map(|&id| page_of(id)).collect();
+        let stats = ChangeStats {
+            row_count: self.rows.len() as u64,
+            memory_used_bytes: self.rows.len() as u64 * 64,
+            ldm_memory_used_bytes: self.rows.len() as u64 * 256,
+            page_count: pages.len() as u32,
+            first_lcp,
+            ..self.stats
+        };
+        choose_all_parts(&stats, &PartialLcpConfig::default())
+    }
+
     fn lcp_done(&mut self) {
+        self.stats = ChangeStats::default();
         self.changed.clear();
         self.dropped_pages.clear();
     }
@@ -214,7 +237,7 @@ fn random_lcp_chains_restore_the_model() {
     let mut totals = RestoreStats::default();
     for seed in 0..48u64 {
         let mut rng = Rng(seed);
-        let style = seed % 3;
+        let style = seed % 4; // 3: NDB's choice (parts.rs)
         let fs = MemFileSystem::new();
         let mut frag = Frag::default();
         let mut ctl = FragControl::new(TABLE, FRAG);
@@ -226,7 +249,12 @@ fn random_lcp_chains_restore_the_model() {
                 rng.range(1, 80)
             };
             frag.mutate(&mut rng, n);
-            let count = all_count(&mut rng, style);
+            let count = if style == 3 {
+                frag.ndb_all_parts(ctl.files.is_empty())
+            } else {
+                all_count(&mut rng, style)
+            };
+            assert!((1..=LCP_PARTS).contains(&count));
             let before = frag.rows.clone();
             let (next, dropped) = run_lcp(&fs, &node, &ctl, &frag, lcp_id, count).unwrap();
             // Crash window: the new control is durable, the dropped files still exist;
