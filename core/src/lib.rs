@@ -7,6 +7,7 @@
 //! commands and monitoring tables) and [`sql`] (the SQL subset).
 
 pub mod api;
+pub mod checkpoint;
 pub mod config;
 pub mod disk;
 pub mod error;
