@@ -447,6 +447,11 @@ class Ndb_cluster_connection {
     return rndb_cluster_connection_wait_until_ready(m_h, timeout_for_first_alive,
                                                     timeout_after_first_alive);
   }
+  /* rndb extension: blocks until the commit with this GCI (NdbTransaction::getGCI) is
+     on disk on every data node; 0, or -1 after timeout_ms (error 4008). */
+  int wait_durable(Uint64 gci, unsigned timeout_ms = 60000) {
+    return rndb_cluster_connection_wait_durable(m_h, gci, timeout_ms);
+  }
   void set_name(const char* name) { rndb_cluster_connection_set_name(m_h, name); }
   int get_latest_error() const { return rndb_cluster_connection_get_error(m_h)->code; }
   const char* get_latest_error_msg() const {

@@ -314,6 +314,14 @@ int rndb_cluster_connection_wait_until_ready(struct rndb_cluster_connection *con
                                              int timeout_for_first_alive,
                                              int timeout_after_first_alive);
 
+// Waits until the commit with GCI `gci` (from `rndb_transaction_get_gci`) is on disk on
+// every data node, at most `timeout_ms` milliseconds. NDB API has no such call (a
+// commit there becomes durable at some later global checkpoint). Returns 0 when
+// durable; -1 with error 4008 (unknown result) after the timeout, or when not connected.
+int rndb_cluster_connection_wait_durable(struct rndb_cluster_connection *conn,
+                                         uint64_t gci,
+                                         uint32_t timeout_ms);
+
 // The connection's last error (NDB's get_latest_error / get_latest_error_msg). Never
 // NULL: for a bad handle, the thread's last error.
 const struct rndb_error *rndb_cluster_connection_get_error(const struct rndb_cluster_connection *conn);

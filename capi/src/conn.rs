@@ -246,6 +246,31 @@ pub extern "C" fn rndb_cluster_connection_wait_until_ready(
     })
 }
 
+/// Waits until the commit with GCI `gci` (from `rndb_transaction_get_gci`) is on disk on
+/// every data node, at most `timeout_ms` milliseconds. NDB API has no such call (a
+/// commit there becomes durable at some later global checkpoint). Returns 0 when
+/// durable; -1 with error 4008 (unknown result) after the timeout, or when not connected.
+#[unsafe(no_mangle)]
+pub extern "C" fn rndb_cluster_connection_wait_durable(
+    conn: *mut rndb_cluster_connection,
+    gci: u64,
+    timeout_ms: u32,
+) -> c_int {
+    guard("rndb_cluster_connection_wait_durable", || {
+        let (h, o) = conn_ref(conn)?;
+        let r = cluster_of(h).and_then(|c| {
+            c.wait_durable(gci, std::time::Duration::from_millis(u64::from(timeout_ms)))
+        });
+        match r {
+            Ok(()) => Ok(0),
+            Err(e) => {
+                o.lock().error.set(&e);
+                Err(e)
+            }
+        }
+    })
+}
+
 /// The connection's last error (NDB's get_latest_error / get_latest_error_msg). Never
 /// NULL: for a bad handle, the thread's last error.
 #[unsafe(no_mangle)]

@@ -496,6 +496,24 @@ pub mod codes {
     pub fn corrupt_schema_file(detail: impl std::fmt::Display) -> NdbError {
         NdbError::new(2316, InternalError, "Error while reading the schema file").detail(detail)
     }
+    /// `wait_durable` gave up: the commit happened, whether it is on disk yet is unknown.
+    pub fn durable_wait_timeout(gci: u64, waited: std::time::Duration) -> NdbError {
+        NdbError::new(4008, UnknownResultError, "Receive from NDB failed").detail(format!(
+            "GCI {}/{} not durable after {} ms",
+            gci >> 32,
+            gci as u32,
+            waited.as_millis()
+        ))
+    }
+    /// A data node stopped itself (an fsync of its redo or checkpoint failed).
+    pub fn node_stopped(node_id: u32, reason: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            4025,
+            NodeRecoveryError,
+            "Node failure caused abort of transaction",
+        )
+        .detail(format!("data node {node_id} stopped: {reason}"))
+    }
 }
 
 #[cfg(test)]

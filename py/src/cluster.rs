@@ -150,6 +150,30 @@ impl Cluster {
         }))
     }
 
+    /// Blocks until the commit with GCI `gci` (`Transaction.gci`) is on disk on every
+    /// data node (its global checkpoint completed). Raises NdbError 4008 (unknown
+    /// result) after `timeout` seconds.
+    #[pyo3(signature = (gci, timeout=60.0))]
+    fn wait_durable(&self, py: Python<'_>, gci: u64, timeout: f64) -> PyResult<()> {
+        self.check_open()?;
+        if !timeout.is_finite() || timeout < 0.0 {
+            return Err(bad_argument(
+                "timeout must be a non-negative number of seconds",
+            ));
+        }
+        let inner = self.inner.clone();
+        let wait = std::time::Duration::from_secs_f64(timeout.min(1e9));
+        py_result(py.detach(|| guard(|| inner.wait_durable(gci, wait))))
+    }
+
+    /// Runs a global checkpoint now and returns the GCI (checkpoint number) made
+    /// durable on every data node.
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<u32> {
+        self.check_open()?;
+        let inner = self.inner.clone();
+        py_result(py.detach(|| guard(|| inner.inner().force_gcp())))
+    }
+
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_closed()

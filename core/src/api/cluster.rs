@@ -40,6 +40,8 @@ pub struct DataNode {
     pub started_at: Instant,
     /// Disk data: logfile group, tablespaces, DiskPageBufferMemory.
     pub disk: Arc<crate::disk::node::NodeDisk>,
+    /// Redo log and system file (None when the cluster keeps nothing on disk).
+    pub log: Option<Arc<crate::log::node::NodeLog>>,
 }
 
 pub struct ClusterInner {
@@ -59,7 +61,13 @@ pub struct ClusterInner {
     next_txn: AtomicU64,
     closed: AtomicBool,
     started_at: Instant,
-    gcp_interval_ms: u64,
+    /// Global checkpoints: the GCI of commits, durability waits.
+    pub gcp: crate::log::gcp::GlobalCheckpoint,
+    /// Where the data nodes' files live.
+    pub fs: Arc<dyn crate::disk::io::FileSystem>,
+    /// What the last system restart did (None after a fresh start).
+    pub restart: Mutex<Option<super::durability::RestartStats>>,
+    gcp_driver: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// TransactionDeadlockDetectionTimeout, dynamic (see [`ClusterInner::apply_dynamic_params`]).
     lock_timeout_ms: AtomicU64,
     max_operations: usize,
@@ -175,12 +183,26 @@ impl ClusterInner {
             .or_else(|| scratch_dir.clone())
             .unwrap_or_default();
         let mut initial_removed = Vec::new();
-        let mut data_nodes: Vec<Arc<DataNode>> = Vec::with_capacity(config.data_nodes.len());
-        for dn in &config.data_nodes {
-            let fs_dir = base.join(format!("ndb_{}_fs", dn.node_id));
-            if initial {
+        if initial {
+            for dn in &config.data_nodes {
+                let fs_dir = super::durability::node_fs_dir(&base, dn.node_id);
                 initial_removed.extend(NodeDisk::remove_created_files(&*fs, &fs_dir)?);
+                // The node's own file system (redo, system file, checkpoints) goes too,
+                // as NDB's --initial clears it; only the disk-data files above are
+                // listed: those are what NDB leaves behind.
+                super::durability::remove_node_logs(&*fs, &fs_dir)?;
             }
+        }
+        let diskless = config
+            .data_nodes
+            .first()
+            .and_then(|d| d.get_bool("Diskless"))
+            .unwrap_or(false);
+        let plan =
+            super::durability::plan_start(&config, &fs, &base, data_dir.is_some() && !diskless)?;
+        let mut data_nodes: Vec<Arc<DataNode>> = Vec::with_capacity(config.data_nodes.len());
+        for (dn, log) in config.data_nodes.iter().zip(&plan.logs) {
+            let fs_dir = super::durability::node_fs_dir(&base, dn.node_id);
             let disk = Arc::new(NodeDisk::new(
                 dn.node_id,
                 fs.clone(),
@@ -213,6 +235,7 @@ impl ClusterInner {
                 config: dn.clone(),
                 started_at,
                 disk,
+                log: log.clone(),
             }));
         }
         let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();
@@ -229,6 +252,7 @@ impl ClusterInner {
         let first = &config.data_nodes[0];
         let ldm_per_node = ldm_threads(first.max_no_of_execution_threads);
         let gcp_interval_ms = first.time_between_global_checkpoints_ms.max(1);
+        let epoch_interval_ms = first.get_u64("TimeBetweenEpochs").unwrap_or(100);
         let lock_timeout_ms = first.transaction_deadlock_detection_timeout_ms;
         let max_operations = first
             .get_u64("MaxNoOfConcurrentOperations")
@@ -249,7 +273,14 @@ impl ClusterInner {
             next_txn: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             started_at,
-            gcp_interval_ms,
+            gcp: crate::log::gcp::GlobalCheckpoint::new(
+                plan.first_gci_hi,
+                epoch_interval_ms,
+                gcp_interval_ms,
+            ),
+            fs,
+            restart: Mutex::new(None),
+            gcp_driver: Mutex::new(None),
             lock_timeout_ms: AtomicU64::new(lock_timeout_ms),
             max_operations,
             transactions_started: AtomicU64::new(0),
@@ -262,6 +293,11 @@ impl ClusterInner {
             }),
             mgm,
         });
+        if let Some(point) = &plan.restore {
+            let stats = inner.recover(point)?;
+            *inner.restart.lock() = Some(stats);
+        }
+        *inner.gcp_driver.lock() = Some(super::durability::spawn_gcp_driver(&inner)?);
         crate::mgm::on_cluster_start(&inner);
         Ok(inner)
     }
@@ -270,10 +306,9 @@ impl ClusterInner {
         self.next_txn.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The current global checkpoint number: commits are stamped with it. It advances
-    /// every TimeBetweenGlobalCheckpoints.
+    /// The GCI a commit entering now gets (checkpoint number << 32 | epoch).
     pub fn current_gci(&self) -> u64 {
-        1 + self.started_at.elapsed().as_millis() as u64 / self.gcp_interval_ms
+        self.gcp.current()
     }
 
     /// Operations one execute may define (MaxNoOfConcurrentOperations, error 233 beyond).
@@ -419,8 +454,18 @@ impl ClusterInner {
             .ok_or_else(|| codes::no_such_table(name))
     }
 
-    /// Marks the cluster closed and returns every page of every table to the pools.
+    /// A graceful shutdown: a last global checkpoint makes every commit durable, then
+    /// [`ClusterInner::shutdown_now`].
     pub fn shutdown(&self) {
+        if !self.is_closed() && self.gcp.failure().is_none() {
+            // A failure is logged and stops the cluster by itself.
+            let _ = self.force_gcp();
+        }
+        self.shutdown_now();
+    }
+
+    /// Marks the cluster closed and returns every page of every table to the pools.
+    pub fn shutdown_now(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -437,6 +482,14 @@ impl ClusterInner {
         for n in &self.data_nodes {
             n.pool.release_memory();
             n.disk.pgman.stop_cleaner();
+            if let Some(l) = &n.log {
+                l.redo.shutdown();
+            }
+        }
+        if let Some(h) = self.gcp_driver.lock().take()
+            && h.thread().id() != std::thread::current().id()
+        {
+            let _ = h.join();
         }
         if let Some(d) = &self.scratch_dir {
             let _ = std::fs::remove_dir_all(d);
@@ -526,6 +579,14 @@ impl Cluster {
 
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
+    }
+
+    /// Blocks until the commit with GCI `gci` ([`super::Transaction::gci`]) is on disk
+    /// on every data node. NDB API has no such call: there a commit is durable "at the
+    /// next global checkpoint" and the application cannot tell when that happened.
+    pub fn wait_durable(&self, gci: u64, timeout: std::time::Duration) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.wait_durable(gci, timeout)
     }
 
     pub fn data_node_ids(&self) -> Vec<u32> {

@@ -354,15 +354,14 @@ impl ClusterInner {
                 (0..n)
                     .map(|r| {
                         let node = &group[(p as usize / groups.len() + r) % n];
-                        Ok(Arc::new(FragmentCell::new(
-                            Fragment::new(
-                                def.clone(),
-                                p,
-                                node.pool.clone(),
-                                FragDisk::for_table(&node.disk, def, p)?,
-                            ),
-                            node.node_id,
-                        )))
+                        let mut fragment = Fragment::new(
+                            def.clone(),
+                            p,
+                            node.pool.clone(),
+                            FragDisk::for_table(&node.disk, def, p)?,
+                        );
+                        fragment.set_redo(node.redo_for(def));
+                        Ok(Arc::new(FragmentCell::new(fragment, node.node_id)))
                     })
                     .collect()
             })

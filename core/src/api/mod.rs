@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod dict;
 pub mod dict_file;
 pub mod disk;
+pub mod durability;
 pub mod ndb;
 pub mod scan;
 pub mod transaction;
@@ -19,5 +20,7 @@ pub use transaction::{AbortOption, ExecType, OpId, OpKind, OpOutcome, Transactio
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod durability_tests;
 #[cfg(test)]
 mod model_tests;

@@ -456,7 +456,6 @@ impl Ndb {
             prepared.push(tx.prepare_insert(table, values)?);
         }
         tx.discard();
-        let gci = self.cluster.current_gci() as u32;
         let parts = table.fragments.len();
         let mut order: Vec<usize> = (0..prepared.len()).collect();
         order.sort_by_key(|&i| prepared[i].partition);
@@ -464,6 +463,18 @@ impl Ndb {
         for p in &prepared {
             used[p.partition] = true;
         }
+        // Redo back-pressure first, then the commit gate, then the fragments.
+        let mut rows_per_cell: Vec<(Arc<crate::txn::FragmentCell>, RowId, u8)> = Vec::new();
+        for p in &prepared {
+            for cell in &table.fragments[p.partition] {
+                rows_per_cell.push((cell.clone(), RowId(0), 0));
+            }
+        }
+        rows_per_cell.sort_by_key(|(c, _, _)| Arc::as_ptr(c) as usize);
+        super::transaction::wait_for_redo_room(&rows_per_cell)?;
+        drop(rows_per_cell);
+        let ticket = self.cluster.gcp.enter_commit();
+        let gci = ticket.gci;
         let mut guards = Vec::new();
         let mut guard_of = vec![usize::MAX; parts];
         for (p, reps) in table.fragments.iter().enumerate() {
@@ -478,7 +489,8 @@ impl Ndb {
             let p = &prepared[i];
             let g = &mut guards[guard_of[p.partition]];
             for (r, f) in g.iter_mut().enumerate() {
-                match f.insert_committed(&p.key_bytes, p.h32, &p.full, gci) {
+                match f.insert_committed(&p.key_bytes, p.h32, &p.full, crate::log::gcp::gci_hi(gci))
+                {
                     Ok(DirectInsert::Inserted(row)) => inserted.push((p.partition, r, row)),
                     Ok(DirectInsert::Conflict) => {
                         outcome = Ok(false);
@@ -497,8 +509,28 @@ impl Ndb {
                 let h = f.row_hash(row);
                 f.undo_insert_committed(row, h);
             }
+        } else {
+            // The batch is in: log it, per fragment, before anyone else sees the rows.
+            inserted.sort_by_key(|&(part, r, _)| (part, r));
+            let mut records = crate::log::redo::EncodedRecords::new();
+            let mut k = 0;
+            while k < inserted.len() {
+                let (part, r, _) = inserted[k];
+                let f = &mut guards[guard_of[part]][r];
+                while k < inserted.len() && (inserted[k].0, inserted[k].1) == (part, r) {
+                    f.log_committed_insert(inserted[k].2, gci, &mut records);
+                    k += 1;
+                }
+                if let Some(redo) = &table.fragments[part][r].redo
+                    && !records.is_empty()
+                {
+                    redo.log.append(redo.part, &records);
+                }
+                records.clear();
+            }
         }
         drop(guards);
+        drop(ticket);
         if let Ok(true) = outcome {
             self.cluster
                 .transactions_committed

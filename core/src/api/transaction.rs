@@ -20,11 +20,12 @@
 use super::cluster::ClusterInner;
 use super::dict::TableRuntime;
 use crate::error::{NdbError, Result, codes};
+use crate::log::redo::EncodedRecords;
 use crate::schema::layout::index_hash;
 use crate::schema::value::coerce;
 use crate::schema::{ColumnType, Value};
 use crate::storage::RowId;
-use crate::txn::fragment::{FragmentCell, Step};
+use crate::txn::fragment::{FragRedo, FragmentCell, Step};
 use crate::txn::lock::{LockMode, TxnId};
 use parking_lot::MutexGuard;
 use std::sync::Arc;
@@ -122,6 +123,8 @@ pub struct Transaction {
     touched: Vec<(Arc<FragmentCell>, RowId, u8)>,
     error: Option<NdbError>,
     commit_gci: Option<u64>,
+    /// Reused buffer of the redo records a commit appends.
+    redo_records: EncodedRecords,
     lock_timeout: Duration,
     /// A write operation has been executed (the transaction may hold uncommitted rows).
     wrote: bool,
@@ -142,6 +145,7 @@ impl Transaction {
             touched: Vec::new(),
             error: None,
             commit_gci: None,
+            redo_records: EncodedRecords::new(),
             lock_timeout,
             wrote: false,
         })
@@ -280,8 +284,13 @@ impl Transaction {
                 return Err(e);
             }
         }
-        if exec == ExecType::Commit {
-            self.commit();
+        if exec == ExecType::Commit
+            && let Err(e) = self.commit()
+        {
+            self.error = Some(e.clone());
+            self.rollback();
+            self.state = TxState::Aborted;
+            return Err(e);
         }
         Ok(())
     }
@@ -719,31 +728,49 @@ impl Transaction {
         }
     }
 
-    /// Commits every prepared change, on every replica. Never fails.
-    fn commit(&mut self) {
-        let gci = self.cluster.current_gci();
-        let gci32 = gci as u32;
+    /// Commits every prepared change on every replica and appends the redo records of
+    /// each fragment's changes (in the fragment's commit order: under its mutex). The
+    /// commit holds the GCP's commit gate, so its GCI's checkpoint cannot close before
+    /// every record is appended. It fails, before changing anything, only when the redo
+    /// log cannot take it within RedoOverCommitLimit (1221, 410: temporary errors).
+    fn commit(&mut self) -> Result<()> {
         let mut touched = std::mem::take(&mut self.touched);
         // Backups first, primaries last: whoever gets a primary's lock next finds the
         // backups of that row already released (the order NDB's commit chain gives).
         touched.sort_by_key(|(c, _, rank)| (std::cmp::Reverse(*rank), Arc::as_ptr(c) as usize));
+        // Back-pressure outside the commit gate and every fragment mutex.
+        if let Err(e) = wait_for_redo_room(&touched) {
+            self.touched = touched;
+            return Err(e);
+        }
+        let ticket = self.cluster.gcp.enter_commit();
+        let gci = ticket.gci;
+        let records = &mut self.redo_records;
         let mut i = 0;
         while i < touched.len() {
             let cell = touched[i].0.clone();
             {
                 let mut f = cell.state.lock();
                 while i < touched.len() && Arc::ptr_eq(&touched[i].0, &cell) {
-                    f.commit_row(self.id, touched[i].1, gci32);
+                    f.commit_row_logged(self.id, touched[i].1, gci, records);
                     i += 1;
                 }
+                if let Some(r) = &cell.redo
+                    && !records.is_empty()
+                {
+                    r.log.append(r.part, records);
+                }
+                records.clear();
             }
             cell.lock_released.notify_all();
         }
+        drop(ticket);
         self.commit_gci = Some(gci);
         self.state = TxState::Committed;
         self.cluster
             .transactions_committed
             .fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Rolls back every prepared change and releases every lock.
@@ -808,6 +835,26 @@ impl Transaction {
     pub(crate) fn usable(&self) -> Result<()> {
         self.check_usable()
     }
+}
+
+/// Waits until every redo part the commit of `touched` (sorted by fragment) appends to
+/// has room for it.
+pub(crate) fn wait_for_redo_room(touched: &[(Arc<FragmentCell>, RowId, u8)]) -> Result<()> {
+    let mut need: Vec<(&FragRedo, usize)> = Vec::new();
+    for (cell, _, _) in touched {
+        let Some(r) = &cell.redo else { continue };
+        match need
+            .iter_mut()
+            .find(|(n, _)| Arc::ptr_eq(&n.log, &r.log) && n.part == r.part)
+        {
+            Some((_, bytes)) => *bytes += r.row_bytes_bound,
+            None => need.push((r, r.row_bytes_bound)),
+        }
+    }
+    for (r, bytes) in need {
+        r.log.wait_for_room(r.part, bytes)?;
+    }
+    Ok(())
 }
 
 fn map_some(s: Step<RowId>) -> Step<Option<RowId>> {

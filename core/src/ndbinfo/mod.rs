@@ -23,10 +23,12 @@ pub fn table_names() -> Vec<&'static str> {
         "memory_per_fragment",
         "memoryusage",
         "nodes",
+        "restart_info",
     ]
 }
 
 mod disk;
+mod restart;
 pub use disk::ADVICE_SIZES_MB;
 
 /// A materialised virtual table: column names and rows.
@@ -54,6 +56,7 @@ pub fn lookup(cluster: &ClusterInner, schema: &str, name: &str) -> Option<Result
         "memoryusage" => memoryusage(cluster),
         "memory_per_fragment" => memory_per_fragment(cluster),
         "nodes" => nodes(cluster),
+        "restart_info" => restart::restart_info(cluster),
         "diskpagebuffer" => disk::diskpagebuffer(cluster),
         "diskpagebuffer_advice" => disk::diskpagebuffer_advice(cluster),
         "logspaces" => disk::logspaces(cluster),

@@ -19,6 +19,9 @@
 //! it has a free slot; the free-slot chain of a page has exactly `free count` entries;
 //! `rows` equals the number of used slots.
 
+mod lcp;
+pub use lcp::CHANGE_MAP_BITS;
+
 use super::page_map::PageMap;
 use super::pool::{PAGE_SIZE, Page, PageKind, PagePool};
 use super::row_id::{MAX_SLOTS_PER_PAGE, RowId};

@@ -85,6 +85,40 @@ impl PageMap {
         }
     }
 
+    /// Restore: takes a pool page for logical number `lp`, which must not be held
+    /// (the caller initialises it). The free-number list is not maintained until
+    /// [`PageMap::finish_restore`]: restore adds pages in any order, often millions.
+    pub fn add_at_restoring(&mut self, pool: &PagePool, lp: u32) -> Option<&mut Page> {
+        if lp >= MAX_LOGICAL_PAGES {
+            return None;
+        }
+        if self.pages.len() <= lp as usize {
+            self.pages.resize_with(lp as usize + 1, || None);
+        }
+        assert!(
+            self.pages[lp as usize].is_none(),
+            "restoring logical page {lp} twice"
+        );
+        let page = pool.alloc(self.kind)?;
+        self.held += 1;
+        Some(&mut **self.pages[lp as usize].insert(page))
+    }
+
+    /// Ends a restore: trailing free numbers trimmed, the free-number list rebuilt.
+    pub fn finish_restore(&mut self) {
+        while matches!(self.pages.last(), Some(None)) {
+            self.pages.pop();
+        }
+        self.free_logical = self
+            .pages
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, p)| p.is_none())
+            .map(|(lp, _)| lp as u32)
+            .collect();
+    }
+
     #[inline]
     pub fn get(&self, lp: u32) -> Option<&Page> {
         self.pages.get(lp as usize).and_then(|p| p.as_deref())

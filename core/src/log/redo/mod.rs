@@ -152,6 +152,7 @@ impl RedoLog {
         }
         let mut created = Vec::new();
         let mut parts = Vec::new();
+        let geo_init_full = cfg.init_full;
         let r = (|| -> Result<()> {
             for p in 0..geo.parts {
                 let pdir = part_dir(dir, p);
@@ -161,10 +162,14 @@ impl RedoLog {
                 let mut files = Vec::new();
                 for f in 0..geo.files_per_part {
                     let path = file_path(dir, p, f);
-                    // InitFragmentLogFiles: sparse and full both allocate the file for now.
-                    let file = fs
-                        .create(&path, geo.file_size_bytes)
-                        .map_err(|e| io_error("create", p, f, e))?;
+                    // InitFragmentLogFiles: full allocates the file's blocks now (a full
+                    // disk is reported at the initial start), sparse only sets its size.
+                    let file = if geo_init_full {
+                        fs.create(&path, geo.file_size_bytes)
+                    } else {
+                        fs.create_sparse(&path, geo.file_size_bytes)
+                    }
+                    .map_err(|e| io_error("create", p, f, e))?;
                     created.push(path);
                     let header = encode_file_header(&FileHeader {
                         part: p,

@@ -114,7 +114,10 @@ pub fn replay(
             let Some(rec) = r.front() else {
                 continue;
             };
-            if rec.h.gci > max_gci {
+            // Nothing at or after the durable end belongs to a restorable GCI: it can
+            // only be the undurable tail of an earlier run (whose blocks still chain
+            // onto the durable ones when this run wrote nothing past them).
+            if rec.h.gci > max_gci || rec.lsn >= r.durable_end {
                 r.cut = Some(rec.lsn);
                 continue;
             }

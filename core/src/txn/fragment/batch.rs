@@ -227,6 +227,7 @@ impl Fragment {
         }
         self.fixed.get_mut(row)[4..8].copy_from_slice(&gci.to_le_bytes());
         self.fixed.mark_changed(row, gci);
+        self.lcp_counts.inserted += 1;
         self.stats.commits += 1;
         Ok(DirectInsert::Inserted(row))
     }

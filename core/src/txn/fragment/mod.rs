@@ -43,11 +43,14 @@ pub struct FragmentCell {
     pub lock_released: Condvar,
     /// Data node holding this replica.
     pub node_id: u32,
+    /// The fragment's redo target (fixed for its life; readable without the mutex).
+    pub redo: Option<FragRedo>,
 }
 
 impl FragmentCell {
     pub fn new(fragment: Fragment, node_id: u32) -> FragmentCell {
         FragmentCell {
+            redo: fragment.redo().cloned(),
             state: Mutex::new(fragment),
             lock_released: Condvar::new(),
             node_id,
@@ -110,6 +113,15 @@ pub struct Fragment {
     enc_disk: Vec<u8>,
     /// The disk part of rows (tables with STORAGE DISK columns).
     disk: Option<FragDisk>,
+    /// Where committed changes are logged (logged tables on nodes with a redo log).
+    redo: Option<FragRedo>,
+    /// Reused buffers of redo records.
+    redo_payload: Vec<u8>,
+    redo_disk: Vec<u8>,
+    /// Pages held when the previous LCP scanned them (gone ones become page deletes).
+    lcp_seen: Vec<bool>,
+    /// Changes since the previous LCP began.
+    lcp_counts: LcpChangeCounts,
     pub stats: FragStats,
 }
 
@@ -176,6 +188,11 @@ impl Fragment {
             enc_var: Vec::new(),
             enc_disk: Vec::new(),
             disk,
+            redo: None,
+            redo_payload: Vec::new(),
+            redo_disk: Vec::new(),
+            lcp_seen: Vec::new(),
+            lcp_counts: LcpChangeCounts::default(),
             stats: FragStats::default(),
         }
     }
@@ -394,8 +411,12 @@ impl Fragment {
 
 mod batch;
 mod disk;
+mod lcp;
+mod redo;
 mod scan;
 mod write;
 
 pub use batch::{BatchKey, DirectInsert, RowSink};
 pub use disk::FragDisk;
+pub use lcp::{LcpChangeCounts, LcpScan, LcpSink};
+pub use redo::{FragRedo, REDO_DELETE, REDO_WRITE, REDO_WRITE_MEMORY};

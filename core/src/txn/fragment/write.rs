@@ -561,6 +561,7 @@ impl Fragment {
                 }
                 self.disk_commit_insert(row, disk, gci);
                 self.fixed.mark_changed(row, gci);
+                self.lcp_counts.inserted += 1;
                 self.with_ordered(reserved, |o, pool, cmp| {
                     let r = o.insert(pool, row, cmp);
                     assert!(
@@ -618,6 +619,7 @@ impl Fragment {
                     layout.set_disk_ref(f, disk_ref);
                 }
                 self.fixed.mark_changed(row, gci);
+                self.lcp_counts.updated += 1;
                 self.with_ordered(reserved, |o, pool, cmp| {
                     let r = o.insert(pool, row, cmp);
                     assert!(
@@ -639,6 +641,7 @@ impl Fragment {
                 assert!(removed, "deleted row missing from the hash index");
                 self.locks.remove(row);
                 self.fixed.mark_changed(row, gci);
+                self.lcp_counts.deleted += 1;
                 self.free_row(row);
                 self.stats.commits += 1;
                 return;

@@ -1,0 +1,411 @@
+//! Durability of the embedded cluster: each data node's redo log and system file, the
+//! global checkpoint driver, and the system restart that recovers a data directory.
+//!
+//! Redo is written when the cluster has a data directory and `Diskless` is off; a
+//! cluster started without one keeps everything in a scratch directory removed at
+//! shutdown, so it runs global checkpoints (GCIs advance, `wait_durable` returns at
+//! each checkpoint) without writing redo.
+//!
+//! Start of a data node's log, by what its file-system directory holds:
+//! - no system file: a fresh start. Redo files left by a start that crashed before its
+//!   system file existed are removed (they hold nothing durable), new ones created, and
+//!   an empty system file written before the cluster serves.
+//! - a system file: a **system restart**. The cluster recovers to the restorable GCI,
+//!   the newest checkpoint every node has saved: it recreates the dictionary from the
+//!   schema file, replays each node's redo from the kept position to that checkpoint's
+//!   end, and continues appending there (anything after it belongs to checkpoints that
+//!   never completed on every node and is overwritten). Commits continue with the next
+//!   GCI.
+//!
+//! The GCP driver is a thread holding a weak reference to the cluster: it ticks
+//! [`GlobalCheckpoint::on_timer`] with the time since start. A failed save stops the
+//! cluster (every node is in this process): the reason goes to the cluster log and
+//! every later operation fails with it.
+
+use super::cluster::{ClusterInner, DataNode};
+use crate::config::ClusterConfig;
+use crate::disk::io::FileSystem;
+use crate::error::{NdbError, Result, codes};
+use crate::log::gcp::{GcpSaver, make_gci};
+use crate::log::node::NodeLog;
+use crate::log::redo::{self, RedoConfig, RedoLog};
+use crate::log::sysfile::Sysfile;
+use crate::schema::TableDef;
+use crate::txn::fragment::FragRedo;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// What the data directory says about the start.
+pub(crate) struct StartPlan {
+    /// Per data node (configuration order): its log, when the cluster writes redo.
+    pub logs: Vec<Option<Arc<NodeLog>>>,
+    /// The checkpoint a system restart recovers to (None: fresh start).
+    pub restore: Option<RestorePoint>,
+    /// The first GCI commits get.
+    pub first_gci_hi: u32,
+}
+
+pub(crate) struct RestorePoint {
+    pub gci_hi: u32,
+    /// Per node: (replay from, replay to) per redo part.
+    pub ranges: Vec<(Vec<u64>, Vec<u64>)>,
+}
+
+/// The directory of data node `node_id` under the cluster's base directory.
+pub(crate) fn node_fs_dir(base: &Path, node_id: u32) -> PathBuf {
+    base.join(format!("ndb_{node_id}_fs"))
+}
+
+/// Removes the redo log files of a node (every part directory NDB's layout may hold);
+/// returns the paths removed.
+fn remove_redo_files(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for part in 0..redo::MAX_LOG_PARTS {
+        let dir = redo::part_dir(node_fs_dir, part);
+        let files = match fs.list_dir(&dir) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(codes::file_system_error(format!("{}: {e}", dir.display()))),
+        };
+        for f in files {
+            if f.extension().is_some_and(|x| x == "FragLog") {
+                fs.remove(&f)
+                    .map_err(|e| codes::file_system_error(format!("{}: {e}", f.display())))?;
+                removed.push(f);
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// An initial start (`--initial`): removes what the node's log and checkpoints left
+/// (redo files, system file, schema file); returns the paths removed.
+pub(crate) fn remove_node_logs(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = remove_redo_files(fs, node_fs_dir)?;
+    let sysfile = crate::log::sysfile::sysfile_path(node_fs_dir);
+    if fs.exists(&sysfile) {
+        fs.remove(&sysfile)
+            .map_err(|e| codes::file_system_error(format!("{}: {e}", sysfile.display())))?;
+        removed.push(sysfile);
+    }
+    if super::dict_file::remove_schema_file(fs, node_fs_dir)? {
+        removed.push(node_fs_dir.join(super::dict_file::SCHEMA_FILE));
+    }
+    Ok(removed)
+}
+
+/// Opens or creates every data node's redo log and system file (see the module doc).
+pub(crate) fn plan_start(
+    config: &ClusterConfig,
+    fs: &Arc<dyn FileSystem>,
+    base: &Path,
+    durable: bool,
+) -> Result<StartPlan> {
+    if !durable {
+        return Ok(StartPlan {
+            logs: vec![None; config.data_nodes.len()],
+            restore: None,
+            first_gci_hi: 1,
+        });
+    }
+    let mut sysfiles = Vec::with_capacity(config.data_nodes.len());
+    for dn in &config.data_nodes {
+        sysfiles.push(Sysfile::load(&**fs, &node_fs_dir(base, dn.node_id))?);
+    }
+    let any = sysfiles.iter().any(|s| s.is_some());
+    if any && sysfiles.iter().any(|s| s.is_none()) {
+        let missing: Vec<String> = config
+            .data_nodes
+            .iter()
+            .zip(&sysfiles)
+            .filter(|(_, s)| s.is_none())
+            .map(|(d, _)| d.node_id.to_string())
+            .collect();
+        return Err(codes::bad_config(format!(
+            "system restart: data node(s) {} have no system file in {} (their file system \
+             was removed?); start them with --initial",
+            missing.join(", "),
+            base.display()
+        )));
+    }
+    let mut logs = Vec::with_capacity(config.data_nodes.len());
+    if !any {
+        for dn in &config.data_nodes {
+            let dir = node_fs_dir(base, dn.node_id);
+            let cfg = RedoConfig::from_node(dn);
+            remove_redo_files(&**fs, &dir)?;
+            let log = RedoLog::create(fs.clone(), &dir, cfg.clone())?;
+            let sysfile = Sysfile::new(dn.node_id, cfg.parts as usize);
+            sysfile.store(&**fs, &dir)?;
+            logs.push(Some(Arc::new(NodeLog::new(
+                dn.node_id,
+                fs.clone(),
+                &dir,
+                log,
+                sysfile,
+            ))));
+        }
+        return Ok(StartPlan {
+            logs,
+            restore: None,
+            first_gci_hi: 1,
+        });
+    }
+    let sysfiles: Vec<Sysfile> = sysfiles.into_iter().flatten().collect();
+    // The newest checkpoint saved everywhere; 0 when some node never saved one.
+    let gci_hi = sysfiles
+        .iter()
+        .map(|s| s.last_saved().map_or(0, |g| g.gci_hi))
+        .min()
+        .unwrap_or(0);
+    let mut ranges = Vec::with_capacity(sysfiles.len());
+    let mut max_gci_seen = 0u64;
+    for (dn, mut sf) in config.data_nodes.iter().zip(sysfiles) {
+        let dir = node_fs_dir(base, dn.node_id);
+        let cfg = RedoConfig::from_node(dn);
+        if sf.parts() != cfg.parts as usize {
+            return Err(codes::bad_config(format!(
+                "node {}: NoOfFragmentLogParts is {} but the redo log has {} parts; \
+                 changing it needs an initial restart",
+                dn.node_id,
+                cfg.parts,
+                sf.parts()
+            )));
+        }
+        let end = if gci_hi == 0 {
+            sf.keep.clone()
+        } else {
+            sf.saved_gci(gci_hi).map(|s| s.end.clone()).ok_or_else(|| {
+                codes::corrupt_page(format!(
+                    "node {}: GCI {gci_hi} is restorable on every other node but \
+                         not in this node's system file",
+                    dn.node_id
+                ))
+            })?
+        };
+        // Checkpoints after the restorable one never completed everywhere: forget
+        // them.
+        sf.saved.retain(|s| s.gci_hi <= gci_hi);
+        sf.store(&**fs, &dir)?;
+        // Where appending continues: at the first record past the restorable GCI, which
+        // may lie inside the last durable block (commits of the next GCI append to the
+        // block a checkpoint then seals); the redo log's restart marker voids what
+        // follows it. A first pass over the log finds it, and the highest GCI any
+        // record carries: new GCIs start above it, so that no record left behind by
+        // the crashed run can ever pass for a later, durable one.
+        let scan = redo::replay(
+            &**fs,
+            &dir,
+            &cfg,
+            &sf.keep,
+            &end,
+            make_gci(gci_hi, u32::MAX),
+            &mut |_, _| Ok(()),
+        )?;
+        max_gci_seen = scan
+            .parts
+            .iter()
+            .map(|p| p.max_gci_seen)
+            .fold(max_gci_seen, u64::max);
+        let head = scan.end();
+        let log = RedoLog::open(fs.clone(), &dir, cfg, &sf.keep, &head)?;
+        ranges.push((sf.keep.clone(), end));
+        logs.push(Some(Arc::new(NodeLog::new(
+            dn.node_id,
+            fs.clone(),
+            &dir,
+            log,
+            sf,
+        ))));
+    }
+    Ok(StartPlan {
+        logs,
+        restore: Some(RestorePoint { gci_hi, ranges }),
+        first_gci_hi: gci_hi.max(crate::log::gcp::gci_hi(max_gci_seen)) + 1,
+    })
+}
+
+impl DataNode {
+    /// Where a new fragment of `def` on this node logs: None for NoLogging tables and
+    /// nodes without redo.
+    pub fn redo_for(&self, def: &TableDef) -> Option<FragRedo> {
+        let log = self.log.as_ref()?;
+        if !def.logging {
+            return None;
+        }
+        Some(FragRedo::new(log.redo.clone(), log.redo.assign_part(), def))
+    }
+}
+
+/// What a system restart did (ndbinfo.restart_info).
+#[derive(Debug, Clone, Default)]
+pub struct RestartStats {
+    /// The GCI the cluster recovered to.
+    pub restored_gci: u32,
+    /// Recreating the dictionary from the schema file.
+    pub secs_define_tables: f64,
+    pub total_secs: f64,
+    pub nodes: Vec<NodeRestartStats>,
+}
+
+/// One data node's local recovery, in ndbinfo.restart_info's phases.
+#[derive(Debug, Clone, Default)]
+pub struct NodeRestartStats {
+    pub node_id: u32,
+    pub redo_records: u64,
+    pub redo_bytes: u64,
+    pub secs_restore_fragments: f64,
+    pub secs_undo_disk_data: f64,
+    pub secs_exec_redo_log: f64,
+    pub secs_index_rebuild: f64,
+}
+
+impl ClusterInner {
+    /// System restart: the dictionary from the schema file, then every node's redo.
+    pub(crate) fn recover(&self, point: &RestorePoint) -> Result<RestartStats> {
+        let mut stats = RestartStats {
+            restored_gci: point.gci_hi,
+            ..RestartStats::default()
+        };
+        let t0 = Instant::now();
+        let first = self
+            .data_nodes
+            .first()
+            .and_then(|n| n.log.as_ref())
+            .ok_or_else(|| codes::internal("system restart without a node log"))?;
+        if let Some(image) = super::dict_file::load_schema(&*self.fs, first.fs_dir())? {
+            self.recreate_dictionary(&image)?;
+        }
+        stats.secs_define_tables = t0.elapsed().as_secs_f64();
+        let tables: BTreeMap<u32, Arc<super::dict::TableRuntime>> = self
+            .dict
+            .read()
+            .all()
+            .into_iter()
+            .map(|t| (t.def.id, t))
+            .collect();
+        let max_gci = make_gci(point.gci_hi, u32::MAX);
+        for (node, (from, to)) in self.data_nodes.iter().zip(&point.ranges) {
+            let Some(log) = &node.log else { continue };
+            let t1 = Instant::now();
+            let cfg = RedoConfig::from_node(&node.config);
+            let mut visit = |h: &redo::RecordHeader, payload: &[u8]| -> Result<()> {
+                let Some(t) = tables.get(&h.table_id) else {
+                    return Ok(()); // dropped since
+                };
+                let cell = t
+                    .fragments
+                    .get(h.fragment_id as usize)
+                    .and_then(|reps| reps.iter().find(|c| c.node_id == node.node_id))
+                    .ok_or_else(|| {
+                        codes::corrupt_page(format!(
+                            "redo of node {} names fragment {} of table {}, which the \
+                             node does not hold",
+                            node.node_id, h.fragment_id, t.def.name
+                        ))
+                    })?;
+                cell.state.lock().apply_redo(h.kind, payload, h.gci)
+            };
+            let r = redo::replay(&*self.fs, log.fs_dir(), &cfg, from, to, max_gci, &mut visit)?;
+            stats.nodes.push(NodeRestartStats {
+                node_id: node.node_id,
+                redo_records: r.records_applied,
+                redo_bytes: r.parts.iter().map(|p| p.payload_bytes_applied).sum(),
+                secs_exec_redo_log: t1.elapsed().as_secs_f64(),
+                ..NodeRestartStats::default()
+            });
+        }
+        for t in tables.values() {
+            t.restore_auto_increment();
+        }
+        stats.total_secs = t0.elapsed().as_secs_f64();
+        Ok(stats)
+    }
+
+    /// The savers of a global checkpoint: every node that writes redo.
+    fn gcp_savers(&self) -> Vec<&dyn GcpSaver> {
+        self.data_nodes
+            .iter()
+            .filter_map(|n| n.log.as_deref().map(|l| l as &dyn GcpSaver))
+            .collect()
+    }
+
+    /// Runs a global checkpoint now (graceful shutdown, tests).
+    pub fn force_gcp(&self) -> Result<u32> {
+        let savers = self.gcp_savers();
+        self.gcp.force(&savers).inspect_err(|e| self.stop_on(e))
+    }
+
+    /// Blocks until the commit with GCI `gci` is on disk on every node.
+    pub fn wait_durable(&self, gci: u64, timeout: Duration) -> Result<()> {
+        self.gcp.wait_durable(gci, timeout)
+    }
+
+    /// A node failed to save: the embedded cluster stops (every node is in here).
+    fn stop_on(&self, e: &NdbError) {
+        for n in &self.data_nodes {
+            self.mgm.log.event(
+                crate::mgm::log::Severity::Alert,
+                n.node_id,
+                &format!(
+                    "Forced node shutdown completed. Caused by error {}: '{}'",
+                    e.code, e.message
+                ),
+            );
+        }
+        self.gcp.fail(e.clone());
+        self.shutdown_now();
+    }
+}
+
+impl super::dict::TableRuntime {
+    /// After a restart the auto-increment counter continues above every stored value.
+    pub(crate) fn restore_auto_increment(&self) {
+        let Some(col) = self.def.auto_increment_column() else {
+            return;
+        };
+        let max = self
+            .fragments
+            .iter()
+            .filter_map(|reps| reps.first())
+            .filter_map(|c| c.state.lock().max_positive_int(col))
+            .max();
+        if let Some(m) = max {
+            self.auto_increment
+                .fetch_max(m.saturating_add(1), std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+}
+
+/// Drives epochs and global checkpoints until the cluster is gone or closed.
+pub(crate) fn spawn_gcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread::JoinHandle<()>> {
+    let weak: Weak<ClusterInner> = Arc::downgrade(inner);
+    let started = Instant::now();
+    std::thread::Builder::new()
+        .name("rndb-gcp".into())
+        .spawn(move || {
+            loop {
+                let sleep_ms = match weak.upgrade() {
+                    Some(c) if !c.is_closed() => {
+                        let now_ms = started.elapsed().as_millis() as u64;
+                        let savers = c.gcp_savers();
+                        if let Err(e) = c.gcp.on_timer(now_ms, &savers) {
+                            c.stop_on(&e);
+                            return;
+                        }
+                        c.gcp.next_due_ms(started.elapsed().as_millis() as u64)
+                    }
+                    _ => return,
+                };
+                // Short naps so that a closed cluster is noticed quickly; a requested
+                // checkpoint ends the nap.
+                match weak.upgrade() {
+                    Some(c) => c.gcp.nap(Duration::from_millis(sleep_ms.clamp(1, 50))),
+                    None => return,
+                }
+            }
+        })
+        .map_err(|e| codes::internal(format!("cannot start the GCP thread: {e}")))
+}

@@ -1,0 +1,206 @@
+//! System restarts of the embedded cluster on a data directory: what a graceful
+//! shutdown and a crash (a cluster dropped without shutdown) keep.
+
+use super::*;
+use crate::config::ClusterConfig;
+use crate::schema::{Column, ColumnType, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+fn config() -> ClusterConfig {
+    let mut c = ClusterConfig::embedded(2, 2).expect("config");
+    for (k, v) in [
+        ("TimeBetweenGlobalCheckpoints", "20"),
+        ("TimeBetweenEpochs", "3"),
+        ("DataMemory", "16M"),
+        ("NoOfFragmentLogFiles", "3"),
+        ("FragmentLogFileSize", "4M"),
+        ("RedoBuffer", "4M"),
+    ] {
+        c.set_data_node_param(k, v).expect(k);
+    }
+    c
+}
+
+fn spec() -> TableSpec {
+    TableSpec::new(
+        "t",
+        vec![
+            Column::new(
+                "id",
+                ColumnType::Int {
+                    bytes: 4,
+                    unsigned: true,
+                },
+            )
+            .primary_key(),
+            Column::new(
+                "v",
+                ColumnType::Int {
+                    bytes: 8,
+                    unsigned: false,
+                },
+            ),
+        ],
+    )
+}
+
+fn write(c: &Cluster, rows: impl Iterator<Item = (u64, i64)>) -> u64 {
+    let ndb = c.ndb("test");
+    let t = ndb.table("t").expect("t");
+    let mut tx = ndb.start_transaction().expect("tx");
+    for (k, v) in rows {
+        tx.define(
+            &t,
+            OpKind::Write,
+            &[("id", Value::UInt(k))],
+            &[("v", Value::Int(v))],
+            None,
+        )
+        .expect("define");
+    }
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("commit");
+    tx.gci().expect("gci")
+}
+
+fn contents(c: &Cluster) -> BTreeMap<u64, i64> {
+    let ndb = c.ndb("test");
+    let t = ndb.table("t").expect("t");
+    let mut tx = ndb.start_transaction().expect("tx");
+    let mut s = tx.scan(ScanSpec::table(t.clone())).expect("scan");
+    let mut out = BTreeMap::new();
+    while let Some(r) = tx.scan_next(&mut s).expect("next") {
+        if let [Value::UInt(k), Value::Int(v)] = &r[..] {
+            out.insert(*k, *v);
+        }
+    }
+    for cell in t.all_cells() {
+        cell.state.lock().check().expect("fragment invariants");
+    }
+    out
+}
+
+fn start(dir: &Path) -> Cluster {
+    Cluster::embedded_in(config(), dir.to_path_buf()).expect("start")
+}
+
+#[test]
+fn graceful_restarts_keep_every_commit_across_lives() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path();
+    let mut model = BTreeMap::new();
+    let mut c = start(dir);
+    c.ndb("test").create_table(spec()).expect("create");
+    for life in 0..4i64 {
+        for i in 0..20u64 {
+            let rows: Vec<(u64, i64)> = (0..5)
+                .map(|j| ((i * 7 + j * 13) % 50, life * 1000 + i as i64))
+                .collect();
+            write(&c, rows.iter().copied());
+            model.extend(rows);
+        }
+        c.shutdown();
+        drop(c);
+        let c2 = start(dir);
+        assert_eq!(contents(&c2), model, "after life {life}");
+        c = c2;
+    }
+}
+
+/// Committed transactions of a life: (rows written, commit GCI).
+type Committed = Vec<(Vec<(u64, i64)>, u64)>;
+
+/// One life of the simulated crash test: writes transactions, makes some durable, and
+/// loses power at a seeded moment. Returns the committed transactions (rows, gci) and
+/// the highest GCI confirmed durable.
+fn crash_life(
+    fs: &crate::disk::io::MemFileSystem,
+    seed: u64,
+    life: u64,
+) -> (Committed, u32, crate::disk::io::MemFileSystem) {
+    let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone())).expect("start");
+    if c.ndb("test").table("t").is_err() {
+        c.ndb("test").create_table(spec()).expect("create");
+    }
+    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut txns = Vec::new();
+    let mut durable = 0;
+    let n = 5 + next() % 40;
+    let crash_at = next() % n;
+    let mut image = None;
+    for i in 0..n {
+        if i == crash_at {
+            image = Some(fs.crash_image(next()));
+        }
+        let rows: Vec<(u64, i64)> = (0..1 + next() % 4)
+            .map(|_| (next() % 60, (life * 10_000 + i) as i64))
+            .collect();
+        let gci = write(&c, rows.iter().copied());
+        txns.push((rows, gci));
+        if next() % 5 == 0 {
+            c.wait_durable(gci, std::time::Duration::from_secs(10))
+                .expect("durable");
+            if image.is_none() {
+                durable = (gci >> 32) as u32;
+            }
+        }
+    }
+    let image = image.unwrap_or_else(|| fs.crash_image(next()));
+    drop(c);
+    (txns, durable, image)
+}
+
+#[test]
+fn power_loss_keeps_exactly_the_restorable_gcis() {
+    for seed in 1..=12u64 {
+        let mut fs = crate::disk::io::MemFileSystem::new();
+        let mut model: BTreeMap<u64, i64> = BTreeMap::new();
+        for life in 0..3u64 {
+            let (txns, durable, image) = crash_life(&fs, seed * 100 + life, life);
+            let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(image.clone()))
+                .unwrap_or_else(|e| panic!("seed {seed} life {life}: restart: {e}"));
+            let restored = c
+                .inner()
+                .restart
+                .lock()
+                .as_ref()
+                .map(|s| s.restored_gci)
+                .expect("a system restart");
+            assert!(
+                restored >= durable,
+                "seed {seed} life {life}: restored {restored} < durable {durable}"
+            );
+            for (rows, gci) in &txns {
+                if (gci >> 32) as u32 <= restored {
+                    model.extend(rows.iter().copied());
+                }
+            }
+            let got = if c.ndb("test").table("t").is_ok() {
+                contents(&c)
+            } else {
+                BTreeMap::new()
+            };
+            assert_eq!(
+                got, model,
+                "seed {seed} life {life} (restored GCI {restored})"
+            );
+            c.shutdown();
+            drop(c);
+            fs = image;
+            if seed % 2 == 0 {
+                // A life that writes nothing (the crash test's checking parent).
+                let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone()))
+                    .expect("restart");
+                c.shutdown();
+            }
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The system file of a data node (DBDIH's P0.sysfile): which global checkpoints this
+//! node has saved and where in each redo log part they end, and from where a restart
+//! must replay.
+//!
+//! Written with `FileSystem::write_atomic` after every global checkpoint (so after a
+//! crash it holds the previous or the new content, never a mix) and read at a system
+//! restart. Byte format in docs/redo-log.md ("System file").
+//!
+//! Invariants: saved GCIs strictly increase; each entry has one end LSN per redo part,
+//! never below the previous entry's nor below `keep`; at most [`MAX_SAVED`] entries
+//! (the oldest are dropped). A restart recovers to the newest GCI every node has
+//! saved, and that is at most one checkpoint behind any node's newest (a checkpoint
+//! starts only when the previous one is saved everywhere), so a short history suffices.
+
+use crate::disk::io::FileSystem;
+use crate::error::{Result, codes};
+use crate::log::redo::Lsn;
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"RNDBSYS\0";
+const FORMAT_VERSION: u32 = 1;
+/// Saved checkpoints kept in the file.
+pub const MAX_SAVED: usize = 16;
+
+/// One saved global checkpoint: its number and where it ends in every redo part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedGci {
+    pub gci_hi: u32,
+    pub end: Vec<Lsn>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sysfile {
+    pub node_id: u32,
+    /// Per redo part: the oldest LSN a restart needs (replay starts here).
+    pub keep: Vec<Lsn>,
+    /// Saved checkpoints, oldest first.
+    pub saved: Vec<SavedGci>,
+}
+
+/// Where a node keeps its system file, under its file-system directory.
+pub fn sysfile_path(node_fs_dir: &Path) -> PathBuf {
+    node_fs_dir.join("D1").join("DBDIH").join("P0.sysfile")
+}
+
+impl Sysfile {
+    pub fn new(node_id: u32, parts: usize) -> Sysfile {
+        Sysfile {
+            node_id,
+            keep: vec![0; parts],
+            saved: Vec::new(),
+        }
+    }
+
+    pub fn parts(&self) -> usize {
+        self.keep.len()
+    }
+
+    /// The newest checkpoint this node saved.
+    pub fn last_saved(&self) -> Option<&SavedGci> {
+        self.saved.last()
+    }
+
+    /// The entry of checkpoint `gci_hi`, if still in the history.
+    pub fn saved_gci(&self, gci_hi: u32) -> Option<&SavedGci> {
+        self.saved.iter().find(|s| s.gci_hi == gci_hi)
+    }
+
+    /// Records a saved checkpoint.
+    pub fn push(&mut self, gci_hi: u32, end: Vec<Lsn>) {
+        assert_eq!(end.len(), self.parts(), "one end LSN per redo part");
+        if let Some(last) = self.saved.last() {
+            assert!(gci_hi > last.gci_hi, "saved GCIs must increase");
+            assert!(
+                end.iter().zip(&last.end).all(|(a, b)| a >= b),
+                "redo end went backwards"
+            );
+        }
+        self.saved.push(SavedGci { gci_hi, end });
+        if self.saved.len() > MAX_SAVED {
+            self.saved.remove(0);
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let parts = self.parts();
+        let mut out = Vec::with_capacity(32 + parts * 8 * (1 + self.saved.len()));
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.node_id.to_le_bytes());
+        out.extend_from_slice(&(parts as u32).to_le_bytes());
+        out.extend_from_slice(&(self.saved.len() as u32).to_le_bytes());
+        for k in &self.keep {
+            out.extend_from_slice(&k.to_le_bytes());
+        }
+        for s in &self.saved {
+            out.extend_from_slice(&s.gci_hi.to_le_bytes());
+            out.extend_from_slice(&0u32.to_le_bytes());
+            for e in &s.end {
+                out.extend_from_slice(&e.to_le_bytes());
+            }
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Sysfile> {
+        let bad = |what: &str| codes::corrupt_page(format!("system file: {what}"));
+        if bytes.len() < 28 {
+            return Err(bad("too short"));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        let crc = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
+        if crc32c::crc32c(body) != crc {
+            return Err(bad("checksum mismatch"));
+        }
+        if &body[..8] != MAGIC {
+            return Err(bad("bad magic"));
+        }
+        let u32_at =
+            |o: usize| u32::from_le_bytes([body[o], body[o + 1], body[o + 2], body[o + 3]]);
+        let version = u32_at(8);
+        if version != FORMAT_VERSION {
+            return Err(bad(&format!("unknown format version {version}")));
+        }
+        let node_id = u32_at(12);
+        let parts = u32_at(16) as usize;
+        let count = u32_at(20) as usize;
+        if parts == 0 || parts > 32 || count > MAX_SAVED {
+            return Err(bad("bad counts"));
+        }
+        if body.len() != 24 + parts * 8 + count * (8 + parts * 8) {
+            return Err(bad("length does not match its counts"));
+        }
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&body[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let mut at = 24;
+        let keep: Vec<Lsn> = (0..parts).map(|i| u64_at(at + i * 8)).collect();
+        at += parts * 8;
+        let mut file = Sysfile {
+            node_id,
+            keep,
+            saved: Vec::with_capacity(count),
+        };
+        for _ in 0..count {
+            let gci_hi = u32_at(at);
+            at += 8;
+            let end: Vec<Lsn> = (0..parts).map(|i| u64_at(at + i * 8)).collect();
+            at += parts * 8;
+            if let Some(last) = file.saved.last()
+                && (gci_hi <= last.gci_hi || end.iter().zip(&last.end).any(|(a, b)| a < b))
+            {
+                return Err(bad("saved checkpoints out of order"));
+            }
+            if end.iter().zip(&file.keep).any(|(e, k)| e < k) {
+                return Err(bad("checkpoint ends before the kept redo"));
+            }
+            file.saved.push(SavedGci { gci_hi, end });
+        }
+        Ok(file)
+    }
+
+    /// Writes the file atomically.
+    pub fn store(&self, fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<()> {
+        let path = sysfile_path(node_fs_dir);
+        if let Some(dir) = path.parent() {
+            fs.create_dir_all(dir)
+                .map_err(|e| codes::file_system_error(format!("{}: {e}", dir.display())))?;
+        }
+        fs.write_atomic(&path, &self.encode())
+            .map_err(|e| codes::file_system_error(format!("{}: {e}", path.display())))
+    }
+
+    /// Reads the node's system file; `None` when the node never saved a checkpoint.
+    pub fn load(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Option<Sysfile>> {
+        let path = sysfile_path(node_fs_dir);
+        match fs.read_all(&path) {
+            Ok(None) => Ok(None),
+            Ok(Some(bytes)) => Sysfile::decode(&bytes)
+                .map(Some)
+                .map_err(|e| e.detail(path.display())),
+            Err(e) => Err(codes::file_read_error(format!("{}: {e}", path.display()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::io::MemFileSystem;
+
+    fn sample() -> Sysfile {
+        let mut s = Sysfile::new(3, 4);
+        s.keep = vec![0, 4096, 0, 8192];
+        s.push(5, vec![4096, 8192, 0, 8192]);
+        s.push(6, vec![8192, 8192, 4096, 12288]);
+        s
+    }
+
+    #[test]
+    fn round_trip_and_storage() {
+        let s = sample();
+        assert_eq!(Sysfile::decode(&s.encode()).unwrap(), s);
+        let fs = MemFileSystem::new();
+        let dir = Path::new("/d/ndb_3_fs");
+        assert_eq!(Sysfile::load(&fs, dir).unwrap(), None);
+        s.store(&fs, dir).unwrap();
+        assert_eq!(Sysfile::load(&fs, dir).unwrap(), Some(s.clone()));
+        assert_eq!(s.last_saved().map(|x| x.gci_hi), Some(6));
+        assert_eq!(s.saved_gci(5).map(|x| x.end[0]), Some(4096));
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut s = Sysfile::new(1, 4);
+        for g in 1..=40u32 {
+            s.push(g, vec![g as u64 * 10; 4]);
+        }
+        assert_eq!(s.saved.len(), MAX_SAVED);
+        assert_eq!(s.saved[0].gci_hi, 40 - MAX_SAVED as u32 + 1);
+        assert_eq!(Sysfile::decode(&s.encode()).unwrap(), s);
+    }
+
+    #[test]
+    fn every_flipped_byte_and_truncation_is_detected() {
+        let bytes = sample().encode();
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x20;
+            assert!(Sysfile::decode(&b).is_err(), "flip at {i} not detected");
+        }
+        for n in 0..bytes.len() {
+            assert!(Sysfile::decode(&bytes[..n]).is_err());
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! A fragment's side of a partial local checkpoint: the scan that finds what changed
+//! since the previous LCP, and the restore that puts checkpointed rows back at their
+//! row ids.
+//!
+//! **Scan** (fuzzy, in batches of pages, the fragment's mutex held per batch only):
+//! parts are by logical page (`crate::checkpoint::part_of_page`). For a page in the
+//! LCP's ALL range every committed row is written. For a page in a CHANGE part only the
+//! 256-byte regions its change map marks are visited: their committed rows are written
+//! and their other slots become delete markers; an unchanged page costs one look at
+//! its map and none at its rows (the page-level change tracking of seed 003). A page
+//! the previous LCP saw that is gone now is one page-delete marker. Uncommitted inserts
+//! are not rows yet; a row with an uncommitted change is written as committed. What
+//! changes after a page was scanned is in the redo log from the LCP's start on, which
+//! a restart replays on top.
+//!
+//! **Restore** ([`Fragment::restore_put`] and friends) runs on an empty fragment before
+//! it serves: rows go to their own row ids (so the next partial LCP's parts still
+//! match the chain on disk), the hash index follows each change, and
+//! [`Fragment::restore_finish`] rebuilds free lists and the ordered indexes once.
+//!
+//! Row images are the redo log's (`redo::push_row_image`): fixed part, var part,
+//! disk image (empty for in-memory tables).
+
+use super::redo::{push_row_image, split_payload};
+use super::*;
+use crate::storage::fixed::{CHANGE_MAP_BITS, ROW_FREE};
+
+/// Where an LCP scan sends what it finds.
+pub trait LcpSink {
+    /// A committed row: its image (fixed, var and disk parts, as in a redo record).
+    fn row(&mut self, row_id: u32, image: &[u8]);
+    fn delete_row(&mut self, row_id: u32);
+    fn delete_page(&mut self, page_no: u32);
+}
+
+/// Changes since the previous LCP of the fragment (for choosing its ALL parts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LcpChangeCounts {
+    pub inserted: u64,
+    pub updated: u64,
+    pub deleted: u64,
+}
+
+/// An LCP scan in progress over one fragment.
+pub struct LcpScan {
+    next_page: u32,
+    /// Pages to look at: the larger of the fragment's page count now and at the
+    /// previous LCP (pages gone since must become delete markers).
+    end_page: u32,
+    /// Pages held when this scan passed them (becomes the fragment's `lcp_seen`).
+    seen: Vec<bool>,
+    pub rows_written: u64,
+    pub deletes_written: u64,
+    pub pages_skipped: u64,
+    /// Highest row GCI written.
+    pub max_gci: u32,
+    image: Vec<u8>,
+}
+
+impl LcpScan {
+    pub fn done(&self) -> bool {
+        self.next_page >= self.end_page
+    }
+}
+
+impl Fragment {
+    /// Changes counted since the previous LCP began.
+    pub fn lcp_change_counts(&self) -> LcpChangeCounts {
+        self.lcp_counts
+    }
+
+    /// Whether anything changed since the previous LCP began (else the LCP writes no
+    /// data file for this fragment).
+    pub fn changed_since_lcp(&self) -> bool {
+        self.lcp_counts != LcpChangeCounts::default()
+            || self.lcp_seen.len() as u32 != self.fixed.logical_pages()
+            || (0..self.fixed.logical_pages()).any(|lp| self.fixed.page_changed(lp))
+    }
+
+    /// Starts an LCP scan; the change counts start again from zero.
+    pub fn lcp_begin(&mut self) -> LcpScan {
+        self.lcp_counts = LcpChangeCounts::default();
+        let end_page = self.fixed.logical_pages().max(self.lcp_seen.len() as u32);
+        LcpScan {
+            next_page: 0,
+            end_page,
+            seen: vec![false; end_page as usize],
+            rows_written: 0,
+            deletes_written: 0,
+            pages_skipped: 0,
+            max_gci: 0,
+            image: Vec::new(),
+        }
+    }
+
+    /// Scans up to `max_pages` pages; `all_part(page)` says whether the page is in an
+    /// ALL part of this LCP. Returns true when the scan is complete (the fragment then
+    /// remembers which pages it saw).
+    pub fn lcp_scan_batch(
+        &mut self,
+        scan: &mut LcpScan,
+        max_pages: u32,
+        all_part: &dyn Fn(u32) -> bool,
+        sink: &mut dyn LcpSink,
+    ) -> bool {
+        let stop = scan.end_page.min(scan.next_page.saturating_add(max_pages));
+        while scan.next_page < stop {
+            let lp = scan.next_page;
+            scan.next_page += 1;
+            let was_seen = self.lcp_seen.get(lp as usize).copied().unwrap_or(false);
+            let all = all_part(lp);
+            if !self.fixed.is_held(lp) {
+                if !all && was_seen {
+                    sink.delete_page(lp);
+                    scan.deletes_written += 1;
+                }
+                continue;
+            }
+            scan.seen[lp as usize] = true;
+            let Some(map) = self.fixed.take_change_map(lp) else {
+                continue;
+            };
+            if all || !was_seen {
+                // ALL part, or a page new since the previous LCP: every slot.
+                let spp = self.fixed.slots_per_page();
+                self.lcp_slots(scan, lp, 0..spp, !all, sink);
+                continue;
+            }
+            if map.iter().all(|&b| b == 0) {
+                scan.pages_skipped += 1;
+                continue;
+            }
+            for bit in 0..CHANGE_MAP_BITS {
+                if map[(bit / 8) as usize] & (1 << (bit % 8)) != 0 {
+                    let slots = self.fixed.slots_of_change_bit(bit);
+                    self.lcp_slots(scan, lp, slots, true, sink);
+                }
+            }
+        }
+        if scan.done() {
+            self.lcp_seen = std::mem::take(&mut scan.seen);
+            while self.lcp_seen.last() == Some(&false) {
+                self.lcp_seen.pop();
+            }
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Writes the committed rows among `slots` of page `lp`; with `deletes`, the other
+    /// slots become delete markers.
+    fn lcp_slots(
+        &mut self,
+        scan: &mut LcpScan,
+        lp: u32,
+        slots: std::ops::Range<u32>,
+        deletes: bool,
+        sink: &mut dyn LcpSink,
+    ) {
+        let layout = &self.table.layout;
+        for slot in slots {
+            let row = RowId::new(lp, slot);
+            match self.fixed.header(row) {
+                Some(h) if h & ROW_ALLOC == 0 => {
+                    let f = self.fixed.get(row);
+                    let gci = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
+                    scan.max_gci = scan.max_gci.max(gci);
+                    scan.image.clear();
+                    push_row_image(&mut scan.image, f, var_of(layout, &self.var, f), &[]);
+                    sink.row(row.0, &scan.image);
+                    scan.rows_written += 1;
+                }
+                _ if deletes => {
+                    sink.delete_row(row.0);
+                    scan.deletes_written += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Restore: row `row_id` holds this image (replacing what the slot held).
+    pub fn restore_put(&mut self, row_id: u32, image: &[u8]) -> Result<()> {
+        let row = RowId(row_id);
+        let (fixed, var, disk) = split_payload(image).ok_or_else(|| {
+            codes::corrupt_page(format!(
+                "checkpoint row {row_id} of table {}: truncated image",
+                self.table.id
+            ))
+        })?;
+        if fixed.len() != self.fixed.slot_size() as usize || !disk.is_empty() {
+            return Err(codes::corrupt_page(format!(
+                "checkpoint row {row_id} of table {}: image does not fit the table",
+                self.table.id
+            )));
+        }
+        if self.fixed.header(row).is_some() {
+            self.restore_remove(row);
+        }
+        let table = self.table.clone();
+        let layout = &table.layout;
+        let mut bytes = std::mem::take(&mut self.enc_fixed);
+        bytes.clear();
+        bytes.extend_from_slice(fixed);
+        let h = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        // Lock bits belong to the past run; the tuple version stays.
+        set_header(&mut bytes, h & !(ROW_LOCKED | ROW_ALLOC | ROW_FREE));
+        let mut var_ref = None;
+        if layout.has_var() {
+            let Some(v) = self.var.alloc(&self.pool, var) else {
+                self.enc_fixed = bytes;
+                return Err(codes::out_of_data_memory());
+            };
+            layout.set_var_ref(&mut bytes, v);
+            var_ref = Some(v);
+        }
+        let put = self.fixed.restore_put(&self.pool, row, &bytes);
+        self.enc_fixed = bytes;
+        if put.is_none() {
+            if let Some(v) = var_ref {
+                self.var.free(&self.pool, v);
+            }
+            return Err(codes::out_of_data_memory());
+        }
+        let h32 = self.row_hash(row);
+        self.hash.insert(&self.pool, h32, row)
+    }
+
+    /// Restore: the row at `row_id` is gone (if it was there).
+    pub fn restore_delete(&mut self, row_id: u32) {
+        let row = RowId(row_id);
+        if self.fixed.header(row).is_some() {
+            self.restore_remove(row);
+        }
+    }
+
+    /// Restore: every row of page `page_no` is gone.
+    pub fn restore_delete_page(&mut self, page_no: u32) {
+        if !self.fixed.is_held(page_no) {
+            return;
+        }
+        for slot in 0..self.fixed.slots_per_page() {
+            self.restore_delete(RowId::new(page_no, slot).0);
+        }
+    }
+
+    fn restore_remove(&mut self, row: RowId) {
+        let h32 = self.row_hash(row);
+        let removed = self.hash.remove(&self.pool, h32, row);
+        assert!(removed, "restored row missing from the hash index");
+        if let Some(v) = self.table.layout.var_ref(self.fixed.get(row)) {
+            self.var.free(&self.pool, v);
+        }
+        self.fixed.restore_free(row);
+    }
+
+    /// Ends a restore: free lists rebuilt, empty pages back to the pool, ordered
+    /// indexes built from the rows, and the pages restored remembered as "seen by the
+    /// previous LCP" (the next LCP continues the chain on disk).
+    pub fn restore_finish(&mut self) -> Result<()> {
+        self.fixed.finish_restore(&self.pool);
+        self.lcp_seen = (0..self.fixed.logical_pages())
+            .map(|lp| self.fixed.is_held(lp))
+            .collect();
+        self.rebuild_ordered_indexes()
+    }
+
+    /// Builds every ordered index again from the committed rows.
+    pub fn rebuild_ordered_indexes(&mut self) -> Result<()> {
+        let Fragment {
+            table,
+            fixed,
+            var,
+            ordered,
+            pool,
+            ..
+        } = self;
+        let layout = &table.layout;
+        for (i, o) in ordered.iter_mut().enumerate() {
+            let Some(o) = o else { continue };
+            o.free_all(pool);
+            let cols = &table.indexes[i].columns;
+            let mut cmp = |a: RowId, b: RowId| {
+                let fa = fixed.get(a);
+                let fb = fixed.get(b);
+                layout.cmp_rows(
+                    cols,
+                    (fa, var_of(layout, var, fa)),
+                    (fb, var_of(layout, var, fb)),
+                )
+            };
+            let mut cur = RowId(0);
+            while let Some(r) = fixed.next_row(cur) {
+                if header_of(fixed.get(r)) & ROW_ALLOC == 0 {
+                    o.insert(pool, r, &mut cmp)?;
+                }
+                cur = RowId(r.0 + 1);
+            }
+        }
+        Ok(())
+    }
+}

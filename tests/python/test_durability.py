@@ -1,0 +1,116 @@
+"""Durability from Python: every commit reports its GCI, `Cluster.wait_durable(gci)`
+returns once that commit is on disk on every data node, and `Cluster.embedded` on an
+existing data directory is a system restart that recovers it — after a graceful close
+and after the process is killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import rndb
+
+COLUMNS = {"id": "BIGINT UNSIGNED NOT NULL", "a": "INT", "b": "VARCHAR(32)"}
+PARAMS = {"DataMemory": "32M", "NoOfFragmentLogFiles": "3", "FragmentLogFileSize": "4M"}
+
+
+def test_gci_and_wait_durable(tmp_path: Path) -> None:
+    with rndb.Cluster.embedded(data_dir=tmp_path / "d", **PARAMS) as c:
+        ndb = c.ndb()
+        ndb.create_table("t", COLUMNS, primary_key="id")
+        tx = ndb.transaction()
+        tx.insert("t", {"id": 1, "a": 10, "b": "x"})
+        assert tx.gci is None
+        tx.commit()
+        gci = tx.gci
+        assert isinstance(gci, int) and gci >> 32 >= 1
+        c.wait_durable(gci)
+        # a later commit never gets an older GCI
+        tx2 = ndb.transaction()
+        tx2.write("t", {"id": 2, "a": 20, "b": "y"})
+        tx2.commit()
+        assert tx2.gci is not None and tx2.gci >= gci
+        assert c.checkpoint() >= tx2.gci >> 32
+        with pytest.raises(rndb.NdbError):
+            c.wait_durable(gci, timeout=-1.0)
+
+
+def test_restart_after_close_keeps_everything(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    with rndb.Cluster.embedded(data_dir=d, **PARAMS) as c:
+        ndb = c.ndb()
+        ndb.create_table("t", COLUMNS, primary_key="id", indexes={"ix_a": ["a"]})
+        rows = [(i, i % 7, f"v{i}") for i in range(500)]
+        assert ndb.insert_many("t", rows, columns=["id", "a", "b"]) == 500
+        ndb.execute("update t set b = 'changed' where id < 10")
+        ndb.execute("delete from t where id >= 490")
+    # no wait_durable: a graceful close runs a last global checkpoint
+    with rndb.Cluster.embedded(data_dir=d, **PARAMS) as c:
+        ndb = c.ndb()
+        assert ndb.execute("select count(*) as n from t") == [{"n": 490}]
+        assert ndb.execute("select b from t where id = 3") == [{"b": "changed"}]
+        assert ndb.execute("select b from t where id = 11") == [{"b": "v11"}]
+        # the ordered index was rebuilt with the rows
+        assert ndb.execute("select count(*) as n from t where a = 3") == [
+            {"n": sum(1 for i in range(490) if i % 7 == 3)}
+        ]
+        info = c.ndbinfo("restart_info")
+        assert sorted(r["node_id"] for r in info) == c.data_node_ids
+        assert all(r["node_restart_status"] == "Restart completed" for r in info)
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    import rndb
+    params = {"DataMemory": "32M", "NoOfFragmentLogFiles": "3", "FragmentLogFileSize": "4M",
+              "TimeBetweenGlobalCheckpoints": "30000"}
+    c = rndb.Cluster.embedded(data_dir=sys.argv[1], **params)
+    ndb = c.ndb()
+    ndb.create_table("t", {"id": "INT NOT NULL", "v": "INT"}, primary_key="id")
+    tx = ndb.transaction()
+    tx.insert("t", {"id": 1, "v": 100})
+    tx.commit()
+    c.wait_durable(tx.gci)
+    tx = ndb.transaction()
+    tx.insert("t", {"id": 2, "v": 200})
+    tx.commit()  # not waited for: the checkpoint is 30 s away
+    print("committed", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_sigkill_keeps_what_wait_durable_confirmed(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(d)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert "committed" in r.stdout
+    with rndb.Cluster.embedded(data_dir=d, **PARAMS) as c:
+        rows = {row["id"]: row["v"] for row in c.ndb().scan("t")}
+        # the durable commit is there; the other was never checkpointed
+        assert rows == {1: 100}
+        tx = c.ndb().transaction()
+        tx.insert("t", {"id": 2, "v": 2})
+        tx.commit()
+        assert tx.gci is not None
+
+
+def test_diskless_and_scratch_clusters_still_give_gcis(tmp_path: Path) -> None:
+    with rndb.Cluster.embedded(DataMemory="16M") as c:
+        ndb = c.ndb()
+        ndb.create_table("t", COLUMNS, primary_key="id")
+        tx = ndb.transaction()
+        tx.insert("t", {"id": 1, "a": 1, "b": "b"})
+        tx.commit()
+        assert tx.gci is not None
+        c.wait_durable(tx.gci, timeout=30)
+    assert not any(os.scandir(tmp_path))
