@@ -33,6 +33,7 @@ mod config;
 mod format;
 mod part;
 mod replay;
+mod restarts;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -190,9 +191,11 @@ impl RedoLog {
         Self::start(cfg, geo, parts)
     }
 
-    /// After recovery: reopen the files and continue appending at `head[part]` (the
-    /// end returned by [`replay`]), with `tail[part]` the oldest LSN still needed. The
-    /// first block written after open is marked RESTART (see `docs/redo-log.md` §5).
+    /// After recovery: reopen the files and continue appending after `head[part]` (the
+    /// end returned by [`replay`]), with `tail[part]` the oldest LSN still needed.
+    /// Appending resumes in a fresh block after whatever valid log follows `head`; the
+    /// records in between are void from now on (`docs/redo-log.md` §5), recorded in the
+    /// part's `RedoRestarts` file before anything else is written.
     pub fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -218,7 +221,7 @@ impl RedoLog {
                     "redo log part {p}: tail {t} and head {h} do not fit the ring"
                 )));
             }
-            let (st, prev_crc) = position(&files, &geo, p, t, h)?;
+            let (st, prev_crc) = position(&*fs, dir, &files, &geo, p, t, h)?;
             parts.push(Part::new(p, files, prev_crc, st));
         }
         Self::start(cfg, geo, parts)
@@ -554,13 +557,13 @@ pub(crate) fn open_part_files(
     Ok(files)
 }
 
-/// Checksum of log block `block_no` if it is there and verifies.
-fn read_block_crc(
+/// Header and checksum of log block `block_no` if it is there and verifies.
+fn read_block(
     files: &[Arc<dyn DiskFile>],
     geo: &Geometry,
     part: u32,
     block_no: u64,
-) -> Result<Option<u32>> {
+) -> Result<Option<(format::BlockHeader, u32)>> {
     let (file_no, page_no) = geo.location(block_no);
     let mut b = vec![0u8; BLOCK_BYTES];
     files[file_no as usize]
@@ -574,41 +577,62 @@ fn read_block_crc(
         file_no,
         page_no,
     };
-    Ok(check_block(&b, &at).ok().map(|(_, crc)| crc))
+    Ok(check_block(&b, &at).ok())
 }
 
-/// Where appending continues after `open` at `head` (docs/redo-log.md §5): on a block
-/// boundary, a fresh block; inside a block that is on disk, the next block (never
-/// rewrite it); inside a block that is not, that block, with filler before `head`.
-/// The first block written carries RESTART and `void_from = head`.
+/// Where appending continues after `open` at `head` (docs/redo-log.md §5): after the
+/// valid log that follows `head` (blocks written before the crash are never
+/// rewritten), and always in a fresh block. The cut `[head, resume)` is recorded in
+/// the part's restarts file first, so that replay voids what lies there.
 fn position(
+    fs: &dyn FileSystem,
+    dir: &Path,
     files: &[Arc<dyn DiskFile>],
     geo: &Geometry,
     part: u32,
     tail: Lsn,
     head: Lsn,
 ) -> Result<(PartState, u32)> {
-    let b = head / PAYLOAD;
-    let off = head % PAYLOAD;
-    let prev_of = |block: u64| -> Result<u32> {
-        if block == 0 {
-            return Ok(0);
+    let limit = tail / PAYLOAD + geo.ring_blocks;
+    let mut k = head / PAYLOAD;
+    let mut prev: Option<u32> = None;
+    while k < limit {
+        match read_block(files, geo, part, k)? {
+            Some((h, crc)) if prev.is_none_or(|p| p == h.prev_crc) => {
+                prev = Some(crc);
+                k += 1;
+            }
+            _ => break,
         }
-        Ok(read_block_crc(files, geo, part, block - 1)?.unwrap_or(0))
+    }
+    let mut resume_block = k.max(head.div_ceil(PAYLOAD));
+    // Earlier cuts: those wholly before `head` stay (unless before the tail); one that
+    // holds `head` is merged into the new cut; later ones are inside the new cut.
+    let mut cut = head;
+    let mut cuts = Vec::new();
+    for c in restarts::read(fs, dir, part)? {
+        if c.resume < tail {
+            continue;
+        }
+        if c.resume <= head {
+            cuts.push(c);
+        } else {
+            cut = cut.min(c.cut);
+            resume_block = resume_block.max(c.resume / PAYLOAD);
+        }
+    }
+    if resume_block > limit {
+        return Err(codes::redo_log_files_overloaded(format_args!(
+            "part {part}: no room to resume after the restart (tail {tail}, head {head})"
+        )));
+    }
+    let prev_crc = match (prev, resume_block) {
+        (Some(c), _) if resume_block == k => c,
+        (_, 0) => 0,
+        _ => read_block(files, geo, part, resume_block - 1)?.map_or(0, |(_, c)| c),
     };
-    if off == 0 {
-        let mut st = PartState::new(head, tail);
-        st.restart_mark = Some(head);
-        return Ok((st, prev_of(b)?));
-    }
-    if let Some(crc) = read_block_crc(files, geo, part, b)? {
-        let mut st = PartState::new((b + 1) * PAYLOAD, tail);
-        st.restart_mark = Some(head);
-        return Ok((st, crc));
-    }
-    let prev = prev_of(b)?;
-    let mut st = PartState::new(head, tail);
-    st.restart_mark = Some(head);
-    st.push_block(b, off as u32);
-    Ok((st, prev))
+    let resume = resume_block * PAYLOAD;
+    cuts.push(restarts::RestartCut { cut, resume });
+    restarts::write(fs, dir, part, &cuts)?;
+    Ok((PartState::new(resume, tail), prev_crc))
 }

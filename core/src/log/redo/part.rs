@@ -21,8 +21,8 @@ use parking_lot::{Condvar, Mutex};
 use super::Lsn;
 use super::config::{Geometry, file_name};
 use super::format::{
-    BLOCK_BYTES, BLOCK_HEADER_BYTES, BlockHeader, EncodedRecords, FLAG_RESTART, NO_RECORD_START,
-    PAYLOAD, PAYLOAD_BYTES, seal_block,
+    BLOCK_BYTES, BLOCK_HEADER_BYTES, BlockHeader, EncodedRecords, NO_RECORD_START, PAYLOAD,
+    PAYLOAD_BYTES, seal_block,
 };
 use crate::disk::io::DiskFile;
 use crate::error::{NdbError, Result, codes};
@@ -36,12 +36,8 @@ pub(crate) struct BufBlock {
     /// Payload bytes (PAYLOAD_BYTES long).
     pub data: Box<[u8]>,
     pub used: u32,
-    /// Bytes before this offset are filler (a block restarted inside, see `open`).
-    pub data_start: u32,
     pub first_record_offset: u32,
     pub sealed: bool,
-    pub flags: u16,
-    pub void_from: u64,
 }
 
 impl BufBlock {
@@ -58,8 +54,6 @@ pub(crate) struct PartState {
     pub tail: Lsn,
     pub durable: Lsn,
     pub written_block: u64,
-    /// Flags and void_from of the next block started (set by `open`).
-    pub restart_mark: Option<Lsn>,
     pub high_file_bytes: u64,
     pub high_buffer_bytes: u64,
     /// Last fill level (in FILL_STEP_PERCENT steps) reported to the fill hook.
@@ -71,15 +65,17 @@ pub(crate) struct PartState {
 }
 
 impl PartState {
+    /// A part whose next block starts at `head` (a block boundary).
     pub fn new(head: Lsn, tail: Lsn) -> PartState {
+        assert_eq!(head % PAYLOAD, 0, "a part starts on a block boundary");
+        assert!(tail <= head, "tail after head");
         PartState {
             blocks: VecDeque::new(),
             spare: Vec::new(),
             head,
             tail,
-            durable: head - head % PAYLOAD,
+            durable: head,
             written_block: head / PAYLOAD,
-            restart_mark: None,
             high_file_bytes: head - tail,
             high_buffer_bytes: 0,
             fill_step: 0,
@@ -90,32 +86,24 @@ impl PartState {
         }
     }
 
-    /// Start block `block_no` whose payload begins with `filler` bytes of nothing.
-    pub fn push_block(&mut self, block_no: u64, filler: u32) {
+    /// Start block `block_no`.
+    fn push_block(&mut self, block_no: u64) {
         if let Some(b) = self.blocks.back() {
             assert!(b.complete(), "a new block after a complete one");
             assert_eq!(b.block_no + 1, block_no, "buffer blocks are consecutive");
         } else {
             assert_eq!(block_no, self.written_block, "first unwritten block");
         }
-        let mut data = self
+        let data = self
             .spare
             .pop()
             .unwrap_or_else(|| vec![0u8; PAYLOAD_BYTES].into_boxed_slice());
-        data[..filler as usize].fill(0);
-        let (flags, void_from) = match self.restart_mark.take() {
-            Some(v) => (FLAG_RESTART, v),
-            None => (0, 0),
-        };
         self.blocks.push_back(BufBlock {
             block_no,
             data,
-            used: filler,
-            data_start: filler,
+            used: 0,
             first_record_offset: NO_RECORD_START,
             sealed: false,
-            flags,
-            void_from,
         });
     }
 
@@ -126,7 +114,7 @@ impl PartState {
         while off < bytes.len() {
             if self.blocks.back().is_none_or(BufBlock::complete) {
                 assert_eq!(self.head % PAYLOAD, 0, "new block at a block boundary");
-                self.push_block(self.head / PAYLOAD, 0);
+                self.push_block(self.head / PAYLOAD);
             }
             let Some(b) = self.blocks.back_mut() else {
                 unreachable!("a block was just pushed");
@@ -153,7 +141,7 @@ impl PartState {
     pub fn seal(&mut self) {
         if let Some(b) = self.blocks.back_mut()
             && !b.complete()
-            && b.used > b.data_start
+            && b.used > 0
         {
             b.sealed = true;
             self.head = (b.block_no + 1) * PAYLOAD;
@@ -280,7 +268,6 @@ impl Part {
                     let (file_no, page_no) = geo.location(b.block_no);
                     io.metas.push(Meta {
                         h: BlockHeader {
-                            flags: b.flags,
                             part: self.no,
                             lsn: b.block_no * PAYLOAD,
                             used: b.used,
@@ -288,7 +275,6 @@ impl Part {
                             prev_crc: 0,
                             file_no,
                             page_no,
-                            void_from: b.void_from,
                         },
                     });
                 }

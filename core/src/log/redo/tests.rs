@@ -4,9 +4,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use parking_lot::Mutex;
 
 use super::*;
-use crate::disk::io::MemFileSystem;
+use crate::disk::io::{Faults, MemFileSystem, OsFileSystem};
 
 type Rec = (RecordHeader, Vec<u8>);
 
@@ -122,6 +125,648 @@ fn round_trip_across_blocks_files_and_parts_merged_by_gci() {
     for (p, s) in stats.parts.iter().enumerate() {
         assert_eq!(s.records_abandoned, 0);
         assert_eq!(s.max_gci_seen, 6);
-        assert!(s.end <= durable[p] && s.end + PAYLOAD_BYTES as u64 > durable[p]);
+        assert_eq!(s.end, durable[p], "replay ends after the last block");
     }
+}
+
+/// File and byte offset of log block `block_no` of `part`.
+fn block_at(c: &RedoConfig, part: u32, block_no: u64) -> (PathBuf, u64) {
+    let geo = c.geometry().unwrap();
+    let (file_no, page_no) = geo.location(block_no);
+    (
+        file_path(&dir(), part, file_no),
+        u64::from(page_no) * BLOCK_BYTES as u64,
+    )
+}
+
+fn payload_lsn() -> u64 {
+    PAYLOAD_BYTES as u64
+}
+
+#[test]
+fn ring_wraps_after_release_before_and_replays_the_live_part() {
+    let (_m, fs) = mem();
+    // One part of 3 files x 4 blocks: 12 blocks, 2 kept in reserve.
+    let c = cfg(1, 3, 4, 4);
+    let log = RedoLog::create(fs.clone(), &dir(), c.clone()).unwrap();
+    let capacity = log.usage()[0].total_file_bytes;
+    assert_eq!(capacity, 12 * payload_lsn());
+    let mut written: Vec<(Lsn, Rec)> = Vec::new();
+    let mut durable = vec![0];
+    for gci in 1..=40u64 {
+        let start = log.head()[0];
+        let recs: Vec<Rec> = (0..3)
+            .map(|i| rec(gci, 7, i, 500 + (gci as usize * 97) % 1000))
+            .collect();
+        append_all(&log, 0, &recs);
+        for r in recs {
+            written.push((start, r));
+        }
+        durable = log.seal_and_sync().unwrap();
+        // The checkpoint keeps the last 3 gcis: release what is older.
+        if gci > 3 {
+            let keep_from = written.iter().find(|(_, r)| r.0.gci == gci - 2).unwrap().0;
+            log.release_before(0, keep_from);
+        }
+    }
+    let tail = log.tail();
+    assert!(
+        log.head()[0] > 3 * capacity,
+        "the ring wrapped several times"
+    );
+    assert!(log.usage()[0].high_file_bytes <= capacity);
+    drop(log);
+    let (got, stats) = replay_all(&*fs, &c, &tail, &durable, u64::MAX).unwrap();
+    let want: Vec<Rec> = written
+        .iter()
+        .filter(|(lsn, _)| *lsn >= tail[0])
+        .map(|(_, r)| r.clone())
+        .collect();
+    assert_eq!(want.iter().map(|r| r.0.gci).min(), Some(38));
+    assert_eq!(got, want);
+    assert_eq!(stats.parts[0].end, durable[0]);
+    assert_eq!(stats.parts[0].records_before_from, 0);
+}
+
+/// Two gcis synced, a third written but not covered by durable_end.
+fn three_gcis(c: &RedoConfig) -> (MemFileSystem, Vec<Rec>, Vec<Lsn>, Vec<Lsn>) {
+    let (m, fs) = mem();
+    let log = RedoLog::create(fs, &dir(), c.clone()).unwrap();
+    let mut recs = Vec::new();
+    let mut durable = Vec::new();
+    for gci in 1..=3u64 {
+        let batch: Vec<Rec> = (0..5).map(|i| rec(gci, 1, i, 700)).collect();
+        append_all(&log, 0, &batch);
+        recs.extend(batch);
+        let d = log.seal_and_sync().unwrap();
+        if gci == 2 {
+            durable = d;
+        }
+    }
+    let heads = log.head();
+    drop(log);
+    (m, recs, durable, heads)
+}
+
+#[test]
+fn torn_tail_after_durable_end_stops_the_part_there() {
+    let c = cfg(1, 2, 16, 8);
+    let (m, recs, durable, heads) = three_gcis(&c);
+    assert!(heads[0] > durable[0]);
+    // Damage the first block after durable_end (the third gci's).
+    let (path, off) = block_at(&c, 0, durable[0] / payload_lsn());
+    assert!(m.corrupt_byte(&path, off + 300));
+    let (got, stats) = replay_all(&m, &c, &[0], &durable, 10).unwrap();
+    assert_eq!(got, recs[..10].to_vec(), "gcis 1 and 2 intact, 3 lost");
+    assert_eq!(stats.parts[0].end, durable[0]);
+    assert_eq!(stats.parts[0].stop_lsn, durable[0]);
+    assert!(
+        stats.parts[0].stop_reason.contains("checksum"),
+        "{}",
+        stats.parts[0].stop_reason
+    );
+    // Undamaged, the third gci is there too (written, not declared durable).
+    let (m2, recs2, durable2, heads2) = three_gcis(&c);
+    let (got2, stats2) = replay_all(&m2, &c, &[0], &durable2, 10).unwrap();
+    assert_eq!(got2, recs2);
+    assert_eq!(stats2.parts[0].end, heads2[0]);
+}
+
+#[test]
+fn damage_before_durable_end_is_corruption_naming_part_file_and_offset() {
+    let c = cfg(1, 2, 16, 8);
+    let (m, _recs, durable, _) = three_gcis(&c);
+    // A byte of record data in block 1 (synced by gci 1 or 2).
+    let (path, off) = block_at(&c, 0, 1);
+    assert!(m.corrupt_byte(&path, off + 1000));
+    let e = replay_all(&m, &c, &[0], &durable, 10).unwrap_err();
+    assert_eq!(e.code, 896);
+    assert!(
+        e.message.contains("part 0") && e.message.contains("D8/DBLQH/S0.FragLog"),
+        "{e}"
+    );
+    assert!(e.message.contains(&format!("offset {off}")), "{e}");
+    // A damaged file header is corruption too.
+    let (m, _, durable, _) = three_gcis(&c);
+    assert!(m.corrupt_byte(&file_path(&dir(), 0, 1), 20));
+    let e = replay_all(&m, &c, &[0], &durable, 10).unwrap_err();
+    assert_eq!(e.code, 896);
+    assert!(e.message.contains("S1.FragLog"), "{e}");
+}
+
+#[test]
+fn record_damage_inside_a_valid_block_is_caught_by_the_record_checksum() {
+    let c = cfg(1, 2, 16, 8);
+    let (m, _recs, durable, _) = three_gcis(&c);
+    // Re-seal block 0 after damaging a record byte: only the record checksum can tell.
+    let (path, off) = block_at(&c, 0, 0);
+    let mut b =
+        m.read_all(&path).unwrap().unwrap()[off as usize..off as usize + BLOCK_BYTES].to_vec();
+    b[format::BLOCK_HEADER_BYTES + 100] ^= 0x40;
+    let crc = crc32c::crc32c(&b[4..]);
+    b[0..4].copy_from_slice(&crc.to_le_bytes());
+    let f = m.open(&path).unwrap();
+    f.write_at(&b, off).unwrap();
+    let e = replay_all(&m, &c, &[0], &durable, 10).unwrap_err();
+    assert_eq!(e.code, 896);
+    assert!(e.message.contains("record checksum"), "{e}");
+}
+
+#[test]
+fn wait_for_room_gives_410_when_the_files_are_full_until_released() {
+    let (_m, fs) = mem();
+    let c = cfg(1, 3, 4, 8);
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    let batch_of = |gci| {
+        let mut b = EncodedRecords::new();
+        let (h, p) = rec(gci, 1, 1, 3000);
+        b.push(&h, &p);
+        b
+    };
+    let mut gci = 1;
+    let err = loop {
+        let b = batch_of(gci);
+        match log.wait_for_room(0, b.bytes()) {
+            Ok(()) => {
+                log.append(0, &b);
+                log.seal_and_sync().unwrap();
+                gci += 1;
+            }
+            Err(e) => break e,
+        }
+        assert!(gci < 100, "the log never filled");
+    };
+    assert_eq!(err.code, 410);
+    assert!(err.is_temporary());
+    // Ten blocks usable (two reserved): ten single-block gcis fit.
+    assert_eq!(gci, 11);
+    // A checkpoint frees the space: the same commit now goes through at once.
+    log.release_before(0, log.head()[0]);
+    let b = batch_of(gci);
+    log.wait_for_room(0, b.bytes()).unwrap();
+    log.append(0, &b);
+    log.seal_and_sync().unwrap();
+    // Larger than the whole part can ever hold: 1220 at once.
+    let e = log.wait_for_room(0, 20 * PAYLOAD_BYTES).unwrap_err();
+    assert_eq!(e.code, 1220);
+}
+
+#[test]
+fn waiting_committer_proceeds_when_a_checkpoint_releases_space() {
+    let (_m, fs) = mem();
+    let mut c = cfg(1, 3, 4, 8);
+    c.overload_limit_ms = 5_000;
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    let mut b = EncodedRecords::new();
+    let (h, p) = rec(1, 1, 1, 3000);
+    b.push(&h, &p);
+    while log.head()[0] < 8 * payload_lsn() {
+        log.append(0, &b);
+        log.seal_and_sync().unwrap();
+    }
+    let fired = Arc::new(AtomicU32::new(0));
+    let f2 = fired.clone();
+    let log2 = log.clone();
+    log.set_fill_hook(Box::new(move |part, _pct| {
+        // The checkpoint side: release everything, from another thread.
+        f2.fetch_add(1, Ordering::SeqCst);
+        let l = log2.clone();
+        std::thread::spawn(move || l.release_before(part, l.head()[part as usize]));
+    }));
+    log.wait_for_room(0, 4 * PAYLOAD_BYTES).unwrap();
+    assert!(
+        fired.load(Ordering::SeqCst) >= 1,
+        "the hook started a checkpoint"
+    );
+    assert_eq!(log.usage()[0].used_file_bytes, 0);
+    log.set_fill_hook(Box::new(|_, _| {}));
+}
+
+#[test]
+fn buffer_that_cannot_drain_gives_1221_and_write_errors_are_sticky() {
+    let (m, fs) = mem();
+    let c = cfg(1, 3, 32, 4);
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    m.set_faults(Faults {
+        fail_writes: true,
+        ..Faults::default()
+    });
+    let mut b = EncodedRecords::new();
+    let (h, p) = rec(1, 1, 1, 1000);
+    b.push(&h, &p);
+    let err = loop {
+        match log.wait_for_room(0, b.bytes()) {
+            Ok(()) => {
+                log.append(0, &b);
+            }
+            Err(e) => break e,
+        }
+        assert!(
+            log.head()[0] < 20 * payload_lsn(),
+            "the buffer never filled"
+        );
+    };
+    assert_eq!(err.code, 1221, "{err}");
+    assert!(err.is_temporary());
+    let u = log.usage()[0];
+    assert!(u.buffer_used_bytes + b.bytes() as u64 > u.buffer_capacity_bytes / 2);
+    // The group commit reports the write error, and keeps reporting it.
+    let e = log.seal_and_sync().unwrap_err();
+    assert_eq!(e.code, 1509);
+    m.set_faults(Faults::default());
+    assert_eq!(log.seal_and_sync().unwrap_err(), e);
+}
+
+#[test]
+fn a_blocked_writer_holds_committers_back_and_they_resume_when_it_drains() {
+    let (_m, fs) = mem();
+    let mut c = cfg(1, 3, 32, 4);
+    c.overload_limit_ms = 5_000;
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    let mut b = EncodedRecords::new();
+    let (h, p) = rec(1, 1, 1, 1000);
+    b.push(&h, &p);
+    // Hold the part's io lock: the writer cannot write, the buffer fills.
+    let io = log.inner.parts[0].io.lock();
+    let log2 = log.clone();
+    let b2 = b.clone();
+    let committer = std::thread::spawn(move || {
+        for _ in 0..40 {
+            log2.wait_for_room(0, b2.bytes()).unwrap();
+            log2.append(0, &b2);
+        }
+    });
+    let cap = log.usage()[0].buffer_capacity_bytes;
+    let mut waited = false;
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let st = log.inner.parts[0].state.lock();
+        if st.waiters > 0 {
+            waited = true;
+            assert!(
+                st.buffer_used_bytes() <= cap,
+                "no overshoot with one committer"
+            );
+            break;
+        }
+    }
+    assert!(waited, "the committer never waited for the buffer");
+    drop(io);
+    committer.join().unwrap();
+    assert_eq!(
+        log.head()[0],
+        40 * b.bytes() as u64,
+        "LSNs are contiguous across blocks"
+    );
+    let u = log.usage()[0];
+    assert!(u.buffer_high_bytes <= cap);
+    log.seal_and_sync().unwrap();
+}
+
+#[test]
+fn fdatasync_failure_is_returned_and_never_retried() {
+    let (m, fs) = mem();
+    let c = cfg(2, 3, 8, 4);
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    append_all(&log, 1, &[rec(1, 1, 1, 100)]);
+    m.set_faults(Faults {
+        fail_syncs: true,
+        ..Faults::default()
+    });
+    let e = log.seal_and_sync().unwrap_err();
+    assert_eq!(e.code, 1509);
+    assert!(
+        e.message.contains("fdatasync") && e.message.contains("D9/DBLQH"),
+        "{e}"
+    );
+    m.set_faults(Faults::default());
+    let syncs = m.stats().syncs;
+    assert_eq!(log.seal_and_sync().unwrap_err(), e, "sticky");
+    assert_eq!(m.stats().syncs, syncs, "no second fdatasync");
+}
+
+#[test]
+fn create_refuses_existing_files_and_cleans_up_after_enospc() {
+    let (m, fs) = mem();
+    let c = cfg(2, 3, 8, 4);
+    m.set_faults(Faults {
+        capacity_bytes: Some(4 * 9 * BLOCK_BYTES as u64),
+        ..Faults::default()
+    });
+    let e = RedoLog::create(fs.clone(), &dir(), c.clone())
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 1509);
+    assert!(
+        e.message.contains("No space") || e.message.contains("os error 28"),
+        "{e}"
+    );
+    assert!(m.paths().is_empty(), "files removed: {:?}", m.paths());
+    m.set_faults(Faults::default());
+    let log = RedoLog::create(fs.clone(), &dir(), c.clone()).unwrap();
+    assert_eq!(m.paths().len(), 6);
+    assert!(m.paths().contains(&dir().join("D9/DBLQH/S2.FragLog")));
+    drop(log);
+    let e = RedoLog::create(fs, &dir(), c).err().unwrap();
+    assert_eq!(e.code, 760);
+}
+
+#[test]
+fn fill_hook_fires_at_each_step_and_rearms_after_release() {
+    let (_m, fs) = mem();
+    let c = cfg(2, 2, 25, 8);
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    log.set_fill_hook(Box::new(move |part, pct| s2.lock().push((part, pct))));
+    // 50 blocks; about 22 of them filled in part 1.
+    for gci in 1..=22 {
+        append_all(&log, 1, &[rec(gci, 1, 1, PAYLOAD_BYTES - 28)]);
+    }
+    let steps: Vec<(u32, u32)> = seen.lock().clone();
+    assert_eq!(
+        steps.iter().map(|s| s.1 / 10).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert!(steps.iter().all(|s| s.0 == 1));
+    seen.lock().clear();
+    log.release_before(1, log.head()[1]);
+    for gci in 23..=28 {
+        append_all(&log, 1, &[rec(gci, 1, 1, PAYLOAD_BYTES - 28)]);
+    }
+    assert_eq!(
+        seen.lock().iter().map(|s| s.1 / 10).collect::<Vec<_>>(),
+        vec![1]
+    );
+}
+
+#[test]
+fn assign_part_spreads_fragments_and_avoids_loaded_parts() {
+    let (_m, fs) = mem();
+    let c = cfg(4, 2, 25, 8);
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    let first: Vec<u32> = (0..4).map(|_| log.assign_part()).collect();
+    let mut sorted = first.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![0, 1, 2, 3], "one fragment per part first");
+    for _ in 0..4 {
+        log.assign_part();
+    }
+    assert!(log.usage().iter().all(|u| u.fragments == 2));
+    // Part 2 carries a hot fragment: a third of its files in use.
+    for gci in 1..=17 {
+        append_all(&log, 2, &[rec(gci, 1, 1, PAYLOAD_BYTES - 28)]);
+    }
+    let next: Vec<u32> = (0..6).map(|_| log.assign_part()).collect();
+    assert!(!next.contains(&2), "{next:?}");
+    assert!(
+        log.usage()
+            .iter()
+            .enumerate()
+            .all(|(p, u)| u.fragments == if p == 2 { 2 } else { 4 })
+    );
+    // Once a checkpoint frees part 2, it gets the next fragments again.
+    log.release_before(2, log.head()[2]);
+    assert_eq!(log.assign_part(), 2);
+}
+
+#[test]
+fn open_continues_after_head_and_replay_sees_old_and_new_records() {
+    let (m, fs) = mem();
+    let c = cfg(2, 3, 12, 8);
+    let log = RedoLog::create(fs.clone(), &dir(), c.clone()).unwrap();
+    let mut per_part: Vec<Vec<Rec>> = vec![Vec::new(); 2];
+    for gci in 1..=3u64 {
+        for part in 0..2u32 {
+            let recs: Vec<Rec> = (0..3)
+                .map(|i| rec(gci, part, i, 900 * (i as usize + 1)))
+                .collect();
+            append_all(&log, part, &recs);
+            per_part[part as usize].extend(recs);
+        }
+        log.seal_and_sync().unwrap();
+    }
+    let durable = log.durable();
+    drop(log);
+    let (got, stats) = replay_all(&m, &c, &[0, 0], &durable, 3).unwrap();
+    assert_eq!(got, merged(&per_part));
+    let end = stats.end();
+    assert_eq!(end, durable);
+    let log = RedoLog::open(fs.clone(), &dir(), c.clone(), &[0, 0], &end).unwrap();
+    assert_eq!(log.head(), end, "appending continues at the end");
+    for gci in 4..=5u64 {
+        for part in 0..2u32 {
+            let recs: Vec<Rec> = (0..2).map(|i| rec(gci, part + 5, i, 2500)).collect();
+            append_all(&log, part, &recs);
+            per_part[part as usize].extend(recs);
+        }
+        log.seal_and_sync().unwrap();
+    }
+    let durable = log.durable();
+    drop(log);
+    let (got, stats) = replay_all(&m, &c, &[0, 0], &durable, 5).unwrap();
+    assert_eq!(got, merged(&per_part));
+    assert!(stats.parts.iter().all(|p| p.records_abandoned == 0));
+    // Open with mismatching arguments or geometry is refused.
+    let e = RedoLog::open(fs.clone(), &dir(), c.clone(), &[0], &[0])
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 4118);
+    let mut c2 = c.clone();
+    c2.file_size_bytes *= 2;
+    let e = RedoLog::open(fs, &dir(), c2, &[0, 0], &[0, 0])
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 896, "{e}");
+    assert!(e.message.contains("initial restart"), "{e}");
+}
+
+#[test]
+fn records_after_the_restart_cut_are_voided_even_when_gcis_are_reused() {
+    let (m, fs) = mem();
+    let c = cfg(1, 3, 16, 8);
+    let log = RedoLog::create(fs.clone(), &dir(), c.clone()).unwrap();
+    let old12: Vec<Rec> = (1..=2u64)
+        .flat_map(|g| (0..3).map(move |i| rec(g, 1, i, 1000)))
+        .collect();
+    append_all(&log, 0, &old12[..3]);
+    log.seal_and_sync().unwrap();
+    append_all(&log, 0, &old12[3..]);
+    // gci 3 was written and synced on this node but never became restorable.
+    let old3: Vec<Rec> = (0..6)
+        .map(|i| rec(3, 1, i, if i == 0 { 100 } else { 3000 }))
+        .collect();
+    append_all(&log, 0, &old3);
+    let durable = log.seal_and_sync().unwrap();
+    drop(log);
+    // Restart to gci 2: gci 3 is cut.
+    let (got, stats) = replay_all(&m, &c, &[0], &durable, 2).unwrap();
+    assert_eq!(got, old12);
+    assert_eq!(stats.parts[0].records_after_cut, 6);
+    let cut = stats.end();
+    assert!(cut[0] < durable[0] && cut[0] % payload_lsn() != 0);
+    // Crash during the restart, before anything new: the same again.
+    drop(RedoLog::open(fs.clone(), &dir(), c.clone(), &[0], &cut).unwrap());
+    let (got, stats) = replay_all(&m, &c, &[0], &durable, 2).unwrap();
+    assert_eq!(got, old12);
+    assert_eq!(stats.end(), durable, "the void range is skipped");
+    // In the cut's block: one void record, one cut off by the skipped blocks.
+    assert_eq!(
+        (
+            stats.parts[0].records_voided,
+            stats.parts[0].records_abandoned
+        ),
+        (1, 1)
+    );
+    assert_eq!(
+        stats.parts[0].blocks_read, 2,
+        "blocks inside the cut are not read"
+    );
+    // The restarted node reuses gci 3 (and 4) for new, smaller transactions.
+    let log = RedoLog::open(fs.clone(), &dir(), c.clone(), &[0], &stats.end()).unwrap();
+    let new34: Vec<Rec> = (3..=4u64).map(|g| rec(g, 9, 9, 200)).collect();
+    append_all(&log, 0, &new34[..1]);
+    log.seal_and_sync().unwrap();
+    append_all(&log, 0, &new34[1..]);
+    let durable2 = log.seal_and_sync().unwrap();
+    drop(log);
+    let (got, stats) = replay_all(&m, &c, &[0], &durable2, 4).unwrap();
+    let mut want = old12.clone();
+    want.extend(new34);
+    assert_eq!(got, want, "old gci 3 records are void");
+    assert_eq!(
+        (
+            stats.parts[0].records_voided,
+            stats.parts[0].records_abandoned
+        ),
+        (1, 1)
+    );
+    assert_eq!(stats.parts[0].records_out_of_order, 0);
+}
+
+#[test]
+fn replay_from_inside_the_log_skips_earlier_records() {
+    let (m, fs) = mem();
+    let c = cfg(1, 2, 16, 8);
+    let log = RedoLog::create(fs, &dir(), c.clone()).unwrap();
+    let a: Vec<Rec> = (0..7).map(|i| rec(1, 1, i, 1700)).collect();
+    let b: Vec<Rec> = (0..7).map(|i| rec(2, 1, i, 1700)).collect();
+    append_all(&log, 0, &a);
+    // An LCP starts here: its tail is the head at that moment (mid-block).
+    let from = log.head()[0];
+    assert_ne!(from % payload_lsn(), 0);
+    append_all(&log, 0, &b);
+    let durable = log.seal_and_sync().unwrap();
+    log.release_before(0, from);
+    drop(log);
+    let (got, stats) = replay_all(&m, &c, &[from], &durable, 2).unwrap();
+    assert_eq!(got, b);
+    assert!(stats.parts[0].records_before_from >= 1);
+}
+
+#[test]
+fn real_files_round_trip_reopen_and_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("ndb_2_fs");
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
+    let c = cfg(2, 3, 8, 4);
+    let log = RedoLog::create(fs.clone(), &d, c.clone()).unwrap();
+    assert!(d.join("D8/DBLQH/S0.FragLog").exists() && d.join("D9/DBLQH/S2.FragLog").exists());
+    let mut per_part: Vec<Vec<Rec>> = vec![Vec::new(); 2];
+    for gci in 1..=4u64 {
+        let part = log.assign_part();
+        let recs: Vec<Rec> = (0..5).map(|i| rec(gci, part, i, 1200)).collect();
+        append_all(&log, part, &recs);
+        per_part[part as usize].extend(recs);
+        log.seal_and_sync().unwrap();
+    }
+    let durable = log.durable();
+    drop(log);
+    let mut got = Vec::new();
+    let stats = replay(&*fs, &d, &c, &[0, 0], &durable, 4, &mut |h, p| {
+        got.push((*h, p.to_vec()));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got, merged(&per_part));
+    let log = RedoLog::open(fs.clone(), &d, c.clone(), &[0, 0], &stats.end()).unwrap();
+    let r = rec(5, 3, 3, 5000);
+    append_all(&log, 1, std::slice::from_ref(&r));
+    per_part[1].push(r);
+    let durable = log.seal_and_sync().unwrap();
+    drop(log);
+    let mut got = Vec::new();
+    replay(&*fs, &d, &c, &[0, 0], &durable, 5, &mut |h, p| {
+        got.push((*h, p.to_vec()));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got, merged(&per_part));
+}
+
+#[test]
+fn concurrent_committers_and_group_commits_lose_nothing() {
+    use std::sync::atomic::AtomicU64;
+    let (m, fs) = mem();
+    let c = cfg(4, 4, 128, 8);
+    let log = RedoLog::create(fs, &dir(), c.clone()).unwrap();
+    let gci = Arc::new(AtomicU64::new(1));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sealer = {
+        let (log, gci, stop) = (log.clone(), gci.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                log.seal_and_sync().unwrap();
+                gci.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
+    let workers: Vec<_> = (0..4u32)
+        .map(|t| {
+            let (log, gci) = (log.clone(), gci.clone());
+            std::thread::spawn(move || {
+                let part = log.assign_part();
+                let mut mine = Vec::new();
+                let mut b = EncodedRecords::new();
+                for seq in 0..300u32 {
+                    b.clear();
+                    let n = 1 + seq % 3;
+                    for k in 0..n {
+                        let g = gci.load(Ordering::SeqCst);
+                        let r = rec(
+                            g,
+                            t,
+                            seq * 4 + k,
+                            100 + ((seq * 37 + k * 11) % 1900) as usize,
+                        );
+                        b.push(&r.0, &r.1);
+                        mine.push(r);
+                    }
+                    log.wait_for_room(part, b.bytes()).unwrap();
+                    log.append(part, &b);
+                }
+                (part, mine)
+            })
+        })
+        .collect();
+    let mut per_part: Vec<Vec<Rec>> = vec![Vec::new(); 4];
+    for w in workers {
+        let (part, mine) = w.join().unwrap();
+        per_part[part as usize].extend(mine);
+    }
+    stop.store(true, Ordering::SeqCst);
+    sealer.join().unwrap();
+    let durable = log.seal_and_sync().unwrap();
+    assert!(log.usage().iter().all(|u| u.fragments == 1));
+    drop(log);
+    let (got, stats) = replay_all(&m, &c, &[0; 4], &durable, u64::MAX).unwrap();
+    assert_eq!(got.len(), per_part.iter().map(Vec::len).sum::<usize>());
+    assert_eq!(got, merged(&per_part));
+    assert!(
+        stats
+            .parts
+            .iter()
+            .all(|p| p.records_abandoned == 0 && p.records_out_of_order == 0)
+    );
 }
