@@ -8,7 +8,7 @@
 //!   FragmentLogFileSize (`D<8+part>/DBLQH/S<n>.FragLog`, NDB's names) and a share of
 //!   RedoBuffer.
 //! - [`Lsn`]: per part, the position in the part's stream of 4 KB blocks' payloads
-//!   (block `k` holds LSNs `k x 4040 ..`); it starts at 0 and never wraps; the ring
+//!   (block `k` holds LSNs `k x 4048 ..`); it starts at 0 and never wraps; the ring
 //!   position is `block mod ring_blocks`.
 //! - Commit path: [`EncodedRecords`] are built without locks, [`RedoLog::wait_for_room`]
 //!   applies back-pressure (1221 buffer / 410 files after RedoOverCommitLimit), and
@@ -18,12 +18,16 @@
 //!   and fdatasyncs (the GCP's group commit). [`RedoLog::release_before`] frees space
 //!   after a local checkpoint.
 //! - [`replay`] reads the parts back at system restart, verifying every checksum, and
-//!   hands the records to the caller merged by GCI.
+//!   hands the records to the caller merged by GCI; [`RedoLog::open`] then continues
+//!   after the valid log and records a *restart cut* so that what was written after
+//!   the restart point is never replayed again (`restarts.rs`).
 //!
-//! Invariants: per part `tail <= durable <= head`, `head - tail` never exceeds the
-//! ring (the writer never overwrites a block at or after the tail's block); a block is
-//! written once; the first I/O error is sticky (returned by every later
-//! `seal_and_sync`; an fsync is never retried).
+//! Invariants: per part `tail <= durable <= head`; the writer never writes a block at
+//! or beyond `tail / PAYLOAD + ring_blocks` (a committer that appended without room
+//! leaves its blocks in the buffer until a checkpoint releases space), so live blocks
+//! are never overwritten; a block is written once, so a durable block is never
+//! rewritten; the first I/O error is sticky (returned by every later `seal_and_sync`;
+//! an fsync is never retried).
 //!
 //! Lock order: `assign` -> part `io` -> part `state` -> writer `ctl`; `sticky` and
 //! `hook` are leaves. No lock is held while the fill hook runs. Parts are independent:
@@ -36,6 +40,8 @@ mod replay;
 mod restarts;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_crash;
 mod writer;
 
 use std::path::Path;

@@ -11,9 +11,9 @@ use parking_lot::Mutex;
 use super::*;
 use crate::disk::io::{Faults, MemFileSystem, OsFileSystem};
 
-type Rec = (RecordHeader, Vec<u8>);
+pub(super) type Rec = (RecordHeader, Vec<u8>);
 
-fn cfg(parts: u32, files: u32, blocks_per_file: u64, buffer_blocks: u64) -> RedoConfig {
+pub(super) fn cfg(parts: u32, files: u32, blocks_per_file: u64, buffer_blocks: u64) -> RedoConfig {
     RedoConfig {
         parts,
         files_per_part: files,
@@ -24,18 +24,18 @@ fn cfg(parts: u32, files: u32, blocks_per_file: u64, buffer_blocks: u64) -> Redo
     }
 }
 
-fn dir() -> PathBuf {
+pub(super) fn dir() -> PathBuf {
     PathBuf::from("/fs/ndb_2_fs")
 }
 
-fn mem() -> (MemFileSystem, Arc<dyn FileSystem>) {
+pub(super) fn mem() -> (MemFileSystem, Arc<dyn FileSystem>) {
     let m = MemFileSystem::new();
     let fs: Arc<dyn FileSystem> = Arc::new(m.clone());
     (m, fs)
 }
 
 /// A record whose payload is derived from its identity (so a mix-up shows).
-fn rec(gci: u64, table_id: u32, fragment_id: u32, len: usize) -> Rec {
+pub(super) fn rec(gci: u64, table_id: u32, fragment_id: u32, len: usize) -> Rec {
     let h = RecordHeader {
         gci,
         table_id,
@@ -72,7 +72,7 @@ fn replay_all(
 }
 
 /// The order replay must produce: by gci, equal gcis by part, then log order.
-fn merged(per_part: &[Vec<Rec>]) -> Vec<Rec> {
+pub(super) fn merged(per_part: &[Vec<Rec>]) -> Vec<Rec> {
     let mut all: Vec<(u64, usize, usize, Rec)> = Vec::new();
     for (p, recs) in per_part.iter().enumerate() {
         for (i, r) in recs.iter().enumerate() {
@@ -91,7 +91,16 @@ fn round_trip_across_blocks_files_and_parts_merged_by_gci() {
     assert_eq!(log.parts(), 3);
     let mut per_part: Vec<Vec<Rec>> = vec![Vec::new(); 3];
     let mut durable = Vec::new();
-    let sizes = [0usize, 10, 100, 3000, 4040, 9000, 17];
+    let sizes = [
+        0usize,
+        10,
+        100,
+        3000,
+        PAYLOAD_BYTES - 28,
+        PAYLOAD_BYTES - 27,
+        9000,
+        17,
+    ];
     let mut n = 0usize;
     for gci in 1..=6u64 {
         for part in 0..3u32 {
