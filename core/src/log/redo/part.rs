@@ -50,6 +50,7 @@ impl BufBlock {
 pub(crate) struct PartState {
     pub blocks: VecDeque<BufBlock>,
     spare: Vec<Box<[u8]>>,
+    spare_limit: usize,
     pub head: Lsn,
     pub tail: Lsn,
     pub durable: Lsn,
@@ -65,13 +66,15 @@ pub(crate) struct PartState {
 }
 
 impl PartState {
-    /// A part whose next block starts at `head` (a block boundary).
-    pub fn new(head: Lsn, tail: Lsn) -> PartState {
+    /// A part whose next block starts at `head` (a block boundary), keeping up to
+    /// `buffer_blocks` block buffers for reuse.
+    pub fn new(head: Lsn, tail: Lsn, buffer_blocks: usize) -> PartState {
         assert_eq!(head % PAYLOAD, 0, "a part starts on a block boundary");
         assert!(tail <= head, "tail after head");
         PartState {
             blocks: VecDeque::new(),
             spare: Vec::new(),
+            spare_limit: buffer_blocks,
             head,
             tail,
             durable: head,
@@ -178,7 +181,8 @@ impl PartState {
             }
         }
         self.written_block += n as u64;
-        self.spare.truncate(WRITE_BATCH_BLOCKS);
+        // Keep a buffer's worth of block buffers: no allocation in steady state.
+        self.spare.truncate(self.spare_limit);
     }
 }
 

@@ -96,7 +96,7 @@ pub fn replay(
     }
     let mut readers = Vec::new();
     for p in 0..geo.parts {
-        let files = super::open_part_files(fs, dir, &geo, p)?;
+        let files = super::open::open_part_files(fs, dir, &geo, p)?;
         readers.push(PartReader::new(
             p,
             geo,
