@@ -259,6 +259,36 @@ impl RedoLog {
         }))
     }
 
+    /// Whether a REDO log exists under `dir` (part 0's first file).
+    pub fn exists(fs: &dyn FileSystem, dir: &Path) -> bool {
+        fs.exists(&file_path(dir, 0, 0))
+    }
+
+    /// Initial start: remove every REDO log file under `dir` (whatever the geometry it
+    /// was created with) and the restart cuts; returns the paths removed.
+    pub fn remove_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+        let mut removed = Vec::new();
+        let mut remove = |path: std::path::PathBuf| -> Result<()> {
+            fs.remove(&path).map_err(|e| {
+                codes::file_system_error(format_args!("remove {}: {e}", path.display()))
+            })?;
+            removed.push(path);
+            Ok(())
+        };
+        for p in 0..MAX_LOG_PARTS {
+            let mut f = 0;
+            while fs.exists(&file_path(dir, p, f)) {
+                remove(file_path(dir, p, f))?;
+                f += 1;
+            }
+            let cuts = restarts::path(dir, p);
+            if fs.exists(&cuts) {
+                remove(cuts)?;
+            }
+        }
+        Ok(removed)
+    }
+
     pub fn parts(&self) -> u32 {
         self.inner.geo.parts
     }

@@ -512,3 +512,43 @@ fn concurrent_committers_and_group_commits_lose_nothing() {
             .all(|p| p.records_abandoned == 0 && p.records_out_of_order == 0)
     );
 }
+
+#[test]
+fn config_from_the_data_node_section() {
+    use crate::config::ClusterConfig;
+    let defaults =
+        ClusterConfig::parse("[ndbd default]\nNoOfReplicas=1\n[ndbd]\n", "config.ini").unwrap();
+    let c = RedoConfig::from_node(&defaults.data_nodes[0]);
+    assert_eq!(
+        c,
+        RedoConfig {
+            parts: 4,
+            files_per_part: 16,
+            file_size_bytes: 16 << 20,
+            buffer_bytes: 32 << 20,
+            init_full: false,
+            overload_limit_ms: 20_000,
+        }
+    );
+    let geo = c.geometry().unwrap();
+    assert_eq!(geo.buffer_blocks, (8 << 20) / BLOCK_BYTES);
+    assert_eq!(geo.ring_blocks, 16 * 4095);
+    let text = "[ndbd default]\nNoOfReplicas=1\nNoOfFragmentLogParts=8\nNoOfFragmentLogFiles=3\n\
+                FragmentLogFileSize=4M\nRedoBuffer=8M\nInitFragmentLogFiles=full\nRedoOverCommitLimit=5\n[ndbd]\n";
+    let set = ClusterConfig::parse(text, "config.ini").unwrap();
+    let c = RedoConfig::from_node(&set.data_nodes[0]);
+    assert_eq!(
+        (
+            c.parts,
+            c.files_per_part,
+            c.file_size_bytes,
+            c.buffer_bytes,
+            c.init_full,
+            c.overload_limit_ms
+        ),
+        (8, 3, 4 << 20, 8 << 20, true, 5_000)
+    );
+    let mut bad = c.clone();
+    bad.parts = 33;
+    assert_eq!(bad.geometry().unwrap_err().code, 5000);
+}

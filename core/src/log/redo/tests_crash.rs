@@ -177,7 +177,7 @@ fn random_crashes_and_restarts_keep_exactly_the_restorable_gcis() {
         run_seed(seed);
         return;
     }
-    for seed in 0..150 {
+    for seed in 0..100 {
         run_seed(seed);
     }
 }

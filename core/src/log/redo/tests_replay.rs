@@ -277,3 +277,21 @@ fn real_files_round_trip_reopen_and_replay() {
     .unwrap();
     assert_eq!(got, merged(&per_part));
 }
+
+#[test]
+fn initial_start_removes_every_log_file() {
+    let (m, fs) = mem();
+    assert!(!RedoLog::exists(&*fs, &dir()));
+    let c = cfg(2, 3, 8, 4);
+    let log = RedoLog::create(fs.clone(), &dir(), c.clone()).unwrap();
+    append_all(&log, 0, &[rec(1, 1, 1, 10)]);
+    let end = log.seal_and_sync().unwrap();
+    drop(log);
+    drop(RedoLog::open(fs.clone(), &dir(), c.clone(), &[0, 0], &end).unwrap());
+    assert!(RedoLog::exists(&*fs, &dir()));
+    let removed = RedoLog::remove_files(&*fs, &dir()).unwrap();
+    assert_eq!(removed.len(), 6 + 2, "six log files and two restart files");
+    assert!(m.paths().is_empty());
+    assert!(!RedoLog::exists(&*fs, &dir()));
+    RedoLog::create(fs, &dir(), c).unwrap();
+}
