@@ -552,3 +552,37 @@ fn config_from_the_data_node_section() {
     bad.parts = 33;
     assert_eq!(bad.geometry().unwrap_err().code, 5000);
 }
+
+#[test]
+fn background_writer_drains_full_blocks_between_group_commits() {
+    let (m, fs) = mem();
+    let c = cfg(1, 3, 64, 64);
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    let (writes_before, syncs_before) = (m.stats().writes, m.stats().syncs);
+    // 40 full blocks, no seal_and_sync.
+    for gci in 1..=40 {
+        append_all(&log, 0, &[rec(gci, 1, 1, PAYLOAD_BYTES - 28)]);
+    }
+    let mut drained = false;
+    for _ in 0..500 {
+        if log.usage()[0].buffer_used_bytes < 16 * payload_lsn() {
+            drained = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(
+        drained,
+        "buffer still holds {} bytes",
+        log.usage()[0].buffer_used_bytes
+    );
+    let s = m.stats();
+    assert!(s.writes > writes_before, "the writer wrote");
+    assert_eq!(s.syncs, syncs_before, "the writer never fdatasyncs");
+    assert_eq!(
+        log.durable(),
+        vec![0],
+        "nothing is durable before a group commit"
+    );
+    assert_eq!(log.seal_and_sync().unwrap(), log.head());
+}
