@@ -186,12 +186,6 @@ impl PartState {
     }
 }
 
-/// A log block copied out for writing.
-#[derive(Clone, Copy)]
-struct Meta {
-    h: BlockHeader,
-}
-
 /// The part's files (under `Part::io`).
 pub(crate) struct PartIo {
     pub files: Vec<Arc<dyn DiskFile>>,
@@ -199,7 +193,8 @@ pub(crate) struct PartIo {
     pub prev_crc: u32,
     dirty: Vec<bool>,
     scratch: Vec<u8>,
-    metas: Vec<Meta>,
+    /// Headers of the blocks in `scratch`.
+    metas: Vec<BlockHeader>,
 }
 
 /// What a write pass did.
@@ -270,35 +265,32 @@ impl Part {
                         &mut io.scratch[i * BLOCK_BYTES + BLOCK_HEADER_BYTES..][..PAYLOAD_BYTES];
                     dst[..b.used as usize].copy_from_slice(&b.data[..b.used as usize]);
                     let (file_no, page_no) = geo.location(b.block_no);
-                    io.metas.push(Meta {
-                        h: BlockHeader {
-                            part: self.no,
-                            lsn: b.block_no * PAYLOAD,
-                            used: b.used,
-                            first_record_offset: b.first_record_offset,
-                            prev_crc: 0,
-                            file_no,
-                            page_no,
-                        },
+                    io.metas.push(BlockHeader {
+                        part: self.no,
+                        lsn: b.block_no * PAYLOAD,
+                        used: b.used,
+                        first_record_offset: b.first_record_offset,
+                        prev_crc: 0,
+                        file_no,
+                        page_no,
                     });
                 }
             }
             // Seal outside the lock, chaining each block to the previous one.
             let n = io.metas.len();
             for i in 0..n {
-                let mut h = io.metas[i].h;
-                h.prev_crc = io.prev_crc;
+                io.metas[i].prev_crc = io.prev_crc;
+                let h = io.metas[i];
                 io.prev_crc = seal_block(&mut io.scratch[i * BLOCK_BYTES..][..BLOCK_BYTES], &h);
-                io.metas[i].h = h;
             }
             // One write per run of consecutive pages of one file.
             let mut i = 0;
             while i < n {
-                let (file_no, page_no) = (io.metas[i].h.file_no, io.metas[i].h.page_no);
+                let (file_no, page_no) = (io.metas[i].file_no, io.metas[i].page_no);
                 let mut j = i + 1;
                 while j < n
-                    && io.metas[j].h.file_no == file_no
-                    && io.metas[j].h.page_no == page_no + (j - i) as u32
+                    && io.metas[j].file_no == file_no
+                    && io.metas[j].page_no == page_no + (j - i) as u32
                 {
                     j += 1;
                 }

@@ -295,3 +295,31 @@ fn initial_start_removes_every_log_file() {
     assert!(!RedoLog::exists(&*fs, &dir()));
     RedoLog::create(fs, &dir(), c).unwrap();
 }
+
+#[test]
+fn restart_inside_a_block_that_never_reached_the_disk() {
+    let (m, fs) = mem();
+    let c = cfg(1, 3, 8, 8);
+    let log = RedoLog::create(fs.clone(), &dir(), c.clone()).unwrap();
+    append_all(&log, 0, &[rec(1, 1, 1, 300)]);
+    let durable = log.seal_and_sync().unwrap();
+    append_all(&log, 0, &[rec(2, 1, 1, 300)]);
+    // A checkpoint's tail inside the open block, then a crash before any write.
+    let from = log.head();
+    assert_ne!(from[0] % payload_lsn(), 0);
+    std::mem::forget(log);
+    let (got, stats) = replay_all(&m, &c, &from, &durable, 5).unwrap();
+    assert!(got.is_empty());
+    assert_eq!(stats.end(), from);
+    let log = RedoLog::open(fs.clone(), &dir(), c.clone(), &from, &from).unwrap();
+    assert_eq!(
+        log.head()[0],
+        from[0].div_ceil(payload_lsn()) * payload_lsn()
+    );
+    let r3 = rec(2, 7, 7, 5000);
+    append_all(&log, 0, std::slice::from_ref(&r3));
+    let durable = log.seal_and_sync().unwrap();
+    drop(log);
+    let (got, _) = replay_all(&m, &c, &from, &durable, 5).unwrap();
+    assert_eq!(got, vec![r3]);
+}
