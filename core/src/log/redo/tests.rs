@@ -586,3 +586,23 @@ fn background_writer_drains_full_blocks_between_group_commits() {
     );
     assert_eq!(log.seal_and_sync().unwrap(), log.head());
 }
+
+#[test]
+fn group_commit_with_nothing_new_does_no_io() {
+    let (m, fs) = mem();
+    let log = RedoLog::create(fs, &dir(), cfg(2, 3, 8, 4)).unwrap();
+    append_all(&log, 0, &[rec(1, 1, 1, 100)]);
+    let d = log.seal_and_sync().unwrap();
+    let s = m.stats();
+    assert_eq!(log.seal_and_sync().unwrap(), d);
+    assert_eq!((m.stats().writes, m.stats().syncs), (s.writes, s.syncs));
+    // One record in part 1 only: one write and one fdatasync, part 0 untouched.
+    append_all(&log, 1, &[rec(2, 1, 1, 100)]);
+    let d2 = log.seal_and_sync().unwrap();
+    assert_eq!(d2[0], d[0]);
+    assert_eq!(d2[1], d[1] + payload_lsn());
+    assert_eq!(
+        (m.stats().writes, m.stats().syncs),
+        (s.writes + 1, s.syncs + 1)
+    );
+}
