@@ -29,9 +29,9 @@
 //! rewritten; the first I/O error is sticky (returned by every later `seal_and_sync`;
 //! an fsync is never retried).
 //!
-//! Lock order: `assign` -> part `io` -> part `state` -> writer `ctl`; `sticky` and
-//! `hook` are leaves. No lock is held while the fill hook runs. Parts are independent:
-//! no operation holds two parts' locks at once.
+//! Lock order: `assign` -> part `io` (several only in part order: `seal_and_sync`
+//! holds every part's until the sync) -> part `state` (never two at once) -> writer
+//! `ctl`; `sticky` and `hook` are leaves. No lock is held while the fill hook runs.
 
 mod config;
 mod format;
@@ -434,51 +434,71 @@ impl RedoLog {
     pub fn seal_and_sync(&self) -> Result<Vec<Lsn>> {
         let inner = &*self.inner;
         inner.check_sticky()?;
-        let mut out = Vec::with_capacity(inner.parts.len());
+        // Seal and write every part, keeping its io lock (taken in part order) until
+        // its files are synced, so that nothing is written between write and sync.
+        let mut guards = Vec::with_capacity(inner.parts.len());
         for p in &inner.parts {
             let mut io = p.io.lock();
-            let upto = {
-                let mut st = p.state.lock();
-                st.seal();
-                st.complete_end()
-            };
-            let mut deadline: Option<Instant> = None;
-            loop {
-                let o = match p.write_out(&mut io, &inner.geo, Some(upto)) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        inner.set_sticky(e.clone());
-                        return Err(e);
-                    }
-                };
-                let mut st = p.state.lock();
-                if st.written_block >= upto {
-                    break;
+            if let Err(e) = self.write_sealed(p, &mut io) {
+                if e.code != 410 {
+                    inner.set_sticky(e.clone());
                 }
-                if !o.blocked_on_space {
-                    continue;
-                }
-                let now = Instant::now();
-                let dl = *deadline.get_or_insert_with(|| {
-                    now + Duration::from_millis(inner.cfg.overload_limit_ms)
-                });
-                if now >= dl {
-                    return Err(codes::redo_log_files_overloaded(format_args!(
-                        "part {}: the ring is full up to the tail at {}",
-                        p.no, st.tail
-                    )));
-                }
-                p.room.wait_until(&mut st, dl);
-            }
-            if let Err(e) = p.sync(&mut io) {
-                inner.set_sticky(e.clone());
                 return Err(e);
             }
-            let mut st = p.state.lock();
-            st.durable = st.durable.max(st.written_block * PAYLOAD);
-            out.push(st.durable);
+            guards.push(io);
         }
-        Ok(out)
+        // fdatasync every file written since the last sync, the files in parallel.
+        let mut files = Vec::new();
+        for (p, io) in inner.parts.iter().zip(guards.iter_mut()) {
+            p.take_dirty(io, &mut files);
+        }
+        if let Err(e) = part::sync_files(&files) {
+            inner.set_sticky(e.clone());
+            return Err(e);
+        }
+        let durable = inner
+            .parts
+            .iter()
+            .map(|p| {
+                let mut st = p.state.lock();
+                st.durable = st.durable.max(st.written_block * PAYLOAD);
+                st.durable
+            })
+            .collect();
+        drop(guards);
+        Ok(durable)
+    }
+
+    /// Seal part `p` and write its blocks up to the seal, waiting for ring space up to
+    /// RedoOverCommitLimit (then 410). Called with `p.io` held.
+    fn write_sealed(&self, p: &Part, io: &mut part::PartIo) -> Result<()> {
+        let inner = &*self.inner;
+        let upto = {
+            let mut st = p.state.lock();
+            st.seal();
+            st.complete_end()
+        };
+        let mut deadline: Option<Instant> = None;
+        loop {
+            let o = p.write_out(io, &inner.geo, Some(upto))?;
+            let mut st = p.state.lock();
+            if st.written_block >= upto {
+                return Ok(());
+            }
+            if !o.blocked_on_space {
+                continue;
+            }
+            let now = Instant::now();
+            let dl = *deadline
+                .get_or_insert_with(|| now + Duration::from_millis(inner.cfg.overload_limit_ms));
+            if now >= dl {
+                return Err(codes::redo_log_files_overloaded(format_args!(
+                    "part {}: the ring is full up to the tail at {}",
+                    p.no, st.tail
+                )));
+            }
+            p.room.wait_until(&mut st, dl);
+        }
     }
 
     /// A local checkpoint no longer needs anything before `lsn` (clamped to the head):

@@ -25,7 +25,7 @@ use super::format::{
     PAYLOAD_BYTES, seal_block,
 };
 use crate::disk::io::DiskFile;
-use crate::error::{NdbError, Result, codes};
+use crate::error::{Result, codes};
 
 /// Blocks copied out and written in one go (256 KB).
 pub(crate) const WRITE_BATCH_BLOCKS: usize = 64;
@@ -315,23 +315,55 @@ impl Part {
         }
     }
 
-    /// fdatasync every file written since the last sync.
-    pub fn sync(&self, io: &mut PartIo) -> Result<()> {
+    /// Hand out the files written since the last sync (to be fdatasynced now).
+    pub fn take_dirty(&self, io: &mut PartIo, out: &mut Vec<DirtyFile>) {
         for (i, d) in io.dirty.iter_mut().enumerate() {
-            if *d {
-                *d = false;
-                io.files[i]
-                    .sync_data()
-                    .map_err(|e| sync_error(self.no, i, e))?;
+            if std::mem::take(d) {
+                out.push(DirtyFile {
+                    part: self.no,
+                    file_no: i as u32,
+                    file: io.files[i].clone(),
+                });
             }
         }
-        Ok(())
     }
 }
 
-fn sync_error(part: u32, file_no: usize, e: std::io::Error) -> NdbError {
-    codes::file_system_error(format_args!(
-        "fdatasync of redo log {}: {e}",
-        file_name(part, file_no as u32)
-    ))
+/// A file to fdatasync.
+pub(crate) struct DirtyFile {
+    part: u32,
+    file_no: u32,
+    file: Arc<dyn DiskFile>,
+}
+
+/// fdatasync the files, in parallel when there are several (one thread each, the
+/// first in the caller's); the first error is returned.
+pub(crate) fn sync_files(files: &[DirtyFile]) -> Result<()> {
+    let sync = |f: &DirtyFile| {
+        f.file.sync_data().map_err(|e| {
+            codes::file_system_error(format_args!(
+                "fdatasync of redo log {}: {e}",
+                file_name(f.part, f.file_no)
+            ))
+        })
+    };
+    let Some((first, rest)) = files.split_first() else {
+        return Ok(());
+    };
+    if rest.is_empty() {
+        return sync(first);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = rest.iter().map(|f| s.spawn(move || sync(f))).collect();
+        let mut result = sync(first);
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(codes::internal("fdatasync thread panicked")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    })
 }

@@ -606,3 +606,27 @@ fn group_commit_with_nothing_new_does_no_io() {
         (s.writes + 1, s.syncs + 1)
     );
 }
+
+#[test]
+fn group_commit_syncs_every_part_once_in_parallel() {
+    let (m, fs) = mem();
+    let log = RedoLog::create(fs, &dir(), cfg(4, 3, 8, 4)).unwrap();
+    for part in 0..4 {
+        append_all(&log, part, &[rec(1, part, 1, 3000)]);
+    }
+    let syncs = m.stats().syncs;
+    let d = log.seal_and_sync().unwrap();
+    assert_eq!(m.stats().syncs, syncs + 4, "one fdatasync per file written");
+    assert_eq!(d, vec![payload_lsn(); 4]);
+    // Every file's fdatasync fails: each was attempted once, one error comes back.
+    for part in 0..4 {
+        append_all(&log, part, &[rec(2, part, 1, 3000)]);
+    }
+    m.set_faults(Faults {
+        fail_syncs: true,
+        ..Faults::default()
+    });
+    let failures = m.stats().injected_failures;
+    assert_eq!(log.seal_and_sync().unwrap_err().code, 1509);
+    assert_eq!(m.stats().injected_failures, failures + 4);
+}
