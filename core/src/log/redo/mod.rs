@@ -148,13 +148,17 @@ pub(crate) fn io_error(what: &str, part: u32, file_no: u32, e: std::io::Error) -
 
 impl RedoLog {
     /// Initial start: create the part directories and files under `dir` (the node's
-    /// file system directory); 760 if a file exists, 1509 if one cannot be created
-    /// (the files created so far are removed).
+    /// file system directory) and write their headers (fdatasynced, in parallel); 760
+    /// if a log file or restarts file exists, 1509 if a file cannot be created (the
+    /// files created so far are removed).
     pub fn create(fs: Arc<dyn FileSystem>, dir: &Path, cfg: RedoConfig) -> Result<Arc<RedoLog>> {
         let geo = cfg.geometry()?;
         for p in 0..geo.parts {
-            for f in 0..geo.files_per_part {
-                let path = file_path(dir, p, f);
+            let cuts = restarts::path(dir, p);
+            for path in (0..geo.files_per_part)
+                .map(|f| file_path(dir, p, f))
+                .chain([cuts])
+            {
                 if fs.exists(&path) {
                     return Err(codes::file_exists(path.display()));
                 }
@@ -162,6 +166,7 @@ impl RedoLog {
         }
         let mut created = Vec::new();
         let mut parts = Vec::new();
+        let mut to_sync = Vec::new();
         let r = (|| -> Result<()> {
             for p in 0..geo.parts {
                 let pdir = part_dir(dir, p);
@@ -183,8 +188,12 @@ impl RedoLog {
                         file_size_bytes: geo.file_size_bytes,
                     });
                     file.write_at(&header, 0)
-                        .and_then(|_| file.sync_data())
                         .map_err(|e| io_error("write header of", p, f, e))?;
+                    to_sync.push(part::DirtyFile {
+                        part: p,
+                        file_no: f,
+                        file: file.clone(),
+                    });
                     files.push(file);
                 }
                 parts.push(Part::new(
@@ -194,7 +203,7 @@ impl RedoLog {
                     PartState::new(0, 0, geo.buffer_blocks),
                 ));
             }
-            Ok(())
+            part::sync_files(&to_sync)
         })();
         if let Err(e) = r {
             for path in &created {

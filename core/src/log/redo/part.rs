@@ -331,31 +331,40 @@ impl Part {
 
 /// A file to fdatasync.
 pub(crate) struct DirtyFile {
-    part: u32,
-    file_no: u32,
-    file: Arc<dyn DiskFile>,
+    pub part: u32,
+    pub file_no: u32,
+    pub file: Arc<dyn DiskFile>,
 }
 
-/// fdatasync the files, in parallel when there are several (one thread each, the
-/// first in the caller's); the first error is returned.
+/// Threads fdatasyncing at once (the caller's included).
+const SYNC_THREADS: usize = 8;
+
+/// fdatasync the files, in parallel when there are several (up to [`SYNC_THREADS`]
+/// threads, the caller's among them); every file is synced once, the first error is
+/// returned.
 pub(crate) fn sync_files(files: &[DirtyFile]) -> Result<()> {
-    let sync = |f: &DirtyFile| {
-        f.file.sync_data().map_err(|e| {
-            codes::file_system_error(format_args!(
-                "fdatasync of redo log {}: {e}",
-                file_name(f.part, f.file_no)
-            ))
-        })
+    let sync_stride = |start: usize, k: usize| -> Result<()> {
+        let mut result = Ok(());
+        for f in files.iter().skip(start).step_by(k) {
+            let r = f.file.sync_data().map_err(|e| {
+                codes::file_system_error(format_args!(
+                    "fdatasync of redo log {}: {e}",
+                    file_name(f.part, f.file_no)
+                ))
+            });
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
     };
-    let Some((first, rest)) = files.split_first() else {
-        return Ok(());
-    };
-    if rest.is_empty() {
-        return sync(first);
+    let k = files.len().min(SYNC_THREADS);
+    if k <= 1 {
+        return sync_stride(0, 1);
     }
     std::thread::scope(|s| {
-        let handles: Vec<_> = rest.iter().map(|f| s.spawn(move || sync(f))).collect();
-        let mut result = sync(first);
+        let handles: Vec<_> = (1..k).map(|t| s.spawn(move || sync_stride(t, k))).collect();
+        let mut result = sync_stride(0, k);
         for h in handles {
             let r = h
                 .join()

@@ -323,3 +323,17 @@ fn restart_inside_a_block_that_never_reached_the_disk() {
     let (got, _) = replay_all(&m, &c, &from, &durable, 5).unwrap();
     assert_eq!(got, vec![r3]);
 }
+
+#[test]
+fn create_refuses_a_stale_restarts_file() {
+    let (_m, fs) = mem();
+    fs.create_dir_all(&part_dir(&dir(), 1)).unwrap();
+    fs.write_atomic(&part_dir(&dir(), 1).join("RedoRestarts"), b"old")
+        .unwrap();
+    let e = RedoLog::create(fs.clone(), &dir(), cfg(2, 3, 8, 4))
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 760, "{e}");
+    assert_eq!(RedoLog::remove_files(&*fs, &dir()).unwrap().len(), 1);
+    RedoLog::create(fs, &dir(), cfg(2, 3, 8, 4)).unwrap();
+}
