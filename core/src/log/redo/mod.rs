@@ -49,6 +49,7 @@ mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -95,6 +96,35 @@ pub struct PartUsage {
     pub fragments: u32,
 }
 
+/// Counters since the log was created or opened (all parts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RedoCounters {
+    pub records: u64,
+    pub record_bytes: u64,
+    pub blocks_written: u64,
+    /// Bytes of sealed blocks left unused (the cost of group commits).
+    pub padding_bytes: u64,
+    /// `seal_and_sync` calls that succeeded.
+    pub group_commits: u64,
+    pub fdatasyncs: u64,
+    /// `wait_for_room` calls that had to wait for the buffer / for file space.
+    pub buffer_waits: u64,
+    pub file_waits: u64,
+    /// `wait_for_room` calls that gave up with 1221 / 410.
+    pub buffer_overloads: u64,
+    pub file_overloads: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    group_commits: AtomicU64,
+    fdatasyncs: AtomicU64,
+    buffer_waits: AtomicU64,
+    file_waits: AtomicU64,
+    buffer_overloads: AtomicU64,
+    file_overloads: AtomicU64,
+}
+
 pub(crate) struct Inner {
     pub cfg: RedoConfig,
     pub geo: Geometry,
@@ -104,6 +134,7 @@ pub(crate) struct Inner {
     pub sticky: Mutex<Option<NdbError>>,
     hook: RwLock<Option<Arc<FillHook>>>,
     assign: Mutex<()>,
+    counters: Counters,
 }
 
 impl Inner {
@@ -260,6 +291,7 @@ impl RedoLog {
             sticky: Mutex::new(None),
             hook: RwLock::new(None),
             assign: Mutex::new(()),
+            counters: Counters::default(),
         });
         let handle = writer::spawn(inner.clone())?;
         Ok(Arc::new(RedoLog {
@@ -368,8 +400,14 @@ impl RedoLog {
                 return Ok(());
             }
             let now = Instant::now();
-            let dl = *deadline
-                .get_or_insert_with(|| now + Duration::from_millis(inner.cfg.overload_limit_ms));
+            let dl = *deadline.get_or_insert_with(|| {
+                let waits = match file_ok {
+                    true => &inner.counters.buffer_waits,
+                    false => &inner.counters.file_waits,
+                };
+                waits.fetch_add(1, Ordering::Relaxed);
+                now + Duration::from_millis(inner.cfg.overload_limit_ms)
+            });
             if now >= dl {
                 let detail = format_args!(
                     "part {part}: {bytes} bytes wanted, files {} of {} used, buffer {} of {} used",
@@ -378,11 +416,15 @@ impl RedoLog {
                     st.buffer_used_bytes(),
                     buf_cap
                 );
-                return Err(if file_ok {
-                    codes::redo_buffers_overloaded(detail)
+                let (counter, e) = if file_ok {
+                    let c = &inner.counters.buffer_overloads;
+                    (c, codes::redo_buffers_overloaded(detail))
                 } else {
-                    codes::redo_log_files_overloaded(detail)
-                });
+                    let c = &inner.counters.file_overloads;
+                    (c, codes::redo_log_files_overloaded(detail))
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
             }
             if !buf_ok {
                 st.writer_signalled = true;
@@ -465,6 +507,10 @@ impl RedoLog {
             inner.set_sticky(e.clone());
             return Err(e);
         }
+        let c = &inner.counters;
+        c.fdatasyncs
+            .fetch_add(files.len() as u64, Ordering::Relaxed);
+        c.group_commits.fetch_add(1, Ordering::Relaxed);
         let durable = inner
             .parts
             .iter()
@@ -554,6 +600,28 @@ impl RedoLog {
             .iter()
             .map(|p| p.state.lock().durable)
             .collect()
+    }
+
+    /// Counters since the log was created or opened.
+    pub fn counters(&self) -> RedoCounters {
+        let c = &self.inner.counters;
+        let mut out = RedoCounters {
+            group_commits: c.group_commits.load(Ordering::Relaxed),
+            fdatasyncs: c.fdatasyncs.load(Ordering::Relaxed),
+            buffer_waits: c.buffer_waits.load(Ordering::Relaxed),
+            file_waits: c.file_waits.load(Ordering::Relaxed),
+            buffer_overloads: c.buffer_overloads.load(Ordering::Relaxed),
+            file_overloads: c.file_overloads.load(Ordering::Relaxed),
+            ..RedoCounters::default()
+        };
+        for p in &self.inner.parts {
+            let st = p.state.lock();
+            out.records += st.appended_records;
+            out.record_bytes += st.appended_bytes;
+            out.blocks_written += st.blocks_written;
+            out.padding_bytes += st.padding_bytes;
+        }
+        out
     }
 
     /// Per part: file and buffer space (ndbinfo.logspaces / logbuffers).

@@ -61,6 +61,10 @@ pub(crate) struct PartState {
     pub fill_step: u32,
     pub fragments: u32,
     pub appended_bytes: u64,
+    pub appended_records: u64,
+    pub blocks_written: u64,
+    /// LSNs skipped by seals (the unused rest of sealed blocks).
+    pub padding_bytes: u64,
     pub writer_signalled: bool,
     pub waiters: u32,
 }
@@ -84,6 +88,9 @@ impl PartState {
             fill_step: 0,
             fragments: 0,
             appended_bytes: 0,
+            appended_records: 0,
+            blocks_written: 0,
+            padding_bytes: 0,
             writer_signalled: false,
             waiters: 0,
         }
@@ -136,6 +143,7 @@ impl PartState {
             self.head += n as u64;
         }
         self.appended_bytes += bytes.len() as u64;
+        self.appended_records += records.len() as u64;
         self.high_file_bytes = self.high_file_bytes.max(self.head - self.tail);
         self.high_buffer_bytes = self.high_buffer_bytes.max(self.buffer_used_bytes());
     }
@@ -147,6 +155,7 @@ impl PartState {
             && b.used > 0
         {
             b.sealed = true;
+            self.padding_bytes += u64::from(PAYLOAD_BYTES as u32 - b.used);
             self.head = (b.block_no + 1) * PAYLOAD;
         }
     }
@@ -181,6 +190,7 @@ impl PartState {
             }
         }
         self.written_block += n as u64;
+        self.blocks_written += n as u64;
         // Keep a buffer's worth of block buffers: no allocation in steady state.
         self.spare.truncate(self.spare_limit);
     }

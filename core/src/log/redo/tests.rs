@@ -214,6 +214,11 @@ fn wait_for_room_gives_410_when_the_files_are_full_until_released() {
     };
     assert_eq!(err.code, 410);
     assert!(err.is_temporary());
+    let k = log.counters();
+    assert_eq!(
+        (k.file_waits, k.file_overloads, k.buffer_overloads),
+        (1, 1, 0)
+    );
     // Ten blocks usable (two reserved): ten single-block gcis fit.
     assert_eq!(gci, 11);
     // A checkpoint frees the space: the same commit now goes through at once.
@@ -284,6 +289,9 @@ fn buffer_that_cannot_drain_gives_1221_and_write_errors_are_sticky() {
     };
     assert_eq!(err.code, 1221, "{err}");
     assert!(err.is_temporary());
+    let k = log.counters();
+    assert_eq!((k.buffer_overloads, k.file_overloads), (1, 0));
+    assert!(k.buffer_waits >= 1);
     let u = log.usage()[0];
     assert!(u.buffer_used_bytes + b.bytes() as u64 > u.buffer_capacity_bytes / 2);
     // The group commit reports the write error, and keeps reporting it.
@@ -618,6 +626,16 @@ fn group_commit_syncs_every_part_once_in_parallel() {
     let d = log.seal_and_sync().unwrap();
     assert_eq!(m.stats().syncs, syncs + 4, "one fdatasync per file written");
     assert_eq!(d, vec![payload_lsn(); 4]);
+    let k = log.counters();
+    assert_eq!((k.group_commits, k.fdatasyncs, k.blocks_written), (1, 4, 4));
+    assert_eq!(
+        (k.records, k.record_bytes),
+        (4, 4 * encoded_len(3000) as u64)
+    );
+    assert_eq!(
+        k.padding_bytes,
+        4 * (payload_lsn() - encoded_len(3000) as u64)
+    );
     // Every file's fdatasync fails: each was attempted once, one error comes back.
     for part in 0..4 {
         append_all(&log, part, &[rec(2, part, 1, 3000)]);
