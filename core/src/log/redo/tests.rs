@@ -186,6 +186,11 @@ fn ring_wraps_after_release_before_and_replays_the_live_part() {
     assert_eq!(got, want);
     assert_eq!(stats.parts[0].end, durable[0]);
     assert_eq!(stats.parts[0].records_before_from, 0);
+    let reason = &stats.parts[0].stop_reason;
+    assert!(
+        reason.contains("another lap"),
+        "stopped at an older lap block: {reason}"
+    );
 }
 
 #[test]
