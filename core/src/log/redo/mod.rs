@@ -22,7 +22,7 @@
 //!   after the valid log and records a *restart cut* so that what was written after
 //!   the restart point is never replayed again (`restarts.rs`).
 //!
-//! Invariants: per part `tail <= durable <= head`; the writer never writes a block at
+//! Invariants: per part `tail <= head` and `durable <= head`; the writer never writes a block at
 //! or beyond `tail / PAYLOAD + ring_blocks` (a committer that appended without room
 //! leaves its blocks in the buffer until a checkpoint releases space), so live blocks
 //! are never overwritten; a block is written once, so a durable block is never

@@ -1,7 +1,7 @@
 //! One log part: its buffer of unwritten blocks and positions (`PartState`, under the
 //! `state` mutex) and its files (`PartIo`, under the `io` mutex).
 //!
-//! Positions (LSNs of this part): `tail <= durable <= head` and
+//! Positions (LSNs of this part): `tail <= head`, `durable <= head` and
 //! `written_block x PAYLOAD <= head`; blocks below `written_block` are written (synced
 //! up to `durable`), blocks `written_block..` are in the buffer, the last of them the
 //! open block where `head` is. A block is *complete* when full or sealed; only
