@@ -7,7 +7,7 @@
 //!   0    4 crc32c of bytes 4..4096        0    4 len = 28 + n
 //!   4    4 magic "RDLB"                   4    1 kind
 //!   8    2 format version (1)             5    3 reserved, 0
-//!  10    2 flags (bit 0: RESTART)         8    8 gci
+//!  10    2 flags (0)                      8    8 gci
 //!  12    4 part                          16    4 table_id
 //!  16    8 LSN of payload byte 0         20    4 fragment_id
 //!  24    4 used payload bytes            24    n payload
@@ -16,8 +16,7 @@
 //!  36    4 file_no
 //!  40    4 page_no (block in the file)
 //!  44    4 reserved, 0
-//!  48    8 void_from (RESTART blocks)
-//!  56 4040 payload
+//!  48 4048 payload
 //! ```
 //!
 //! Invariants: [`seal_block`] is the last thing done to a block before it is written;
@@ -31,17 +30,13 @@ use crate::error::{NdbError, codes};
 /// write unit of common SSDs), so a sync pads at most 4 KB per part.
 pub const BLOCK_BYTES: usize = 4096;
 /// Bytes of the block header.
-pub const BLOCK_HEADER_BYTES: usize = 56;
+pub const BLOCK_HEADER_BYTES: usize = 48;
 /// Record bytes one block carries.
 pub const PAYLOAD_BYTES: usize = BLOCK_BYTES - BLOCK_HEADER_BYTES;
 /// `PAYLOAD_BYTES` as an LSN distance.
 pub const PAYLOAD: u64 = PAYLOAD_BYTES as u64;
 /// First-record offset of a block in which no record starts.
 pub const NO_RECORD_START: u32 = u32::MAX;
-/// Block flag: the first block written after `RedoLog::open`. A record of the
-/// previous block left incomplete is abandoned, and records at LSN >= `void_from` in
-/// the previous block are void (they were after the restart's cut).
-pub const FLAG_RESTART: u16 = 1;
 /// Bytes of a record header.
 pub const RECORD_HEADER_BYTES: usize = 24;
 /// Bytes a record adds to its payload (header and checksum).
@@ -178,7 +173,6 @@ pub(crate) fn decode_record(b: &[u8]) -> Result<(RecordHeader, &[u8]), &'static 
 /// The header of a log block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BlockHeader {
-    pub flags: u16,
     pub part: u32,
     /// LSN of payload byte 0 (= block number x PAYLOAD).
     pub lsn: u64,
@@ -190,8 +184,6 @@ pub(crate) struct BlockHeader {
     pub prev_crc: u32,
     pub file_no: u32,
     pub page_no: u32,
-    /// RESTART blocks: records of the previous block at or after this LSN are void.
-    pub void_from: u64,
 }
 
 /// Fill the header of `block` and its checksum; returns the checksum.
@@ -208,7 +200,7 @@ pub(crate) fn seal_block(block: &mut [u8], h: &BlockHeader) -> u32 {
     assert_eq!(h.lsn % PAYLOAD, 0, "block LSN on a block boundary");
     block[4..8].copy_from_slice(BLOCK_MAGIC);
     block[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-    block[10..12].copy_from_slice(&h.flags.to_le_bytes());
+    block[10..12].copy_from_slice(&0u16.to_le_bytes());
     block[12..16].copy_from_slice(&h.part.to_le_bytes());
     block[16..24].copy_from_slice(&h.lsn.to_le_bytes());
     block[24..28].copy_from_slice(&h.used.to_le_bytes());
@@ -217,7 +209,6 @@ pub(crate) fn seal_block(block: &mut [u8], h: &BlockHeader) -> u32 {
     block[36..40].copy_from_slice(&h.file_no.to_le_bytes());
     block[40..44].copy_from_slice(&h.page_no.to_le_bytes());
     block[44..48].copy_from_slice(&0u32.to_le_bytes());
-    block[48..56].copy_from_slice(&h.void_from.to_le_bytes());
     // Bytes after `used` are whatever the buffer held: zero them so the block is a
     // function of its content.
     block[BLOCK_HEADER_BYTES + h.used as usize..].fill(0);
@@ -258,7 +249,6 @@ pub(crate) fn check_block(
         return Err("unknown block format version");
     }
     let h = BlockHeader {
-        flags: u16_at(block, 10),
         part: u32_at(block, 12),
         lsn: u64_at(block, 16),
         used: u32_at(block, 24),
@@ -266,7 +256,6 @@ pub(crate) fn check_block(
         prev_crc: u32_at(block, 32),
         file_no: u32_at(block, 36),
         page_no: u32_at(block, 40),
-        void_from: u64_at(block, 48),
     };
     if h.part != at.part || h.file_no != at.file_no || h.page_no != at.page_no {
         return Err("block belongs to another part, file or page");
@@ -280,11 +269,8 @@ pub(crate) fn check_block(
     if h.first_record_offset != NO_RECORD_START && h.first_record_offset >= h.used {
         return Err("first record offset beyond the used bytes");
     }
-    if h.flags & !FLAG_RESTART != 0 {
+    if u16_at(block, 10) != 0 || u32_at(block, 44) != 0 {
         return Err("unknown block flags");
-    }
-    if h.flags & FLAG_RESTART != 0 && (h.void_from > h.lsn + u64::from(h.used)) {
-        return Err("void_from after the block");
     }
     Ok((h, crc))
 }
@@ -388,7 +374,6 @@ mod tests {
     fn block_seal_check() {
         let mut b = vec![0xeeu8; BLOCK_BYTES];
         let h = BlockHeader {
-            flags: 0,
             part: 1,
             lsn: 5 * PAYLOAD,
             used: 100,
@@ -396,7 +381,6 @@ mod tests {
             prev_crc: 9,
             file_no: 2,
             page_no: 3,
-            void_from: 0,
         };
         let crc = seal_block(&mut b, &h);
         let at = BlockAddr {

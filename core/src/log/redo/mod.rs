@@ -8,7 +8,7 @@
 //!   FragmentLogFileSize (`D<8+part>/DBLQH/S<n>.FragLog`, NDB's names) and a share of
 //!   RedoBuffer.
 //! - [`Lsn`]: per part, the position in the part's stream of 4 KB blocks' payloads
-//!   (block `k` holds LSNs `k x 4040 ..`); it starts at 0 and never wraps; the ring
+//!   (block `k` holds LSNs `k x 4048 ..`); it starts at 0 and never wraps; the ring
 //!   position is `block mod ring_blocks`.
 //! - Commit path: [`EncodedRecords`] are built without locks, [`RedoLog::wait_for_room`]
 //!   applies back-pressure (1221 buffer / 410 files after RedoOverCommitLimit), and
@@ -18,33 +18,44 @@
 //!   and fdatasyncs (the GCP's group commit). [`RedoLog::release_before`] frees space
 //!   after a local checkpoint.
 //! - [`replay`] reads the parts back at system restart, verifying every checksum, and
-//!   hands the records to the caller merged by GCI.
+//!   hands the records to the caller merged by GCI; [`RedoLog::open`] then continues
+//!   after the valid log and records a *restart cut* so that what was written after
+//!   the restart point is never replayed again (`restarts.rs`).
 //!
-//! Invariants: per part `tail <= durable <= head`, `head - tail` never exceeds the
-//! ring (the writer never overwrites a block at or after the tail's block); a block is
-//! written once; the first I/O error is sticky (returned by every later
-//! `seal_and_sync`; an fsync is never retried).
+//! Invariants: per part `tail <= head` and `durable <= head`; the writer never writes a block at
+//! or beyond `tail / PAYLOAD + ring_blocks` (a committer that appended without room
+//! leaves its blocks in the buffer until a checkpoint releases space), so live blocks
+//! are never overwritten; a block is written once, so a durable block is never
+//! rewritten; the first I/O error is sticky (returned by every later `seal_and_sync`;
+//! an fsync is never retried).
 //!
-//! Lock order: `assign` -> part `io` -> part `state` -> writer `ctl`; `sticky` and
-//! `hook` are leaves. No lock is held while the fill hook runs. Parts are independent:
-//! no operation holds two parts' locks at once.
+//! Lock order: `assign` -> part `io` (several only in part order: `seal_and_sync`
+//! holds every part's until the sync) -> part `state` (never two at once) -> writer
+//! `ctl`; `sticky` and `hook` are leaves. No lock is held while the fill hook runs.
 
 mod config;
 mod format;
+mod open;
 mod part;
 mod replay;
+mod restarts;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_crash;
+#[cfg(test)]
+mod tests_replay;
 mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
-use crate::disk::io::{DiskFile, FileSystem};
+use crate::disk::io::FileSystem;
 use crate::error::{NdbError, Result, codes};
 
 pub use config::{MAX_LOG_PARTS, RedoConfig, file_path, part_dir};
@@ -54,7 +65,7 @@ pub use format::{
 pub use replay::{PartReplayStats, ReplayStats, replay};
 
 use config::{Geometry, file_name};
-use format::{BlockAddr, FileHeader, PAYLOAD, check_block, check_file_header, encode_file_header};
+use format::{FileHeader, PAYLOAD, encode_file_header};
 use part::{Part, PartState, WRITE_BATCH_BLOCKS};
 use writer::WriterCtl;
 
@@ -85,6 +96,35 @@ pub struct PartUsage {
     pub fragments: u32,
 }
 
+/// Counters since the log was created or opened (all parts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RedoCounters {
+    pub records: u64,
+    pub record_bytes: u64,
+    pub blocks_written: u64,
+    /// Bytes of sealed blocks left unused (the cost of group commits).
+    pub padding_bytes: u64,
+    /// `seal_and_sync` calls that succeeded.
+    pub group_commits: u64,
+    pub fdatasyncs: u64,
+    /// `wait_for_room` calls that had to wait for the buffer / for file space.
+    pub buffer_waits: u64,
+    pub file_waits: u64,
+    /// `wait_for_room` calls that gave up with 1221 / 410.
+    pub buffer_overloads: u64,
+    pub file_overloads: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    group_commits: AtomicU64,
+    fdatasyncs: AtomicU64,
+    buffer_waits: AtomicU64,
+    file_waits: AtomicU64,
+    buffer_overloads: AtomicU64,
+    file_overloads: AtomicU64,
+}
+
 pub(crate) struct Inner {
     pub cfg: RedoConfig,
     pub geo: Geometry,
@@ -94,6 +134,7 @@ pub(crate) struct Inner {
     pub sticky: Mutex<Option<NdbError>>,
     hook: RwLock<Option<Arc<FillHook>>>,
     assign: Mutex<()>,
+    counters: Counters,
 }
 
 impl Inner {
@@ -129,7 +170,7 @@ pub struct RedoLog {
     writer: Mutex<Option<JoinHandle<()>>>,
 }
 
-fn io_error(what: &str, part: u32, file_no: u32, e: std::io::Error) -> NdbError {
+pub(crate) fn io_error(what: &str, part: u32, file_no: u32, e: std::io::Error) -> NdbError {
     codes::file_system_error(format_args!(
         "{what} redo log {}: {e}",
         file_name(part, file_no)
@@ -138,13 +179,17 @@ fn io_error(what: &str, part: u32, file_no: u32, e: std::io::Error) -> NdbError 
 
 impl RedoLog {
     /// Initial start: create the part directories and files under `dir` (the node's
-    /// file system directory); 760 if a file exists, 1509 if one cannot be created
-    /// (the files created so far are removed).
+    /// file system directory) and write their headers (fdatasynced, in parallel); 760
+    /// if a log file or restarts file exists, 1509 if a file cannot be created (the
+    /// files created so far are removed).
     pub fn create(fs: Arc<dyn FileSystem>, dir: &Path, cfg: RedoConfig) -> Result<Arc<RedoLog>> {
         let geo = cfg.geometry()?;
         for p in 0..geo.parts {
-            for f in 0..geo.files_per_part {
-                let path = file_path(dir, p, f);
+            let cuts = restarts::path(dir, p);
+            for path in (0..geo.files_per_part)
+                .map(|f| file_path(dir, p, f))
+                .chain([cuts])
+            {
                 if fs.exists(&path) {
                     return Err(codes::file_exists(path.display()));
                 }
@@ -153,6 +198,7 @@ impl RedoLog {
         let mut created = Vec::new();
         let mut parts = Vec::new();
         let geo_init_full = cfg.init_full;
+        let mut to_sync = Vec::new();
         let r = (|| -> Result<()> {
             for p in 0..geo.parts {
                 let pdir = part_dir(dir, p);
@@ -178,13 +224,22 @@ impl RedoLog {
                         file_size_bytes: geo.file_size_bytes,
                     });
                     file.write_at(&header, 0)
-                        .and_then(|_| file.sync_data())
                         .map_err(|e| io_error("write header of", p, f, e))?;
+                    to_sync.push(part::DirtyFile {
+                        part: p,
+                        file_no: f,
+                        file: file.clone(),
+                    });
                     files.push(file);
                 }
-                parts.push(Part::new(p, files, 0, PartState::new(0, 0)));
+                parts.push(Part::new(
+                    p,
+                    files,
+                    0,
+                    PartState::new(0, 0, geo.buffer_blocks),
+                ));
             }
-            Ok(())
+            part::sync_files(&to_sync)
         })();
         if let Err(e) = r {
             for path in &created {
@@ -195,9 +250,11 @@ impl RedoLog {
         Self::start(cfg, geo, parts)
     }
 
-    /// After recovery: reopen the files and continue appending at `head[part]` (the
-    /// end returned by [`replay`]), with `tail[part]` the oldest LSN still needed. The
-    /// first block written after open is marked RESTART (see `docs/redo-log.md` §5).
+    /// After recovery: reopen the files and continue appending after `head[part]` (the
+    /// end returned by [`replay`]), with `tail[part]` the oldest LSN still needed.
+    /// Appending resumes in a fresh block after whatever valid log follows `head`; the
+    /// records in between are void from now on (`docs/redo-log.md` §5), recorded in the
+    /// part's `RedoRestarts` file before anything else is written.
     pub fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -216,14 +273,14 @@ impl RedoLog {
         }
         let mut parts = Vec::new();
         for p in 0..geo.parts {
-            let files = open_part_files(&*fs, dir, &geo, p)?;
+            let files = open::open_part_files(&*fs, dir, &geo, p)?;
             let (t, h) = (tail[p as usize], head[p as usize]);
             if t > h || h > (t / PAYLOAD + geo.ring_blocks) * PAYLOAD {
                 return Err(codes::bad_argument(format_args!(
                     "redo log part {p}: tail {t} and head {h} do not fit the ring"
                 )));
             }
-            let (st, prev_crc) = position(&files, &geo, p, t, h)?;
+            let (st, prev_crc) = open::position(&*fs, dir, &files, &geo, p, t, h)?;
             parts.push(Part::new(p, files, prev_crc, st));
         }
         Self::start(cfg, geo, parts)
@@ -239,12 +296,43 @@ impl RedoLog {
             sticky: Mutex::new(None),
             hook: RwLock::new(None),
             assign: Mutex::new(()),
+            counters: Counters::default(),
         });
         let handle = writer::spawn(inner.clone())?;
         Ok(Arc::new(RedoLog {
             inner,
             writer: Mutex::new(Some(handle)),
         }))
+    }
+
+    /// Whether a REDO log exists under `dir` (part 0's first file).
+    pub fn exists(fs: &dyn FileSystem, dir: &Path) -> bool {
+        fs.exists(&file_path(dir, 0, 0))
+    }
+
+    /// Initial start: remove every REDO log file under `dir` (whatever the geometry it
+    /// was created with) and the restart cuts; returns the paths removed.
+    pub fn remove_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+        let mut removed = Vec::new();
+        let mut remove = |path: std::path::PathBuf| -> Result<()> {
+            fs.remove(&path).map_err(|e| {
+                codes::file_system_error(format_args!("remove {}: {e}", path.display()))
+            })?;
+            removed.push(path);
+            Ok(())
+        };
+        for p in 0..MAX_LOG_PARTS {
+            let mut f = 0;
+            while fs.exists(&file_path(dir, p, f)) {
+                remove(file_path(dir, p, f))?;
+                f += 1;
+            }
+            let cuts = restarts::path(dir, p);
+            if fs.exists(&cuts) {
+                remove(cuts)?;
+            }
+        }
+        Ok(removed)
     }
 
     pub fn parts(&self) -> u32 {
@@ -317,8 +405,14 @@ impl RedoLog {
                 return Ok(());
             }
             let now = Instant::now();
-            let dl = *deadline
-                .get_or_insert_with(|| now + Duration::from_millis(inner.cfg.overload_limit_ms));
+            let dl = *deadline.get_or_insert_with(|| {
+                let waits = match file_ok {
+                    true => &inner.counters.buffer_waits,
+                    false => &inner.counters.file_waits,
+                };
+                waits.fetch_add(1, Ordering::Relaxed);
+                now + Duration::from_millis(inner.cfg.overload_limit_ms)
+            });
             if now >= dl {
                 let detail = format_args!(
                     "part {part}: {bytes} bytes wanted, files {} of {} used, buffer {} of {} used",
@@ -327,11 +421,15 @@ impl RedoLog {
                     st.buffer_used_bytes(),
                     buf_cap
                 );
-                return Err(if file_ok {
-                    codes::redo_buffers_overloaded(detail)
+                let (counter, e) = if file_ok {
+                    let c = &inner.counters.buffer_overloads;
+                    (c, codes::redo_buffers_overloaded(detail))
                 } else {
-                    codes::redo_log_files_overloaded(detail)
-                });
+                    let c = &inner.counters.file_overloads;
+                    (c, codes::redo_log_files_overloaded(detail))
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
             }
             if !buf_ok {
                 st.writer_signalled = true;
@@ -392,51 +490,75 @@ impl RedoLog {
     pub fn seal_and_sync(&self) -> Result<Vec<Lsn>> {
         let inner = &*self.inner;
         inner.check_sticky()?;
-        let mut out = Vec::with_capacity(inner.parts.len());
+        // Seal and write every part, keeping its io lock (taken in part order) until
+        // its files are synced, so that nothing is written between write and sync.
+        let mut guards = Vec::with_capacity(inner.parts.len());
         for p in &inner.parts {
             let mut io = p.io.lock();
-            let upto = {
-                let mut st = p.state.lock();
-                st.seal();
-                st.complete_end()
-            };
-            let mut deadline: Option<Instant> = None;
-            loop {
-                let o = match p.write_out(&mut io, &inner.geo, Some(upto)) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        inner.set_sticky(e.clone());
-                        return Err(e);
-                    }
-                };
-                let mut st = p.state.lock();
-                if st.written_block >= upto {
-                    break;
+            if let Err(e) = self.write_sealed(p, &mut io) {
+                if e.code != 410 {
+                    inner.set_sticky(e.clone());
                 }
-                if !o.blocked_on_space {
-                    continue;
-                }
-                let now = Instant::now();
-                let dl = *deadline.get_or_insert_with(|| {
-                    now + Duration::from_millis(inner.cfg.overload_limit_ms)
-                });
-                if now >= dl {
-                    return Err(codes::redo_log_files_overloaded(format_args!(
-                        "part {}: the ring is full up to the tail at {}",
-                        p.no, st.tail
-                    )));
-                }
-                p.room.wait_until(&mut st, dl);
-            }
-            if let Err(e) = p.sync(&mut io) {
-                inner.set_sticky(e.clone());
                 return Err(e);
             }
-            let mut st = p.state.lock();
-            st.durable = st.durable.max(st.written_block * PAYLOAD);
-            out.push(st.durable);
+            guards.push(io);
         }
-        Ok(out)
+        // fdatasync every file written since the last sync, the files in parallel.
+        let mut files = Vec::new();
+        for (p, io) in inner.parts.iter().zip(guards.iter_mut()) {
+            p.take_dirty(io, &mut files);
+        }
+        if let Err(e) = part::sync_files(&files) {
+            inner.set_sticky(e.clone());
+            return Err(e);
+        }
+        let c = &inner.counters;
+        c.fdatasyncs
+            .fetch_add(files.len() as u64, Ordering::Relaxed);
+        c.group_commits.fetch_add(1, Ordering::Relaxed);
+        let durable = inner
+            .parts
+            .iter()
+            .map(|p| {
+                let mut st = p.state.lock();
+                st.durable = st.durable.max(st.written_block * PAYLOAD);
+                st.durable
+            })
+            .collect();
+        drop(guards);
+        Ok(durable)
+    }
+
+    /// Seal part `p` and write its blocks up to the seal, waiting for ring space up to
+    /// RedoOverCommitLimit (then 410). Called with `p.io` held.
+    fn write_sealed(&self, p: &Part, io: &mut part::PartIo) -> Result<()> {
+        let inner = &*self.inner;
+        let upto = {
+            let mut st = p.state.lock();
+            st.seal();
+            st.complete_end()
+        };
+        let mut deadline: Option<Instant> = None;
+        loop {
+            let o = p.write_out(io, &inner.geo, Some(upto))?;
+            let mut st = p.state.lock();
+            if st.written_block >= upto {
+                return Ok(());
+            }
+            if !o.blocked_on_space {
+                continue;
+            }
+            let now = Instant::now();
+            let dl = *deadline
+                .get_or_insert_with(|| now + Duration::from_millis(inner.cfg.overload_limit_ms));
+            if now >= dl {
+                return Err(codes::redo_log_files_overloaded(format_args!(
+                    "part {}: the ring is full up to the tail at {}",
+                    p.no, st.tail
+                )));
+            }
+            p.room.wait_until(&mut st, dl);
+        }
     }
 
     /// A local checkpoint no longer needs anything before `lsn` (clamped to the head):
@@ -485,6 +607,28 @@ impl RedoLog {
             .collect()
     }
 
+    /// Counters since the log was created or opened.
+    pub fn counters(&self) -> RedoCounters {
+        let c = &self.inner.counters;
+        let mut out = RedoCounters {
+            group_commits: c.group_commits.load(Ordering::Relaxed),
+            fdatasyncs: c.fdatasyncs.load(Ordering::Relaxed),
+            buffer_waits: c.buffer_waits.load(Ordering::Relaxed),
+            file_waits: c.file_waits.load(Ordering::Relaxed),
+            buffer_overloads: c.buffer_overloads.load(Ordering::Relaxed),
+            file_overloads: c.file_overloads.load(Ordering::Relaxed),
+            ..RedoCounters::default()
+        };
+        for p in &self.inner.parts {
+            let st = p.state.lock();
+            out.records += st.appended_records;
+            out.record_bytes += st.appended_bytes;
+            out.blocks_written += st.blocks_written;
+            out.padding_bytes += st.padding_bytes;
+        }
+        out
+    }
+
     /// Per part: file and buffer space (ndbinfo.logspaces / logbuffers).
     pub fn usage(&self) -> Vec<PartUsage> {
         let geo = &self.inner.geo;
@@ -530,90 +674,4 @@ impl Drop for RedoLog {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Open the files of part `p` and verify their header blocks.
-pub(crate) fn open_part_files(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    geo: &Geometry,
-    p: u32,
-) -> Result<Vec<Arc<dyn DiskFile>>> {
-    let mut files = Vec::new();
-    for f in 0..geo.files_per_part {
-        let path = file_path(dir, p, f);
-        let file = fs.open(&path).map_err(|e| io_error("open", p, f, e))?;
-        let mut b = vec![0u8; BLOCK_BYTES];
-        file.read_at(&mut b, 0)
-            .map_err(|e| codes::file_read_error(format_args!("{}: {e}", path.display())))?;
-        let want = FileHeader {
-            part: p,
-            file_no: f,
-            files_per_part: geo.files_per_part,
-            file_size_bytes: geo.file_size_bytes,
-        };
-        check_file_header(&b, &want)
-            .map_err(|what| format::corrupt(p, &file_name(p, f), 0, &what))?;
-        files.push(file);
-    }
-    Ok(files)
-}
-
-/// Checksum of log block `block_no` if it is there and verifies.
-fn read_block_crc(
-    files: &[Arc<dyn DiskFile>],
-    geo: &Geometry,
-    part: u32,
-    block_no: u64,
-) -> Result<Option<u32>> {
-    let (file_no, page_no) = geo.location(block_no);
-    let mut b = vec![0u8; BLOCK_BYTES];
-    files[file_no as usize]
-        .read_at(&mut b, u64::from(page_no) * BLOCK_BYTES as u64)
-        .map_err(|e| {
-            codes::file_read_error(format_args!("redo log {}: {e}", file_name(part, file_no)))
-        })?;
-    let at = BlockAddr {
-        part,
-        lsn: block_no * PAYLOAD,
-        file_no,
-        page_no,
-    };
-    Ok(check_block(&b, &at).ok().map(|(_, crc)| crc))
-}
-
-/// Where appending continues after `open` at `head` (docs/redo-log.md §5): on a block
-/// boundary, a fresh block; inside a block that is on disk, the next block (never
-/// rewrite it); inside a block that is not, that block, with filler before `head`.
-/// The first block written carries RESTART and `void_from = head`.
-fn position(
-    files: &[Arc<dyn DiskFile>],
-    geo: &Geometry,
-    part: u32,
-    tail: Lsn,
-    head: Lsn,
-) -> Result<(PartState, u32)> {
-    let b = head / PAYLOAD;
-    let off = head % PAYLOAD;
-    let prev_of = |block: u64| -> Result<u32> {
-        if block == 0 {
-            return Ok(0);
-        }
-        Ok(read_block_crc(files, geo, part, block - 1)?.unwrap_or(0))
-    };
-    if off == 0 {
-        let mut st = PartState::new(head, tail);
-        st.restart_mark = Some(head);
-        return Ok((st, prev_of(b)?));
-    }
-    if let Some(crc) = read_block_crc(files, geo, part, b)? {
-        let mut st = PartState::new((b + 1) * PAYLOAD, tail);
-        st.restart_mark = Some(head);
-        return Ok((st, crc));
-    }
-    let prev = prev_of(b)?;
-    let mut st = PartState::new(head, tail);
-    st.restart_mark = Some(head);
-    st.push_block(b, off as u32);
-    Ok((st, prev))
 }

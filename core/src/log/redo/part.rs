@@ -1,7 +1,7 @@
 //! One log part: its buffer of unwritten blocks and positions (`PartState`, under the
 //! `state` mutex) and its files (`PartIo`, under the `io` mutex).
 //!
-//! Positions (LSNs of this part): `tail <= durable <= head` and
+//! Positions (LSNs of this part): `tail <= head`, `durable <= head` and
 //! `written_block x PAYLOAD <= head`; blocks below `written_block` are written (synced
 //! up to `durable`), blocks `written_block..` are in the buffer, the last of them the
 //! open block where `head` is. A block is *complete* when full or sealed; only
@@ -21,11 +21,11 @@ use parking_lot::{Condvar, Mutex};
 use super::Lsn;
 use super::config::{Geometry, file_name};
 use super::format::{
-    BLOCK_BYTES, BLOCK_HEADER_BYTES, BlockHeader, EncodedRecords, FLAG_RESTART, NO_RECORD_START,
-    PAYLOAD, PAYLOAD_BYTES, seal_block,
+    BLOCK_BYTES, BLOCK_HEADER_BYTES, BlockHeader, EncodedRecords, NO_RECORD_START, PAYLOAD,
+    PAYLOAD_BYTES, seal_block,
 };
 use crate::disk::io::DiskFile;
-use crate::error::{NdbError, Result, codes};
+use crate::error::{Result, codes};
 
 /// Blocks copied out and written in one go (256 KB).
 pub(crate) const WRITE_BATCH_BLOCKS: usize = 64;
@@ -36,12 +36,8 @@ pub(crate) struct BufBlock {
     /// Payload bytes (PAYLOAD_BYTES long).
     pub data: Box<[u8]>,
     pub used: u32,
-    /// Bytes before this offset are filler (a block restarted inside, see `open`).
-    pub data_start: u32,
     pub first_record_offset: u32,
     pub sealed: bool,
-    pub flags: u16,
-    pub void_from: u64,
 }
 
 impl BufBlock {
@@ -54,68 +50,70 @@ impl BufBlock {
 pub(crate) struct PartState {
     pub blocks: VecDeque<BufBlock>,
     spare: Vec<Box<[u8]>>,
+    spare_limit: usize,
     pub head: Lsn,
     pub tail: Lsn,
     pub durable: Lsn,
     pub written_block: u64,
-    /// Flags and void_from of the next block started (set by `open`).
-    pub restart_mark: Option<Lsn>,
     pub high_file_bytes: u64,
     pub high_buffer_bytes: u64,
     /// Last fill level (in FILL_STEP_PERCENT steps) reported to the fill hook.
     pub fill_step: u32,
     pub fragments: u32,
     pub appended_bytes: u64,
+    pub appended_records: u64,
+    pub blocks_written: u64,
+    /// LSNs skipped by seals (the unused rest of sealed blocks).
+    pub padding_bytes: u64,
     pub writer_signalled: bool,
     pub waiters: u32,
 }
 
 impl PartState {
-    pub fn new(head: Lsn, tail: Lsn) -> PartState {
+    /// A part whose next block starts at `head` (a block boundary), keeping up to
+    /// `buffer_blocks` block buffers for reuse.
+    pub fn new(head: Lsn, tail: Lsn, buffer_blocks: usize) -> PartState {
+        assert_eq!(head % PAYLOAD, 0, "a part starts on a block boundary");
+        assert!(tail <= head, "tail after head");
         PartState {
             blocks: VecDeque::new(),
             spare: Vec::new(),
+            spare_limit: buffer_blocks,
             head,
             tail,
-            durable: head - head % PAYLOAD,
+            durable: head,
             written_block: head / PAYLOAD,
-            restart_mark: None,
             high_file_bytes: head - tail,
             high_buffer_bytes: 0,
             fill_step: 0,
             fragments: 0,
             appended_bytes: 0,
+            appended_records: 0,
+            blocks_written: 0,
+            padding_bytes: 0,
             writer_signalled: false,
             waiters: 0,
         }
     }
 
-    /// Start block `block_no` whose payload begins with `filler` bytes of nothing.
-    pub fn push_block(&mut self, block_no: u64, filler: u32) {
+    /// Start block `block_no`.
+    fn push_block(&mut self, block_no: u64) {
         if let Some(b) = self.blocks.back() {
             assert!(b.complete(), "a new block after a complete one");
             assert_eq!(b.block_no + 1, block_no, "buffer blocks are consecutive");
         } else {
             assert_eq!(block_no, self.written_block, "first unwritten block");
         }
-        let mut data = self
+        let data = self
             .spare
             .pop()
             .unwrap_or_else(|| vec![0u8; PAYLOAD_BYTES].into_boxed_slice());
-        data[..filler as usize].fill(0);
-        let (flags, void_from) = match self.restart_mark.take() {
-            Some(v) => (FLAG_RESTART, v),
-            None => (0, 0),
-        };
         self.blocks.push_back(BufBlock {
             block_no,
             data,
-            used: filler,
-            data_start: filler,
+            used: 0,
             first_record_offset: NO_RECORD_START,
             sealed: false,
-            flags,
-            void_from,
         });
     }
 
@@ -126,7 +124,7 @@ impl PartState {
         while off < bytes.len() {
             if self.blocks.back().is_none_or(BufBlock::complete) {
                 assert_eq!(self.head % PAYLOAD, 0, "new block at a block boundary");
-                self.push_block(self.head / PAYLOAD, 0);
+                self.push_block(self.head / PAYLOAD);
             }
             let Some(b) = self.blocks.back_mut() else {
                 unreachable!("a block was just pushed");
@@ -145,6 +143,7 @@ impl PartState {
             self.head += n as u64;
         }
         self.appended_bytes += bytes.len() as u64;
+        self.appended_records += records.len() as u64;
         self.high_file_bytes = self.high_file_bytes.max(self.head - self.tail);
         self.high_buffer_bytes = self.high_buffer_bytes.max(self.buffer_used_bytes());
     }
@@ -153,9 +152,10 @@ impl PartState {
     pub fn seal(&mut self) {
         if let Some(b) = self.blocks.back_mut()
             && !b.complete()
-            && b.used > b.data_start
+            && b.used > 0
         {
             b.sealed = true;
+            self.padding_bytes += u64::from(PAYLOAD_BYTES as u32 - b.used);
             self.head = (b.block_no + 1) * PAYLOAD;
         }
     }
@@ -190,14 +190,10 @@ impl PartState {
             }
         }
         self.written_block += n as u64;
-        self.spare.truncate(WRITE_BATCH_BLOCKS);
+        self.blocks_written += n as u64;
+        // Keep a buffer's worth of block buffers: no allocation in steady state.
+        self.spare.truncate(self.spare_limit);
     }
-}
-
-/// A log block copied out for writing.
-#[derive(Clone, Copy)]
-struct Meta {
-    h: BlockHeader,
 }
 
 /// The part's files (under `Part::io`).
@@ -207,7 +203,8 @@ pub(crate) struct PartIo {
     pub prev_crc: u32,
     dirty: Vec<bool>,
     scratch: Vec<u8>,
-    metas: Vec<Meta>,
+    /// Headers of the blocks in `scratch`.
+    metas: Vec<BlockHeader>,
 }
 
 /// What a write pass did.
@@ -278,37 +275,32 @@ impl Part {
                         &mut io.scratch[i * BLOCK_BYTES + BLOCK_HEADER_BYTES..][..PAYLOAD_BYTES];
                     dst[..b.used as usize].copy_from_slice(&b.data[..b.used as usize]);
                     let (file_no, page_no) = geo.location(b.block_no);
-                    io.metas.push(Meta {
-                        h: BlockHeader {
-                            flags: b.flags,
-                            part: self.no,
-                            lsn: b.block_no * PAYLOAD,
-                            used: b.used,
-                            first_record_offset: b.first_record_offset,
-                            prev_crc: 0,
-                            file_no,
-                            page_no,
-                            void_from: b.void_from,
-                        },
+                    io.metas.push(BlockHeader {
+                        part: self.no,
+                        lsn: b.block_no * PAYLOAD,
+                        used: b.used,
+                        first_record_offset: b.first_record_offset,
+                        prev_crc: 0,
+                        file_no,
+                        page_no,
                     });
                 }
             }
             // Seal outside the lock, chaining each block to the previous one.
             let n = io.metas.len();
             for i in 0..n {
-                let mut h = io.metas[i].h;
-                h.prev_crc = io.prev_crc;
+                io.metas[i].prev_crc = io.prev_crc;
+                let h = io.metas[i];
                 io.prev_crc = seal_block(&mut io.scratch[i * BLOCK_BYTES..][..BLOCK_BYTES], &h);
-                io.metas[i].h = h;
             }
             // One write per run of consecutive pages of one file.
             let mut i = 0;
             while i < n {
-                let (file_no, page_no) = (io.metas[i].h.file_no, io.metas[i].h.page_no);
+                let (file_no, page_no) = (io.metas[i].file_no, io.metas[i].page_no);
                 let mut j = i + 1;
                 while j < n
-                    && io.metas[j].h.file_no == file_no
-                    && io.metas[j].h.page_no == page_no + (j - i) as u32
+                    && io.metas[j].file_no == file_no
+                    && io.metas[j].page_no == page_no + (j - i) as u32
                 {
                     j += 1;
                 }
@@ -333,23 +325,64 @@ impl Part {
         }
     }
 
-    /// fdatasync every file written since the last sync.
-    pub fn sync(&self, io: &mut PartIo) -> Result<()> {
+    /// Hand out the files written since the last sync (to be fdatasynced now).
+    pub fn take_dirty(&self, io: &mut PartIo, out: &mut Vec<DirtyFile>) {
         for (i, d) in io.dirty.iter_mut().enumerate() {
-            if *d {
-                *d = false;
-                io.files[i]
-                    .sync_data()
-                    .map_err(|e| sync_error(self.no, i, e))?;
+            if std::mem::take(d) {
+                out.push(DirtyFile {
+                    part: self.no,
+                    file_no: i as u32,
+                    file: io.files[i].clone(),
+                });
             }
         }
-        Ok(())
     }
 }
 
-fn sync_error(part: u32, file_no: usize, e: std::io::Error) -> NdbError {
-    codes::file_system_error(format_args!(
-        "fdatasync of redo log {}: {e}",
-        file_name(part, file_no as u32)
-    ))
+/// A file to fdatasync.
+pub(crate) struct DirtyFile {
+    pub part: u32,
+    pub file_no: u32,
+    pub file: Arc<dyn DiskFile>,
+}
+
+/// Threads fdatasyncing at once (the caller's included).
+const SYNC_THREADS: usize = 8;
+
+/// fdatasync the files, in parallel when there are several (up to [`SYNC_THREADS`]
+/// threads, the caller's among them); every file is synced once, the first error is
+/// returned.
+pub(crate) fn sync_files(files: &[DirtyFile]) -> Result<()> {
+    let sync_stride = |start: usize, k: usize| -> Result<()> {
+        let mut result = Ok(());
+        for f in files.iter().skip(start).step_by(k) {
+            let r = f.file.sync_data().map_err(|e| {
+                codes::file_system_error(format_args!(
+                    "fdatasync of redo log {}: {e}",
+                    file_name(f.part, f.file_no)
+                ))
+            });
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    };
+    let k = files.len().min(SYNC_THREADS);
+    if k <= 1 {
+        return sync_stride(0, 1);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..k).map(|t| s.spawn(move || sync_stride(t, k))).collect();
+        let mut result = sync_stride(0, k);
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(codes::internal("fdatasync thread panicked")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    })
 }

@@ -8,14 +8,13 @@
 //! verify ends the part: before `durable_end` it is corruption (error 896 naming part,
 //! file and offset); at or after it, the torn or never-written tail of the log.
 //!
-//! Records of a block are *held* until the next block is read: a RESTART block (the
-//! first written after a restart, `docs/redo-log.md` §5) voids the records of the
-//! previous block from its `void_from` on; records are released when the next block
-//! verifies or the log ends.
+//! Restart cuts (`restarts.rs`): records in a cut's void range are skipped, blocks
+//! wholly inside it are not read, and the record stream restarts at its end.
 //!
-//! The part's end (where appending continues, for `RedoLog::open`) is the LSN of the
-//! first record with `gci > max_gci` (the cut), else the end of the last complete
-//! record. Records after the cut are read and verified but not visited.
+//! The part's end (where `RedoLog::open` continues) is the LSN of the first record
+//! with `gci > max_gci` (the cut), else the end of the last block that verified.
+//! Records after the cut are read and verified but not visited; damage after the
+//! first record with `gci > max_gci` is never corruption (nothing there is needed).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,9 +22,10 @@ use std::sync::Arc;
 use super::Lsn;
 use super::config::{Geometry, RedoConfig, file_name};
 use super::format::{
-    BLOCK_BYTES, BLOCK_HEADER_BYTES, BlockAddr, FLAG_RESTART, NO_RECORD_START, PAYLOAD,
-    PAYLOAD_BYTES, RecordHeader, check_block, corrupt, decode_record, record_len,
+    BLOCK_BYTES, BLOCK_HEADER_BYTES, BlockAddr, NO_RECORD_START, PAYLOAD, PAYLOAD_BYTES,
+    RecordHeader, check_block, corrupt, decode_record, record_len,
 };
+use super::restarts::RestartCut;
 use crate::disk::io::{DiskFile, FileSystem};
 use crate::error::{Result, codes};
 
@@ -51,8 +51,10 @@ pub struct PartReplayStats {
     pub records_after_cut: u64,
     /// Records after the cut with gci <= max_gci (the part was not in GCI order).
     pub records_out_of_order: u64,
-    /// Incomplete records at a restart or at the end, and records voided by a restart.
+    /// Incomplete records at a restart cut or at the end of the log.
     pub records_abandoned: u64,
+    /// Records after a restart cut, written before that restart (see `RedoLog::open`).
+    pub records_voided: u64,
     /// Highest GCI of any record read.
     pub max_gci_seen: u64,
 }
@@ -94,13 +96,15 @@ pub fn replay(
     }
     let mut readers = Vec::new();
     for p in 0..geo.parts {
-        let files = super::open_part_files(fs, dir, &geo, p)?;
+        let files = super::open::open_part_files(fs, dir, &geo, p)?;
         readers.push(PartReader::new(
             p,
             geo,
             files,
             from[p as usize],
             durable_end[p as usize],
+            max_gci,
+            super::restarts::read(fs, dir, p)?,
         ));
     }
     let mut total = 0u64;
@@ -143,7 +147,8 @@ pub fn replay(
     };
     for mut r in readers {
         r.drain(max_gci)?;
-        r.stats.end = r.cut.unwrap_or(r.last_end);
+        let after_last_block = r.last_valid_block.map_or(0, |b| (b + 1) * PAYLOAD);
+        r.stats.end = r.cut.unwrap_or(after_last_block.max(r.end_floor));
         stats.parts.push(r.stats);
     }
     Ok(stats)
@@ -193,11 +198,18 @@ struct PartReader {
     pending_lsn: Lsn,
     /// Parsing starts at the next block's first record (at `from`, after a restart).
     seek_first: bool,
-    held: Batch,
     ready: Batch,
     done: bool,
     cut: Option<Lsn>,
-    last_end: Lsn,
+    max_gci: u64,
+    /// A record with gci > max_gci was decoded: nothing after it is needed, so damage
+    /// after it is not corruption.
+    beyond_max_gci: bool,
+    /// Restart cuts of the part (`restarts.rs`).
+    cuts: Vec<RestartCut>,
+    /// The end is at least here (`from`, and the end of void ranges skipped).
+    end_floor: Lsn,
+    last_valid_block: Option<u64>,
     stats: PartReplayStats,
 }
 
@@ -208,6 +220,8 @@ impl PartReader {
         files: Vec<Arc<dyn DiskFile>>,
         from: Lsn,
         durable_end: Lsn,
+        max_gci: u64,
+        cuts: Vec<RestartCut>,
     ) -> PartReader {
         let first = from / PAYLOAD;
         PartReader {
@@ -225,11 +239,14 @@ impl PartReader {
             pending: Vec::new(),
             pending_lsn: 0,
             seek_first: true,
-            held: Batch::default(),
             ready: Batch::default(),
             done: false,
             cut: None,
-            last_end: from,
+            max_gci,
+            beyond_max_gci: false,
+            cuts,
+            end_floor: from,
+            last_valid_block: None,
             stats: PartReplayStats {
                 part,
                 from,
@@ -281,32 +298,14 @@ impl PartReader {
             self.stats.records_abandoned += 1;
             self.pending.clear();
         }
-        self.promote();
         self.done = true;
         self.stats.stop_lsn = block_no * PAYLOAD;
         self.stats.stop_reason = reason.to_string();
     }
 
-    /// Held records become ready (after the ready ones not yet visited).
-    fn promote(&mut self) {
-        if self.ready.exhausted() {
-            std::mem::swap(&mut self.ready, &mut self.held);
-        } else {
-            let base = self.ready.arena.len();
-            self.ready.arena.extend_from_slice(&self.held.arena);
-            for r in &self.held.recs {
-                self.ready.recs.push(RecRef {
-                    start: r.start + base,
-                    ..*r
-                });
-            }
-        }
-        self.held.clear();
-    }
-
     /// A block or record that does not verify at `offset` of block `block_no`.
     fn damaged(&mut self, block_no: u64, offset: usize, what: &str) -> Result<()> {
-        if block_no * PAYLOAD < self.durable_end {
+        if block_no * PAYLOAD < self.durable_end && !self.beyond_max_gci {
             let (file_no, page_no) = self.geo.location(block_no);
             let at = u64::from(page_no) * BLOCK_BYTES as u64 + offset as u64;
             return Err(corrupt(self.part, &file_name(self.part, file_no), at, what));
@@ -339,7 +338,26 @@ impl PartReader {
     }
 
     fn read_next_block(&mut self) -> Result<()> {
-        let b = self.next_block;
+        if self.ready.exhausted() {
+            self.ready.clear();
+        }
+        let mut b = self.next_block;
+        // Blocks wholly inside a restart's void range are skipped unread.
+        if let Some(c) = self.cuts.iter().find(|c| c.covers_block(b)) {
+            b = c.resume / PAYLOAD;
+            self.next_block = b;
+            self.end_floor = self.end_floor.max(c.resume);
+        }
+        if self.cuts.iter().any(|c| c.resume == b * PAYLOAD) {
+            // The stream restarts here: the record left incomplete before is abandoned
+            // and the checksum chain is not carried across.
+            if !self.pending.is_empty() {
+                self.stats.records_abandoned += 1;
+                self.pending.clear();
+            }
+            self.seek_first = true;
+            self.prev_crc = None;
+        }
         if b >= self.stop_block {
             self.finish(b, "read the whole ring");
             return Ok(());
@@ -361,27 +379,31 @@ impl PartReader {
             file_no,
             page_no,
         };
-        let (h, crc) = match check_block(block, &at) {
-            Ok(v) => v,
-            Err(what) => return self.damaged(b, 0, what),
-        };
-        if self.prev_crc.is_some_and(|p| p != h.prev_crc) {
-            return self.damaged(b, 0, "broken chain (previous block checksum)");
-        }
-        self.stats.blocks_read += 1;
-        if h.flags & FLAG_RESTART != 0 {
-            let v = h.void_from;
-            let keep = self.held.recs.iter().take_while(|r| r.lsn < v).count();
-            self.stats.records_abandoned += (self.held.recs.len() - keep) as u64;
-            self.held.recs.truncate(keep);
-            if !self.pending.is_empty() {
-                self.stats.records_abandoned += 1;
-                self.pending.clear();
+        let checked = check_block(block, &at).and_then(|(h, crc)| {
+            match self.prev_crc.is_some_and(|p| p != h.prev_crc) {
+                true => Err("broken chain (previous block checksum)"),
+                false => Ok((h, crc)),
             }
-            self.last_end = self.last_end.min(v).max(self.from);
-            self.seek_first = true;
-        }
-        self.promote();
+        });
+        let (h, crc) = match checked {
+            Ok(v) => v,
+            Err(what) => {
+                // The block holding a restart's cut: what follows the cut is void, so
+                // a damaged or never-written block here only ends the records before it.
+                if let Some(c) = self.cuts.iter().find(|c| c.cut / PAYLOAD == b).copied() {
+                    if !self.pending.is_empty() {
+                        self.stats.records_abandoned += 1;
+                        self.pending.clear();
+                    }
+                    self.next_block = (c.resume / PAYLOAD).max(b + 1);
+                    self.end_floor = self.end_floor.max(c.resume);
+                    return Ok(());
+                }
+                return self.damaged(b, 0, what);
+            }
+        };
+        self.stats.blocks_read += 1;
+        self.last_valid_block = Some(b);
         self.prev_crc = Some(crc);
         self.next_block = b + 1;
         let used = h.used as usize;
@@ -473,14 +495,20 @@ impl PartReader {
     fn complete(&mut self, bytes: &[u8], lsn: Lsn) -> std::result::Result<(), &'static str> {
         let (h, payload) = decode_record(bytes)?;
         self.stats.max_gci_seen = self.stats.max_gci_seen.max(h.gci);
-        self.last_end = self.last_end.max(lsn + bytes.len() as u64);
+        if h.gci > self.max_gci {
+            self.beyond_max_gci = true;
+        }
+        if self.cuts.iter().any(|c| c.voids(lsn)) {
+            self.stats.records_voided += 1;
+            return Ok(());
+        }
         if lsn < self.from {
             self.stats.records_before_from += 1;
             return Ok(());
         }
-        let start = self.held.arena.len();
-        self.held.arena.extend_from_slice(payload);
-        self.held.recs.push(RecRef {
+        let start = self.ready.arena.len();
+        self.ready.arena.extend_from_slice(payload);
+        self.ready.recs.push(RecRef {
             lsn,
             h,
             start,
