@@ -68,6 +68,13 @@ pub struct ClusterInner {
     /// What the last system restart did (None after a fresh start).
     pub restart: Mutex<Option<super::durability::RestartStats>>,
     gcp_driver: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// One local checkpoint round at a time ([`ClusterInner::run_lcp`]).
+    pub(crate) lcp_lock: Mutex<()>,
+    /// The id of the next local checkpoint.
+    pub(crate) lcp_next_id: AtomicU32,
+    /// What the last local checkpoint wrote.
+    pub last_lcp: Mutex<Option<super::lcp::LcpStats>>,
+    lcp_driver: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// TransactionDeadlockDetectionTimeout, dynamic (see [`ClusterInner::apply_dynamic_params`]).
     lock_timeout_ms: AtomicU64,
     max_operations: usize,
@@ -281,6 +288,10 @@ impl ClusterInner {
             fs,
             restart: Mutex::new(None),
             gcp_driver: Mutex::new(None),
+            lcp_lock: Mutex::new(()),
+            lcp_next_id: AtomicU32::new(1),
+            last_lcp: Mutex::new(None),
+            lcp_driver: Mutex::new(None),
             lock_timeout_ms: AtomicU64::new(lock_timeout_ms),
             max_operations,
             transactions_started: AtomicU64::new(0),
@@ -298,6 +309,9 @@ impl ClusterInner {
             *inner.restart.lock() = Some(stats);
         }
         *inner.gcp_driver.lock() = Some(super::durability::spawn_gcp_driver(&inner)?);
+        if inner.data_nodes.iter().any(|n| n.log.is_some()) {
+            *inner.lcp_driver.lock() = Some(super::durability::spawn_lcp_driver(&inner)?);
+        }
         crate::mgm::on_cluster_start(&inner);
         Ok(inner)
     }
@@ -486,10 +500,12 @@ impl ClusterInner {
                 l.redo.shutdown();
             }
         }
-        if let Some(h) = self.gcp_driver.lock().take()
-            && h.thread().id() != std::thread::current().id()
-        {
-            let _ = h.join();
+        for driver in [&self.gcp_driver, &self.lcp_driver] {
+            if let Some(h) = driver.lock().take()
+                && h.thread().id() != std::thread::current().id()
+            {
+                let _ = h.join();
+            }
         }
         if let Some(d) = &self.scratch_dir {
             let _ = std::fs::remove_dir_all(d);

@@ -58,32 +58,10 @@ pub(crate) fn node_fs_dir(base: &Path, node_id: u32) -> PathBuf {
     base.join(format!("ndb_{node_id}_fs"))
 }
 
-/// Removes the redo log files of a node (every part directory NDB's layout may hold);
-/// returns the paths removed.
-fn remove_redo_files(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut removed = Vec::new();
-    for part in 0..redo::MAX_LOG_PARTS {
-        let dir = redo::part_dir(node_fs_dir, part);
-        let files = match fs.list_dir(&dir) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(codes::file_system_error(format!("{}: {e}", dir.display()))),
-        };
-        for f in files {
-            if f.extension().is_some_and(|x| x == "FragLog") {
-                fs.remove(&f)
-                    .map_err(|e| codes::file_system_error(format!("{}: {e}", f.display())))?;
-                removed.push(f);
-            }
-        }
-    }
-    Ok(removed)
-}
-
 /// An initial start (`--initial`): removes what the node's log and checkpoints left
 /// (redo files, system file, schema file); returns the paths removed.
 pub(crate) fn remove_node_logs(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut removed = remove_redo_files(fs, node_fs_dir)?;
+    let mut removed = RedoLog::remove_files(fs, node_fs_dir)?;
     let sysfile = crate::log::sysfile::sysfile_path(node_fs_dir);
     if fs.exists(&sysfile) {
         fs.remove(&sysfile)
@@ -135,7 +113,7 @@ pub(crate) fn plan_start(
         for dn in &config.data_nodes {
             let dir = node_fs_dir(base, dn.node_id);
             let cfg = RedoConfig::from_node(dn);
-            remove_redo_files(&**fs, &dir)?;
+            RedoLog::remove_files(&**fs, &dir)?;
             let log = RedoLog::create(fs.clone(), &dir, cfg.clone())?;
             let sysfile = Sysfile::new(dn.node_id, cfg.parts as usize);
             sysfile.store(&**fs, &dir)?;
@@ -254,6 +232,8 @@ pub struct RestartStats {
 #[derive(Debug, Clone, Default)]
 pub struct NodeRestartStats {
     pub node_id: u32,
+    /// Rows put back from local checkpoint files.
+    pub restored_rows: u64,
     pub redo_records: u64,
     pub redo_bytes: u64,
     pub secs_restore_fragments: f64,
@@ -289,6 +269,11 @@ impl ClusterInner {
         let max_gci = make_gci(point.gci_hi, u32::MAX);
         for (node, (from, to)) in self.data_nodes.iter().zip(&point.ranges) {
             let Some(log) = &node.log else { continue };
+            let t_restore = Instant::now();
+            let (_, restored_rows, max_lcp_id) = self.restore_node_fragments(node)?;
+            self.lcp_next_id
+                .fetch_max(max_lcp_id + 1, std::sync::atomic::Ordering::AcqRel);
+            let secs_restore_fragments = t_restore.elapsed().as_secs_f64();
             let t1 = Instant::now();
             let cfg = RedoConfig::from_node(&node.config);
             let mut visit = |h: &redo::RecordHeader, payload: &[u8]| -> Result<()> {
@@ -314,6 +299,8 @@ impl ClusterInner {
                 redo_records: r.records_applied,
                 redo_bytes: r.parts.iter().map(|p| p.payload_bytes_applied).sum(),
                 secs_exec_redo_log: t1.elapsed().as_secs_f64(),
+                secs_restore_fragments,
+                restored_rows,
                 ..NodeRestartStats::default()
             });
         }
@@ -344,7 +331,7 @@ impl ClusterInner {
     }
 
     /// A node failed to save: the embedded cluster stops (every node is in here).
-    fn stop_on(&self, e: &NdbError) {
+    pub(crate) fn stop_on(&self, e: &NdbError) {
         for n in &self.data_nodes {
             self.mgm.log.event(
                 crate::mgm::log::Severity::Alert,
@@ -376,6 +363,65 @@ impl super::dict::TableRuntime {
             self.auto_increment
                 .fetch_max(m.saturating_add(1), std::sync::atomic::Ordering::AcqRel);
         }
+    }
+}
+
+/// Starts local checkpoints: when TimeBetweenLocalCheckpoints' worth of redo was
+/// written since the last one began, or at once when a redo part is half full.
+pub(crate) fn spawn_lcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread::JoinHandle<()>> {
+    let weak: Weak<ClusterInner> = Arc::downgrade(inner);
+    std::thread::Builder::new()
+        .name("rndb-lcp".into())
+        .spawn(move || {
+            let mut written_at_last: Option<u64> = None;
+            loop {
+                let Some(c) = weak.upgrade() else { return };
+                if c.is_closed() {
+                    return;
+                }
+                let (written, fill) = c.redo_written_and_fill();
+                let last = *written_at_last.get_or_insert(written);
+                if written.saturating_sub(last) >= c.lcp_trigger_bytes()
+                    || fill >= LCP_URGENT_FILL_PERCENT
+                {
+                    written_at_last = Some(written);
+                    if let Err(e) = c.run_lcp() {
+                        if c.is_closed() {
+                            return;
+                        }
+                        c.mgm.log.event(
+                            crate::mgm::log::Severity::Alert,
+                            c.mgm.mgm_node_id,
+                            &format!("Local checkpoint failed: {e}"),
+                        );
+                        c.stop_on(&e);
+                        return;
+                    }
+                }
+                drop(c);
+                std::thread::sleep(Duration::from_millis(LCP_POLL_MS));
+            }
+        })
+        .map_err(|e| codes::internal(format!("cannot start the LCP thread: {e}")))
+}
+
+/// How often the LCP driver looks at the redo log.
+const LCP_POLL_MS: u64 = 50;
+/// A redo part this full starts a local checkpoint at once.
+const LCP_URGENT_FILL_PERCENT: u32 = 50;
+
+impl ClusterInner {
+    /// Redo bytes appended on every node since start, and the fullest part's fill.
+    fn redo_written_and_fill(&self) -> (u64, u32) {
+        let mut written = 0;
+        let mut fill = 0;
+        for n in &self.data_nodes {
+            if let Some(l) = &n.log {
+                written += l.redo.head().iter().sum::<u64>();
+                fill = fill.max(l.redo_fill_percent());
+            }
+        }
+        (written, fill)
     }
 }
 

@@ -145,6 +145,9 @@ fn crash_life(
             .collect();
         let gci = write(&c, rows.iter().copied());
         txns.push((rows, gci));
+        if next() % 7 == 0 {
+            c.inner().run_lcp().expect("lcp");
+        }
         if next() % 5 == 0 {
             c.wait_durable(gci, std::time::Duration::from_secs(10))
                 .expect("durable");
@@ -203,4 +206,65 @@ fn power_loss_keeps_exactly_the_restorable_gcis() {
             }
         }
     }
+}
+
+#[test]
+fn partial_checkpoints_restore_with_the_redo_after_them() {
+    let fs = crate::disk::io::MemFileSystem::new();
+    // Only the LCPs this test runs (none triggered by the redo written).
+    let mut cfg = config();
+    cfg.set_data_node_param("TimeBetweenLocalCheckpoints", "31")
+        .expect("param");
+    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone())).expect("start");
+    c.ndb("test").create_table(spec()).expect("create");
+    let mut model = BTreeMap::new();
+    let n = 100_000u64;
+    let t = c.ndb("test").table("t").expect("t");
+    let batch: Vec<Vec<Value>> = (0..n)
+        .map(|i| vec![Value::UInt(i), Value::Int(i as i64)])
+        .collect();
+    c.ndb("test")
+        .insert_batch(&t, &[0, 1], batch)
+        .expect("load");
+    model.extend((0..n).map(|i| (i, i as i64)));
+    let full = c.inner().run_lcp().expect("first lcp");
+    // every row of both replicas, in full
+    assert_eq!(full.rows, 2 * n, "{full:?}");
+    // 1% changed: the LCP writes the changed rows and the pages of its ALL parts
+    // (at least 2048 / pages of them, so that every page is written in full now and
+    // then), not the whole fragment.
+    let rows: Vec<(u64, i64)> = (0..n / 100).map(|i| (i * 97 % n, -1)).collect();
+    for chunk in rows.chunks(100) {
+        write(&c, chunk.iter().copied());
+    }
+    model.extend(rows);
+    let partial = c.inner().run_lcp().expect("partial lcp");
+    assert!(
+        partial.rows < full.rows / 2 && partial.rows >= 2 * n / 100,
+        "partial LCP wrote {partial:?} after a full one of {full:?}"
+    );
+    assert!(partial.bytes < full.bytes / 2);
+    // nothing changed: nothing written
+    let idle = c.inner().run_lcp().expect("idle lcp");
+    assert_eq!((idle.rows, idle.fragments), (0, 0), "{idle:?}");
+    // changes after the last LCP come from the redo log
+    write(&c, [(5, 555), (99_999, 1999)].into_iter());
+    model.insert(5, 555);
+    model.insert(99_999, 1999);
+    let gci = write(&c, [(3000, 1)].into_iter());
+    model.insert(3000, 1);
+    c.wait_durable(gci, std::time::Duration::from_secs(10))
+        .expect("durable");
+    let image = fs.crash_image(7);
+    drop(c);
+    let c = Cluster::embedded_on(cfg, "/data".into(), Arc::new(image)).expect("restart");
+    assert_eq!(contents(&c), model);
+    let stats = c.inner().restart.lock().clone().expect("restart stats");
+    let restored: u64 = stats.nodes.iter().map(|n| n.restored_rows).sum();
+    let replayed: u64 = stats.nodes.iter().map(|n| n.redo_records).sum();
+    assert!(restored >= 2 * n, "rows from the checkpoints: {stats:?}");
+    assert!(
+        replayed < 2 * 10,
+        "only the redo after the keep position: {stats:?}"
+    );
 }

@@ -6,6 +6,7 @@ pub mod dict;
 pub mod dict_file;
 pub mod disk;
 pub mod durability;
+pub mod lcp;
 pub mod ndb;
 pub mod scan;
 pub mod transaction;

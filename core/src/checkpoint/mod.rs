@@ -1,7 +1,7 @@
 //! Partial local checkpoint (LCP) files of a fragment, as NDB 7.6's partial LCP.
 //!
-//! A fragment's row space is divided into [`LCP_PARTS`] (2048) parts by page:
-//! [`part_of_page`]. Each LCP of a fragment writes one data file (`datafile.rs`): for
+//! A fragment's row space is divided into [`LCP_PARTS`] (2048) parts by a hash of the
+//! page number: [`part_of_page`]. Each LCP of a fragment writes one data file (`datafile.rs`): for
 //! the parts in its ALL range ([`PartRange`]) every row, for the other parts (CHANGE)
 //! only the rows changed since the previous LCP of the fragment plus delete markers.
 //! How many parts are ALL comes from NDB's algorithm (`parts.rs`); the ALL range
@@ -60,11 +60,16 @@ pub use restore::{PartMode, RestoreStats, RestoreTarget, part_modes, restore_fra
 /// Parts of a fragment's row space (NDB's `BackupFormat::NDB_MAX_LCP_PARTS`).
 pub const LCP_PARTS: u32 = 2048;
 
-/// The part a page's rows belong to. By page because the LCP scan decides per page and
-/// a page's change map lets it skip unchanged pages (see the module doc).
+/// The part a page's rows belong to: a hash of the page number (NDB's
+/// `hash_lcp_part`), so that the few parts an LCP writes in full hold a proportional
+/// share of any fragment's pages, also of a fragment with fewer than 2048 pages (with
+/// `page_no % 2048` their pages would be the parts' first numbers, and a small ALL
+/// range starting at 0 would hold all of them). By page because the LCP scan decides
+/// per page and a page's change map lets it skip unchanged pages (module doc).
 #[inline]
 pub fn part_of_page(page_no: u32) -> u32 {
-    page_no % LCP_PARTS
+    // Fibonacci hashing: the top 11 bits of the product.
+    page_no.wrapping_mul(0x9E37_79B1) >> (32 - LCP_PARTS.trailing_zeros())
 }
 
 /// The part of a row id (`page_no << 13 | slot`).

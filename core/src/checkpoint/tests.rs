@@ -77,8 +77,14 @@ fn part_range_wraps() {
     assert_eq!(r.parts().count(), 20);
     assert!(PartRange::ALL.contains(0) && PartRange::ALL.contains(2047));
     assert_eq!(PartRange::ALL.end(), 0);
-    assert_eq!(part_of_page(2049), 1);
-    assert_eq!(part_of_row((2049 << 13) | 77), 1);
+    assert_eq!(part_of_row((2049 << 13) | 77), part_of_page(2049));
+    // pages spread over the parts: 2048 consecutive pages hit most parts, and the
+    // first 64 pages fall in 64 different parts
+    let hit: std::collections::BTreeSet<u32> = (0..2048).map(part_of_page).collect();
+    assert!(hit.len() > 1200, "{} parts hit", hit.len());
+    let first: std::collections::BTreeSet<u32> = (0..64).map(part_of_page).collect();
+    assert_eq!(first.len(), 64);
+    assert!((0..100_000).all(|p| part_of_page(p) < LCP_PARTS));
     assert_eq!(next_all_range(None, 2048), PartRange::ALL);
     assert_eq!(next_all_range(Some(r), 5), PartRange::new(12, 5));
     let p = lcp_dir(Path::new("/d/ndb_2_fs"), 5, 3);

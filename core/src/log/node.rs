@@ -24,6 +24,8 @@ pub struct NodeLog {
     fs_dir: PathBuf,
     pub redo: Arc<RedoLog>,
     sysfile: Mutex<Sysfile>,
+    /// A local checkpoint's keep position, saved with the next checkpoint.
+    pending_keep: Mutex<Option<Vec<Lsn>>>,
     stopped: Mutex<Option<NdbError>>,
 }
 
@@ -43,6 +45,7 @@ impl NodeLog {
             fs_dir: fs_dir.to_path_buf(),
             redo,
             sysfile: Mutex::new(sysfile),
+            pending_keep: Mutex::new(None),
             stopped: Mutex::new(None),
         }
     }
@@ -59,6 +62,24 @@ impl NodeLog {
     /// Where replay would start (per part).
     pub fn keep(&self) -> Vec<Lsn> {
         self.sysfile.lock().keep.clone()
+    }
+
+    /// A local checkpoint completed on this node: a restart needs the redo from `keep`
+    /// on only. Recorded by the next saved checkpoint, which then releases the redo
+    /// before it.
+    pub fn set_keep(&self, keep: Vec<Lsn>) {
+        assert_eq!(keep.len(), self.redo.parts() as usize);
+        *self.pending_keep.lock() = Some(keep);
+    }
+
+    /// How full the fullest redo part is, in percent.
+    pub fn redo_fill_percent(&self) -> u32 {
+        self.redo
+            .usage()
+            .iter()
+            .map(|u| (u.used_file_bytes * 100 / u.total_file_bytes.max(1)) as u32)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Why the node stopped, if it did.
@@ -82,13 +103,23 @@ impl GcpSaver for NodeLog {
         if let Some(e) = self.stopped() {
             return Err(e);
         }
+        let keep = self.pending_keep.lock().take();
         let end = self.redo.seal_and_sync().map_err(|e| self.stop(e))?;
         let mut sf = self.sysfile.lock();
         let mut next = sf.clone();
         next.push(gci_hi, end);
+        if let Some(keep) = &keep {
+            next.set_keep(keep);
+        }
         next.store(&*self.fs, &self.fs_dir)
             .map_err(|e| self.stop(e))?;
         *sf = next;
+        drop(sf);
+        if let Some(keep) = keep {
+            for (part, lsn) in keep.into_iter().enumerate() {
+                self.redo.release_before(part as u32, lsn);
+            }
+        }
         Ok(())
     }
 }

@@ -82,6 +82,24 @@ impl Sysfile {
         }
     }
 
+    /// A local checkpoint moved the oldest redo a restart needs to `keep`; saved
+    /// checkpoints ending before it can no longer be restored and are dropped (the
+    /// LCP completed at a checkpoint after its start, so that one and later stay).
+    pub fn set_keep(&mut self, keep: &[Lsn]) {
+        assert_eq!(keep.len(), self.parts(), "one keep LSN per redo part");
+        assert!(
+            keep.iter().zip(&self.keep).all(|(new, old)| new >= old),
+            "the kept redo went backwards"
+        );
+        self.keep = keep.to_vec();
+        self.saved
+            .retain(|s| s.end.iter().zip(keep).all(|(e, k)| e >= k));
+        assert!(
+            !self.saved.is_empty(),
+            "no saved checkpoint ends after the new keep position"
+        );
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let parts = self.parts();
         let mut out = Vec::with_capacity(32 + parts * 8 * (1 + self.saved.len()));

@@ -6,7 +6,9 @@
 //! part, file, page, LSN = this lap, the previous block's checksum), reassembles
 //! records that span blocks and decodes them (record checksum). A block that does not
 //! verify ends the part: before `durable_end` it is corruption (error 896 naming part,
-//! file and offset); at or after it, the torn or never-written tail of the log.
+//! file and offset); at or after it, the torn or never-written tail of the log. No
+//! record at or after `durable_end` is visited: it can only belong to a GCI that was
+//! never restorable.
 //!
 //! Restart cuts (`restarts.rs`): records in a cut's void range are skipped, blocks
 //! wholly inside it are not read, and the record stream restarts at its end.

@@ -377,7 +377,10 @@ fn fdatasync_failure_is_returned_and_never_retried() {
 #[test]
 fn create_refuses_existing_files_and_cleans_up_after_enospc() {
     let (m, fs) = mem();
-    let c = cfg(2, 3, 8, 4);
+    // InitFragmentLogFiles=full allocates at create: a full disk shows now (sparse
+    // files would meet it at their first write).
+    let mut c = cfg(2, 3, 8, 4);
+    c.init_full = true;
     m.set_faults(Faults {
         capacity_bytes: Some(4 * 9 * BLOCK_BYTES as u64),
         ..Faults::default()
