@@ -45,17 +45,26 @@ impl Cluster {
 #[pymethods]
 impl Cluster {
     /// Starts an embedded cluster. NDB data-node parameters are keyword arguments
-    /// (`DataMemory="256M"`), set on every data node.
+    /// (`DataMemory="256M"`), set on every data node. On a `data_dir` that holds an
+    /// earlier run's files this is a system restart that recovers every durable
+    /// commit; `initial=True` (ndbd --initial) removes those files first.
     #[staticmethod]
-    #[pyo3(signature = (*, data_dir=None, config_file=None, data_nodes=None, no_of_replicas=None, **params))]
+    #[pyo3(signature = (*, data_dir=None, config_file=None, data_nodes=None, no_of_replicas=None, initial=false, **params))]
+    #[allow(clippy::too_many_arguments)]
     fn embedded(
         py: Python<'_>,
         data_dir: Option<PathBuf>,
         config_file: Option<PathBuf>,
         data_nodes: Option<u32>,
         no_of_replicas: Option<u32>,
+        initial: bool,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Cluster> {
+        if initial && data_dir.is_none() {
+            return Err(bad_argument(
+                "initial=True needs a data_dir (a cluster without one starts empty anyway)",
+            ));
+        }
         let mut settings: Vec<(String, String)> = Vec::new();
         if let Some(p) = params {
             for (k, v) in p.iter() {
@@ -92,7 +101,11 @@ impl Cluster {
                                 dir.display()
                             ))
                         })?;
-                        rndb::Cluster::embedded_in(config, dir.clone())
+                        if initial {
+                            rndb::Cluster::embedded_initial(config, dir.clone())
+                        } else {
+                            rndb::Cluster::embedded_in(config, dir.clone())
+                        }
                     }
                     None => rndb::Cluster::embedded(config),
                 }

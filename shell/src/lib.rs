@@ -50,11 +50,14 @@ pub fn main_mgm() -> i32 {
     // Absolute, so the files the data nodes record (for a later --initial) do not
     // depend on the directory rndb_mgm was started from.
     let data_dir = std::path::absolute(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone());
-    let started = if args.initial {
-        Cluster::embedded_initial(config, data_dir)
-    } else {
-        Cluster::embedded_in(config, data_dir)
-    };
+    // A system restart (the data directory holds an earlier run) reports each step as
+    // it happens on a terminal (scripts get them in the cluster log only).
+    let on_terminal = std::io::stderr().is_terminal();
+    let started = Cluster::embedded_reporting(config, data_dir, args.initial, &|line| {
+        if on_terminal {
+            eprintln!("{line}");
+        }
+    });
     let cluster = match started {
         Ok(c) => c,
         Err(e) => {

@@ -284,3 +284,44 @@ fn execute_mode_exit_status() {
     assert_eq!(run.status, 0, "{}", run.output);
     assert!(run.output.contains("| 2 |"), "{}", run.output);
 }
+
+#[test]
+fn a_second_run_on_the_data_directory_is_a_system_restart() {
+    let dir = tempdir();
+    let run = run_in(
+        dir.path(),
+        &["-e".into(), "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10)); INSERT INTO t VALUES (1, 'one'), (2, 'two')".into()],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{}", run.output);
+    let run = run_in(
+        dir.path(),
+        &["-e".into(), "SELECT b FROM t ORDER BY a".into()],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{}", run.output);
+    assert!(
+        run.output.contains("| one |") && run.output.contains("| two |"),
+        "{}",
+        run.output
+    );
+    // the restart's steps are in the cluster log
+    let log = std::fs::read_to_string(dir.path().join("data/ndb_1_cluster.log")).expect("log");
+    assert!(
+        log.contains("Node 2: System restart: recovering to GCI"),
+        "{log}"
+    );
+    assert!(log.contains("Node 3: Executed REDO log:"), "{log}");
+    assert!(
+        log.contains("Node 2: Start phase 5 completed (system restart)"),
+        "{log}"
+    );
+    // --initial starts empty again
+    let run = run_in(
+        dir.path(),
+        &["--initial".into(), "-e".into(), "SELECT b FROM t".into()],
+        b"",
+    );
+    assert_eq!(run.status, 1, "{}", run.output);
+    assert!(run.output.contains("doesn't exist"), "{}", run.output);
+}

@@ -114,3 +114,29 @@ def test_diskless_and_scratch_clusters_still_give_gcis(tmp_path: Path) -> None:
         assert tx.gci is not None
         c.wait_durable(tx.gci, timeout=30)
     assert not any(os.scandir(tmp_path))
+
+
+def test_initial_start_discards_the_data_directory(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    with rndb.Cluster.embedded(data_dir=d, **PARAMS) as c:
+        c.ndb().create_table("t", COLUMNS, primary_key="id")
+    with rndb.Cluster.embedded(data_dir=d, initial=True, **PARAMS) as c:
+        assert c.ndb().tables() == []
+        assert c.ndbinfo("restart_info") == []
+    with pytest.raises(rndb.NdbError):
+        rndb.Cluster.embedded(initial=True)
+
+
+def test_disk_data_restart_is_refused_clearly(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    with rndb.Cluster.embedded(data_dir=d, **PARAMS) as c:
+        c.ndb().execute(
+            "CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE=4M "
+            "UNDO_BUFFER_SIZE=1M ENGINE=NDB"
+        )
+    with pytest.raises(rndb.NdbError) as ei:
+        rndb.Cluster.embedded(data_dir=d, **PARAMS)
+    assert ei.value.code == 4003
+    assert "logfile group 'lg'" in str(ei.value) and "--initial" in str(ei.value)
+    with rndb.Cluster.embedded(data_dir=d, initial=True, **PARAMS) as c:
+        assert c.ndb().tables() == []

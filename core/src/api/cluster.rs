@@ -75,6 +75,8 @@ pub struct ClusterInner {
     /// What the last local checkpoint wrote.
     pub last_lcp: Mutex<Option<super::lcp::LcpStats>>,
     lcp_driver: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Dropped tables whose checkpoint files the next LCP round removes.
+    pub(crate) dropped_lcp_tables: Mutex<Vec<u32>>,
     /// TransactionDeadlockDetectionTimeout, dynamic (see [`ClusterInner::apply_dynamic_params`]).
     lock_timeout_ms: AtomicU64,
     max_operations: usize,
@@ -164,6 +166,18 @@ impl ClusterInner {
         data_dir: Option<PathBuf>,
         initial: bool,
         fs: Arc<dyn crate::disk::io::FileSystem>,
+    ) -> Result<Arc<ClusterInner>> {
+        Self::start_reporting(config, data_dir, initial, fs, &|_| {})
+    }
+
+    /// [`ClusterInner::start_on`], handing each progress line of a system restart
+    /// (also written to the cluster log) to `progress` as it happens.
+    pub fn start_reporting(
+        config: ClusterConfig,
+        data_dir: Option<PathBuf>,
+        initial: bool,
+        fs: Arc<dyn crate::disk::io::FileSystem>,
+        progress: &dyn Fn(&str),
     ) -> Result<Arc<ClusterInner>> {
         use crate::disk::node::NodeDisk;
         if config.data_nodes.is_empty() {
@@ -292,6 +306,7 @@ impl ClusterInner {
             lcp_next_id: AtomicU32::new(1),
             last_lcp: Mutex::new(None),
             lcp_driver: Mutex::new(None),
+            dropped_lcp_tables: Mutex::new(Vec::new()),
             lock_timeout_ms: AtomicU64::new(lock_timeout_ms),
             max_operations,
             transactions_started: AtomicU64::new(0),
@@ -305,7 +320,7 @@ impl ClusterInner {
             mgm,
         });
         if let Some(point) = &plan.restore {
-            let stats = inner.recover(point)?;
+            let stats = inner.recover(point, progress)?;
             *inner.restart.lock() = Some(stats);
         }
         *inner.gcp_driver.lock() = Some(super::durability::spawn_gcp_driver(&inner)?);
@@ -572,6 +587,26 @@ impl Cluster {
     ) -> Result<Cluster> {
         Ok(Cluster {
             inner: ClusterInner::start_on(config, Some(data_dir), false, fs)?,
+        })
+    }
+
+    /// An embedded cluster on `data_dir` (a system restart when it holds an earlier
+    /// run's files; `initial` removes them first) that reports each step of a restart
+    /// to `progress` while it runs (the shell prints them).
+    pub fn embedded_reporting(
+        config: ClusterConfig,
+        data_dir: PathBuf,
+        initial: bool,
+        progress: &dyn Fn(&str),
+    ) -> Result<Cluster> {
+        Ok(Cluster {
+            inner: ClusterInner::start_reporting(
+                config,
+                Some(data_dir),
+                initial,
+                Arc::new(crate::disk::io::OsFileSystem),
+                progress,
+            )?,
         })
     }
 

@@ -521,6 +521,7 @@ impl ClusterInner {
             .map(|t| t.def.id)
             .collect();
         self.write_schema_with(&mut dict, id_before, &ids, &[])?;
+        self.forget_checkpoints_of(&ids);
         for t in std::iter::once(&rt).chain(hidden.iter()) {
             t.dropped.store(true, Ordering::Release);
             for cell in t.all_cells() {
@@ -571,6 +572,7 @@ impl ClusterInner {
         let mut new_tables = new_hidden;
         new_tables.push(new_rt);
         self.write_schema_with(&mut dict, id_before, &old_ids, &new_tables)?;
+        self.forget_checkpoints_of(&old_ids);
         for t in std::iter::once(&rt).chain(hidden.iter()) {
             t.dropped.store(true, Ordering::Release);
             for cell in t.all_cells() {

@@ -202,7 +202,8 @@ fn every_ddl_rewrites_the_schema_file_on_every_node() {
     );
     let before = file_image(&setup);
     run(&mut s, "insert into t1 values (1, 'x', 1, 'y')");
-    run(&mut s, "truncate table t1");
+    // (through the NDB API: SQL's TRUNCATE sets its own metadata again)
+    setup.cluster.ndb("test").truncate_table("t1").unwrap();
     let img = file_image(&setup);
     let new_t1 = id_of(&img, "t1");
     assert_eq!(&*img.table(new_t1).unwrap().extra_metadata, b"sdi of t1");
@@ -305,11 +306,12 @@ fn a_failed_write_fails_the_ddl_and_changes_nothing() {
             let e = try_run(&mut s, sql).expect_err(sql);
             assert_eq!(e.code, 1509, "{sql}: {e}");
         }
+        let kept = ndb.table("t").unwrap().extra_metadata.clone();
         let e = inner
             .set_extra_metadata("test", "t", &[7; 4000])
             .unwrap_err();
         assert_eq!(e.code, 1509);
-        assert!(ndb.table("t").unwrap().extra_metadata.is_empty());
+        assert_eq!(ndb.table("t").unwrap().extra_metadata, kept);
         setup.fs.set_faults(Faults::default());
         // The files are as before, and so is the next table id.
         for n in &setup.cluster.inner().data_nodes {
@@ -677,4 +679,33 @@ fn a_failed_write_undoes_disk_ddl_on_every_node() {
     run(&mut s, add);
     run(&mut s, drop_file);
     assert!(!has_file("data1.dat"));
+}
+
+#[test]
+fn sql_metadata_survives_a_system_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = crate::config::ClusterConfig::embedded(1, 1).unwrap();
+    let ddl = "create table tm (id int primary key using hash, \
+               at timestamp default current_timestamp on update current_timestamp, \
+               note varchar(20) comment 'a note') \
+               default charset=latin1 comment='metadata table' auto_increment=50";
+    let before = {
+        let c = Cluster::embedded_in(cfg.clone(), dir.path().to_path_buf()).unwrap();
+        let mut s = Session::new(c.ndb("test"));
+        run(&mut s, ddl);
+        let before = show_create(&mut s, "tm");
+        c.shutdown();
+        before
+    };
+    assert!(before.contains("COMMENT='metadata table'"), "{before}");
+    let c = Cluster::embedded_in(cfg, dir.path().to_path_buf()).unwrap();
+    assert!(c.inner().restart.lock().is_some());
+    let mut s = Session::new(c.ndb("test"));
+    assert_eq!(show_create(&mut s, "tm"), before);
+    // DEFAULT CURRENT_TIMESTAMP still fills the column
+    run(&mut s, "insert into tm (id, note) values (1, 'x')");
+    match try_run(&mut s, "select at from tm where id = 1").unwrap() {
+        SqlResult::Rows { rows, .. } => assert!(!rows[0][0].is_null(), "{rows:?}"),
+        r => panic!("{r:?}"),
+    }
 }

@@ -244,7 +244,18 @@ pub struct NodeRestartStats {
 
 impl ClusterInner {
     /// System restart: the dictionary from the schema file, then every node's redo.
-    pub(crate) fn recover(&self, point: &RestorePoint) -> Result<RestartStats> {
+    pub(crate) fn recover(
+        &self,
+        point: &RestorePoint,
+        progress: &dyn Fn(&str),
+    ) -> Result<RestartStats> {
+        // Each step goes to the cluster log and to the caller as it happens.
+        let report = |node: u32, text: String| {
+            self.mgm
+                .log
+                .event(crate::mgm::log::Severity::Info, node, &text);
+            progress(&format!("Node {node}: {text}"));
+        };
         let mut stats = RestartStats {
             restored_gci: point.gci_hi,
             ..RestartStats::default()
@@ -255,9 +266,40 @@ impl ClusterInner {
             .first()
             .and_then(|n| n.log.as_ref())
             .ok_or_else(|| codes::internal("system restart without a node log"))?;
+        report(
+            first.node_id,
+            format!(
+                "System restart: recovering to GCI {} (the newest checkpoint every node saved)",
+                point.gci_hi
+            ),
+        );
         if let Some(image) = super::dict_file::load_schema(&*self.fs, first.fs_dir())? {
+            // Disk-data pages are not yet brought back to a checkpoint (undo log
+            // execution): refuse rather than restore tables whose disk columns could
+            // not be trusted.
+            if !image.disk_objects().is_empty() {
+                let names: Vec<String> = image
+                    .disk_objects()
+                    .iter()
+                    .map(|o| match o {
+                        super::dict_file::DiskObject::LogfileGroup(g) => {
+                            format!("logfile group '{}'", g.name)
+                        }
+                        super::dict_file::DiskObject::Tablespace(t) => {
+                            format!("tablespace '{}'", t.name)
+                        }
+                    })
+                    .collect();
+                return Err(codes::unsupported(format!(
+                    "system restart of a cluster with disk-data objects ({}): recovery of \
+                     disk-data pages is not implemented yet; start with --initial \
+                     (the data is lost)",
+                    names.join(", ")
+                )));
+            }
             self.recreate_dictionary(&image)?;
         }
+        self.remove_orphan_checkpoints()?;
         stats.secs_define_tables = t0.elapsed().as_secs_f64();
         let tables: BTreeMap<u32, Arc<super::dict::TableRuntime>> = self
             .dict
@@ -270,10 +312,20 @@ impl ClusterInner {
         for (node, (from, to)) in self.data_nodes.iter().zip(&point.ranges) {
             let Some(log) = &node.log else { continue };
             let t_restore = Instant::now();
-            let (_, restored_rows, max_lcp_id) = self.restore_node_fragments(node)?;
+            let (restored_fragments, restored_rows, max_lcp_id) =
+                self.restore_node_fragments(node)?;
             self.lcp_next_id
                 .fetch_max(max_lcp_id + 1, std::sync::atomic::Ordering::AcqRel);
             let secs_restore_fragments = t_restore.elapsed().as_secs_f64();
+            report(
+                node.node_id,
+                format!(
+                    "Restored LCP: {} fragments, {restored_rows} rows, {} millis, {} rows/s",
+                    restored_fragments,
+                    (secs_restore_fragments * 1000.0) as u64,
+                    (restored_rows as f64 / secs_restore_fragments.max(1e-9)) as u64
+                ),
+            );
             let t1 = Instant::now();
             let cfg = RedoConfig::from_node(&node.config);
             let mut visit = |h: &redo::RecordHeader, payload: &[u8]| -> Result<()> {
@@ -294,6 +346,15 @@ impl ClusterInner {
                 cell.state.lock().apply_redo(h.kind, payload, h.gci)
             };
             let r = redo::replay(&*self.fs, log.fs_dir(), &cfg, from, to, max_gci, &mut visit)?;
+            report(
+                node.node_id,
+                format!(
+                    "Executed REDO log: {} records, {} bytes, {} millis",
+                    r.records_applied,
+                    r.parts.iter().map(|p| p.payload_bytes_applied).sum::<u64>(),
+                    t1.elapsed().as_millis()
+                ),
+            );
             stats.nodes.push(NodeRestartStats {
                 node_id: node.node_id,
                 redo_records: r.records_applied,
@@ -308,6 +369,15 @@ impl ClusterInner {
             t.restore_auto_increment();
         }
         stats.total_secs = t0.elapsed().as_secs_f64();
+        for n in &self.data_nodes {
+            report(
+                n.node_id,
+                format!(
+                    "Start phase 5 completed (system restart), restored GCI {} in {:.3} s",
+                    point.gci_hi, stats.total_secs
+                ),
+            );
+        }
         Ok(stats)
     }
 

@@ -268,3 +268,46 @@ fn partial_checkpoints_restore_with_the_redo_after_them() {
         "only the redo after the keep position: {stats:?}"
     );
 }
+
+#[test]
+fn dropped_tables_leave_no_checkpoint_files() {
+    let fs = crate::disk::io::MemFileSystem::new();
+    let mut cfg = config();
+    cfg.set_data_node_param("TimeBetweenLocalCheckpoints", "31")
+        .expect("param");
+    let lcp_files = |fs: &crate::disk::io::MemFileSystem, t: u32| {
+        fs.paths()
+            .iter()
+            .filter(|p| p.to_string_lossy().contains(&format!("/LCP/T{t}F")))
+            .count()
+    };
+    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone())).expect("start");
+    let ndb = c.ndb("test");
+    let mut spec2 = spec();
+    spec2.name = "t2".into();
+    let t2 = ndb.create_table(spec2).expect("t2").def.id;
+    let mut spec3 = spec();
+    spec3.name = "t3".into();
+    let t3 = ndb.create_table(spec3).expect("t3").def.id;
+    for name in ["t2", "t3"] {
+        let t = ndb.table(name).expect("table");
+        let rows: Vec<Vec<Value>> = (0..100u64)
+            .map(|i| vec![Value::UInt(i), Value::Int(1)])
+            .collect();
+        ndb.insert_batch(&t, &[0, 1], rows).expect("rows");
+    }
+    c.inner().run_lcp().expect("lcp");
+    assert!(lcp_files(&fs, t2) > 0 && lcp_files(&fs, t3) > 0);
+    // removed by the next LCP round
+    ndb.drop_table("t2", false).expect("drop");
+    c.inner().run_lcp().expect("lcp");
+    assert_eq!(lcp_files(&fs, t2), 0);
+    // dropped, then a crash before any LCP: the restart removes them
+    ndb.drop_table("t3", false).expect("drop");
+    assert!(lcp_files(&fs, t3) > 0);
+    let image = fs.crash_image(3);
+    drop(c);
+    let c = Cluster::embedded_on(cfg, "/data".into(), Arc::new(image.clone())).expect("restart");
+    assert!(c.ndb("test").table("t3").is_err());
+    assert_eq!(lcp_files(&image, t3), 0);
+}

@@ -166,6 +166,7 @@ impl ClusterInner {
     pub fn run_lcp(&self) -> Result<LcpStats> {
         let _one = self.lcp_lock.lock();
         self.check_open()?;
+        self.remove_dropped_checkpoints()?;
         let t0 = Instant::now();
         let lcp_id = self
             .lcp_next_id
@@ -319,6 +320,66 @@ impl ClusterInner {
             rows += r.rows;
         }
         Ok((fragments, rows, max_lcp_id))
+    }
+
+    /// Tables dropped (or truncated: their old ids): their checkpoint files go at the
+    /// start of the next LCP round, under the round's lock, so that a round that still
+    /// holds them finishes first.
+    pub(crate) fn forget_checkpoints_of(&self, table_ids: &[u32]) {
+        self.dropped_lcp_tables.lock().extend_from_slice(table_ids);
+    }
+
+    /// Removes the checkpoint files of the tables queued by
+    /// [`ClusterInner::forget_checkpoints_of`]. Call with `lcp_lock` held.
+    fn remove_dropped_checkpoints(&self) -> Result<()> {
+        let ids = std::mem::take(&mut *self.dropped_lcp_tables.lock());
+        for id in ids {
+            self.remove_checkpoint_files(id)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every checkpoint file of table `table_id` on every node (fragment
+    /// directories are numbered from 0 without gaps).
+    pub(crate) fn remove_checkpoint_files(&self, table_id: u32) -> Result<()> {
+        for node in &self.data_nodes {
+            let Some(log) = &node.log else { continue };
+            for fragment in 0.. {
+                let dir = lcp_dir(log.fs_dir(), table_id, fragment);
+                let files = match self.fs.list_dir(&dir) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                    Err(e) => {
+                        return Err(crate::error::codes::file_system_error(format!(
+                            "{}: {e}",
+                            dir.display()
+                        )));
+                    }
+                };
+                for f in files {
+                    self.fs.remove(&f).map_err(|e| {
+                        crate::error::codes::file_system_error(format!("{}: {e}", f.display()))
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// System restart: checkpoint files of tables the dictionary no longer has (dropped
+    /// before a crash let the next LCP remove them).
+    pub(crate) fn remove_orphan_checkpoints(&self) -> Result<()> {
+        let (next_id, live): (u32, std::collections::BTreeSet<u32>) = {
+            let dict = self.dict.read();
+            (
+                dict.next_table_id(),
+                dict.all().iter().map(|t| t.def.id).collect(),
+            )
+        };
+        for id in (1..=next_id).filter(|id| !live.contains(id)) {
+            self.remove_checkpoint_files(id)?;
+        }
+        Ok(())
     }
 
     fn partial_lcp_config(&self) -> PartialLcpConfig {

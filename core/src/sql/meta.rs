@@ -4,6 +4,10 @@
 //! character set, comments, `DEFAULT CURRENT_TIMESTAMP` / `ON UPDATE` columns, whether
 //! the primary key or a unique key was created `USING HASH`).
 //!
+//! Table metadata is also kept with the table in the dictionary (NDB's
+//! `Table::setExtraMetadata`, written to the schema file): after a system restart it is
+//! read back from there the first time a session asks for it.
+//!
 //! Invariants: entries are keyed by the cluster (held weakly, so a dropped cluster's
 //! entry is pruned and never matched by a new cluster at the same address) and, for
 //! tables, by (database, lower-case name) together with the engine's table id: metadata
@@ -122,10 +126,87 @@ pub(crate) fn forget_database(cluster: &Arc<ClusterInner>, db: &str) {
     });
 }
 
-pub(crate) fn set_table(cluster: &Arc<ClusterInner>, db: &str, table: &str, meta: TableMeta) {
+/// Records a table's metadata, in memory and with the table in the dictionary (so it
+/// survives a restart). An error when the schema file cannot be written.
+pub(crate) fn set_table(
+    cluster: &Arc<ClusterInner>,
+    db: &str,
+    table: &str,
+    meta: TableMeta,
+) -> crate::error::Result<()> {
+    cluster.set_extra_metadata(db, table, &encode(&meta))?;
     with(cluster, |m| {
         m.tables.insert(key(db, table), meta);
     });
+    Ok(())
+}
+
+/// Format version of the encoded metadata (first byte).
+const META_VERSION: u8 = 1;
+
+fn encode(meta: &TableMeta) -> Vec<u8> {
+    use crate::schema::codec::Encoder;
+    let mut e = Encoder::new();
+    e.u8(META_VERSION);
+    e.opt_str(meta.charset.map(|c| c.name()));
+    e.opt_str(meta.comment.as_deref());
+    let mut comments: Vec<(&String, &String)> = meta.column_comments.iter().collect();
+    comments.sort();
+    e.u32(comments.len() as u32);
+    for (c, text) in comments {
+        e.str(c);
+        e.str(text);
+    }
+    for list in [&meta.default_now, &meta.on_update_now] {
+        e.u32(list.len() as u32);
+        for c in list {
+            e.str(c);
+        }
+    }
+    e.bool(meta.pk_hash_only);
+    e.into_bytes()
+}
+
+fn decode(bytes: &[u8], table_id: u32) -> crate::error::Result<TableMeta> {
+    use crate::error::codes;
+    use crate::schema::codec::Decoder;
+    let mut d = Decoder::new(bytes);
+    let version = d.u8()?;
+    if version != META_VERSION {
+        return Err(codes::corrupt_schema_file(format!(
+            "SQL metadata of table {table_id}: unknown version {version}"
+        )));
+    }
+    let charset = match d.opt_str()? {
+        Some(name) => Some(Charset::parse(&name).ok_or_else(|| {
+            codes::corrupt_schema_file(format!("unknown character set '{name}'"))
+        })?),
+        None => None,
+    };
+    let comment = d.opt_str()?;
+    let mut column_comments = HashMap::new();
+    for _ in 0..d.u32()? {
+        let c = d.str()?;
+        column_comments.insert(c, d.str()?);
+    }
+    let mut lists = [Vec::new(), Vec::new()];
+    for list in &mut lists {
+        for _ in 0..d.u32()? {
+            list.push(d.str()?);
+        }
+    }
+    let [default_now, on_update_now] = lists;
+    let pk_hash_only = d.bool()?;
+    d.finish()?;
+    Ok(TableMeta {
+        table_id,
+        charset,
+        comment,
+        column_comments,
+        default_now,
+        on_update_now,
+        pk_hash_only,
+    })
 }
 
 /// The metadata of a table, if it belongs to the table with this id.
@@ -135,12 +216,29 @@ pub(crate) fn table(
     table: &str,
     table_id: u32,
 ) -> Option<TableMeta> {
-    with(cluster, |m| {
+    let known = with(cluster, |m| {
         m.tables
             .get(&key(db, table))
             .filter(|t| t.table_id == table_id)
             .cloned()
-    })
+    });
+    if known.is_some() {
+        return known;
+    }
+    // After a restart: the copy kept with the table in the dictionary.
+    let rt = cluster
+        .dict
+        .read()
+        .get(db, table)
+        .filter(|t| t.def.id == table_id)?;
+    if rt.extra_metadata.is_empty() {
+        return None;
+    }
+    let meta = decode(&rt.extra_metadata, table_id).ok()?;
+    with(cluster, |m| {
+        m.tables.insert(key(db, table), meta.clone());
+    });
+    Some(meta)
 }
 
 pub(crate) fn forget_table(cluster: &Arc<ClusterInner>, db: &str, table: &str) {

@@ -171,7 +171,7 @@ fn run_ddl(s: &mut Session, cmd: Command) -> Result<SqlResult> {
             // follows it.
             if let Some(mut m) = m {
                 m.table_id = s.table(&db, &table.def.name)?.def.id;
-                meta::set_table(&cluster, &db, &table.def.name, m);
+                meta::set_table(&cluster, &db, &table.def.name, m)?;
             }
             Ok(SqlResult::ok(0))
         }
@@ -557,7 +557,7 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
         rt.auto_increment.store(n.max(1), Ordering::Release);
     }
     meta.table_id = rt.def.id;
-    meta::set_table(s.ndb.cluster(), &db, &rt.def.name, meta);
+    meta::set_table(s.ndb.cluster(), &db, &rt.def.name, meta)?;
     Ok(SqlResult::ok(0))
 }
 

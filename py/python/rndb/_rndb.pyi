@@ -63,6 +63,7 @@ class Cluster:
         config_file: str | os.PathLike[str] | None = None,
         data_nodes: int | None = None,
         no_of_replicas: int | None = None,
+        initial: bool = False,
         **params: str | int | bool,
     ) -> Cluster: ...
     def ndb(self, database: str = "test") -> Ndb: ...
