@@ -311,3 +311,38 @@ fn dropped_tables_leave_no_checkpoint_files() {
     assert!(c.ndb("test").table("t3").is_err());
     assert_eq!(lcp_files(&image, t3), 0);
 }
+
+#[test]
+fn ndbinfo_shows_the_redo_log_parts() {
+    let fs = crate::disk::io::MemFileSystem::new();
+    let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs)).expect("start");
+    c.ndb("test").create_table(spec()).expect("create");
+    write(&c, (0..50u64).map(|i| (i, 1)));
+    let (cols, rows) = crate::ndbinfo::lookup(c.inner(), "ndbinfo", "logspaces")
+        .expect("table")
+        .expect("rows");
+    assert_eq!(cols[1], "log_type");
+    let redo: Vec<_> = rows
+        .iter()
+        .filter(|r| r[1] == Value::Str("REDO".into()))
+        .collect();
+    // NoOfFragmentLogParts (4) rows per data node
+    assert_eq!(redo.len(), 2 * 4, "{rows:?}");
+    let used: u64 = redo
+        .iter()
+        .map(|r| match r[5] {
+            Value::UInt(u) => u,
+            _ => 0,
+        })
+        .sum();
+    assert!(used > 0, "the writes are in the redo log: {rows:?}");
+    let (_, bufs) = crate::ndbinfo::lookup(c.inner(), "ndbinfo", "logbuffers")
+        .expect("table")
+        .expect("rows");
+    assert_eq!(
+        bufs.iter()
+            .filter(|r| r[1] == Value::Str("REDO".into()))
+            .count(),
+        8
+    );
+}

@@ -4,7 +4,7 @@
 //!
 //! Written with `FileSystem::write_atomic` after every global checkpoint (so after a
 //! crash it holds the previous or the new content, never a mix) and read at a system
-//! restart. Byte format in docs/redo-log.md ("System file").
+//! restart. Byte format in docs/durability.md §3.
 //!
 //! Invariants: saved GCIs strictly increase; each entry has one end LSN per redo part,
 //! never below the previous entry's nor below `keep`; at most [`MAX_SAVED`] entries

@@ -3,7 +3,8 @@
 //! - `ndbinfo.diskpagebuffer`: NDB's columns exactly (PGMAN's counters per node);
 //! - `ndbinfo.diskpagebuffer_advice` (ours): predicted hit ratio at other
 //!   DiskPageBufferMemory sizes, from the cache's own history;
-//! - `ndbinfo.logspaces` / `ndbinfo.logbuffers`: the undo log (log_type `DD-UNDO`);
+//! - `ndbinfo.logspaces` / `ndbinfo.logbuffers`: the redo log parts (log_type `REDO`)
+//!   and the undo log (log_type `DD-UNDO`);
 //! - `ndbinfo.files` (NDB 8.0.29's columns) and `information_schema.FILES` (one row per
 //!   file per data node, as NDB 7.x showed them; EXTRA names the node).
 
@@ -78,6 +79,29 @@ pub(super) fn diskpagebuffer_advice(cluster: &ClusterInner) -> VirtualTable {
 fn log_rows(cluster: &ClusterInner, buffers: bool) -> VirtualTable {
     let mut rows = Vec::new();
     for n in &cluster.data_nodes {
+        // The redo log, one row per part (log_id 0, as NDB).
+        if let Some(l) = &n.log {
+            for p in l.redo.usage() {
+                let (total, used, high) = if buffers {
+                    (
+                        p.buffer_capacity_bytes,
+                        p.buffer_used_bytes,
+                        p.buffer_high_bytes,
+                    )
+                } else {
+                    (p.total_file_bytes, p.used_file_bytes, p.high_file_bytes)
+                };
+                rows.push(vec![
+                    u(n.node_id as u64),
+                    s("REDO"),
+                    u(0),
+                    u(p.part as u64),
+                    u(total),
+                    u(used),
+                    u(high),
+                ]);
+            }
+        }
         if let Some(g) = n.disk.logfile_group() {
             let x = if buffers {
                 g.log_buffer()

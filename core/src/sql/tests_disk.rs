@@ -59,7 +59,7 @@ fn the_seeds_objects_are_created_on_every_node_and_shown_in_files() {
     assert_eq!(
         rows(
             &mut s,
-            "select node_id, log_type, log_part, total > 0, used <= total from ndbinfo.logspaces order by node_id"
+            "select node_id, log_type, log_part, total > 0, used <= total from ndbinfo.logspaces where log_type = 'DD-UNDO' order by node_id"
         ),
         c.data_node_ids()
             .iter()

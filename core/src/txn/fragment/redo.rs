@@ -12,7 +12,8 @@
 //!   must exist then: it is in the checkpoint or inserted by an earlier record).
 //! - [`REDO_DELETE`]: payload the key bytes; replay deletes the row if present.
 //!
-//! Byte layout of the record around the payload: docs/redo-log.md.
+//! Record kinds and the row image: docs/durability.md §4; the framing around them:
+//! docs/redo-log.md.
 //!
 //! A fragment logs only when its table is logged (NDB's NoLogging tables are not) and
 //! its node keeps a redo log. The records of one fragment all go to one redo part, in
