@@ -346,3 +346,135 @@ fn ndbinfo_shows_the_redo_log_parts() {
         8
     );
 }
+
+/// A file system whose LCP data files fail their fdatasync while armed (the data file
+/// of a scanned fragment never becomes complete).
+struct FailingLcpSyncs {
+    inner: crate::disk::io::MemFileSystem,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct FailingSyncFile {
+    inner: Arc<dyn crate::disk::io::DiskFile>,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl crate::disk::io::DiskFile for FailingSyncFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        if self.armed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.sync_data()
+    }
+    fn len_bytes(&self) -> std::io::Result<u64> {
+        self.inner.len_bytes()
+    }
+    fn extend_to(&self, len: u64) -> std::io::Result<()> {
+        self.inner.extend_to(len)
+    }
+}
+
+impl crate::disk::io::FileSystem for FailingLcpSyncs {
+    fn create(
+        &self,
+        path: &Path,
+        size: u64,
+    ) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
+        let f = self.inner.create(path, size)?;
+        if path.to_string_lossy().contains("/LCP/") {
+            return Ok(Arc::new(FailingSyncFile {
+                inner: f,
+                armed: self.armed.clone(),
+            }));
+        }
+        Ok(f)
+    }
+    fn create_sparse(
+        &self,
+        path: &Path,
+        size: u64,
+    ) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
+        self.inner.create_sparse(path, size)
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
+        self.inner.open(path)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.write_atomic(path, bytes)
+    }
+    fn read_all(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        self.inner.read_all(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        self.inner.list_dir(dir)
+    }
+}
+
+#[test]
+fn a_failed_checkpoint_is_written_in_full_by_the_next() {
+    let fs = crate::disk::io::MemFileSystem::new();
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let failing = Arc::new(FailingLcpSyncs {
+        inner: fs.clone(),
+        armed: armed.clone(),
+    });
+    let mut cfg = config();
+    cfg.set_data_node_param("TimeBetweenLocalCheckpoints", "31")
+        .expect("param");
+    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), failing).expect("start");
+    let ndb = c.ndb("test");
+    ndb.create_table(spec()).expect("create");
+    let t = ndb.table("t").expect("t");
+    let n = 50_000u64;
+    let rows: Vec<Vec<Value>> = (0..n)
+        .map(|i| vec![Value::UInt(i), Value::Int(0)])
+        .collect();
+    ndb.insert_batch(&t, &[0, 1], rows).expect("load");
+    let mut model: BTreeMap<u64, i64> = (0..n).map(|i| (i, 0)).collect();
+    c.inner().run_lcp().expect("first lcp");
+    // changes, then an LCP that fails writing its data files: its scan took the
+    // change maps, but its files never become part of a chain
+    let changed: Vec<(u64, i64)> = (0..200).map(|i| (i * 211 % n, 7)).collect();
+    write(&c, changed.iter().copied());
+    model.extend(changed);
+    armed.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(c.inner().run_lcp().is_err());
+    armed.store(false, std::sync::atomic::Ordering::Relaxed);
+    let full: Vec<u64> = t
+        .all_cells()
+        .map(|cell| cell.state.lock())
+        .filter(|f| f.lcp_needs_full())
+        .map(|f| f.rows())
+        .collect();
+    assert!(!full.is_empty(), "the failed LCP scanned a fragment");
+    // the next LCP writes those fragments in full, and the keep moves past the changes
+    let next = c.inner().run_lcp().expect("lcp after the failure");
+    assert!(next.rows >= full.iter().sum::<u64>(), "{next:?} {full:?}");
+    assert!(
+        t.all_cells()
+            .all(|cell| !cell.state.lock().lcp_needs_full())
+    );
+    c.inner().force_gcp().expect("gcp");
+    let image = fs.crash_image(11);
+    drop(c);
+    let c = Cluster::embedded_on(cfg, "/data".into(), Arc::new(image)).expect("restart");
+    assert_eq!(contents(&c), model);
+}

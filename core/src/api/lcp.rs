@@ -167,6 +167,19 @@ impl ClusterInner {
         let _one = self.lcp_lock.lock();
         self.check_open()?;
         self.remove_dropped_checkpoints()?;
+        let mut scanned = Vec::new();
+        let r = self.run_lcp_locked(&mut scanned);
+        if r.is_err() {
+            // Their change maps and counts were taken by a scan whose file never
+            // became part of a chain: their next LCP writes them in full.
+            for cell in scanned {
+                cell.state.lock().lcp_failed();
+            }
+        }
+        r
+    }
+
+    fn run_lcp_locked(&self, scanned: &mut Vec<Arc<crate::txn::FragmentCell>>) -> Result<LcpStats> {
         let t0 = Instant::now();
         let lcp_id = self
             .lcp_next_id
@@ -202,7 +215,8 @@ impl ClusterInner {
                     .unwrap_or_else(|| FragControl::new(table.def.id, part));
                 let change = {
                     let f = cell.state.lock();
-                    if !ctl.files.is_empty() && !f.changed_since_lcp() {
+                    let full = ctl.files.is_empty() || f.lcp_needs_full();
+                    if !full && !f.changed_since_lcp() {
                         None
                     } else {
                         let c = f.lcp_change_counts();
@@ -216,7 +230,7 @@ impl ClusterInner {
                                 * crate::storage::PAGE_SIZE as u64,
                             ldm_memory_used_bytes: 0,
                             page_count: m.fixed_pages,
-                            first_lcp: ctl.files.is_empty(),
+                            first_lcp: full,
                         })
                     }
                 };
@@ -236,7 +250,8 @@ impl ClusterInner {
                 )?;
                 let all = writer.header().all_parts;
                 let all_part = move |page: u32| all.contains(part_of_page(page));
-                let mut scan = cell.state.lock().lcp_begin();
+                scanned.push(cell.clone());
+                let mut scan = cell.state.lock().lcp_begin(all.is_full());
                 let mut batch = Batch::default();
                 loop {
                     let done = {

@@ -464,15 +464,11 @@ impl Ndb {
             used[p.partition] = true;
         }
         // Redo back-pressure first, then the commit gate, then the fragments.
-        let mut rows_per_cell: Vec<(Arc<crate::txn::FragmentCell>, RowId, u8)> = Vec::new();
-        for p in &prepared {
-            for cell in &table.fragments[p.partition] {
-                rows_per_cell.push((cell.clone(), RowId(0), 0));
-            }
-        }
-        rows_per_cell.sort_by_key(|(c, _, _)| Arc::as_ptr(c) as usize);
-        super::transaction::wait_for_redo_room(&rows_per_cell)?;
-        drop(rows_per_cell);
+        super::transaction::wait_for_redo_room(
+            prepared
+                .iter()
+                .flat_map(|p| table.fragments[p.partition].iter().map(|c| &**c)),
+        )?;
         let ticket = self.cluster.gcp.enter_commit();
         let gci = ticket.gci;
         let mut guards = Vec::new();

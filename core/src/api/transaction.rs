@@ -739,7 +739,7 @@ impl Transaction {
         // backups of that row already released (the order NDB's commit chain gives).
         touched.sort_by_key(|(c, _, rank)| (std::cmp::Reverse(*rank), Arc::as_ptr(c) as usize));
         // Back-pressure outside the commit gate and every fragment mutex.
-        if let Err(e) = wait_for_redo_room(&touched) {
+        if let Err(e) = wait_for_redo_room(touched.iter().map(|(c, _, _)| &**c)) {
             self.touched = touched;
             return Err(e);
         }
@@ -837,11 +837,13 @@ impl Transaction {
     }
 }
 
-/// Waits until every redo part the commit of `touched` (sorted by fragment) appends to
-/// has room for it.
-pub(crate) fn wait_for_redo_room(touched: &[(Arc<FragmentCell>, RowId, u8)]) -> Result<()> {
+/// Waits until every redo part a commit appends to has room for it: `rows` names the
+/// fragment replica of each row the commit writes (a bound: one record per row).
+pub(crate) fn wait_for_redo_room<'a>(
+    rows: impl IntoIterator<Item = &'a FragmentCell>,
+) -> Result<()> {
     let mut need: Vec<(&FragRedo, usize)> = Vec::new();
-    for (cell, _, _) in touched {
+    for cell in rows {
         let Some(r) = &cell.redo else { continue };
         match need
             .iter_mut()

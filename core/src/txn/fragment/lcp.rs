@@ -54,6 +54,8 @@ pub struct LcpScan {
     pub pages_skipped: u64,
     /// Highest row GCI written.
     pub max_gci: u32,
+    /// Every part is an ALL part in this LCP.
+    all_parts: bool,
     image: Vec<u8>,
 }
 
@@ -77,8 +79,20 @@ impl Fragment {
             || (0..self.fixed.logical_pages()).any(|lp| self.fixed.page_changed(lp))
     }
 
-    /// Starts an LCP scan; the change counts start again from zero.
-    pub fn lcp_begin(&mut self) -> LcpScan {
+    /// Whether the next LCP must write every part (an earlier LCP scanned the fragment,
+    /// clearing its change maps, and then failed before its file was part of a chain).
+    pub fn lcp_needs_full(&self) -> bool {
+        self.lcp_force_full
+    }
+
+    /// An LCP that scanned this fragment failed: the next one writes it in full.
+    pub fn lcp_failed(&mut self) {
+        self.lcp_force_full = true;
+    }
+
+    /// Starts an LCP scan (`all_parts`: this LCP writes every part in full); the
+    /// change counts start again from zero.
+    pub fn lcp_begin(&mut self, all_parts: bool) -> LcpScan {
         self.lcp_counts = LcpChangeCounts::default();
         let end_page = self.fixed.logical_pages().max(self.lcp_seen.len() as u32);
         LcpScan {
@@ -89,6 +103,7 @@ impl Fragment {
             deletes_written: 0,
             pages_skipped: 0,
             max_gci: 0,
+            all_parts,
             image: Vec::new(),
         }
     }
@@ -138,6 +153,10 @@ impl Fragment {
             }
         }
         if scan.done() {
+            if scan.all_parts {
+                // A full LCP leaves nothing behind that a failed one missed.
+                self.lcp_force_full = false;
+            }
             self.lcp_seen = std::mem::take(&mut scan.seen);
             while self.lcp_seen.last() == Some(&false) {
                 self.lcp_seen.pop();

@@ -122,6 +122,8 @@ pub struct Fragment {
     lcp_seen: Vec<bool>,
     /// Changes since the previous LCP began.
     lcp_counts: LcpChangeCounts,
+    /// An LCP scanned the fragment and failed: the next one writes every part.
+    lcp_force_full: bool,
     pub stats: FragStats,
 }
 
@@ -193,6 +195,7 @@ impl Fragment {
             redo_disk: Vec::new(),
             lcp_seen: Vec::new(),
             lcp_counts: LcpChangeCounts::default(),
+            lcp_force_full: false,
             stats: FragStats::default(),
         }
     }
