@@ -87,10 +87,10 @@ fn main() -> AnyResult<()> {
                         }
                         tx.execute(ExecType::Commit, AbortOption::AbortOnError)
                     })();
-                    if let Err(e) = r {
-                        if errors.fetch_add(1, Ordering::Relaxed) < 5 {
-                            eprintln!("error reached the application: {e}");
-                        }
+                    if let Err(e) = r
+                        && errors.fetch_add(1, Ordering::Relaxed) < 5
+                    {
+                        eprintln!("error reached the application: {e}");
                     }
                 }
             })
