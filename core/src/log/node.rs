@@ -4,7 +4,9 @@
 //! Saving checkpoint `g` on a node: seal and fdatasync every redo part (every record of
 //! GCIs up to `g` was appended before the checkpoint cut, so it is in what is synced),
 //! then record `g` with the parts' end LSNs in the system file (written atomically).
-//! Only then has the node saved `g`. A failure stops the node: it is remembered, and
+//! Only then has the node saved `g`. A local checkpoint's keep position moves with it,
+//! but never past the end of `g - 1`: until every node saved `g`, a restart recovers
+//! to `g - 1`, so every node must still be able to replay up to it. A failure stops the node: it is remembered, and
 //! every later save fails with it without touching the disk again.
 //!
 //! Lock order: `sysfile` is taken after the redo log's own locks are released.
@@ -107,19 +109,94 @@ impl GcpSaver for NodeLog {
         let end = self.redo.seal_and_sync().map_err(|e| self.stop(e))?;
         let mut sf = self.sysfile.lock();
         let mut next = sf.clone();
+        // The previous checkpoint must stay restorable from this node: another node
+        // may fail to save this one, and a restart then recovers to the previous one.
+        // The keep position is applied up to that checkpoint's end only; the rest
+        // waits for the next checkpoint (replaying more redo than needed is harmless).
+        let applied = keep.as_ref().map(|k| match sf.last_saved() {
+            Some(prev) => k.iter().zip(&prev.end).map(|(a, b)| *a.min(b)).collect(),
+            None => k.clone(),
+        });
         next.push(gci_hi, end);
-        if let Some(keep) = &keep {
-            next.set_keep(keep);
+        if let Some(applied) = &applied {
+            next.set_keep(applied);
         }
         next.store(&*self.fs, &self.fs_dir)
             .map_err(|e| self.stop(e))?;
         *sf = next;
         drop(sf);
-        if let Some(keep) = keep {
-            for (part, lsn) in keep.into_iter().enumerate() {
-                self.redo.release_before(part as u32, lsn);
+        if let (Some(keep), Some(applied)) = (keep, applied) {
+            for (part, lsn) in applied.iter().enumerate() {
+                self.redo.release_before(part as u32, *lsn);
+            }
+            if applied != keep {
+                // A later local checkpoint's keep (set meanwhile) supersedes this one.
+                self.pending_keep.lock().get_or_insert(keep);
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::io::MemFileSystem;
+    use crate::log::gcp::make_gci;
+    use crate::log::redo::{EncodedRecords, RecordHeader, RedoConfig};
+
+    fn record(log: &RedoLog, gci_hi: u32) {
+        let mut r = EncodedRecords::new();
+        let h = RecordHeader {
+            gci: make_gci(gci_hi, 0),
+            table_id: 1,
+            fragment_id: 0,
+            kind: 1,
+        };
+        r.push(&h, &[7; 100]);
+        log.append(0, &r);
+    }
+
+    /// Found by the simulated crash test (seed 61): a local checkpoint whose keep lies
+    /// past the end of checkpoint 4 (the redo head after a restart), saved with
+    /// checkpoint 5 on node A, dropped 4 from A's system file; node B then failed to
+    /// save 5, and no restart was possible ("GCI 4 is restorable on every other node
+    /// but not in this node's system file").
+    #[test]
+    fn a_keep_never_drops_the_previous_checkpoint() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = Path::new("/n");
+        let cfg = RedoConfig {
+            parts: 1,
+            files_per_part: 3,
+            file_size_bytes: 1 << 20,
+            buffer_bytes: 1 << 20,
+            init_full: false,
+            overload_limit_ms: 1000,
+        };
+        let redo = RedoLog::create(fs.clone(), dir, cfg).expect("redo");
+        let node = NodeLog::new(2, fs.clone(), dir, redo.clone(), Sysfile::new(2, 1));
+        record(&redo, 4);
+        node.save(4).expect("save 4");
+        let end4 = node.sysfile.lock().saved_gci(4).expect("4").end.clone();
+        record(&redo, 5);
+        // an LCP: keep = the head, past the end of checkpoint 4
+        let keep = redo.head();
+        assert!(keep[0] > end4[0]);
+        node.set_keep(keep.clone());
+        record(&redo, 5);
+        node.save(5).expect("save 5");
+        let sf = Sysfile::load(&*fs, dir).expect("load").expect("sysfile");
+        assert!(sf.saved_gci(4).is_some(), "{sf:?}");
+        assert_eq!(sf.keep, end4, "keep moved up to the end of 4 only");
+        // the rest of the keep is applied with the next checkpoint
+        node.save(6).expect("save 6");
+        let sf = Sysfile::load(&*fs, dir).expect("load").expect("sysfile");
+        assert_eq!(sf.keep, keep);
+        assert!(
+            sf.saved_gci(5).is_some() && sf.saved_gci(4).is_none(),
+            "{sf:?}"
+        );
+        redo.shutdown();
     }
 }
