@@ -251,7 +251,8 @@ impl ClusterInner {
                 let all = writer.header().all_parts;
                 let all_part = move |page: u32| all.contains(part_of_page(page));
                 scanned.push(cell.clone());
-                let mut scan = cell.state.lock().lcp_begin(all.is_full());
+                let start_gci = crate::log::gcp::gci_hi(self.gcp.current());
+                let mut scan = cell.state.lock().lcp_begin(all.is_full(), start_gci);
                 let mut batch = Batch::default();
                 loop {
                     let done = {
@@ -288,8 +289,11 @@ impl ClusterInner {
         if pending.is_empty() {
             return Ok(stats);
         }
-        // Everything the files hold must be restorable through the redo log too.
-        if max_gci > self.gcp.durable_hi() || self.gcp.durable_hi() == 0 {
+        // Everything the files hold must be restorable through the redo log too: the
+        // rows they hold carry GCIs up to `max_gci`, but their delete markers name no
+        // GCI, so the checkpoint closes the GCI current now (every change a scan saw
+        // has a GCI at most that).
+        if stats.fragments > 0 || max_gci > self.gcp.durable_hi() {
             self.force_gcp()?;
         }
         for (node, keep, written) in pending {

@@ -53,17 +53,10 @@ use crate::schema::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Seeds that fail for a diagnosed bug in code this test may not change yet (see the
-/// comments); the fixed-range test skips them, the soak test runs them.
-const KNOWN_FAILING: &[u64] = &[
-    // An LCP stores delete markers of a GCI that is not durable yet: the scan's
-    // `max_gci` (txn/fragment/lcp.rs `lcp_slots`) counts only the rows it writes, not
-    // the deletes, so `run_lcp` (api/lcp.rs) does not force the global checkpoint
-    // covering them; after a power loss the restart recovers to the older GCI but the
-    // checkpoint already lacks the rows deleted after it (seed 239: t0 rows 2, 5, 8,
-    // deleted in GCI 7 before LCP 5, restored GCI 6; 278 and 441 alike).
-    239, 278, 441,
-];
+/// Seeds that fail for a diagnosed bug not fixed yet (the fixed-range test skips them,
+/// the soak test runs them). Empty: the bugs this test found are fixed (an LCP's
+/// delete markers not covered by a durable GCI; redo replay re-encoding BLOB heads).
+const KNOWN_FAILING: &[u64] = &[];
 
 // Known bug (diagnosed, in the transaction layer, not fixed here): in one
 // transaction, a unique value freed (its row A deleted or given another value), then
@@ -208,7 +201,6 @@ impl Life<'_> {
                 .chance(70)
                 .then(|| self.rng.below(model::UNIQUE_VALUES));
             let body_len = match self.rng.below(5) {
-                _ if !blob_values() => None,
                 0 => None,
                 1 => Some(self.rng.below(200) as usize),
                 2 => Some(200 + self.rng.below(2400) as usize),
@@ -796,14 +788,6 @@ fn stop_in_background(c: Cluster) {
     if spawned.is_err() {
         c.inner().shutdown_now();
     }
-}
-
-/// BLOB values other than NULL only with `RNDB_SIM_BLOBS=1`: a system restart that
-/// replays the redo record of a row with a BLOB value corrupts the value's head (see
-/// `open_bugs_tests::redo_replay_keeps_blob_values`); with them on, nearly every seed
-/// fails.
-fn blob_values() -> bool {
-    std::env::var("RNDB_SIM_BLOBS").is_ok_and(|v| v == "1")
 }
 
 fn replay_command(seed: u64) -> String {

@@ -867,3 +867,83 @@ fn stress_iterations() -> u32 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(150)
 }
+
+/// Regression (found by the simulated crash test): an update of other columns of a
+/// row with a BLOB re-encoded the stored BLOB head as a new value of the head's bytes.
+#[test]
+fn updating_other_columns_keeps_blob_values() {
+    use crate::schema::BlobKind;
+    let c = Cluster::embedded(crate::config::ClusterConfig::embedded(2, 2).expect("config"))
+        .expect("start");
+    let ndb = c.ndb("test");
+    let t = ndb
+        .create_table(
+            TableSpec::new(
+                "b",
+                vec![
+                    Column::new(
+                        "id",
+                        ColumnType::Int {
+                            bytes: 4,
+                            unsigned: true,
+                        },
+                    )
+                    .primary_key(),
+                    Column::new(
+                        "u",
+                        ColumnType::Int {
+                            bytes: 4,
+                            unsigned: true,
+                        },
+                    ),
+                    Column::new(
+                        "body",
+                        ColumnType::Blob {
+                            kind: BlobKind::Regular,
+                            charset: None,
+                        },
+                    ),
+                ],
+            )
+            .index("ux", crate::schema::IndexKind::UniqueHashIndex, &["u"]),
+        )
+        .expect("create");
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Insert,
+        &[("id", Value::UInt(1))],
+        &[("u", Value::UInt(1)), ("body", Value::Bytes(vec![7; 2300]))],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("commit");
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Update,
+        &[("id", Value::UInt(1))],
+        &[("u", Value::UInt(2))],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("commit");
+    let mut tx = ndb.start_transaction().expect("tx");
+    let op = tx
+        .define(
+            &t,
+            OpKind::Read(crate::txn::LockMode::CommittedRead),
+            &[("id", Value::UInt(1))],
+            &[],
+            None,
+        )
+        .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("read");
+    match tx.outcome(op) {
+        Some(OpOutcome::Row(r)) => assert_eq!(r[2], Value::Bytes(vec![7; 2300])),
+        other => panic!("{other:?}"),
+    }
+}

@@ -247,8 +247,9 @@ impl Transaction {
             }
             if all.len() as u64 != total {
                 return Err(codes::internal(format!(
-                    "BLOB column '{}' has {} of {total} bytes",
+                    "BLOB column '{}' of the row with key {:?} has {} of {total} bytes",
                     def.columns[c].name,
+                    key,
                     all.len()
                 )));
             }

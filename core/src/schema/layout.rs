@@ -397,6 +397,20 @@ impl RowLayout {
     /// Builds the fixed part (header and GCI zero, var ref zero) and the var part from
     /// coerced values, one per column. NULL for a NOT NULL column is the caller's check.
     pub fn encode_row(&self, values: &[Value], fixed: &mut Vec<u8>, var: &mut Vec<u8>) {
+        self.encode_row_keeping_heads(values, &[], fixed, var);
+    }
+
+    /// [`RowLayout::encode_row`] where `stored_heads[c]` marks BLOB/TEXT columns whose
+    /// value is the stored head read back from a row (`decode_value` of a BLOB gives
+    /// the head, not the value): those are kept as they are rather than encoded as a
+    /// new value of the head's bytes. Empty: no such column.
+    pub fn encode_row_keeping_heads(
+        &self,
+        values: &[Value],
+        stored_heads: &[bool],
+        fixed: &mut Vec<u8>,
+        var: &mut Vec<u8>,
+    ) {
         assert_eq!(
             values.len(),
             self.cols.len(),
@@ -412,7 +426,7 @@ impl RowLayout {
         // commits (callers that copy a fixed part keep the row's own reference).
         self.set_disk_ref(fixed, None);
         let data_start = 2 * self.var_cols as usize;
-        for (c, v) in self.cols.iter().zip(values) {
+        for (i, (c, v)) in self.cols.iter().zip(values).enumerate() {
             if v.is_null()
                 && let Some(bit) = c.null_bit
             {
@@ -426,8 +440,12 @@ impl RowLayout {
                     }
                 }
                 ColPlace::Var { index } => {
-                    if !v.is_null() {
-                        encode_var(&c.ty, v, var);
+                    match v {
+                        Value::Null => {}
+                        Value::Bytes(head) if stored_heads.get(i) == Some(&true) => {
+                            var.extend_from_slice(head)
+                        }
+                        _ => encode_var(&c.ty, v, var),
                     }
                     let end = (var.len() - data_start) as u16;
                     var[2 * index as usize..2 * index as usize + 2]

@@ -287,8 +287,17 @@ fn a_disk_full_underneath_the_data_file_is_a_clear_error_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let fs = MemFileSystem::new();
     let mut cfg = ClusterConfig::embedded(1, 1).expect("config");
-    cfg.set_data_node_param("DiskPageBufferMemory", "4M")
-        .expect("dpb");
+    // Only the data file may grow into the last megabyte: the redo log is allocated
+    // at start (InitFragmentLogFiles=full) and no local checkpoint writes files.
+    for (k, v) in [
+        ("DiskPageBufferMemory", "4M"),
+        ("InitFragmentLogFiles", "full"),
+        ("NoOfFragmentLogFiles", "3"),
+        ("FragmentLogFileSize", "4M"),
+        ("TimeBetweenLocalCheckpoints", "31"),
+    ] {
+        cfg.set_data_node_param(k, v).expect(k);
+    }
     let c = Cluster::embedded_on(
         cfg,
         dir.path().to_path_buf(),

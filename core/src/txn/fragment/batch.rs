@@ -158,18 +158,79 @@ impl Fragment {
         gci: u32,
     ) -> Result<DirectInsert> {
         self.stats.key_inserts += 1;
-        if let Some(row) = self.find(key, h32) {
-            if header_of(self.fixed.get(row)) & (ROW_LOCKED | ROW_ALLOC) != 0 {
-                return Ok(DirectInsert::Conflict);
-            }
-            return Err(codes::tuple_already_exists());
+        if let Some(conflict) = self.existing_for_insert(key, h32)? {
+            return Ok(conflict);
         }
         let row = self.alloc_row(values, 0)?;
+        let mut image = std::mem::take(&mut self.enc_disk);
+        let table = self.table.clone();
+        table.layout.encode_disk(values, row.0, gci, &mut image);
+        let r = self.complete_committed_insert(row, h32, &image, gci);
+        self.enc_disk = image;
+        r.map(|()| DirectInsert::Inserted(row))
+    }
+
+    /// Inserts a row as committed from its stored image (redo replay: the parts as a
+    /// commit stored them, so nothing is decoded and encoded again — a BLOB column's
+    /// head stays a head). The key must not exist.
+    pub(super) fn insert_committed_image(
+        &mut self,
+        key: &[u8],
+        h32: u32,
+        fixed: &[u8],
+        var: &[u8],
+        disk: &[u8],
+        gci: u32,
+    ) -> Result<RowId> {
+        if self.existing_for_insert(key, h32)?.is_some() {
+            return Err(codes::internal("redo replay: the replayed row is locked"));
+        }
+        let row = self.store_row(fixed, var, 0)?;
+        let mut image = std::mem::take(&mut self.enc_disk);
+        image.clear();
+        if self.disk.is_some() {
+            image.extend_from_slice(disk);
+            if image.len() < 8 {
+                self.free_row(row);
+                self.enc_disk = image;
+                return Err(codes::corrupt_page(
+                    "redo replay: a disk image without header",
+                ));
+            }
+            image[0..4].copy_from_slice(&row.0.to_le_bytes());
+            image[4..8].copy_from_slice(&gci.to_le_bytes());
+        }
+        let r = self.complete_committed_insert(row, h32, &image, gci);
+        self.enc_disk = image;
+        r.map(|()| row)
+    }
+
+    /// None when `key` is free; a conflict (a locked row) or error 630 otherwise.
+    fn existing_for_insert(&mut self, key: &[u8], h32: u32) -> Result<Option<DirectInsert>> {
+        match self.find(key, h32) {
+            None => Ok(None),
+            Some(row) if header_of(self.fixed.get(row)) & (ROW_LOCKED | ROW_ALLOC) != 0 => {
+                Ok(Some(DirectInsert::Conflict))
+            }
+            Some(_) => Err(codes::tuple_already_exists()),
+        }
+    }
+
+    /// The rest of a committed insert of the allocated `row`: hash index, disk record
+    /// (`disk_image`, with the row id and GCI in its header; empty without disk
+    /// columns), ordered indexes, GCI stamp. On error the row is gone again.
+    fn complete_committed_insert(
+        &mut self,
+        row: RowId,
+        h32: u32,
+        disk_image: &[u8],
+        gci: u32,
+    ) -> Result<()> {
         if let Err(e) = self.hash.insert(&self.pool, h32, row) {
             self.free_row(row);
             return Err(e);
         }
-        if let Err(e) = self.disk_insert_now(row, values, gci) {
+        if let Err(e) = self.disk_insert_image(row, disk_image) {
             self.hash.remove(&self.pool, h32, row);
             self.free_row(row);
             return Err(e);
@@ -229,7 +290,7 @@ impl Fragment {
         self.fixed.mark_changed(row, gci);
         self.lcp_counts.inserted += 1;
         self.stats.commits += 1;
-        Ok(DirectInsert::Inserted(row))
+        Ok(())
     }
 
     /// Removes a row inserted by [`Fragment::insert_committed`] in a batch that failed

@@ -363,20 +363,18 @@ impl Fragment {
         }
     }
 
-    /// Bulk load: writes the disk record of a row inserted as committed at once.
-    pub(super) fn disk_insert_now(&mut self, row: RowId, values: &[Value], gci: u32) -> Result<()> {
+    /// A row inserted as committed at once (bulk load, redo replay): writes its disk
+    /// record `image` (row id and GCI already in its header). Nothing without disk
+    /// columns.
+    pub(super) fn disk_insert_image(&mut self, row: RowId, image: &[u8]) -> Result<()> {
         let table = self.table.clone();
         let Some(d) = &mut self.disk else {
             return Ok(());
         };
-        let mut image = std::mem::take(&mut self.enc_disk);
-        table.layout.encode_disk(values, row.0, gci, &mut image);
         // insert_record gives the reservation back when it fails.
         let r = d
             .reserve(image.len(), &table.name)
-            .and_then(|res| d.node.insert_record(&mut d.alloc, res, &image));
-        self.enc_disk = image;
-        let r = r?;
+            .and_then(|res| d.node.insert_record(&mut d.alloc, res, image))?;
         let f = self.fixed.get_mut(row);
         table.layout.set_disk_ref(f, Some(r));
         Ok(())

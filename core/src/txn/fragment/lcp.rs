@@ -56,6 +56,8 @@ pub struct LcpScan {
     pub max_gci: u32,
     /// Every part is an ALL part in this LCP.
     all_parts: bool,
+    /// In CHANGE parts, rows with an older GCI did not change since the previous LCP.
+    min_change_gci: u32,
     image: Vec<u8>,
 }
 
@@ -90,10 +92,13 @@ impl Fragment {
         self.lcp_force_full = true;
     }
 
-    /// Starts an LCP scan (`all_parts`: this LCP writes every part in full); the
-    /// change counts start again from zero.
-    pub fn lcp_begin(&mut self, all_parts: bool) -> LcpScan {
+    /// Starts an LCP scan (`all_parts`: this LCP writes every part in full) at global
+    /// checkpoint `start_gci_hi`; the change counts start again from zero.
+    pub fn lcp_begin(&mut self, all_parts: bool, start_gci_hi: u32) -> LcpScan {
         self.lcp_counts = LcpChangeCounts::default();
+        // A row changed since the previous scan began carries a GCI at least that
+        // scan's start GCI: in a changed region, older rows are skipped.
+        let min_change_gci = std::mem::replace(&mut self.lcp_start_gci, start_gci_hi);
         let end_page = self.fixed.logical_pages().max(self.lcp_seen.len() as u32);
         LcpScan {
             next_page: 0,
@@ -104,6 +109,7 @@ impl Fragment {
             pages_skipped: 0,
             max_gci: 0,
             all_parts,
+            min_change_gci,
             image: Vec::new(),
         }
     }
@@ -138,7 +144,7 @@ impl Fragment {
             if all || !was_seen {
                 // ALL part, or a page new since the previous LCP: every slot.
                 let spp = self.fixed.slots_per_page();
-                self.lcp_slots(scan, lp, 0..spp, !all, sink);
+                self.lcp_slots(scan, lp, 0..spp, !all, 0, sink);
                 continue;
             }
             if map.iter().all(|&b| b == 0) {
@@ -148,7 +154,8 @@ impl Fragment {
             for bit in 0..CHANGE_MAP_BITS {
                 if map[(bit / 8) as usize] & (1 << (bit % 8)) != 0 {
                     let slots = self.fixed.slots_of_change_bit(bit);
-                    self.lcp_slots(scan, lp, slots, true, sink);
+                    let min_gci = scan.min_change_gci;
+                    self.lcp_slots(scan, lp, slots, true, min_gci, sink);
                 }
             }
         }
@@ -167,14 +174,15 @@ impl Fragment {
         }
     }
 
-    /// Writes the committed rows among `slots` of page `lp`; with `deletes`, the other
-    /// slots become delete markers.
+    /// Writes the committed rows among `slots` of page `lp` whose GCI is at least
+    /// `min_gci`; with `deletes`, free slots become delete markers.
     fn lcp_slots(
         &mut self,
         scan: &mut LcpScan,
         lp: u32,
         slots: std::ops::Range<u32>,
         deletes: bool,
+        min_gci: u32,
         sink: &mut dyn LcpSink,
     ) {
         let layout = &self.table.layout;
@@ -184,6 +192,9 @@ impl Fragment {
                 Some(h) if h & ROW_ALLOC == 0 => {
                     let f = self.fixed.get(row);
                     let gci = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
+                    if gci < min_gci {
+                        continue;
+                    }
                     scan.max_gci = scan.max_gci.max(gci);
                     scan.image.clear();
                     push_row_image(&mut scan.image, f, var_of(layout, &self.var, f), &[]);

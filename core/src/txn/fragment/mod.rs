@@ -124,6 +124,9 @@ pub struct Fragment {
     lcp_counts: LcpChangeCounts,
     /// An LCP scanned the fragment and failed: the next one writes every part.
     lcp_force_full: bool,
+    /// The GCI current when the last LCP scan of the fragment began (0: none since
+    /// the fragment was created or restored).
+    lcp_start_gci: u32,
     pub stats: FragStats,
 }
 
@@ -196,6 +199,7 @@ impl Fragment {
             lcp_seen: Vec::new(),
             lcp_counts: LcpChangeCounts::default(),
             lcp_force_full: false,
+            lcp_start_gci: 0,
             stats: FragStats::default(),
         }
     }

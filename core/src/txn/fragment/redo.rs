@@ -197,39 +197,30 @@ impl Fragment {
         layout.row_key(fixed, var, &mut key);
         let h32 = index_hash(key_hash(&key));
         let existing = self.find(&key, h32);
-        let mut values: Vec<Value> = Vec::with_capacity(table.columns.len());
+        // The stored parts go back as they are (a BLOB column holds only its head and
+        // parts-table reference: decoding and encoding it again would not round-trip).
+        let mut disk_image = std::mem::take(&mut self.redo_disk);
+        disk_image.clear();
         if kind == REDO_WRITE_MEMORY && self.disk.is_some() {
             // Replay may start before the checkpoint the fragment was restored from
             // (its keep position moves after the checkpoint completes): a row that
             // checkpoint already shows deleted has a later delete record coming.
             let Some(row) = existing else {
+                self.redo_disk = disk_image;
                 return Ok(());
             };
             let d = self.disk.as_ref().ok_or_else(|| bad("no disk part"))?;
             let r = layout.disk_ref(self.fixed.get(row));
-            d.read_committed(row, r, |img| {
-                let stored = StoredRow {
-                    fixed,
-                    var,
-                    disk: img,
-                };
-                for c in 0..table.columns.len() {
-                    values.push(layout.value(c, stored));
-                }
-            })?;
+            d.read_committed(row, r, |img| disk_image.extend_from_slice(img))?;
         } else {
-            let stored = StoredRow { fixed, var, disk };
-            for c in 0..table.columns.len() {
-                values.push(layout.value(c, stored));
-            }
+            disk_image.extend_from_slice(disk);
         }
         if let Some(row) = existing {
             self.remove_committed(row, h32, gci_hi(gci));
         }
-        match self.insert_committed(&key, h32, &values, gci_hi(gci))? {
-            DirectInsert::Inserted(_) => Ok(()),
-            DirectInsert::Conflict => Err(bad("a replayed row is locked")),
-        }
+        let r = self.insert_committed_image(&key, h32, fixed, var, &disk_image, gci_hi(gci));
+        self.redo_disk = disk_image;
+        r.map(|_| ())
     }
 
     /// The largest positive integer value of column `col` among committed rows (the

@@ -82,7 +82,7 @@ impl Fragment {
             };
             let r = match self.view(txn, row) {
                 // Own pending delete: the insert replaces the row (as a full update).
-                View::Gone => self.set_pending_image(txn, row, values),
+                View::Gone => self.set_pending_image(txn, row, values, &[]),
                 _ => Err(codes::tuple_already_exists()),
             };
             return match r {
@@ -140,10 +140,11 @@ impl Fragment {
             Err(e) => Err(e),
             Ok(None) => Err(codes::tuple_not_found()),
             Ok(Some(mut values)) => {
+                let heads = self.stored_heads_kept(changes);
                 for (c, v) in changes {
                     values[*c] = v.clone();
                 }
-                self.set_pending_image(txn, row, &values)
+                self.set_pending_image(txn, row, &values, &heads)
             }
         };
         match r {
@@ -174,12 +175,13 @@ impl Fragment {
         };
         let r = match self.full_values(txn, row) {
             Err(e) => Err(e),
-            Ok(None) => self.set_pending_image(txn, row, full),
+            Ok(None) => self.set_pending_image(txn, row, full, &[]),
             Ok(Some(mut values)) => {
+                let heads = self.stored_heads_kept(changes);
                 for (c, v) in changes {
                     values[*c] = v.clone();
                 }
-                self.set_pending_image(txn, row, &values)
+                self.set_pending_image(txn, row, &values, &heads)
             }
         };
         match r {
@@ -252,11 +254,28 @@ impl Fragment {
 
     /// Makes `values` the pending after-image of a row locked exclusively by `txn`.
     /// On error the row's previous pending state is left exactly as it was.
+    /// The BLOB/TEXT columns an update that sets `changes` keeps: their values read
+    /// back from the row are stored heads (see `RowLayout::encode_row_keeping_heads`).
+    /// Empty for a table without such columns.
+    fn stored_heads_kept(&self, changes: &[(usize, Value)]) -> Vec<bool> {
+        let cols = &self.table.columns;
+        if !cols.iter().any(|c| c.ty.is_blob()) {
+            return Vec::new();
+        }
+        let mut kept: Vec<bool> = cols.iter().map(|c| c.ty.is_blob()).collect();
+        for (c, _) in changes {
+            kept[*c] = false;
+        }
+        kept
+    }
+
+    /// `stored_heads`: see [`RowLayout::encode_row_keeping_heads`].
     pub(super) fn set_pending_image(
         &mut self,
         txn: TxnId,
         row: RowId,
         values: &[Value],
+        stored_heads: &[bool],
     ) -> Result<()> {
         debug_assert!(
             self.locks
@@ -266,7 +285,7 @@ impl Fragment {
         let table = self.table.clone();
         let layout = &table.layout;
         let (mut fixed, mut var) = (Vec::new(), Vec::new());
-        layout.encode_row(values, &mut fixed, &mut var);
+        layout.encode_row_keeping_heads(values, stored_heads, &mut fixed, &mut var);
         if let Some(Pending::Insert { disk, .. }) =
             self.locks.get_mut(row).and_then(|l| l.pending.as_mut())
         {
