@@ -26,8 +26,6 @@ mod durability_tests;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]
-mod open_bugs_tests;
-#[cfg(test)]
 mod sim_crash_model;
 #[cfg(test)]
 mod sim_crash_tests;

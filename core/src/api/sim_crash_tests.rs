@@ -58,15 +58,6 @@ use std::time::{Duration, Instant};
 /// delete markers not covered by a durable GCI; redo replay re-encoding BLOB heads).
 const KNOWN_FAILING: &[u64] = &[];
 
-// Known bug (diagnosed, in the transaction layer, not fixed here): in one
-// transaction, a unique value freed (its row A deleted or given another value), then
-// given to row B fails with 893 for about 40% of the values (it depends on the
-// value's hash): the insert into the unique index's hidden table finds the entry this
-// transaction deleted (630), while the same delete-then-insert of one primary key of
-// a main table works.
-// Shown by `open_bugs_tests::unique_value_reused_in_one_transaction` (ignored); the
-// scenario avoids it (`freed_u` in `Life::txn`).
-
 /// Seeds of the fixed-range test: about 10 s in a debug build on the 2-core machine
 /// (0.15 to 0.3 s a seed; see the module doc for the cost).
 const SEEDS: std::ops::Range<u64> = 0..48;
@@ -176,7 +167,6 @@ impl Life<'_> {
             Err(e) => return self.refused("start transaction", e),
         };
         let mut ops = Vec::new();
-        let mut freed_u = std::collections::BTreeSet::new();
         for _ in 0..1 + self.rng.below(4) {
             let s = slots[self.rng.below(slots.len() as u64) as usize];
             let t = ndb
@@ -207,7 +197,7 @@ impl Life<'_> {
                 3 => Some(2600 + self.rng.below(5000) as usize),
                 _ => Some(0),
             };
-            let mut fresh = Row {
+            let fresh = Row {
                 grp: self.rng.below(8) as i64 - 3,
                 u,
                 val: no,
@@ -215,14 +205,6 @@ impl Life<'_> {
                 pad_len: self.rng.below(201) as usize,
                 body_len,
             };
-            // Known bug (the comment above SEEDS): a unique value this transaction
-            // freed cannot be given to another row in it (893).
-            if let Some(x) = fresh.u
-                && freed_u.contains(&(s, x))
-                && !table.values().any(|r| r.u == Some(x))
-            {
-                fresh.u = None;
-            }
             let new = match (kind, &old) {
                 (OpKind::Update, Some(o)) => Some(Row {
                     grp: fresh.grp,
@@ -273,11 +255,6 @@ impl Life<'_> {
             if op_fails {
                 fails = true;
                 break;
-            }
-            if let Some(x) = old.as_ref().and_then(|o| o.u)
-                && new.as_ref().and_then(|n| n.u) != Some(x)
-            {
-                freed_u.insert((s, x));
             }
             match new {
                 Some(n) => {

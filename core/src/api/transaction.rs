@@ -319,7 +319,16 @@ impl Transaction {
             }
         }
         // Stable grouping by (table, partition): same key => same group, order kept.
-        prepared.sort_by_key(|p| (Arc::as_ptr(&self.ops[p.op].table) as usize, p.partition));
+        // Writes with follow-ups (unique index rows, BLOB parts) run in definition
+        // order: through the hidden tables, operations on different partitions meet
+        // (a unique value freed by one row and taken by another in the same batch).
+        let follow_ups = prepared.iter().any(|p| {
+            let op = &self.ops[p.op];
+            op.kind.is_write() && op.table.has_follow_ups()
+        });
+        if !follow_ups {
+            prepared.sort_by_key(|p| (Arc::as_ptr(&self.ops[p.op].table) as usize, p.partition));
+        }
         let mut i = 0;
         while i < prepared.len() {
             let table = self.ops[prepared[i].op].table.clone();
