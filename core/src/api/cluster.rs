@@ -75,6 +75,8 @@ pub struct ClusterInner {
     /// What the last local checkpoint wrote.
     pub last_lcp: Mutex<Option<super::lcp::LcpStats>>,
     lcp_driver: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Wakes the LCP driver (redo filling up, shutdown).
+    pub(crate) lcp_wakeup: Arc<super::durability::Wakeup>,
     /// Dropped tables whose checkpoint files the next LCP round removes.
     pub(crate) dropped_lcp_tables: Mutex<Vec<u32>>,
     /// TransactionDeadlockDetectionTimeout, dynamic (see [`ClusterInner::apply_dynamic_params`]).
@@ -306,6 +308,7 @@ impl ClusterInner {
             lcp_next_id: AtomicU32::new(1),
             last_lcp: Mutex::new(None),
             lcp_driver: Mutex::new(None),
+            lcp_wakeup: Arc::default(),
             dropped_lcp_tables: Mutex::new(Vec::new()),
             lock_timeout_ms: AtomicU64::new(lock_timeout_ms),
             max_operations,
@@ -515,6 +518,8 @@ impl ClusterInner {
                 l.redo.shutdown();
             }
         }
+        self.lcp_wakeup.notify();
+        self.gcp.wake_driver();
         for driver in [&self.gcp_driver, &self.lcp_driver] {
             if let Some(h) = driver.lock().take()
                 && h.thread().id() != std::thread::current().id()

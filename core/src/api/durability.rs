@@ -440,6 +440,18 @@ impl super::dict::TableRuntime {
 /// written since the last one began, or at once when a redo part is half full.
 pub(crate) fn spawn_lcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread::JoinHandle<()>> {
     let weak: Weak<ClusterInner> = Arc::downgrade(inner);
+    let wakeup = inner.lcp_wakeup.clone();
+    // A redo part passing half full wakes the driver at once.
+    for n in &inner.data_nodes {
+        if let Some(l) = &n.log {
+            let w = wakeup.clone();
+            l.redo.set_fill_hook(Box::new(move |_part, percent| {
+                if percent >= LCP_URGENT_FILL_PERCENT {
+                    w.notify();
+                }
+            }));
+        }
+    }
     std::thread::Builder::new()
         .name("rndb-lcp".into())
         .spawn(move || {
@@ -469,10 +481,34 @@ pub(crate) fn spawn_lcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread:
                     }
                 }
                 drop(c);
-                std::thread::sleep(Duration::from_millis(LCP_POLL_MS));
+                // Woken early by a filling redo part or by shutdown.
+                wakeup.wait(Duration::from_millis(LCP_POLL_MS));
             }
         })
         .map_err(|e| codes::internal(format!("cannot start the LCP thread: {e}")))
+}
+
+/// A flag and a condition variable: wakes a driver thread before its nap ends.
+#[derive(Default)]
+pub(crate) struct Wakeup {
+    set: parking_lot::Mutex<bool>,
+    cv: parking_lot::Condvar,
+}
+
+impl Wakeup {
+    pub(crate) fn notify(&self) {
+        *self.set.lock() = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits up to `max` for a notification (consumed).
+    pub(crate) fn wait(&self, max: Duration) {
+        let mut set = self.set.lock();
+        if !*set {
+            self.cv.wait_for(&mut set, max);
+        }
+        *set = false;
+    }
 }
 
 /// How often the LCP driver looks at the redo log.

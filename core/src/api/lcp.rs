@@ -19,8 +19,16 @@
 //! Checkpoint writes are paced between MinDiskWriteSpeed and MaxDiskWriteSpeed by how
 //! full the redo log is. An LCP starts when TimeBetweenLocalCheckpoints' worth of redo
 //! (4 × 2^n bytes) was written since the previous one started, and at once when a redo
-//! part passes half full; the cluster log records each (`Local checkpoint 13 started.
-//! Keep GCI = ... oldest restorable GCI = ...`, `Local checkpoint 13 completed`).
+//! part passes half full (the redo fill hook wakes the driver); the cluster log records
+//! each (`Local checkpoint 13 started. Keep GCI = ... oldest restorable GCI = ...`,
+//! `Local checkpoint 13 completed`).
+//!
+//! A round that fails (a data or control file cannot be written) changes nothing a
+//! restart reads: the previous control files and keep stay; the fragments it scanned
+//! (whose change maps it took) are written in full by their next LCP. The LCP driver
+//! stops the cluster on such a failure, as NDB's node would; an explicit
+//! [`ClusterInner::run_lcp`] returns the error (an LCP file's failed fdatasync poisons
+//! only that file, which nothing will ever read, unlike the redo log's).
 //!
 //! Lock order: `lcp_lock` (one round at a time), then fragment mutexes one at a time.
 

@@ -248,6 +248,12 @@ impl GlobalCheckpoint {
         }
     }
 
+    /// Ends the driver's nap now (the cluster is closing).
+    pub fn wake_driver(&self) {
+        let _st = self.state.lock();
+        self.wake_driver.notify_all();
+    }
+
     /// Blocks until the checkpoint holding `gci` is durable on every node, asking for
     /// that checkpoint at once. Error 4008 ("Receive from NDB failed", unknown result)
     /// after `timeout`; the stopping error when checkpointing failed.
