@@ -189,7 +189,18 @@ fn main() -> AnyResult<()> {
 
     // Durable commits, one at a time, and fdatasync beside them.
     let t = table(&ndb, "d", true)?;
+    let fsyncs = || -> (u64, u64) {
+        cluster
+            .inner()
+            .data_nodes
+            .iter()
+            .filter_map(|n| n.log.as_ref())
+            .map(|l| l.redo.counters())
+            .fold((0, 0), |(f, g), c| (f + c.fdatasyncs, g + c.group_commits))
+    };
+    let (f0, g0) = fsyncs();
     let mut lat = Vec::with_capacity(commits);
+    let mut commit_only = Vec::with_capacity(commits);
     for i in 0..commits as u64 {
         let t0 = Instant::now();
         let mut tx = ndb.start_transaction()?;
@@ -201,9 +212,42 @@ fn main() -> AnyResult<()> {
             None,
         )?;
         tx.execute(ExecType::Commit, AbortOption::AbortOnError)?;
+        commit_only.push(t0.elapsed().as_secs_f64() * 1e6);
         let gci = tx.gci().ok_or("no GCI after commit")?;
         cluster.wait_durable(gci, Duration::from_secs(30))?;
         lat.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    let (f1, g1) = fsyncs();
+    // The global checkpoint alone, run by this thread (no wake-up of the GCP thread).
+    let mut gcp = Vec::with_capacity(commits);
+    for i in 0..commits as u64 {
+        let mut tx = ndb.start_transaction()?;
+        tx.define(
+            &t,
+            OpKind::Write,
+            &[("id", Value::UInt(i % 100))],
+            &[("a", Value::Int(i as i64)), ("b", Value::Str(value_b(i)))],
+            None,
+        )?;
+        tx.execute(ExecType::Commit, AbortOption::AbortOnError)?;
+        let t0 = Instant::now();
+        cluster.inner().force_gcp()?;
+        gcp.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    // What a system file save costs: write aside, fsync, rename, fsync the directory.
+    let mut atomic = Vec::with_capacity(commits);
+    let sysfile = dir.join("atomic-probe");
+    let tmp = dir.join("atomic-probe.tmp");
+    for i in 0..commits {
+        let t0 = Instant::now();
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut f, &[i as u8; 512])?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, &sysfile)?;
+        std::fs::File::open(&dir)?.sync_all()?;
+        atomic.push(t0.elapsed().as_secs_f64() * 1e6);
     }
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -234,6 +278,25 @@ fn main() -> AnyResult<()> {
     println!(
         "4 KiB pwrite + fdatasync                median {fm:>8.0} us  p99 {:>8.0} us",
         p99(&mut fs)
+    );
+    println!(
+        "  of which commit                      median {:>8.0} us",
+        median(&mut commit_only)
+    );
+    println!(
+        "  redo fdatasyncs per durable commit: {:.1} (all nodes), group commits {:.1}",
+        (f1 - f0) as f64 / commits as f64,
+        (g1 - g0) as f64 / commits as f64
+    );
+    println!(
+        "force_gcp by the caller's thread       median {:>8.0} us  p99 {:>8.0} us",
+        median(&mut gcp),
+        p99(&mut gcp)
+    );
+    println!(
+        "write aside + fsync + rename + dir fsync median {:>6.0} us  p99 {:>8.0} us",
+        median(&mut atomic),
+        p99(&mut atomic)
     );
     println!("durable commit / fdatasync: {:.2}", lm / fm);
     cluster.shutdown();
