@@ -62,11 +62,12 @@ pub(crate) fn node_fs_dir(base: &Path, node_id: u32) -> PathBuf {
 /// (redo files, system file, schema file); returns the paths removed.
 pub(crate) fn remove_node_logs(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = RedoLog::remove_files(fs, node_fs_dir)?;
-    let sysfile = crate::log::sysfile::sysfile_path(node_fs_dir);
-    if fs.exists(&sysfile) {
-        fs.remove(&sysfile)
-            .map_err(|e| codes::file_system_error(format!("{}: {e}", sysfile.display())))?;
-        removed.push(sysfile);
+    for sysfile in crate::log::sysfile::sysfile_paths(node_fs_dir) {
+        if fs.exists(&sysfile) {
+            fs.remove(&sysfile)
+                .map_err(|e| codes::file_system_error(format!("{}: {e}", sysfile.display())))?;
+            removed.push(sysfile);
+        }
     }
     if super::dict_file::remove_schema_file(fs, node_fs_dir)? {
         removed.push(node_fs_dir.join(super::dict_file::SCHEMA_FILE));
@@ -115,7 +116,7 @@ pub(crate) fn plan_start(
             let cfg = RedoConfig::from_node(dn);
             RedoLog::remove_files(&**fs, &dir)?;
             let log = RedoLog::create(fs.clone(), &dir, cfg.clone())?;
-            let sysfile = Sysfile::new(dn.node_id, cfg.parts as usize);
+            let mut sysfile = Sysfile::new(dn.node_id, cfg.parts as usize);
             sysfile.store(&**fs, &dir)?;
             logs.push(Some(Arc::new(NodeLog::new(
                 dn.node_id,

@@ -2,9 +2,12 @@
 //! node has saved and where in each redo log part they end, and from where a restart
 //! must replay.
 //!
-//! Written with `FileSystem::write_atomic` after every global checkpoint (so after a
-//! crash it holds the previous or the new content, never a mix) and read at a system
-//! restart. Byte format in docs/durability.md §3.
+//! Two copies, written in turn (NDB keeps two too): each global checkpoint overwrites
+//! the older slot in place and fdatasyncs it, so a torn write can only damage the copy
+//! being written while the other still holds the previous state; a restart takes the
+//! valid copy with the higher generation. (One fdatasync per save, where an atomic
+//! replace costs a file sync, a rename and a directory sync.) Byte format in
+//! docs/durability.md §3.
 //!
 //! Invariants: saved GCIs strictly increase; each entry has one end LSN per redo part,
 //! never below the previous entry's nor below `keep`; at most [`MAX_SAVED`] entries
@@ -18,7 +21,10 @@ use crate::log::redo::Lsn;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"RNDBSYS\0";
-const FORMAT_VERSION: u32 = 1;
+const FORMAT_VERSION: u32 = 2;
+/// Size of each slot file; a system file is at most 24 + 8 + 32 × 8 + 16 × (8 + 32 × 8)
+/// bytes.
+const SLOT_BYTES: usize = 8192;
 /// Saved checkpoints kept in the file.
 pub const MAX_SAVED: usize = 16;
 
@@ -32,21 +38,25 @@ pub struct SavedGci {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sysfile {
     pub node_id: u32,
+    /// Stores so far: the copy with the higher generation is the current one.
+    pub generation: u64,
     /// Per redo part: the oldest LSN a restart needs (replay starts here).
     pub keep: Vec<Lsn>,
     /// Saved checkpoints, oldest first.
     pub saved: Vec<SavedGci>,
 }
 
-/// Where a node keeps its system file, under its file-system directory.
-pub fn sysfile_path(node_fs_dir: &Path) -> PathBuf {
-    node_fs_dir.join("D1").join("DBDIH").join("P0.sysfile")
+/// The two copies of a node's system file, under its file-system directory.
+pub fn sysfile_paths(node_fs_dir: &Path) -> [PathBuf; 2] {
+    let dir = node_fs_dir.join("D1").join("DBDIH");
+    [dir.join("P0.sysfile"), dir.join("P1.sysfile")]
 }
 
 impl Sysfile {
     pub fn new(node_id: u32, parts: usize) -> Sysfile {
         Sysfile {
             node_id,
+            generation: 0,
             keep: vec![0; parts],
             saved: Vec::new(),
         }
@@ -106,6 +116,7 @@ impl Sysfile {
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&self.node_id.to_le_bytes());
+        out.extend_from_slice(&self.generation.to_le_bytes());
         out.extend_from_slice(&(parts as u32).to_le_bytes());
         out.extend_from_slice(&(self.saved.len() as u32).to_le_bytes());
         for k in &self.keep {
@@ -125,7 +136,7 @@ impl Sysfile {
 
     pub fn decode(bytes: &[u8]) -> Result<Sysfile> {
         let bad = |what: &str| codes::corrupt_page(format!("system file: {what}"));
-        if bytes.len() < 28 {
+        if bytes.len() < 36 {
             return Err(bad("too short"));
         }
         let (body, crc) = bytes.split_at(bytes.len() - 4);
@@ -142,25 +153,27 @@ impl Sysfile {
         if version != FORMAT_VERSION {
             return Err(bad(&format!("unknown format version {version}")));
         }
-        let node_id = u32_at(12);
-        let parts = u32_at(16) as usize;
-        let count = u32_at(20) as usize;
-        if parts == 0 || parts > 32 || count > MAX_SAVED {
-            return Err(bad("bad counts"));
-        }
-        if body.len() != 24 + parts * 8 + count * (8 + parts * 8) {
-            return Err(bad("length does not match its counts"));
-        }
         let u64_at = |o: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&body[o..o + 8]);
             u64::from_le_bytes(b)
         };
-        let mut at = 24;
+        let node_id = u32_at(12);
+        let generation = u64_at(16);
+        let parts = u32_at(24) as usize;
+        let count = u32_at(28) as usize;
+        if parts == 0 || parts > 32 || count > MAX_SAVED {
+            return Err(bad("bad counts"));
+        }
+        if body.len() != 32 + parts * 8 + count * (8 + parts * 8) {
+            return Err(bad("length does not match its counts"));
+        }
+        let mut at = 32;
         let keep: Vec<Lsn> = (0..parts).map(|i| u64_at(at + i * 8)).collect();
         at += parts * 8;
         let mut file = Sysfile {
             node_id,
+            generation,
             keep,
             saved: Vec::with_capacity(count),
         };
@@ -182,26 +195,64 @@ impl Sysfile {
         Ok(file)
     }
 
-    /// Writes the file atomically.
-    pub fn store(&self, fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<()> {
-        let path = sysfile_path(node_fs_dir);
-        if let Some(dir) = path.parent() {
-            fs.create_dir_all(dir)
-                .map_err(|e| codes::file_system_error(format!("{}: {e}", dir.display())))?;
-        }
-        fs.write_atomic(&path, &self.encode())
-            .map_err(|e| codes::file_system_error(format!("{}: {e}", path.display())))
+    /// Writes the next generation into the older copy, in place, and fdatasyncs it.
+    pub fn store(&mut self, fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<()> {
+        self.generation += 1;
+        let bytes = self.encode();
+        assert!(
+            bytes.len() + 4 <= SLOT_BYTES,
+            "system file exceeds its slot"
+        );
+        let mut slot = vec![0u8; SLOT_BYTES];
+        slot[..4].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
+        slot[4..4 + bytes.len()].copy_from_slice(&bytes);
+        let path = &sysfile_paths(node_fs_dir)[(self.generation % 2) as usize];
+        let err = |e: std::io::Error| codes::file_system_error(format!("{}: {e}", path.display()));
+        let file = if fs.exists(path) {
+            fs.open(path).map_err(err)?
+        } else {
+            if let Some(dir) = path.parent() {
+                fs.create_dir_all(dir).map_err(err)?;
+            }
+            // Created at its full size; durable (with its directory entry) on return.
+            fs.create(path, SLOT_BYTES as u64).map_err(err)?
+        };
+        file.write_at(&slot, 0).map_err(err)?;
+        file.sync_data().map_err(err)
     }
 
-    /// Reads the node's system file; `None` when the node never saved a checkpoint.
+    /// Reads the node's system file: the valid copy with the higher generation; `None`
+    /// when there is none. An error when copies exist but none verifies.
     pub fn load(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Option<Sysfile>> {
-        let path = sysfile_path(node_fs_dir);
-        match fs.read_all(&path) {
-            Ok(None) => Ok(None),
-            Ok(Some(bytes)) => Sysfile::decode(&bytes)
-                .map(Some)
-                .map_err(|e| e.detail(path.display())),
-            Err(e) => Err(codes::file_read_error(format!("{}: {e}", path.display()))),
+        let mut best: Option<Sysfile> = None;
+        let mut damage = None;
+        for path in sysfile_paths(node_fs_dir) {
+            let bytes = match fs.read_all(&path) {
+                Ok(None) => continue,
+                Ok(Some(b)) => b,
+                Err(e) => {
+                    return Err(codes::file_read_error(format!("{}: {e}", path.display())));
+                }
+            };
+            let len = bytes
+                .get(..4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+            let parsed = match len {
+                Some(n) if 4 + n <= bytes.len() => Sysfile::decode(&bytes[4..4 + n]),
+                _ => Err(codes::corrupt_page("system file: bad length")),
+            };
+            match parsed {
+                Ok(f) if best.as_ref().is_none_or(|b| f.generation > b.generation) => {
+                    best = Some(f)
+                }
+                Ok(_) => {}
+                Err(e) => damage = Some(e.detail(path.display())),
+            }
+        }
+        match (best, damage) {
+            (Some(f), _) => Ok(Some(f)),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(None),
         }
     }
 }
@@ -221,15 +272,37 @@ mod tests {
 
     #[test]
     fn round_trip_and_storage() {
-        let s = sample();
+        let mut s = sample();
         assert_eq!(Sysfile::decode(&s.encode()).unwrap(), s);
         let fs = MemFileSystem::new();
         let dir = Path::new("/d/ndb_3_fs");
         assert_eq!(Sysfile::load(&fs, dir).unwrap(), None);
         s.store(&fs, dir).unwrap();
+        assert_eq!(s.generation, 1);
         assert_eq!(Sysfile::load(&fs, dir).unwrap(), Some(s.clone()));
-        assert_eq!(s.last_saved().map(|x| x.gci_hi), Some(6));
+        // the next store goes to the other copy; the newer one wins
+        s.push(7, vec![20_000; 4]);
+        s.store(&fs, dir).unwrap();
+        assert_eq!(Sysfile::load(&fs, dir).unwrap(), Some(s.clone()));
+        assert_eq!(s.last_saved().map(|x| x.gci_hi), Some(7));
         assert_eq!(s.saved_gci(5).map(|x| x.end[0]), Some(4096));
+    }
+
+    #[test]
+    fn a_damaged_newest_copy_falls_back_to_the_other() {
+        let fs = MemFileSystem::new();
+        let dir = Path::new("/d/ndb_2_fs");
+        let mut s = sample();
+        s.store(&fs, dir).unwrap();
+        let older = s.clone();
+        s.push(7, vec![20_000; 4]);
+        s.store(&fs, dir).unwrap();
+        // generation 2 is in P0 (2 % 2): damage it
+        let [p0, p1] = sysfile_paths(dir);
+        assert!(fs.corrupt_byte(&p0, 40));
+        assert_eq!(Sysfile::load(&fs, dir).unwrap(), Some(older));
+        assert!(fs.corrupt_byte(&p1, 40));
+        assert!(Sysfile::load(&fs, dir).is_err(), "both copies damaged");
     }
 
     #[test]
