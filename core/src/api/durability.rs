@@ -518,13 +518,15 @@ const LCP_POLL_MS: u64 = 50;
 const LCP_URGENT_FILL_PERCENT: u32 = 50;
 
 impl ClusterInner {
-    /// Redo bytes appended on every node since start, and the fullest part's fill.
+    /// Redo bytes appended since start on the node that wrote most (each node's own
+    /// redo is what TimeBetweenLocalCheckpoints counts, as in NDB), and the fullest
+    /// part's fill.
     fn redo_written_and_fill(&self) -> (u64, u32) {
         let mut written = 0;
         let mut fill = 0;
         for n in &self.data_nodes {
             if let Some(l) = &n.log {
-                written += l.redo.head().iter().sum::<u64>();
+                written = written.max(l.redo.head().iter().sum::<u64>());
                 fill = fill.max(l.redo_fill_percent());
             }
         }
