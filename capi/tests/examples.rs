@@ -19,6 +19,7 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("ndbapi_record.cpp", &[]),
     ("ndbapi_disk.cpp", &[]),
     ("ndbapi_threads.cpp", &[]),
+    ("ndbapi_durable.cpp", &[]),
     (
         "ndbapi_retries.cpp",
         &["embedded;TransactionDeadlockDetectionTimeout=300"],
@@ -170,6 +171,11 @@ fn run_example(src: &str) {
 #[test]
 fn ndbapi_disk() {
     run_example("ndbapi_disk.cpp");
+}
+
+#[test]
+fn ndbapi_durable() {
+    run_example("ndbapi_durable.cpp");
 }
 
 #[test]
