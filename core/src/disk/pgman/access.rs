@@ -70,6 +70,7 @@ impl Inner {
     }
 
     /// Pins frame `i` (under the cache lock, which `st` proves).
+    #[inline]
     fn pin(&self, st: &mut State, i: u32, addr: PageAddr, intent: Intent) -> PageRef<'_> {
         debug_assert!(st.allocated[i as usize], "a mapped page has a frame");
         let frame = self.arena.get(i);

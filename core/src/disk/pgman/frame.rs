@@ -135,7 +135,15 @@ impl FrameArena {
     #[inline]
     pub fn get(&self, i: u32) -> &Frame {
         let (j, k) = locate(i);
-        &self.chunks[j].get_or_init(|| (0..ARENA_FIRST << j).map(|_| Frame::empty()).collect())[k]
+        match self.chunks[j].get() {
+            Some(c) => &c[k],
+            None => &self.init_chunk(j)[k],
+        }
+    }
+
+    #[cold]
+    fn init_chunk(&self, j: usize) -> &[Frame] {
+        self.chunks[j].get_or_init(|| (0..ARENA_FIRST << j).map(|_| Frame::empty()).collect())
     }
 
     /// Installs `buffer` in frame `i`, which has no pin and no buffer.
