@@ -9,14 +9,14 @@
 //! Locking: the cache mutex is held for the map probe, the policy access and the pin;
 //! released for the read (under the frame's exclusive lock) and for victim writes.
 
-use std::sync::atomic::{Ordering, fence};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
 use super::cleaner::WriteKind;
 use super::frame::{PENDING, Slot, State, Status, clean_evictable, unpinned_idle};
-use super::{Inner, Intent, PageAddr, PageRef, Unpin};
+use super::{Inner, Intent, PageAddr, PageRef};
 use crate::disk::page::verify;
 use crate::disk::policy::{Access, PageId};
 use crate::error::{NdbError, Result, codes};
@@ -69,21 +69,21 @@ impl Inner {
         self.miss(st, page, addr, intent, correlated, waited)
     }
 
+    /// Pins frame `i` (under the cache lock, which `st` proves).
+    #[inline]
     fn pin(&self, st: &mut State, i: u32, addr: PageAddr, intent: Intent) -> PageRef<'_> {
-        let Some(frame) = st.frames[i as usize].clone() else {
-            unreachable!("a mapped page has a frame");
-        };
+        debug_assert!(st.allocated[i as usize], "a mapped page has a frame");
+        let frame = self.arena.get(i);
+        frame.pin_locked();
         if intent != Intent::Read {
             st.slots[i as usize].write_pins += 1;
         }
         PageRef {
             frame,
-            unpin: Unpin {
-                inner: self,
-                i,
-                addr,
-                intent,
-            },
+            inner: self,
+            i,
+            addr,
+            intent,
         }
     }
 
@@ -109,11 +109,12 @@ impl Inner {
         let out = {
             let State {
                 policy,
-                frames,
+                arena,
                 slots,
                 map,
                 ..
             } = &mut *st;
+            let frames = &**arena;
             policy.access(page, correlated, |v| {
                 map.get(&v).is_some_and(|&i| {
                     if i == PENDING {
@@ -200,9 +201,8 @@ impl Inner {
                 st.counters.read_errors += 1;
                 st.policy.remove(page);
                 // Unpin without the guard (it would take the lock again), then free.
-                let PageRef { frame, unpin } = r;
-                drop(frame);
-                std::mem::forget(unpin);
+                r.frame.unpin_locked();
+                std::mem::forget(r);
                 st.slots[i as usize].write_pins = 0;
                 st.release_frame(i);
                 Err(e)
@@ -228,20 +228,21 @@ impl Inner {
     fn wait_for_frame(&self, st: &mut MutexGuard<'_, State>, waited: &mut bool) -> Result<u32> {
         self.frame_waiters.fetch_add(1, Ordering::SeqCst);
         let r = loop {
-            // Pairs with the fence in `Unpin::drop`: either that unpin is visible to
-            // the evictability check below, or its thread sees us waiting.
-            fence(Ordering::SeqCst);
+            // The `SeqCst` increment above and the `SeqCst` loads of pins released in
+            // the evictability check below pair with `PageRef::drop`: either that
+            // unpin is visible here, or its thread sees us waiting (see `Frame`).
             if let Some(i) = st.free.pop() {
                 break Ok(i);
             }
             let victims = {
                 let State {
                     policy,
-                    frames,
+                    arena,
                     slots,
                     map,
                     ..
                 } = &mut **st;
+                let frames = &**arena;
                 policy.evict_excess(|v| {
                     map.get(&v)
                         .is_some_and(|&i| i != PENDING && unpinned_idle(frames, slots, i))

@@ -1,9 +1,7 @@
 //! Administrative operations: dropping a data file's pages, discarding the pages of a
 //! freed extent, and resizing DiskPageBufferMemory online.
 
-use std::sync::Arc;
-
-use super::frame::{Frame, PENDING, State, Status, clean_evictable, unpinned_idle};
+use super::frame::{PENDING, State, Status, buffers, clean_evictable, unpinned_idle};
 use super::{Inner, PageAddr, frames_for};
 use crate::error::{Result, codes};
 
@@ -26,11 +24,7 @@ impl Inner {
                         let s = &st.slots[i as usize];
                         if s.status != Status::Resident || s.writing {
                             busy = true;
-                        } else if s.write_pins > 0
-                            || st.frames[i as usize]
-                                .as_ref()
-                                .is_some_and(|f| Arc::strong_count(f) > 1)
-                        {
+                        } else if s.write_pins > 0 || st.arena.get(i).pins() > 0 {
                             return Err(codes::internal(format_args!(
                                 "discarding page {addr:?} of a free extent while it is pinned"
                             )));
@@ -67,11 +61,7 @@ impl Inner {
                 }
                 if s.status != Status::Resident || s.writing {
                     busy = true;
-                } else if s.write_pins > 0
-                    || st.frames[i]
-                        .as_ref()
-                        .is_some_and(|f| Arc::strong_count(f) > 1)
-                {
+                } else if s.write_pins > 0 || st.arena.get(i as u32).pins() > 0 {
                     return Err(codes::file_in_use(format_args!(
                         "disk file {file_no}: page {} is in use",
                         s.addr.page_no
@@ -106,18 +96,19 @@ impl Inner {
             let st = self.state.lock();
             target.saturating_sub(st.frames_allocated)
         };
-        let fresh: Vec<Arc<Frame>> = Frame::many(to_add);
+        let fresh = buffers(to_add);
         let mut st = self.state.lock();
         st.target_frames = target;
         st.add_frames(fresh);
         let victims = {
             let State {
                 policy,
-                frames,
+                arena,
                 slots,
                 map,
                 ..
             } = &mut *st;
+            let frames = &**arena;
             policy.resize(target, |v| {
                 map.get(&v)
                     .is_some_and(|&i| i != PENDING && clean_evictable(frames, slots, i))
@@ -130,11 +121,12 @@ impl Inner {
             let victims = {
                 let State {
                     policy,
-                    frames,
+                    arena,
                     slots,
                     map,
                     ..
                 } = &mut *st;
+                let frames = &**arena;
                 policy.evict_excess(|v| {
                     map.get(&v)
                         .is_some_and(|&i| i != PENDING && unpinned_idle(frames, slots, i))

@@ -37,9 +37,10 @@ use crate::disk::page::{PageHeader, PageKind, header, seal};
 use crate::error::{Result, codes};
 
 /// A page claimed for writing.
-pub(super) struct Claim {
+pub(super) struct Claim<'a> {
     i: u32,
-    frame: Arc<Frame>,
+    /// Pinned until `finish` (the claim counts as a pin, as a `PageRef`).
+    frame: &'a Frame,
     file: Arc<dyn DiskFile>,
     addr: PageAddr,
     lsn: Lsn,
@@ -59,13 +60,17 @@ pub(super) enum WriteKind {
 
 impl Inner {
     /// Step 1: claims frame `i` for writing if it is dirty and idle.
-    pub(super) fn claim(&self, st: &mut State, i: u32) -> Option<Claim> {
+    pub(super) fn claim(&self, st: &mut State, i: u32) -> Option<Claim<'_>> {
         let s = &st.slots[i as usize];
         if s.status != Status::Resident || s.dirty_seq.is_none() || s.writing || s.write_pins > 0 {
             return None;
         }
         let file = st.files.get(&s.addr.file_no)?.clone();
-        let frame = st.frames[i as usize].clone()?;
+        if !st.allocated[i as usize] {
+            return None;
+        }
+        let frame = self.arena.get(i);
+        frame.pin_locked();
         let c = Claim {
             i,
             frame,
@@ -114,12 +119,12 @@ impl Inner {
     pub(super) fn finish(
         &self,
         st: &mut State,
-        c: Claim,
+        c: Claim<'_>,
         res: Result<()>,
         kind: WriteKind,
     ) -> Result<()> {
         let i = c.i;
-        drop(c.frame);
+        c.frame.unpin();
         let s = &mut st.slots[i as usize];
         assert!(s.writing, "finishing a write that was not claimed");
         s.writing = false;
@@ -153,6 +158,7 @@ impl Inner {
     /// Gives back a claim that was not written.
     fn abandon(&self, st: &mut State, c: Claim) {
         st.slots[c.i as usize].writing = false;
+        c.frame.unpin();
     }
 
     /// Writes the claims in order; on the first error the rest are given back.

@@ -34,8 +34,10 @@
 //! inside a `read`/`write` closure is allowed). Threads wait for another thread's I/O or
 //! for a free frame on one condition variable.
 //!
-//! A hit takes the cache mutex once (map probe, policy access, pin = `Arc` clone); the
-//! unpin of a `Read` pin takes no lock (an `Arc` drop plus a check for frame waiters).
+//! A hit takes the cache mutex once (map probe, policy access, pin = a plain increment
+//! of the frame's pins-taken counter under the lock); the unpin of a `Read` pin takes
+//! no lock (one atomic increment of the frame's pins-released counter plus a check for
+//! frame waiters; the ordering argument is on `frame::Frame`).
 //!
 //! Files: `frame` (frames, slots, the state under the mutex and its invariants),
 //! `access` (the request path), `cleaner` (write-back, cleaner, checkpoint), `admin`
@@ -52,7 +54,7 @@ mod tests;
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -64,7 +66,7 @@ use crate::disk::{Lsn, WalSync};
 use crate::error::{Result, codes};
 
 use cleaner::CleanerThread;
-use frame::{Frame, State};
+use frame::{Frame, FrameArena, State};
 use stats::IoCounters;
 pub use stats::PageCacheStats;
 
@@ -147,6 +149,8 @@ thread_local! {
 /// The shared part of the cache (also owned by the cleaner thread).
 pub(super) struct Inner {
     id: u64,
+    /// The frame headers (also in `State`): a pin refers into it without the lock.
+    arena: Arc<FrameArena>,
     state: Mutex<State>,
     /// Signalled when a page-in or write-back ends, a write pin is released, a frame is
     /// freed or a pin dropped while someone waits for a frame.
@@ -168,12 +172,7 @@ pub struct PageCache {
 
 /// A pinned page. The frame stays assigned to this page until it is dropped.
 pub struct PageRef<'a> {
-    frame: Arc<Frame>,
-    // Declared after `frame`: runs after the pin (`Arc`) is released.
-    unpin: Unpin<'a>,
-}
-
-struct Unpin<'a> {
+    frame: &'a Frame,
     inner: &'a Inner,
     i: u32,
     addr: PageAddr,
@@ -200,10 +199,12 @@ impl PageCache {
         let frames = frames_for(cfg.capacity_bytes)?;
         policy.capacity = frames;
         policy.entries_per_page = cfg.entries_per_page.max(1);
-        let state = State::new(PageCachePolicy::with_config(policy), frames);
+        let arena = Arc::new(FrameArena::new());
+        let state = State::new(PageCachePolicy::with_config(policy), arena.clone(), frames);
         Ok(PageCache {
             inner: Arc::new(Inner {
                 id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+                arena,
                 state: Mutex::new(state),
                 cond: Condvar::new(),
                 wal,
@@ -365,7 +366,7 @@ impl Drop for PageCache {
 impl PageRef<'_> {
     /// The page's address.
     pub fn addr(&self) -> PageAddr {
-        self.unpin.addr
+        self.addr
     }
 
     /// Reads the page (header included) under the frame's shared lock.
@@ -377,7 +378,7 @@ impl PageRef<'_> {
     /// pins. Bytes 0..32 are the header, sealed by the cache on write-back (the kind and
     /// kind-specific word written there are kept).
     pub fn write<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        assert_ne!(self.unpin.intent, Intent::Read, "write through a Read pin");
+        assert_ne!(self.intent, Intent::Read, "write through a Read pin");
         f(&mut self.frame.data.write())
     }
 
@@ -385,15 +386,15 @@ impl PageRef<'_> {
     /// LSN becomes the highest one given). Only for `Write`/`Format` pins.
     pub fn set_lsn_dirty(&self, lsn: Lsn) {
         assert_ne!(
-            self.unpin.intent,
+            self.intent,
             Intent::Read,
             "set_lsn_dirty through a Read pin"
         );
-        self.unpin.inner.state.lock().mark_dirty(self.unpin.i, lsn);
+        self.inner.state.lock().mark_dirty(self.i, lsn);
     }
 }
 
-impl Drop for Unpin<'_> {
+impl Drop for PageRef<'_> {
     fn drop(&mut self) {
         let inner = self.inner;
         if self.intent != Intent::Read {
@@ -401,13 +402,15 @@ impl Drop for Unpin<'_> {
             let s = &mut st.slots[self.i as usize];
             assert!(s.write_pins > 0, "write pin count out of step");
             s.write_pins -= 1;
+            self.frame.unpin();
             drop(st);
             inner.cond.notify_all();
             return;
         }
-        // The pin (`Arc`) is already released; pairs with the fence in `wait_for_frame`.
-        fence(Ordering::SeqCst);
-        if inner.frame_waiters.load(Ordering::Relaxed) > 0 {
+        // `SeqCst` increment then `SeqCst` load: pairs with `wait_for_frame` (the
+        // argument is on `frame::Frame`).
+        self.frame.unpin();
+        if inner.frame_waiters.load(Ordering::SeqCst) > 0 {
             let _st = inner.state.lock();
             inner.cond.notify_all();
         }

@@ -272,6 +272,8 @@ pub struct Advisor {
     pub sampler: Sampler,
     pub hist: ReuseHist,
     pub grid: Vec<MiniCache>,
+    /// Index in `grid` of the 1x copy (it hosts the race), if there is one.
+    one_x: Option<usize>,
     capacity: usize,
     /// Most frames of a miniature copy (rate of the copies above the capacity).
     frame_pages: usize,
@@ -358,7 +360,9 @@ impl Advisor {
         grid.sort_by_key(|g| g.size);
         grid.dedup_by_key(|g| g.size);
         debug_assert!(nested(&grid), "copy samples not nested by size");
+        let one_x = grid.iter().position(|g| g.size == capacity);
         Advisor {
+            one_x,
             sampler,
             hist: ReuseHist::new(
                 (max_factor * capacity as f64 * r).ceil() as usize + 2,
@@ -375,20 +379,17 @@ impl Advisor {
     }
 
     /// The race mode of the 1x copy (`None` without one, or for plain LIRS).
+    #[inline]
     pub fn mode(&self) -> Option<Mode> {
-        self.grid
-            .iter()
-            .find(|g| g.size == self.capacity)
-            .and_then(|g| g.race.as_ref())
+        self.one_x
+            .and_then(|i| self.grid[i].race.as_ref())
             .map(|r| r.mode)
     }
 
     /// Mode switches of the 1x copy.
     pub fn switches(&self) -> u64 {
-        self.grid
-            .iter()
-            .find(|g| g.size == self.capacity)
-            .and_then(|g| g.race.as_ref())
+        self.one_x
+            .and_then(|i| self.grid[i].race.as_ref())
             .map_or(0, |r| r.switches)
     }
 
@@ -419,8 +420,19 @@ impl Advisor {
         page: PageId,
         correlated: bool,
     ) -> Option<usize> {
+        self.observe_hashed(model, page, sample_hash(page), correlated)
+    }
+
+    /// [`Advisor::observe`] of a page whose [`sample_hash`] is `h`.
+    #[inline]
+    pub fn observe_hashed(
+        &mut self,
+        model: &ModelConfig,
+        page: PageId,
+        h: u64,
+        correlated: bool,
+    ) -> Option<usize> {
         let d = self.hist.record(page, correlated);
-        let h = sample_hash(page);
         for g in &mut self.grid {
             // Copies are sorted by size and their samples nested, smaller sizes in
             // larger samples: a copy that leaves the page out is followed by no copy
@@ -466,6 +478,7 @@ impl Advisor {
             true
         });
         debug_assert!(nested(&self.grid), "copy samples not nested by size");
+        self.one_x = self.grid.iter().position(|g| g.size == self.capacity);
     }
 
     /// Counts a reference of the real cache (every reference, sampled or not).

@@ -245,8 +245,9 @@ impl PageCachePolicy {
         self.stats.requests += 1;
         if let Some(a) = &mut self.advisor {
             a.count_real(hit);
-            if a.sampler.takes(page) {
-                a.observe(&self.model, page, correlated);
+            let h = shards::sample_hash(page);
+            if a.sampler.takes_hash(h) {
+                a.observe_hashed(&self.model, page, h, correlated);
                 if self.tuner.is_none() {
                     match a.mode() {
                         Some(m) if m != self.mode => self.switch_to(m),

@@ -22,7 +22,7 @@
 //! bits number `last.len()` and all lie before `now`); `tree` counts the set bits of each
 //! word; tracked pages fit in the slots; distances below the horizon are exact.
 //! Complexity: O(log slots) per sampled reference (one hash probe, one prefix query and
-//! two word-counter updates), plus an amortised O(1) share of the
+//! one merged walk moving the bit: the -1 and +1 paths stop where they meet), plus an amortised O(1) share of the
 //! O(slots) renumbering; memory about 40 bytes per slot and tracked page.
 
 use super::lirs::PageId;
@@ -158,6 +158,38 @@ impl ReuseHist {
         self.tree_add(w, -1);
     }
 
+    /// Moves the set bit of slot `t0` to slot `t1` (clear before, `t0 < t1`): the two
+    /// counter updates (-1 from `t0`'s word, +1 from `t1`'s) climb the tree on paths
+    /// that meet and then coincide; from there on they cancel, so both walks stop where
+    /// they meet (the same counters as `clear` then `set`, in fewer steps).
+    #[inline]
+    fn move_bit(&mut self, t0: u32, t1: u32) {
+        let (w0, w1) = (t0 as usize / 64, t1 as usize / 64);
+        debug_assert!(self.bits[w0] & 1 << (t0 % 64) != 0);
+        debug_assert!(self.bits[w1] & 1 << (t1 % 64) == 0);
+        self.bits[w0] &= !(1 << (t0 % 64));
+        self.bits[w1] |= 1 << (t1 % 64);
+        let (mut i, mut j) = (w0 + 1, w1 + 1);
+        let n = self.tree.len();
+        while i != j {
+            if i < j {
+                if i >= n {
+                    break;
+                }
+                self.tree[i] = self.tree[i].wrapping_sub(1);
+                i += i & i.wrapping_neg();
+            } else {
+                if j >= n {
+                    break;
+                }
+                self.tree[j] = self.tree[j].wrapping_add(1);
+                j += j & j.wrapping_neg();
+            }
+        }
+        // Left by the first common counter, or with both paths out of the tree (the
+        // smaller index is past the end, so the larger one too).
+    }
+
     /// Number of set bits in slots `0..=t`.
     #[inline]
     fn prefix(&self, t: u32) -> u32 {
@@ -188,7 +220,7 @@ impl ReuseHist {
                 // Every set bit is before `now`: those after `t0` are all of them (one
                 // per tracked page, this one included) minus those up to `t0`.
                 let d = (self.last.len() as u32 - self.prefix(t0)) as usize;
-                self.clear(t0);
+                self.move_bit(t0, now);
                 if d < self.hist.len() {
                     self.hist[d] += 1;
                     Some(d)
@@ -200,11 +232,11 @@ impl ReuseHist {
             None => {
                 self.cold += 1;
                 self.last.insert(page, now);
+                self.set(now);
                 None
             }
         };
         self.page_at[now as usize] = page;
-        self.set(now);
         self.now += 1;
         if self.now as usize == self.page_at.len() {
             self.renumber();
