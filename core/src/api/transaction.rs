@@ -747,8 +747,11 @@ impl Transaction {
         // Backups first, primaries last: whoever gets a primary's lock next finds the
         // backups of that row already released (the order NDB's commit chain gives).
         touched.sort_by_key(|(c, _, rank)| (std::cmp::Reverse(*rank), Arc::as_ptr(c) as usize));
-        // Back-pressure outside the commit gate and every fragment mutex.
-        if let Err(e) = wait_for_redo_room(touched.iter().map(|(c, _, _)| &**c)) {
+        // Back-pressure outside the commit gate and every fragment mutex (a transaction
+        // that only read appends nothing and never waits).
+        if self.wrote
+            && let Err(e) = wait_for_redo_room(touched.iter().map(|(c, _, _)| &**c))
+        {
             self.touched = touched;
             return Err(e);
         }
