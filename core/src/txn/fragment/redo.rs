@@ -197,6 +197,13 @@ impl Fragment {
         layout.row_key(fixed, var, &mut key);
         let h32 = index_hash(key_hash(&key));
         let existing = self.find(&key, h32);
+        if let Some(row) = existing
+            && self.disk.is_none()
+        {
+            // The common case (an update of a row the replay already holds): rewrite it
+            // in place, without freeing and allocating its parts again.
+            return self.rewrite_committed(row, fixed, var, gci_hi(gci));
+        }
         // The stored parts go back as they are (a BLOB column holds only its head and
         // parts-table reference: decoding and encoding it again would not round-trip).
         let mut disk_image = std::mem::take(&mut self.redo_disk);
@@ -241,6 +248,38 @@ impl Fragment {
             cur = RowId(r.0 + 1);
         }
         best
+    }
+
+    /// Replaces a committed, unlocked row's parts with a stored image of the same key
+    /// (redo replay), keeping its row id; ordered indexes follow.
+    fn rewrite_committed(&mut self, row: RowId, fixed: &[u8], var: &[u8], gci: u32) -> Result<()> {
+        let mask = self.all_ordered_mask();
+        self.with_ordered(mask, |o, pool, cmp| {
+            let removed = o.remove(pool, row, cmp);
+            assert!(removed, "replayed row missing from an ordered index");
+        });
+        let r = self.rewrite_row(row, fixed, var);
+        {
+            let f = self.fixed.get_mut(row);
+            f[4..8].copy_from_slice(&gci.to_le_bytes());
+        }
+        self.fixed.mark_changed(row, gci);
+        self.lcp_counts.updated += 1;
+        let mut failed = None;
+        self.with_ordered(mask, |o, pool, cmp| {
+            let r = o.reserve(pool, 1).and_then(|()| {
+                let r = o.insert(pool, row, cmp);
+                o.unreserve(1);
+                r
+            });
+            if let Err(e) = r {
+                failed.get_or_insert(e);
+            }
+        });
+        match (r, failed) {
+            (Err(e), _) | (Ok(()), Some(e)) => Err(e),
+            (Ok(()), None) => Ok(()),
+        }
     }
 
     /// Removes a committed, unlocked row with everything that points at it (its index
