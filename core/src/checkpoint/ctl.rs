@@ -1,11 +1,12 @@
 //! The control file of a fragment's LCPs: which LCP is the newest complete one, its max
 //! GCI, and the chain of data files a restore reads (oldest first).
 //!
-//! NDB keeps two 4 KB control files per fragment and writes them alternately, taking
-//! the valid one with the higher LCP id at restart. This uses one file, `ctl`, replaced
-//! with [`FileSystem::write_atomic`] (write aside, fsync, rename, fsync the directory):
-//! after a crash it holds the old or the new content, never a mix. Byte layout:
-//! `docs/lcp-files.md`.
+//! Two copies, `ctl0` and `ctl1`, as NDB keeps two control files per fragment: a store
+//! overwrites copy `lcp_id % 2` in place (a length prefix, then the encoding) and
+//! fdatasyncs it; a restart takes the valid copy with the higher LCP id. A torn write
+//! can only damage the copy being written, the other holds the previous LCP. (One
+//! fdatasync, where an atomic replace costs a file sync, a rename and a directory sync;
+//! an LCP stores one control file per fragment.) Byte layout: `docs/lcp-files.md`.
 //!
 //! Chain rule: for each part, its base is the newest file whose ALL range contains it;
 //! every file from the oldest base on is needed, older ones are not. The order of an
@@ -19,7 +20,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{
-    LCP_PARTS, LcpFileHeader, LcpFileSummary, PartRange, ctl_path, data_file_path, put_u32,
+    LCP_PARTS, LcpFileHeader, LcpFileSummary, PartRange, ctl_paths, data_file_path, put_u32,
     put_u64, u32_at, u64_at,
 };
 use crate::disk::io::FileSystem;
@@ -239,25 +240,58 @@ impl FragControl {
         Ok(ctl)
     }
 
-    /// Write the control file of `dir` (the fragment's LCP directory) atomically.
+    /// Write the control file of `dir` (the fragment's LCP directory): copy
+    /// `lcp_id % 2`, in place, fdatasynced.
     pub fn store(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        let path = ctl_path(dir);
-        fs.create_dir_all(dir)
-            .and_then(|()| fs.write_atomic(&path, &self.encode()))
-            .map_err(|e| {
-                codes::file_system_error(format!("LCP control file {}: {e}", path.display()))
-            })
+        let path = &ctl_paths(dir)[(self.lcp_id % 2) as usize];
+        let err = |e: io::Error| {
+            codes::file_system_error(format!("LCP control file {}: {e}", path.display()))
+        };
+        let body = self.encode();
+        let mut bytes = Vec::with_capacity(4 + body.len());
+        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let file = if fs.exists(path) {
+            fs.open(path).map_err(err)?
+        } else {
+            fs.create_dir_all(dir).map_err(err)?;
+            // durable with its directory entry on return
+            fs.create(path, 0).map_err(err)?
+        };
+        file.write_at(&bytes, 0).map_err(err)?;
+        file.sync_data().map_err(err)
     }
 
-    /// The control file of `dir`; None when there is none (no complete LCP).
+    /// The control file of `dir`: the valid copy with the higher LCP id; None when there
+    /// is none (no complete LCP); an error when copies exist and none verifies.
     pub fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Option<FragControl>> {
-        let path = ctl_path(dir);
-        let bytes = fs.read_all(&path).map_err(|e| {
-            codes::file_read_error(format!("LCP control file {}: {e}", path.display()))
-        })?;
-        bytes
-            .map(|b| FragControl::decode(&b, &path.display().to_string()))
-            .transpose()
+        let mut best: Option<FragControl> = None;
+        let mut damage = None;
+        for path in ctl_paths(dir) {
+            let bytes = fs.read_all(&path).map_err(|e| {
+                codes::file_read_error(format!("LCP control file {}: {e}", path.display()))
+            })?;
+            let Some(bytes) = bytes else { continue };
+            let what = path.display().to_string();
+            let parsed = if bytes.len() >= 4 && 4 + u32_at(&bytes, 0) as usize <= bytes.len() {
+                let n = u32_at(&bytes, 0) as usize;
+                FragControl::decode(&bytes[4..4 + n], &what)
+            } else {
+                Err(codes::corrupt_page(format!(
+                    "LCP control file {what}: bad length"
+                )))
+            };
+            match parsed {
+                Ok(c) if best.as_ref().is_none_or(|b| c.lcp_id > b.lcp_id) => best = Some(c),
+                Ok(_) => {}
+                Err(e) => damage = Some(e),
+            }
+        }
+        match (best, damage) {
+            (Some(c), _) => Ok(Some(c)),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(None),
+        }
     }
 
     /// Paths of the chain's data files in `dir`, oldest first.

@@ -150,8 +150,8 @@ pub fn data_file_path(dir: &Path, lcp_id: u32) -> PathBuf {
 }
 
 /// The control file in a fragment's LCP directory: `ctl`.
-pub fn ctl_path(dir: &Path) -> PathBuf {
-    dir.join("ctl")
+pub fn ctl_paths(dir: &Path) -> [PathBuf; 2] {
+    [dir.join("ctl0"), dir.join("ctl1")]
 }
 
 #[inline]
