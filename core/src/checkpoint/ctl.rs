@@ -4,7 +4,9 @@
 //! Two copies, `ctl0` and `ctl1`, as NDB keeps two control files per fragment: a store
 //! overwrites copy `lcp_id % 2` in place (a length prefix, then the encoding) and
 //! fdatasyncs it; a restart takes the valid copy with the higher LCP id. A torn write
-//! can only damage the copy being written, the other holds the previous LCP. (One
+//! can only damage the copy being written, the other holds the previous LCP. A copy
+//! that does not exist yet is created whole (write aside and rename), so that a crash
+//! never leaves a torn copy without a valid twin. (One
 //! fdatasync, where an atomic replace costs a file sync, a rename and a directory sync;
 //! an LCP stores one control file per fragment.) Byte layout: `docs/lcp-files.md`.
 //!
@@ -251,13 +253,17 @@ impl FragControl {
         let mut bytes = Vec::with_capacity(4 + body.len());
         bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&body);
-        let file = if fs.exists(path) {
-            fs.open(path).map_err(err)?
-        } else {
-            fs.create_dir_all(dir).map_err(err)?;
-            // durable with its directory entry on return
-            fs.create(path, 0).map_err(err)?
-        };
+        if !fs.exists(path) {
+            // A copy appears whole (write aside, rename): a crash before it is durable
+            // leaves no copy, never a torn one that could not be told from a damaged
+            // copy of a completed LCP. Only a copy whose twin holds the previous LCP is
+            // overwritten in place.
+            return fs
+                .create_dir_all(dir)
+                .and_then(|()| fs.write_atomic(path, &bytes))
+                .map_err(err);
+        }
+        let file = fs.open(path).map_err(err)?;
         file.write_at(&bytes, 0).map_err(err)?;
         file.sync_data().map_err(err)
     }

@@ -6,7 +6,9 @@
 //! the older slot in place and fdatasyncs it, so a torn write can only damage the copy
 //! being written while the other still holds the previous state; a restart takes the
 //! valid copy with the higher generation. (One fdatasync per save, where an atomic
-//! replace costs a file sync, a rename and a directory sync.) Byte format in
+//! replace costs a file sync, a rename and a directory sync.) A copy that does not exist
+//! yet is created whole with an atomic replace, so a crash never leaves a torn copy
+//! without a valid twin. Byte format in
 //! docs/durability.md §3.
 //!
 //! Invariants: saved GCIs strictly increase; each entry has one end LSN per redo part,
@@ -208,15 +210,15 @@ impl Sysfile {
         slot[4..4 + bytes.len()].copy_from_slice(&bytes);
         let path = &sysfile_paths(node_fs_dir)[(self.generation % 2) as usize];
         let err = |e: std::io::Error| codes::file_system_error(format!("{}: {e}", path.display()));
-        let file = if fs.exists(path) {
-            fs.open(path).map_err(err)?
-        } else {
+        if !fs.exists(path) {
+            // A copy appears whole (write aside, rename): a crash before it is durable
+            // leaves no copy, never a torn one without a valid twin.
             if let Some(dir) = path.parent() {
                 fs.create_dir_all(dir).map_err(err)?;
             }
-            // Created at its full size; durable (with its directory entry) on return.
-            fs.create(path, SLOT_BYTES as u64).map_err(err)?
-        };
+            return fs.write_atomic(path, &slot).map_err(err);
+        }
+        let file = fs.open(path).map_err(err)?;
         file.write_at(&slot, 0).map_err(err)?;
         file.sync_data().map_err(err)
     }
