@@ -31,7 +31,17 @@ impl Rng {
 
 /// The table: BIGINT UNSIGNED key, INT, VARCHAR(32) (16 characters stored).
 pub fn kv_table(ndb: &Ndb, name: &str, with_index: bool) -> rndb::Result<Arc<TableRuntime>> {
-    let spec = TableSpec::new(
+    let spec = kv_table_spec(name);
+    ndb.create_table(if with_index {
+        spec.index("ix_a", IndexKind::OrderedIndex, &["a"])
+    } else {
+        spec
+    })
+}
+
+/// The definition of [`kv_table`], without an index (set `logging` for NoLogging).
+pub fn kv_table_spec(name: &str) -> TableSpec {
+    TableSpec::new(
         name,
         vec![
             Column::new(
@@ -57,12 +67,7 @@ pub fn kv_table(ndb: &Ndb, name: &str, with_index: bool) -> rndb::Result<Arc<Tab
                 },
             ),
         ],
-    );
-    ndb.create_table(if with_index {
-        spec.index("ix_a", IndexKind::OrderedIndex, &["a"])
-    } else {
-        spec
-    })
+    )
 }
 
 /// The 16-character value stored in column b for key `i`.

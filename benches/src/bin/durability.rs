@@ -11,11 +11,10 @@
 //! (default 1,000,000 rows, 300 durable commits). The data directory is a fresh
 //! directory under /tmp, removed at the end.
 
-use rndb::api::{Cluster, TableRuntime, TableSpec};
+use rndb::api::{Cluster, TableRuntime};
 use rndb::config::ClusterConfig;
-use rndb::schema::{Charset, Column, ColumnType};
 use rndb::{AbortOption, ExecType, Ndb, OpKind, Value};
-use rndb_benches::{median, value_b};
+use rndb_benches::{kv_table_spec, median, value_b};
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,33 +22,7 @@ use std::time::{Duration, Instant};
 type AnyResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 fn table(ndb: &Ndb, name: &str, logging: bool) -> rndb::Result<Arc<TableRuntime>> {
-    let mut spec = TableSpec::new(
-        name,
-        vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    unsigned: true,
-                },
-            )
-            .primary_key(),
-            Column::new(
-                "a",
-                ColumnType::Int {
-                    bytes: 4,
-                    unsigned: false,
-                },
-            ),
-            Column::new(
-                "b",
-                ColumnType::Varchar {
-                    len: 32,
-                    charset: Charset::Utf8mb4,
-                },
-            ),
-        ],
-    );
+    let mut spec = kv_table_spec(name);
     spec.logging = logging;
     ndb.create_table(spec)
 }
