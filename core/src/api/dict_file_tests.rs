@@ -564,70 +564,23 @@ fn truncate_keeps_what_show_create_table_prints() {
     assert_eq!(show_create(&mut s, "tm"), before);
 }
 
-/// A MemFileSystem whose schema-file writes fail on demand (every other file works).
-struct FailingSchemaWrites {
-    inner: MemFileSystem,
-    fail: std::sync::atomic::AtomicBool,
-}
-
-impl FileSystem for FailingSchemaWrites {
-    fn create(
-        &self,
-        path: &Path,
-        size_bytes: u64,
-    ) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
-        self.inner.create(path, size_bytes)
-    }
-    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
-        self.inner.open(path)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        if path.ends_with(SCHEMA_FILE) && self.fail.load(Ordering::Relaxed) {
-            return Err(std::io::Error::from_raw_os_error(libc::EIO));
-        }
-        self.inner.write_atomic(path, bytes)
-    }
-    fn read_all(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-        self.inner.read_all(path)
-    }
-    fn create_sparse(
-        &self,
-        path: &Path,
-        size_bytes: u64,
-    ) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
-        self.inner.create_sparse(path, size_bytes)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-        self.inner.list_dir(dir)
-    }
-}
-
 #[test]
 fn a_failed_write_undoes_disk_ddl_on_every_node() {
     let dir = tempfile::tempdir().unwrap();
     let mem = MemFileSystem::new();
-    let fs = Arc::new(FailingSchemaWrites {
-        inner: mem.clone(),
-        fail: std::sync::atomic::AtomicBool::new(false),
-    });
     let cfg = crate::config::small_disk_test_config(2, 2, "32M");
-    let c = Cluster::embedded_on(cfg, dir.path().to_path_buf(), fs.clone()).unwrap();
+    let c = Cluster::embedded_on(cfg, dir.path().to_path_buf(), Arc::new(mem.clone())).unwrap();
     let inner = c.inner().clone();
     let mut s = Session::new(c.ndb("test"));
     let has_file = |name: &str| mem.paths().iter().any(|p| p.ends_with(name));
-    let fail = |on: bool| fs.fail.store(on, Ordering::Relaxed);
+    // Schema-file writes fail on demand; every other file works.
+    let fail = |on: bool| {
+        mem.set_faults(Faults {
+            fail_writes: on,
+            only_paths_containing: Some(SCHEMA_FILE.into()),
+            ..Faults::default()
+        })
+    };
 
     fail(true);
     assert_eq!(try_run(&mut s, LG).unwrap_err().code, 1509);

@@ -349,99 +349,13 @@ fn ndbinfo_shows_the_redo_log_parts() {
     );
 }
 
-/// A file system whose LCP data files fail their fdatasync while armed (the data file
-/// of a scanned fragment never becomes complete).
-struct FailingLcpSyncs {
-    inner: crate::disk::io::MemFileSystem,
-    armed: Arc<std::sync::atomic::AtomicBool>,
-}
-
-struct FailingSyncFile {
-    inner: Arc<dyn crate::disk::io::DiskFile>,
-    armed: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl crate::disk::io::DiskFile for FailingSyncFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        if self.armed.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(std::io::Error::from_raw_os_error(libc::EIO));
-        }
-        self.inner.sync_data()
-    }
-    fn len_bytes(&self) -> std::io::Result<u64> {
-        self.inner.len_bytes()
-    }
-    fn extend_to(&self, len: u64) -> std::io::Result<()> {
-        self.inner.extend_to(len)
-    }
-}
-
-impl crate::disk::io::FileSystem for FailingLcpSyncs {
-    fn create(
-        &self,
-        path: &Path,
-        size: u64,
-    ) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
-        let f = self.inner.create(path, size)?;
-        if path.to_string_lossy().contains("/LCP/") {
-            return Ok(Arc::new(FailingSyncFile {
-                inner: f,
-                armed: self.armed.clone(),
-            }));
-        }
-        Ok(f)
-    }
-    fn create_sparse(
-        &self,
-        path: &Path,
-        size: u64,
-    ) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
-        self.inner.create_sparse(path, size)
-    }
-    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn crate::disk::io::DiskFile>> {
-        self.inner.open(path)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        self.inner.write_atomic(path, bytes)
-    }
-    fn read_all(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-        self.inner.read_all(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-        self.inner.list_dir(dir)
-    }
-}
-
 #[test]
 fn a_failed_checkpoint_is_written_in_full_by_the_next() {
     let fs = crate::disk::io::MemFileSystem::new();
-    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let failing = Arc::new(FailingLcpSyncs {
-        inner: fs.clone(),
-        armed: armed.clone(),
-    });
     let mut cfg = config();
     cfg.set_data_node_param("TimeBetweenLocalCheckpoints", "31")
         .expect("param");
-    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), failing).expect("start");
+    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone())).expect("start");
     let ndb = c.ndb("test");
     ndb.create_table(spec()).expect("create");
     let t = ndb.table("t").expect("t");
@@ -457,9 +371,15 @@ fn a_failed_checkpoint_is_written_in_full_by_the_next() {
     let changed: Vec<(u64, i64)> = (0..200).map(|i| (i * 211 % n, 7)).collect();
     write(&c, changed.iter().copied());
     model.extend(changed);
-    armed.store(true, std::sync::atomic::Ordering::Relaxed);
+    // LCP files fail their fdatasync: the data file of a scanned fragment never
+    // becomes complete (the redo log and system files work)
+    fs.set_faults(crate::disk::io::Faults {
+        fail_syncs: true,
+        only_paths_containing: Some("/LCP/".into()),
+        ..Default::default()
+    });
     assert!(c.inner().run_lcp().is_err());
-    armed.store(false, std::sync::atomic::Ordering::Relaxed);
+    fs.set_faults(crate::disk::io::Faults::default());
     let full: Vec<u64> = t
         .all_cells()
         .map(|cell| cell.state.lock())

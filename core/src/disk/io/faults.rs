@@ -29,6 +29,9 @@ pub struct Faults {
     pub fail_writes: bool,
     /// fdatasync fails with EIO.
     pub fail_syncs: bool,
+    /// When set, the three switches above apply only to files whose path contains
+    /// this text (e.g. `"/LCP/"`, `"P0.SchemaLog"`); other files work.
+    pub only_paths_containing: Option<String>,
 }
 
 /// Seeded random faults, set with [`super::MemFileSystem::set_fault_plan`]. Rates are
@@ -136,12 +139,19 @@ impl Injector {
     }
 
     /// Decide whether this operation fails with EIO, and count it.
-    pub(super) fn check(&mut self, op: IoOp) -> io::Result<()> {
-        let switch = match op {
-            IoOp::Read => self.faults.fail_reads,
-            IoOp::Write => self.faults.fail_writes,
-            IoOp::Sync => self.faults.fail_syncs,
-        };
+    /// Whether operation `op` on the file at `path` fails now.
+    pub(super) fn check(&mut self, op: IoOp, path: &std::path::Path) -> io::Result<()> {
+        let scoped = self
+            .faults
+            .only_paths_containing
+            .as_deref()
+            .is_none_or(|part| path.to_string_lossy().contains(part));
+        let switch = scoped
+            && match op {
+                IoOp::Read => self.faults.fail_reads,
+                IoOp::Write => self.faults.fail_writes,
+                IoOp::Sync => self.faults.fail_syncs,
+            };
         let c = &mut self.countdown[index(op)];
         let counted_down = *c > 0 && {
             *c -= 1;

@@ -188,7 +188,7 @@ fn used_bytes(files: &BTreeMap<PathBuf, SharedFile>) -> u64 {
 impl MemState {
     /// Every operation's gate: the power is off, the armed power loss, then the
     /// injected faults. Called with no file lock held (the capture locks every file).
-    fn check(&mut self, op: IoOp) -> io::Result<()> {
+    fn check(&mut self, op: IoOp, path: &Path) -> io::Result<()> {
         self.check_power()?;
         if let Some(cp) = &mut self.crash_point
             && cp.op == op
@@ -202,7 +202,7 @@ impl MemState {
                 return self.check_power();
             }
         }
-        self.inj.check(op)
+        self.inj.check(op, path)
     }
 
     fn check_power(&mut self) -> io::Result<()> {
@@ -350,13 +350,14 @@ impl MemFileSystem {
         if size_bytes > MAX_MEM_FILE_BYTES {
             return Err(efbig());
         }
-        st.check(IoOp::Write)?;
+        st.check(IoOp::Write, path)?;
         st.reserve(if sparse { 0 } else { size_bytes })?;
         let data = Arc::new(Mutex::new(FileData::new(Pages::zeroed(size_bytes), sparse)));
         st.files.insert(path.to_path_buf(), data.clone());
         Ok(MemFile {
             data,
             fs: self.state.clone(),
+            path: path.to_path_buf(),
         })
     }
 }
@@ -380,6 +381,7 @@ impl FileSystem for MemFileSystem {
         Ok(Arc::new(MemFile {
             data,
             fs: self.state.clone(),
+            path: path.to_path_buf(),
         }))
     }
 
@@ -400,7 +402,7 @@ impl FileSystem for MemFileSystem {
         if st.dirs.contains(to) {
             return Err(io::Error::from_raw_os_error(libc::EISDIR));
         }
-        st.check(IoOp::Write)?;
+        st.check(IoOp::Write, to)?;
         if from != to
             && let Some(f) = st.files.remove(from)
         {
@@ -436,7 +438,7 @@ impl FileSystem for MemFileSystem {
             return Err(efbig());
         }
         st.inj.stats.writes += 1;
-        st.check(IoOp::Write)?;
+        st.check(IoOp::Write, path)?;
         let old = st.files.get(path).map_or(0, |f| f.lock().used_bytes());
         st.reserve((bytes.len() as u64).saturating_sub(old))?;
         let data = FileData::new(Pages::from_bytes(bytes), false);
@@ -467,13 +469,15 @@ impl FileSystem for MemFileSystem {
 struct MemFile {
     data: SharedFile,
     fs: Arc<Mutex<MemState>>,
+    /// Where it was opened (path-scoped faults).
+    path: PathBuf,
 }
 
 impl DiskFile for MemFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let mut st = self.fs.lock();
         st.inj.stats.reads += 1;
-        st.check(IoOp::Read)?;
+        st.check(IoOp::Read, &self.path)?;
         let f = self.data.lock();
         let end = offset.checked_add(buf.len() as u64).ok_or_else(eio)?;
         if buf.is_empty() {
@@ -493,7 +497,7 @@ impl DiskFile for MemFile {
         }
         let mut st = self.fs.lock();
         st.inj.stats.writes += 1;
-        st.check(IoOp::Write)?;
+        st.check(IoOp::Write, &self.path)?;
         // The state lock keeps the file unchanged between these two file locks.
         let extra = self.data.lock().extra_for_write(offset, end);
         st.reserve(extra)?;
@@ -505,7 +509,7 @@ impl DiskFile for MemFile {
     fn sync_data(&self) -> io::Result<()> {
         let mut st = self.fs.lock();
         st.inj.stats.syncs += 1;
-        if let Err(e) = st.check(IoOp::Sync) {
+        if let Err(e) = st.check(IoOp::Sync, &self.path) {
             st.inj.stats.lost_writes += self.data.lock().sync_failed();
             return Err(e);
         }
@@ -529,7 +533,7 @@ impl DiskFile for MemFile {
         if len > MAX_MEM_FILE_BYTES {
             return Err(efbig());
         }
-        st.check(IoOp::Write)?;
+        st.check(IoOp::Write, &self.path)?;
         st.reserve(len.saturating_sub(used))?;
         self.data.lock().extend(len);
         Ok(())

@@ -230,6 +230,7 @@ fn crash_image_is_independent_and_unfaulted() {
         fail_writes: true,
         fail_syncs: true,
         capacity_bytes: Some(0),
+        only_paths_containing: None,
     });
     fs.set_fault_plan(Some(FaultPlan {
         seed: 1,
@@ -320,4 +321,24 @@ fn crash_at_captures_the_disk_before_the_nth_sync_and_powers_off() {
     let s = fs.stats();
     assert_eq!((s.after_power_loss, s.injected_failures), (4, 0));
     assert!(!img.powered_off(), "the image is a fresh disk");
+}
+
+#[test]
+fn switches_can_be_scoped_to_paths() {
+    let fs = MemFileSystem::new();
+    fs.create_dir_all(Path::new("/d/LCP")).unwrap();
+    let lcp = fs.create(Path::new("/d/LCP/1.data"), 4096).unwrap();
+    let redo = fs.create(Path::new("/d/redo"), 4096).unwrap();
+    fs.set_faults(Faults {
+        fail_syncs: true,
+        fail_writes: true,
+        only_paths_containing: Some("/LCP/".into()),
+        ..Faults::default()
+    });
+    assert!(lcp.sync_data().is_err());
+    assert!(lcp.write_at(b"x", 0).is_err());
+    assert!(fs.write_atomic(Path::new("/d/LCP/ctl0"), b"c").is_err());
+    redo.write_at(b"x", 0).unwrap();
+    redo.sync_data().unwrap();
+    fs.write_atomic(Path::new("/d/other"), b"o").unwrap();
 }
