@@ -226,13 +226,14 @@ impl ClusterInner {
         let mut data_nodes: Vec<Arc<DataNode>> = Vec::with_capacity(config.data_nodes.len());
         for (dn, log) in config.data_nodes.iter().zip(&plan.logs) {
             let fs_dir = super::durability::node_fs_dir(&base, dn.node_id);
-            let disk = Arc::new(NodeDisk::new(
+            let disk = Arc::new(NodeDisk::with_doublewrite(
                 dn.node_id,
                 fs.clone(),
                 fs_dir,
                 dn.disk_page_buffer_memory,
                 dn.get_u64("DiskPageBufferEntries").unwrap_or(10) as usize,
                 dn.shared_global_memory,
+                log.is_some(),
             )?);
             // Dirty pages go to disk in the background (undo log first), so that disk
             // checkpoints find little left to write.
@@ -251,6 +252,17 @@ impl ClusterInner {
                     dn.node_id, dn.data_memory
                 ))
             })?;
+            if let Some(log) = log {
+                // A restart rolls the disk pages back to the system file's undo keep:
+                // the undo log before it is reused only once a later keep is on disk.
+                disk.enable_undo_keep(log.undo_keep_lsn());
+                let weak = Arc::downgrade(&disk);
+                log.set_undo_keep_hook(Box::new(move |lsn| {
+                    if let Some(d) = weak.upgrade() {
+                        d.note_undo_keep_durable(lsn);
+                    }
+                }));
+            }
             data_nodes.push(Arc::new(DataNode {
                 node_id: dn.node_id,
                 node_group: dn.node_group,

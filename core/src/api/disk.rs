@@ -121,6 +121,11 @@ impl DiskDict {
         self.next_id
     }
 
+    /// Restart: ids continue after `id` (the schema file's last disk object id).
+    pub(super) fn set_last_id(&mut self, id: u32) {
+        self.next_id = id;
+    }
+
     /// The disk dictionary after a successful drop `op` (None for other operations
     /// or when the object does not exist: the drop then fails without a change).
     fn after_drop(&self, op: &DiskOp) -> Option<DiskDict> {
@@ -171,6 +176,9 @@ impl ClusterInner {
     /// stays in the logfile group and the error is returned.
     pub fn disk_ddl(&self, op: DiskOp) -> Result<()> {
         self.check_open()?;
+        if matches!(op, DiskOp::CreateLogfileGroup { .. }) {
+            self.reset_undo_keep()?;
+        }
         // Lock order as CREATE TABLE: dictionary, then disk dictionary.
         let dict = self.dict.read();
         let mut dd = self.disk_dict.lock();
@@ -202,6 +210,24 @@ impl ClusterInner {
             self.undo_create(&mut dd, undo);
             self.restore_schema_file(&dict, &dd);
             return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Before CREATE LOGFILE GROUP: the system files' undo keep goes back to 0 (the
+    /// new log's LSNs start again) and is on disk before the log exists. Under the LCP
+    /// lock, so that no checkpoint round of the old log saves its keep afterwards.
+    fn reset_undo_keep(&self) -> Result<()> {
+        let _one = self.lcp_lock.lock();
+        let mut any = false;
+        for n in &self.data_nodes {
+            if let Some(log) = &n.log {
+                log.set_undo_keep(0);
+                any = true;
+            }
+        }
+        if any {
+            self.force_gcp()?;
         }
         Ok(())
     }

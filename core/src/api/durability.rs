@@ -262,6 +262,7 @@ impl ClusterInner {
             ..RestartStats::default()
         };
         let t0 = Instant::now();
+        let mut undo_secs: BTreeMap<u32, f64> = BTreeMap::new();
         let first = self
             .data_nodes
             .first()
@@ -275,30 +276,38 @@ impl ClusterInner {
             ),
         );
         if let Some(image) = super::dict_file::load_schema(&*self.fs, first.fs_dir())? {
-            // Disk-data pages are not yet brought back to a checkpoint (undo log
-            // execution): refuse rather than restore tables whose disk columns could
-            // not be trusted.
-            if !image.disk_objects().is_empty() {
-                let names: Vec<String> = image
-                    .disk_objects()
-                    .iter()
-                    .map(|o| match o {
-                        super::dict_file::DiskObject::LogfileGroup(g) => {
-                            format!("logfile group '{}'", g.name)
-                        }
-                        super::dict_file::DiskObject::Tablespace(t) => {
-                            format!("tablespace '{}'", t.name)
-                        }
-                    })
-                    .collect();
-                return Err(codes::unsupported(format!(
-                    "system restart of a cluster with disk-data objects ({}): recovery of \
-                     disk-data pages is not implemented yet; start with --initial \
-                     (the data is lost)",
-                    names.join(", ")
-                )));
+            // Disk data first: the tables' fragments look their tablespaces up, and
+            // the undo pass brings every disk page back to the checkpoint's start.
+            self.reopen_disk_objects(&image)?;
+            for node in &self.data_nodes {
+                let t_undo = Instant::now();
+                if let Some(u) = self.undo_node_disk(node)? {
+                    let secs = t_undo.elapsed().as_secs_f64();
+                    undo_secs.insert(node.node_id, secs);
+                    report(
+                        node.node_id,
+                        format!(
+                            "Executed UNDO log: {} records ({} row changes undone, {} \
+                             extents given back their owner) back to LSN {}, {} millis",
+                            u.records,
+                            u.tuple_records,
+                            u.extents_restored,
+                            u.keep_lsn,
+                            (secs * 1000.0) as u64
+                        ),
+                    );
+                }
             }
             self.recreate_dictionary(&image)?;
+            let freed = self.release_dead_extents()?;
+            if freed > 0
+                && let Some(n) = self.data_nodes.first()
+            {
+                report(
+                    n.node_id,
+                    format!("{freed} extents of dropped tables returned to their tablespaces"),
+                );
+            }
         }
         self.remove_orphan_checkpoints()?;
         stats.secs_define_tables = t0.elapsed().as_secs_f64();
@@ -317,7 +326,21 @@ impl ClusterInner {
                 self.restore_node_fragments(node)?;
             self.lcp_next_id
                 .fetch_max(max_lcp_id + 1, std::sync::atomic::Ordering::AcqRel);
+            let relinked = self.relink_node_disk(node)?;
             let secs_restore_fragments = t_restore.elapsed().as_secs_f64();
+            if relinked.pages > 0 {
+                report(
+                    node.node_id,
+                    format!(
+                        "Disk data: {} records linked to their rows, {} orphans freed, {} \
+                         pages in {} extents",
+                        relinked.records_linked,
+                        relinked.orphans_freed,
+                        relinked.pages,
+                        relinked.extents
+                    ),
+                );
+            }
             report(
                 node.node_id,
                 format!(
@@ -347,6 +370,7 @@ impl ClusterInner {
                 cell.state.lock().apply_redo(h.kind, payload, h.gci)
             };
             let r = redo::replay(&*self.fs, log.fs_dir(), &cfg, from, to, max_gci, &mut visit)?;
+            self.check_node_disk_rows(node)?;
             report(
                 node.node_id,
                 format!(
@@ -362,6 +386,7 @@ impl ClusterInner {
                 redo_bytes: r.parts.iter().map(|p| p.payload_bytes_applied).sum(),
                 secs_exec_redo_log: t1.elapsed().as_secs_f64(),
                 secs_restore_fragments,
+                secs_undo_disk_data: undo_secs.get(&node.node_id).copied().unwrap_or(0.0),
                 restored_rows,
                 ..NodeRestartStats::default()
             });
@@ -438,11 +463,12 @@ impl super::dict::TableRuntime {
 }
 
 /// Starts local checkpoints: when TimeBetweenLocalCheckpoints' worth of redo was
-/// written since the last one began, or at once when a redo part is half full.
+/// written since the last one began, or at once when a redo part or the undo log is
+/// half full.
 pub(crate) fn spawn_lcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread::JoinHandle<()>> {
     let weak: Weak<ClusterInner> = Arc::downgrade(inner);
     let wakeup = inner.lcp_wakeup.clone();
-    // A redo part passing half full wakes the driver at once.
+    // A redo part or a kept undo log passing half full wakes the driver at once.
     for n in &inner.data_nodes {
         if let Some(l) = &n.log {
             let w = wakeup.clone();
@@ -451,6 +477,8 @@ pub(crate) fn spawn_lcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread:
                     w.notify();
                 }
             }));
+            let w = wakeup.clone();
+            n.disk.set_undo_pressure_hook(Box::new(move || w.notify()));
         }
     }
     std::thread::Builder::new()
@@ -527,7 +555,9 @@ impl ClusterInner {
         for n in &self.data_nodes {
             if let Some(l) = &n.log {
                 written = written.max(l.redo.head().iter().sum::<u64>());
-                fill = fill.max(l.redo_fill_percent());
+                fill = fill
+                    .max(l.redo_fill_percent())
+                    .max(n.disk.undo_fill_percent());
             }
         }
         (written, fill)

@@ -3,7 +3,9 @@
 //!
 //! One LCP round, per data node ([`ClusterInner::run_lcp`]):
 //! 1. the node's redo head is taken as the LCP's *keep* position: every commit whose
-//!    redo record lies before it is already in memory, so the scans below see it;
+//!    redo record lies before it is already in memory, so the scans below see it; then
+//!    an `LcpStart` undo record marks where a restart brings the disk pages back to
+//!    (docs/durability.md §7);
 //! 2. every fragment replica of a logged table on the node is scanned in batches of
 //!    pages (its mutex held per batch only; I/O outside it) into a new data file: the
 //!    parts the partial-LCP rule chooses in full, the others as changes since the
@@ -11,10 +13,12 @@
 //! 3. a global checkpoint covering the highest GCI written makes everything the files
 //!    hold durable in the redo log too (a checkpoint never holds a change a restart
 //!    would not also replay);
-//! 4. each fragment's control file is replaced (atomically) and the data files its
-//!    chain no longer needs are removed;
-//! 5. the node's system file takes the keep position at the next global checkpoint,
-//!    after which the redo before it is released for reuse.
+//! 4. the page cache's dirty pages and the extent headers are written and synced (the
+//!    disk pages hold every change before the `LcpStart` record); each fragment's
+//!    control file is replaced and the data files its chain no longer needs are
+//!    removed;
+//! 5. the node's system file takes the keep position and the undo keep at the next
+//!    global checkpoint, after which the redo and undo before them are released.
 //!
 //! Checkpoint writes are paced between MinDiskWriteSpeed and MaxDiskWriteSpeed by how
 //! full the redo log is. An LCP starts when TimeBetweenLocalCheckpoints' worth of redo
@@ -150,6 +154,16 @@ struct Written {
     max_gci: u32,
 }
 
+/// One node's part of an LCP round, waiting for the durable GCP.
+struct NodeRound {
+    node: Arc<DataNode>,
+    /// The redo keep position (per part) taken at the round's start.
+    keep: Vec<u64>,
+    /// The LSN of the round's `LcpStart` undo record (None without a logfile group).
+    undo_start: Option<u64>,
+    written: Vec<Written>,
+}
+
 impl ClusterInner {
     /// The logged tables' fragment replicas on `node`, by table id.
     fn lcp_fragments(
@@ -198,11 +212,15 @@ impl ClusterInner {
         };
         let cfg = self.partial_lcp_config();
         let (min_speed, max_speed) = self.disk_write_speeds();
-        let mut pending: Vec<(Arc<DataNode>, Vec<u64>, Vec<Written>)> = Vec::new();
+        let mut pending: Vec<NodeRound> = Vec::new();
         let mut max_gci = 0u32;
         for node in &self.data_nodes {
             let Some(log) = &node.log else { continue };
             let keep = log.redo.head();
+            // After the keep: every change its undo record follows has its redo after
+            // the keep too (a commit logs undo before redo), so a restart that rolls
+            // the disk pages back to this record replays it (docs/durability.md §7).
+            let undo_start = node.disk.lcp_start(lcp_id)?;
             self.mgm.log.event(
                 Severity::Info,
                 node.node_id,
@@ -292,7 +310,12 @@ impl ClusterInner {
                     max_gci: scan.max_gci,
                 });
             }
-            pending.push((node.clone(), keep, written));
+            pending.push(NodeRound {
+                node: node.clone(),
+                keep,
+                undo_start,
+                written,
+            });
         }
         if pending.is_empty() {
             return Ok(stats);
@@ -304,8 +327,17 @@ impl ClusterInner {
         if stats.fragments > 0 || max_gci > self.gcp.durable_hi() {
             self.force_gcp()?;
         }
-        for (node, keep, written) in pending {
+        for NodeRound {
+            node,
+            keep,
+            undo_start,
+            written,
+        } in pending
+        {
             let Some(log) = &node.log else { continue };
+            // The disk pages and extent headers as of the LCP's start are on disk
+            // before any control file names this LCP.
+            node.disk.lcp_flush(undo_start)?;
             for w in written {
                 let (next, dropped) = w.ctl.after_lcp(w.file, w.max_gci)?;
                 let dir = lcp_dir(log.fs_dir(), next.table_id, next.fragment_id);
@@ -315,6 +347,7 @@ impl ClusterInner {
             // Saved with the next global checkpoint; the redo before it is released
             // once that system file is on disk.
             log.set_keep(keep);
+            log.set_undo_keep(undo_start.unwrap_or(0));
             self.mgm.log.event(
                 Severity::Info,
                 node.node_id,

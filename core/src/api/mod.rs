@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod dict;
 pub mod dict_file;
 pub mod disk;
+mod disk_restart;
 pub mod durability;
 pub mod lcp;
 pub mod ndb;
@@ -21,6 +22,8 @@ pub use transaction::{AbortOption, ExecType, OpId, OpKind, OpOutcome, Transactio
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod disk_restart_tests;
 #[cfg(test)]
 mod durability_tests;
 #[cfg(test)]

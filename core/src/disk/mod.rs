@@ -2,6 +2,7 @@
 //! group, and the DiskPageBufferMemory page cache.
 //!
 //! - [`io`]: the file I/O trait with a real and a fault-injecting implementation.
+//! - [`doublewrite`]: the journal that makes torn data-file page writes repairable.
 //! - [`lgman`]: the logfile group and its undo log (WAL of disk pages).
 //! - [`page`]: the 32 KB page header with checksum and address, sealed on write and
 //!   verified on read.
@@ -13,6 +14,7 @@
 //! - [`shared_memory`]: the SharedGlobalMemory budget (undo buffer and other buffers).
 //! - [`node`]: one data node's disk data and the row operations on disk parts.
 
+pub mod doublewrite;
 pub mod io;
 pub mod lgman;
 pub mod node;

@@ -154,6 +154,24 @@ pub fn get(page: &[u8], slot_no: u16) -> Option<&[u8]> {
     page.get(off..off + len)
 }
 
+/// Whether the page was formatted as a row page (a page never written is all zeros).
+pub fn formatted(page: &[u8]) -> bool {
+    header_ok(page)
+}
+
+/// Every live record with its slot, in slot order (empty for an unformatted page).
+pub fn records(page: &[u8]) -> Vec<(u16, &[u8])> {
+    if !header_ok(page) {
+        return Vec::new();
+    }
+    (0..slot_count(page))
+        .filter_map(|s| {
+            let s = u16::try_from(s).ok()?;
+            get(page, s).map(|r| (s, r))
+        })
+        .collect()
+}
+
 /// Move every live record down to `RECORDS_START`, removing the garbage.
 fn compact(page: &mut [u8]) {
     let n = slot_count(page);
@@ -301,6 +319,43 @@ pub fn delete(page: &mut [u8], slot_no: u16) -> bool {
     true
 }
 
+/// Undo at a restart: make `slot` hold exactly `bytes` (replacing a live record,
+/// reusing a free slot, or growing the directory up to it), formatting a page that
+/// was never written. Absolute, so applying it twice is applying it once. False if the
+/// record does not fit; the page is then unchanged.
+pub fn put_at(page: &mut [u8], slot_no: u16, bytes: &[u8]) -> bool {
+    if page.len() != DISK_PAGE_SIZE || bytes.len() > MAX_RECORD_BYTES {
+        return false;
+    }
+    if !header_ok(page) {
+        init(page);
+    }
+    let s = slot_no as usize;
+    let n = slot_count(page);
+    if s < n && slot(page, s).0 != 0 {
+        return update(page, slot_no, bytes);
+    }
+    let dir_cost = if s < n { 0 } else { (s + 1 - n) * SLOT_BYTES };
+    if bytes.len() + dir_cost > free_bytes(page) {
+        return false;
+    }
+    if bytes.len() + dir_cost > gap(page) {
+        compact(page);
+        if bytes.len() + dir_cost > gap(page) {
+            return false; // damaged accounting
+        }
+    }
+    if s >= n {
+        for i in n..s {
+            set_slot(page, i, 0, 0);
+        }
+        wr(page, OFF_SLOT_COUNT, s + 1);
+    }
+    append(page, s, bytes);
+    wr(page, OFF_LIVE, live_records(page) + 1);
+    true
+}
+
 /// Validate the structure; `Err` names the first violated invariant.
 pub fn check(page: &[u8]) -> Result<(), String> {
     if page.len() != DISK_PAGE_SIZE {
@@ -364,6 +419,32 @@ mod tests {
         let mut p = vec![0u8; DISK_PAGE_SIZE];
         init(&mut p);
         p
+    }
+
+    #[test]
+    fn put_at_sets_a_slot_absolutely_and_twice_is_once() {
+        // An unformatted (never written) page is formatted first.
+        let mut p = vec![0u8; DISK_PAGE_SIZE];
+        assert!(put_at(&mut p, 3, b"third"));
+        check(&p).unwrap();
+        assert_eq!(live_records(&p), 1);
+        assert_eq!(get(&p, 3), Some(&b"third"[..]));
+        assert_eq!(get(&p, 0), None, "slots below are free");
+        // Replacing a live record, longer then shorter; then once more: same page.
+        assert!(put_at(&mut p, 3, b"third, longer"));
+        assert!(put_at(&mut p, 0, b"zero"));
+        assert!(put_at(&mut p, 3, b"3"));
+        let once = p.clone();
+        assert!(put_at(&mut p, 3, b"3"));
+        assert_eq!(p, once);
+        check(&p).unwrap();
+        assert_eq!(live_records(&p), 2);
+        // The next insert takes the lowest free slot.
+        assert_eq!(insert(&mut p, b"one"), Some(1));
+        // Too large for what is left: false, page unchanged.
+        let before = p.clone();
+        assert!(!put_at(&mut p, 9, &vec![1u8; MAX_RECORD_BYTES]));
+        assert_eq!(p, before);
     }
 
     #[test]

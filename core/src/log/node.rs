@@ -28,8 +28,16 @@ pub struct NodeLog {
     sysfile: Mutex<Sysfile>,
     /// A local checkpoint's keep position, saved with the next checkpoint.
     pending_keep: Mutex<Option<Vec<Lsn>>>,
+    /// A local checkpoint's undo keep LSN (disk data), saved with the next checkpoint.
+    pending_undo_keep: Mutex<Option<u64>>,
+    /// Told the undo keep LSN each time a system file holding it is on disk (the undo
+    /// log before it may then be reused).
+    undo_keep_hook: Mutex<Option<UndoKeepHook>>,
     stopped: Mutex<Option<NdbError>>,
 }
+
+/// See [`NodeLog::set_undo_keep_hook`].
+pub type UndoKeepHook = Box<dyn Fn(u64) + Send + Sync>;
 
 impl NodeLog {
     /// The node's log over an open redo log and the system file to continue.
@@ -48,8 +56,26 @@ impl NodeLog {
             redo,
             sysfile: Mutex::new(sysfile),
             pending_keep: Mutex::new(None),
+            pending_undo_keep: Mutex::new(None),
+            undo_keep_hook: Mutex::new(None),
             stopped: Mutex::new(None),
         }
+    }
+
+    /// The undo keep LSN of the system file on disk.
+    pub fn undo_keep_lsn(&self) -> u64 {
+        self.sysfile.lock().undo_keep_lsn
+    }
+
+    /// A local checkpoint (or a restart's undo pass) moved the point a restart rolls
+    /// the disk pages back to: saved with the next checkpoint.
+    pub fn set_undo_keep(&self, lsn: u64) {
+        *self.pending_undo_keep.lock() = Some(lsn);
+    }
+
+    /// Called with the undo keep LSN after each system file store that holds it.
+    pub fn set_undo_keep_hook(&self, hook: UndoKeepHook) {
+        *self.undo_keep_hook.lock() = Some(hook);
     }
 
     pub fn fs_dir(&self) -> &Path {
@@ -106,6 +132,7 @@ impl GcpSaver for NodeLog {
             return Err(e);
         }
         let keep = self.pending_keep.lock().take();
+        let undo_keep = self.pending_undo_keep.lock().take();
         let end = self.redo.seal_and_sync().map_err(|e| self.stop(e))?;
         let mut sf = self.sysfile.lock();
         let mut next = sf.clone();
@@ -121,10 +148,27 @@ impl GcpSaver for NodeLog {
         if let Some(applied) = &applied {
             next.set_keep(applied);
         }
-        next.store(&*self.fs, &self.fs_dir)
-            .map_err(|e| self.stop(e))?;
+        // The undo keep needs no clamp like the redo keep: every commit whose undo
+        // follows it has its redo after the LCP's keep, so after any applied keep.
+        // (It goes back to 0 when a logfile group is created: a new log's LSNs start
+        // again.)
+        if let Some(u) = undo_keep {
+            next.undo_keep_lsn = u;
+        }
+        if let Err(e) = next.store(&*self.fs, &self.fs_dir) {
+            if let Some(u) = undo_keep {
+                self.pending_undo_keep.lock().get_or_insert(u);
+            }
+            return Err(self.stop(e));
+        }
+        let undo_keep_now = next.undo_keep_lsn;
         *sf = next;
         drop(sf);
+        if undo_keep.is_some()
+            && let Some(hook) = &*self.undo_keep_hook.lock()
+        {
+            hook(undo_keep_now);
+        }
         if let (Some(keep), Some(applied)) = (keep, applied) {
             for (part, lsn) in applied.iter().enumerate() {
                 self.redo.release_before(part as u32, *lsn);

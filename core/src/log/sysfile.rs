@@ -23,9 +23,11 @@ use crate::log::redo::Lsn;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"RNDBSYS\0";
-const FORMAT_VERSION: u32 = 2;
-/// Size of each slot file; a system file is at most 24 + 8 + 32 × 8 + 16 × (8 + 32 × 8)
-/// bytes.
+const FORMAT_VERSION: u32 = 3;
+/// The version before the undo keep LSN was added (read as undo keep 0).
+const FORMAT_VERSION_2: u32 = 2;
+/// Size of each slot file; a system file is at most 24 + 8 + 32 × 8 + 8 + 16 × (8 + 32 ×
+/// 8) bytes.
 const SLOT_BYTES: usize = 8192;
 /// Saved checkpoints kept in the file.
 pub const MAX_SAVED: usize = 16;
@@ -44,6 +46,10 @@ pub struct Sysfile {
     pub generation: u64,
     /// Per redo part: the oldest LSN a restart needs (replay starts here).
     pub keep: Vec<Lsn>,
+    /// Undo log (disk data): a restart brings the disk pages back to this LSN, the
+    /// `LcpStart` record of the local checkpoint `keep` belongs to (0: back to the
+    /// start of the log — no checkpoint has completed since the logfile group began).
+    pub undo_keep_lsn: u64,
     /// Saved checkpoints, oldest first.
     pub saved: Vec<SavedGci>,
 }
@@ -60,6 +66,7 @@ impl Sysfile {
             node_id,
             generation: 0,
             keep: vec![0; parts],
+            undo_keep_lsn: 0,
             saved: Vec::new(),
         }
     }
@@ -124,6 +131,7 @@ impl Sysfile {
         for k in &self.keep {
             out.extend_from_slice(&k.to_le_bytes());
         }
+        out.extend_from_slice(&self.undo_keep_lsn.to_le_bytes());
         for s in &self.saved {
             out.extend_from_slice(&s.gci_hi.to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
@@ -152,9 +160,10 @@ impl Sysfile {
         let u32_at =
             |o: usize| u32::from_le_bytes([body[o], body[o + 1], body[o + 2], body[o + 3]]);
         let version = u32_at(8);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_2 {
             return Err(bad(&format!("unknown format version {version}")));
         }
+        let undo_bytes = if version == FORMAT_VERSION { 8 } else { 0 };
         let u64_at = |o: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&body[o..o + 8]);
@@ -167,16 +176,19 @@ impl Sysfile {
         if parts == 0 || parts > 32 || count > MAX_SAVED {
             return Err(bad("bad counts"));
         }
-        if body.len() != 32 + parts * 8 + count * (8 + parts * 8) {
+        if body.len() != 32 + parts * 8 + undo_bytes + count * (8 + parts * 8) {
             return Err(bad("length does not match its counts"));
         }
         let mut at = 32;
         let keep: Vec<Lsn> = (0..parts).map(|i| u64_at(at + i * 8)).collect();
         at += parts * 8;
+        let undo_keep_lsn = if undo_bytes > 0 { u64_at(at) } else { 0 };
+        at += undo_bytes;
         let mut file = Sysfile {
             node_id,
             generation,
             keep,
+            undo_keep_lsn,
             saved: Vec::with_capacity(count),
         };
         for _ in 0..count {
@@ -267,6 +279,7 @@ mod tests {
     fn sample() -> Sysfile {
         let mut s = Sysfile::new(3, 4);
         s.keep = vec![0, 4096, 0, 8192];
+        s.undo_keep_lsn = 1_234_567;
         s.push(5, vec![4096, 8192, 0, 8192]);
         s.push(6, vec![8192, 8192, 4096, 12288]);
         s

@@ -10,9 +10,10 @@
 //!   stamps the page with the record's LSN; the page cache writes a page only after
 //!   the undo log is durable up to that LSN (through [`WalProxy`]).
 //! - **Undo space is made, not refused.** When a reservation would take the undo log
-//!   past half full, the node runs a disk checkpoint (every dirty page written, the
-//!   undo log released up to where the checkpoint began) before refusing anything;
-//!   1501 "Out of undo space" only when the log is still too full after it.
+//!   past half full, a node that keeps no files runs a disk checkpoint (every dirty
+//!   page written, the undo log released up to where the checkpoint began); a node
+//!   whose restart needs the log from its undo keep starts a local checkpoint instead
+//!   (`recovery`); 1501 "Out of undo space" only when the log is still too full.
 //! - **Files created are remembered** in `disk_files.list` in the node's file-system
 //!   directory, so that an initial start removes them (NDB leaves them behind).
 //!
@@ -78,13 +79,24 @@ pub struct DiskReservation {
 pub struct NodeDisk {
     pub node_id: u32,
     fs: Arc<dyn FileSystem>,
+    /// What data files are created and opened through: `fs`, or `fs` behind the
+    /// doublewrite journal when the node keeps its files across restarts.
+    data_fs: Arc<dyn FileSystem>,
     fs_dir: PathBuf,
     shared_global: SharedGlobalMemory,
     wal: Arc<WalProxy>,
     pub tsman: TablespaceManager,
     pub pgman: PageCache,
     undo_gate: Mutex<UndoGate>,
+    /// The undo keep of the node's system file on disk: a restart rolls the pages back
+    /// to it, so the log is not released before it. None: the node keeps no files.
+    undo_keep: Mutex<Option<Lsn>>,
+    /// Wakes the LCP driver when the kept undo log passes half full.
+    undo_pressure: Mutex<Option<UndoPressureHook>>,
 }
+
+/// See [`NodeDisk::set_undo_pressure_hook`].
+pub type UndoPressureHook = Box<dyn Fn() + Send + Sync>;
 
 fn cache_addr(p: PageAddr) -> CacheAddr {
     CacheAddr {
@@ -123,7 +135,34 @@ impl NodeDisk {
         entries_per_page: usize,
         shared_global_bytes: u64,
     ) -> Result<NodeDisk> {
+        Self::with_doublewrite(
+            node_id,
+            fs,
+            fs_dir,
+            cache_bytes,
+            entries_per_page,
+            shared_global_bytes,
+            false,
+        )
+    }
+
+    /// As [`NodeDisk::new`]; with `doublewrite`, data-file page writes go through the
+    /// doublewrite journal (a node whose files a restart reads).
+    pub fn with_doublewrite(
+        node_id: u32,
+        fs: Arc<dyn FileSystem>,
+        fs_dir: PathBuf,
+        cache_bytes: u64,
+        entries_per_page: usize,
+        shared_global_bytes: u64,
+        doublewrite: bool,
+    ) -> Result<NodeDisk> {
         let wal = Arc::new(WalProxy::default());
+        let data_fs: Arc<dyn FileSystem> = if doublewrite {
+            Arc::new(super::doublewrite::DoublewriteFs::new(fs.clone(), &fs_dir))
+        } else {
+            fs.clone()
+        };
         let pgman = PageCache::new(
             PageCacheConfig {
                 capacity_bytes: cache_bytes,
@@ -133,13 +172,16 @@ impl NodeDisk {
         )?;
         Ok(NodeDisk {
             node_id,
-            tsman: TablespaceManager::new(fs.clone(), fs_dir.clone(), wal.clone(), node_id),
+            tsman: TablespaceManager::new(data_fs.clone(), fs_dir.clone(), wal.clone(), node_id),
+            data_fs,
             fs,
             fs_dir,
             shared_global: SharedGlobalMemory::new(shared_global_bytes),
             wal,
             pgman,
             undo_gate: Mutex::new(UndoGate::default()),
+            undo_keep: Mutex::new(None),
+            undo_pressure: Mutex::new(None),
         })
     }
 
@@ -204,6 +246,10 @@ impl NodeDisk {
         )?;
         *slot = Some(Arc::new(g));
         drop(slot);
+        // A new log's LSNs start again: a restart needs all of it until an LCP ends.
+        if let Some(keep) = self.undo_keep.lock().as_mut() {
+            *keep = 0;
+        }
         self.write_manifest()
     }
 
@@ -260,7 +306,7 @@ impl NodeDisk {
             .add_datafile(ts, data_file, initial_size_bytes, 0, lsn)?;
         let path = self.resolve(data_file);
         let file = self
-            .fs
+            .data_fs
             .open(&path)
             .map_err(|e| codes::file_system_error(format_args!("{}: {e}", path.display())))?;
         self.pgman.register_file(file_no, file);
@@ -323,6 +369,14 @@ impl NodeDisk {
     /// Initial start: removes every file listed in `fs_dir`'s manifest (the data and
     /// undo files an earlier run created) and the manifest; returns what was removed.
     pub fn remove_created_files(fs: &dyn FileSystem, fs_dir: &Path) -> Result<Vec<PathBuf>> {
+        // The doublewrite journal is the node's own, like its redo log: removed, not
+        // listed.
+        let journal = fs_dir.join(super::doublewrite::JOURNAL_NAME);
+        if fs.exists(&journal) {
+            fs.remove(&journal).map_err(|e| {
+                codes::file_system_error(format_args!("{}: {e}", journal.display()))
+            })?;
+        }
         let manifest = fs_dir.join(MANIFEST_NAME);
         let Some(text) = fs
             .read_all(&manifest)
@@ -357,8 +411,11 @@ impl NodeDisk {
         self.logfile_group().map_or(0, |g| g.next_lsn())
     }
 
-    /// Reserve undo space for records of `bytes` (prepare). Runs a disk checkpoint
-    /// first when the log would pass half full; 1501 when it is still too full.
+    /// Reserve undo space for records of `bytes` (prepare). When the log would pass
+    /// half full: a node that keeps no files runs a disk checkpoint (every dirty page
+    /// written, the log released up to where it began); a node whose restart needs the
+    /// log from its undo keep wakes the LCP driver, whose checkpoint moves the keep.
+    /// 1501 (temporary) when the log is still too full.
     pub fn reserve_undo(&self, bytes: u64) -> Result<u64> {
         let g = self.group()?;
         let mut gate = self.undo_gate.lock();
@@ -373,11 +430,19 @@ impl NodeDisk {
             )
         };
         let (ok, over_half) = fits(&gate);
-        if !ok || over_half {
+        if over_half && self.undo_kept() {
+            self.fire_undo_pressure();
+            if !ok {
+                g.release_to(self.undo_release_point(g.next_lsn()));
+                if !fits(&gate).0 {
+                    return Err(codes::out_of_undo_space());
+                }
+            }
+        } else if !ok || over_half {
             // Make room: every dirty page to disk, then the undo before it is free.
             let start = g.next_lsn();
             self.pgman.flush_all()?;
-            g.release_to(start);
+            g.release_to(self.undo_release_point(start));
             gate.checkpoints += 1;
             if !fits(&gate).0 {
                 return Err(codes::out_of_undo_space());
@@ -404,7 +469,10 @@ impl NodeDisk {
     }
 }
 
+mod recovery;
 mod rows;
+
+pub use recovery::{PageRecord, UNDO_PASS_MARK, UndoPassStats};
 
 #[cfg(test)]
 mod tests {

@@ -295,7 +295,7 @@ impl NodeDisk {
     /// Drops the cached pages of an extent leaving its fragment, dirty or not: nothing
     /// on them is needed again (they are formatted before their next use), so they
     /// neither hold frames nor cost writes.
-    fn discard_extent_pages(&self, extent: crate::disk::tsman::ExtentId) -> Result<()> {
+    pub(super) fn discard_extent_pages(&self, extent: crate::disk::tsman::ExtentId) -> Result<()> {
         let pages: Vec<CacheAddr> = self
             .tsman
             .extent_pages_of(extent)?

@@ -309,6 +309,13 @@ impl State {
         }
     }
 
+    /// Restart undo: frame `i` is dirty with exactly LSN `lsn` (lower than before: the
+    /// page is back at its state before a change).
+    pub fn mark_dirty_lsn_exact(&mut self, i: u32, lsn: Lsn) {
+        self.mark_dirty(i, lsn);
+        self.slots[i as usize].lsn = lsn;
+    }
+
     /// Clears the dirty flag of frame `i`.
     pub fn mark_clean(&mut self, i: u32) {
         if let Some(seq) = self.slots[i as usize].dirty_seq.take() {

@@ -394,6 +394,25 @@ impl PageRef<'_> {
     }
 }
 
+impl PageRef<'_> {
+    /// The page's LSN: its header's when read, raised by `set_lsn_dirty`.
+    pub fn lsn(&self) -> Lsn {
+        self.inner.state.lock().slots[self.i as usize].lsn
+    }
+
+    /// Restart undo: the page is back at its state before the change logged at
+    /// `lsn + 1` and after: its LSN becomes exactly `lsn` (lowered), and it is dirty.
+    /// Only for `Write` pins.
+    pub fn set_lsn_undone(&self, lsn: Lsn) {
+        assert_eq!(
+            self.intent,
+            Intent::Write,
+            "set_lsn_undone without a Write pin"
+        );
+        self.inner.state.lock().mark_dirty_lsn_exact(self.i, lsn);
+    }
+}
+
 impl Drop for PageRef<'_> {
     fn drop(&mut self) {
         let inner = self.inner;

@@ -381,6 +381,18 @@ impl DataFile {
         Ok(df)
     }
 
+    /// The (file_no, tablespace id) a data file's zero page records (restart, before
+    /// [`DataFile::open`]); the page is verified against the file_no it names.
+    pub fn read_ids(fs: &dyn FileSystem, path: &Path) -> Result<(u32, u32)> {
+        let file = fs.open(path).map_err(|e| fs_error(path, "open", &e))?;
+        let mut buf = vec![0u8; DISK_PAGE_SIZE];
+        file.read_at(&mut buf, 0)
+            .map_err(|e| codes::file_read_error(format_args!("{}: {e}", path.display())))?;
+        let file_no = get32(&buf, Z_FILE_NO);
+        let zero = ZeroPage::decode(&buf, file_no, path)?;
+        Ok((zero.file_no, zero.tablespace_id))
+    }
+
     /// Open an existing file: verify the zero page and every header page, rebuild the
     /// extents' owners and page classes.
     pub fn open(fs: &dyn FileSystem, name: &str, path: &Path, file_no: u32) -> Result<DataFile> {

@@ -520,6 +520,47 @@ impl TablespaceManager {
         Ok(())
     }
 
+    /// Restart (undo pass): extent `extent` belongs to `owner` again (`None`: free),
+    /// with its pages' free space unknown until the row layer reports it (empty), its
+    /// header page written now.
+    pub fn restore_extent_owner(
+        &self,
+        extent: ExtentId,
+        owner: Option<ExtentOwner>,
+        lsn: Lsn,
+    ) -> Result<()> {
+        let mut g = self.inner.lock();
+        let df = g
+            .files
+            .get_mut(&extent.file_no)
+            .ok_or_else(|| no_extent(extent))?;
+        if extent.extent_no as usize >= df.extents.len() {
+            return Err(no_extent(extent));
+        }
+        let before = df.set_owner(extent.extent_no, owner, lsn);
+        let hp = df.header_page_of(extent.extent_no);
+        if let Err(e) = df.write_header_page(&*self.wal, hp) {
+            df.restore(extent.extent_no, before);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Every extent with an owner, in (file_no, extent_no) order.
+    pub fn owned_extents(&self) -> Vec<(ExtentId, ExtentOwner)> {
+        let g = self.inner.lock();
+        let mut out = Vec::new();
+        for (&file_no, df) in &g.files {
+            for (e, st) in df.extents.iter().enumerate() {
+                if let Some(owner) = st.owner {
+                    let extent_no = e as u32;
+                    out.push((ExtentId { file_no, extent_no }, owner));
+                }
+            }
+        }
+        out
+    }
+
     /// The owner of an extent (`None`: free).
     pub fn extent_owner(&self, extent: ExtentId) -> Result<Option<ExtentOwner>> {
         let g = self.inner.lock();

@@ -37,6 +37,19 @@ use crate::error::NdbError;
 use crate::schema::layout::DiskRef;
 use crate::txn::lock::{DiskChange, DiskInsert};
 
+/// What [`Fragment::disk_relink`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskRelinkStats {
+    /// Committed rows of the fragment.
+    pub rows: u64,
+    pub extents: u64,
+    pub pages: u64,
+    /// Records given to the row they name.
+    pub records_linked: u64,
+    /// Records no row claims, freed.
+    pub orphans_freed: u64,
+}
+
 /// A fragment's disk part: the node's disk managers, the tablespace and the extents
 /// the fragment owns.
 pub struct FragDisk {
@@ -409,6 +422,82 @@ impl Fragment {
         }
     }
 
+    /// System restart, after the node's undo pass (disk pages at the undo keep's
+    /// state) and the restore of the memory part from its checkpoint: links each row to
+    /// the record on disk that names it. The allocator is rebuilt from the extent
+    /// headers with every page's actual free bytes; every row's reference is cleared,
+    /// then each record on the fragment's pages is given to the committed row its
+    /// header names (if that row has none yet) or freed (undo-logged) as an orphan — a
+    /// row deleted, or a record moved, after the keep. A row left without a record was
+    /// inserted or moved after the keep: its redo record (replayed next) writes it.
+    pub fn disk_relink(&mut self) -> Result<DiskRelinkStats> {
+        let mut stats = DiskRelinkStats::default();
+        let Fragment {
+            table, fixed, disk, ..
+        } = self;
+        let layout = &table.layout;
+        let Some(d) = disk else {
+            return Ok(stats);
+        };
+        d.failed = None;
+        d.alloc = FragmentDiskAlloc::from_tablespace(&d.node.tsman, d.alloc.owner())?;
+        let mut cur = RowId(0);
+        while let Some(r) = fixed.next_row(cur) {
+            let f = fixed.get_mut(r);
+            if header_of(f) & ROW_ALLOC == 0 {
+                layout.set_disk_ref(f, None);
+                stats.rows += 1;
+            }
+            cur = RowId(r.0 + 1);
+        }
+        // Every page first (exact free bytes), so that no extent looks empty early.
+        let mut found = Vec::new();
+        for extent in d.alloc.extents() {
+            stats.extents += 1;
+            for page in d.node.tsman.extent_pages_of(extent)? {
+                let (free, recs) = d.node.page_records(page)?;
+                d.node.set_page_free_exact(&mut d.alloc, page, free)?;
+                stats.pages += 1;
+                found.extend(recs.into_iter().map(|r| (page, r)));
+            }
+        }
+        for (page, rec) in found {
+            let r = NodeDisk::record_ref(page, rec.slot)?;
+            let row = RowId(rec.row_id);
+            let linkable = fixed
+                .header(row)
+                .is_some_and(|h| h & ROW_ALLOC == 0 && layout.disk_ref(fixed.get(row)).is_none());
+            if linkable {
+                layout.set_disk_ref(fixed.get_mut(row), Some(r));
+                stats.records_linked += 1;
+            } else {
+                let undo = d.node.reserve_undo(NodeDisk::undo_for_change(rec.len))?;
+                d.node.free_record(&mut d.alloc, r, undo)?;
+                stats.orphans_freed += 1;
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Committed rows of a table with disk columns that have no disk record (after a
+    /// system restart's redo replay there must be none).
+    pub fn disk_rows_without_record(&self) -> u64 {
+        if self.disk.is_none() {
+            return 0;
+        }
+        let layout = &self.table.layout;
+        let mut n = 0;
+        let mut cur = RowId(0);
+        while let Some(r) = self.fixed.next_row(cur) {
+            let f = self.fixed.get(r);
+            if header_of(f) & ROW_ALLOC == 0 && layout.disk_ref(f).is_none() {
+                n += 1;
+            }
+            cur = RowId(r.0 + 1);
+        }
+        n
+    }
+
     /// Checks the disk part: every committed row's record exists and names the row,
     /// and the allocator agrees with the tablespace.
     pub(super) fn check_disk(&self) -> std::result::Result<(), String> {
@@ -424,6 +513,31 @@ impl Fragment {
                     .map_err(|e| format!("row {r:?}: {e}"))?;
             }
             cur = RowId(r.0 + 1);
+        }
+        // And the other way: every record on the fragment's pages is its row's.
+        for extent in d.alloc.extents() {
+            let pages = d
+                .node
+                .tsman
+                .extent_pages_of(extent)
+                .map_err(|e| e.to_string())?;
+            for page in pages {
+                let (_, recs) = d.node.page_records(page).map_err(|e| e.to_string())?;
+                for rec in recs {
+                    let row = RowId(rec.row_id);
+                    let want = NodeDisk::record_ref(page, rec.slot).map_err(|e| e.to_string())?;
+                    let owned = self.fixed.header(row).is_some_and(|h| {
+                        h & ROW_ALLOC == 0
+                            && self.table.layout.disk_ref(self.fixed.get(row)) == Some(want)
+                    });
+                    if !owned {
+                        return Err(format!(
+                            "disk record {want:?} names row {}, which does not own it",
+                            rec.row_id
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }

@@ -424,6 +424,6 @@ mod scan;
 mod write;
 
 pub use batch::{BatchKey, DirectInsert, RowSink};
-pub use disk::FragDisk;
+pub use disk::{DiskRelinkStats, FragDisk};
 pub use lcp::{LcpChangeCounts, LcpScan, LcpSink};
 pub use redo::{FragRedo, REDO_DELETE, REDO_WRITE, REDO_WRITE_MEMORY};
