@@ -5,7 +5,7 @@
 //! with the extent headers) and the tablespace's free extents.
 
 use super::*;
-use crate::disk::io::MemFileSystem;
+use crate::disk::io::{IoOp, MemFileSystem};
 use crate::schema::Value;
 use crate::sql::{Session, SqlResult, render_error};
 use std::collections::BTreeMap;
@@ -258,4 +258,62 @@ fn a_table_dropped_before_the_crash_gives_its_extents_back() {
     let (c, _fs) = crash_and_restart(c, &fs, 4);
     assert_eq!(contents(&c), model);
     assert_eq!(free_extents(&c), with_t, "only t's extents are in use");
+}
+
+/// A power loss during the restart (in the undo pass, the relink or the redo replay):
+/// the next restart still gets every committed row, its disk columns included.
+#[test]
+fn a_crash_during_the_restart_is_recovered_by_the_next() {
+    let fs = MemFileSystem::new();
+    let c = start(&fs);
+    let mut s = Session::new(c.ndb("test"));
+    run(&mut s, LG);
+    run(&mut s, TS);
+    run(&mut s, TABLE);
+    let mut model = Model::new();
+    churn(&mut s, &mut model, 21, 250, 0);
+    c.inner().run_lcp().expect("lcp");
+    churn(&mut s, &mut model, 22, 250, 1000);
+    drop(s);
+    c.inner().force_gcp().expect("gcp");
+    let image = fs.crash_image(5);
+    c.inner().shutdown_now();
+    drop(c);
+    let mut crashed_restarts = 0;
+    for (op, n) in [
+        (IoOp::Write, 3),
+        (IoOp::Write, 12),
+        (IoOp::Sync, 2),
+        (IoOp::Sync, 6),
+        (IoOp::Sync, 15),
+        (IoOp::Write, 30),
+    ] {
+        let fs = image.crash_image(0);
+        fs.crash_at(op, n, n);
+        let first = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone()));
+        let image2 = match fs.take_crash_image() {
+            Some(i) => {
+                crashed_restarts += 1;
+                i
+            }
+            None => {
+                let c = first.expect("a restart without a power loss");
+                c.inner().force_gcp().expect("gcp");
+                let i = fs.crash_image(n);
+                c.inner().shutdown_now();
+                i
+            }
+        };
+        let c = start(&image2);
+        assert_eq!(
+            contents(&c),
+            model,
+            "power loss at {op:?} #{n} of the restart"
+        );
+        c.inner().shutdown_now();
+    }
+    assert!(
+        crashed_restarts >= 4,
+        "{crashed_restarts} restarts were cut short"
+    );
 }

@@ -6,14 +6,17 @@
 //! only row-level before-images: it can bring a page that verifies back to an older
 //! state, but not rebuild a page whose checksum fails. So every page-sized write to a
 //! data file made through [`DoublewriteFs`] goes first to a slot of a small journal
-//! file, which is fdatasynced, and only then to its place (InnoDB's doublewrite
-//! buffer; NDB has none). At a restart, [`repair_torn_pages`] copies the newest valid
+//! file, and to its place only at the next *flush*: the journal fdatasynced, every
+//! pending page written in place, their files fdatasynced (InnoDB's doublewrite buffer;
+//! NDB has none). A flush runs at every `sync_data` of a journaled file and when the
+//! journal's slots are all taken, so a batch of up to `SLOTS` pages costs two syncs, not
+//! two per page; until then a read of a pending page gets it from memory. At a restart, [`repair_torn_pages`] copies the newest valid
 //! journal copy of each page over a page in place that does not verify, syncs the
 //! files and removes the journal (each life numbers its writes from 0). A torn journal
 //! slot is harmless: its page's in-place write had not begun.
 //!
 //! Journal file (`rndb_doublewrite.dat` in the node's file-system directory): `SLOTS`
-//! slots of `SLOT_BYTES`, slot `seq % SLOTS` for the `seq`-th write. Slot layout,
+//! slots of `SLOT_BYTES`, filled from slot 0 after each flush. Slot layout,
 //! little-endian:
 //!
 //! ```text
@@ -28,15 +31,17 @@
 //!   4096 32768 the page as written in place
 //! ```
 //!
-//! Invariant: when slot `k` is reused (the journal wraps), every in-place write whose
-//! copy it held is durable — all journaled files are fdatasynced at each wrap. Lock
-//! order: the journal's mutex is a leaf held across one journal write, its sync and the
-//! in-place write (so the in-place writes are ordered like their slots).
+//! Invariant: a page is written in place only after its journal copy is durable, and
+//! slots are reused only after every page they hold is durable in place (a flush). A
+//! write in place that fails (EIO) leaves the pages pending, retried by the next flush;
+//! a failed fdatasync is sticky: what reached the disk is unknown, so every later write
+//! and sync fails (the node stops, as NDB's does; it never retries a sync). Lock order: the
+//! journal's mutex is a leaf (held across a flush's I/O, not across reads in place).
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -54,11 +59,22 @@ pub const SLOT_BYTES: usize = HEADER_BYTES + DISK_PAGE_SIZE;
 const MAX_PATH_BYTES: usize = HEADER_BYTES - 36;
 const MAGIC: &[u8; 8] = b"RNDBDWB1";
 
+/// A page written to the journal whose in-place write waits for the next flush.
+struct Pending {
+    target: Arc<dyn DiskFile>,
+    page: Vec<u8>,
+}
+
 struct JournalState {
     file: Option<Arc<dyn DiskFile>>,
+    /// Writes journaled so far (repair takes the newest copy of a page by it).
     seq: u64,
-    /// Files written through the journal, synced at each wrap.
-    files: Vec<Weak<dyn DiskFile>>,
+    /// The slot the next write takes (back to 0 after each flush).
+    next_slot: u64,
+    /// By (file id, offset): the pages journaled since the last flush.
+    pending: BTreeMap<(u64, u64), Pending>,
+    /// A failed sync: every later write and sync fails (the node must stop).
+    failed: Option<String>,
 }
 
 /// The journal shared by every data file of a node.
@@ -66,6 +82,7 @@ struct Journal {
     fs: Arc<dyn FileSystem>,
     path: PathBuf,
     state: Mutex<JournalState>,
+    next_file_id: std::sync::atomic::AtomicU64,
 }
 
 impl Journal {
@@ -82,9 +99,20 @@ impl Journal {
         Ok(f)
     }
 
-    /// Journals `buf` for `path` at `offset`, then writes it in place to `target`.
-    fn write_through(
+    fn check(st: &JournalState) -> io::Result<()> {
+        match &st.failed {
+            Some(e) => Err(io::Error::other(format!(
+                "doublewrite journal failed earlier: {e}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Journals `buf` (a page of file `id` at `offset`); its in-place write waits for
+    /// the next flush. The journal slot is not synced here.
+    fn write(
         &self,
+        id: u64,
         path: &Path,
         target: &Arc<dyn DiskFile>,
         buf: &[u8],
@@ -98,16 +126,12 @@ impl Journal {
             )));
         }
         let mut st = self.state.lock();
+        Self::check(&st)?;
+        if st.next_slot == SLOTS {
+            self.flush_locked(&mut st)?;
+        }
         let journal = self.file(&mut st)?;
         let seq = st.seq;
-        if seq > 0 && seq.is_multiple_of(SLOTS) {
-            // The slots of the last lap are reused: their in-place writes must be on
-            // disk first.
-            st.files.retain(|w| w.strong_count() > 0);
-            for f in st.files.iter().filter_map(Weak::upgrade) {
-                f.sync_data()?;
-            }
-        }
         let mut slot = vec![0u8; SLOT_BYTES];
         slot[0..8].copy_from_slice(MAGIC);
         slot[8..16].copy_from_slice(&seq.to_le_bytes());
@@ -118,14 +142,76 @@ impl Journal {
         slot[HEADER_BYTES..].copy_from_slice(buf);
         let crc = slot_crc(&slot, path_bytes.len());
         slot[32..36].copy_from_slice(&crc.to_le_bytes());
-        journal.write_at(&slot, (seq % SLOTS) * SLOT_BYTES as u64)?;
-        journal.sync_data()?;
+        journal.write_at(&slot, st.next_slot * SLOT_BYTES as u64)?;
+        st.next_slot += 1;
         st.seq = seq + 1;
-        target.write_at(buf, offset)
+        st.pending.insert(
+            (id, offset),
+            Pending {
+                target: target.clone(),
+                page: buf.to_vec(),
+            },
+        );
+        Ok(())
     }
 
-    fn register(&self, f: &Arc<dyn DiskFile>) {
-        self.state.lock().files.push(Arc::downgrade(f));
+    /// The journal synced, then every pending page written in place and its file
+    /// synced: the journal's slots may be reused. A write in place that fails leaves
+    /// every page pending (retried by the next flush; their journal copies are
+    /// durable); a failed sync is sticky (what reached the disk is unknown).
+    fn flush_locked(&self, st: &mut JournalState) -> io::Result<()> {
+        Self::check(st)?;
+        if st.pending.is_empty() {
+            st.next_slot = 0;
+            return Ok(());
+        }
+        let sticky = |st: &mut JournalState, e: io::Error| {
+            st.failed = Some(e.to_string());
+            e
+        };
+        let journal = self.file(st)?;
+        if let Err(e) = journal.sync_data() {
+            return Err(sticky(st, e));
+        }
+        let mut files: BTreeMap<u64, Arc<dyn DiskFile>> = BTreeMap::new();
+        for (&(id, offset), p) in &st.pending {
+            p.target.write_at(&p.page, offset)?;
+            files.entry(id).or_insert_with(|| p.target.clone());
+        }
+        for f in files.values() {
+            if let Err(e) = f.sync_data() {
+                return Err(sticky(st, e));
+            }
+        }
+        st.pending.clear();
+        st.next_slot = 0;
+        Ok(())
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st)
+    }
+
+    /// The pending page of file `id` at `offset`, if `len` is a whole page; a flush
+    /// first when a pending page of the file overlaps another range.
+    fn pending_read(&self, id: u64, buf: &mut [u8], offset: u64) -> io::Result<bool> {
+        let mut st = self.state.lock();
+        if buf.len() == DISK_PAGE_SIZE
+            && let Some(p) = st.pending.get(&(id, offset))
+        {
+            buf.copy_from_slice(&p.page);
+            return Ok(true);
+        }
+        let end = offset + buf.len() as u64;
+        let overlaps = st
+            .pending
+            .range((id, 0)..=(id, u64::MAX))
+            .any(|(&(_, o), _)| o < end && o + DISK_PAGE_SIZE as u64 > offset);
+        if overlaps {
+            self.flush_locked(&mut st)?;
+        }
+        Ok(false)
     }
 }
 
@@ -136,6 +222,7 @@ fn slot_crc(slot: &[u8], path_len: usize) -> u32 {
 
 /// A data file whose page writes go through the journal.
 struct JournaledFile {
+    id: u64,
     inner: Arc<dyn DiskFile>,
     path: PathBuf,
     journal: Arc<Journal>,
@@ -143,22 +230,29 @@ struct JournaledFile {
 
 impl DiskFile for JournaledFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        if self.journal.pending_read(self.id, buf, offset)? {
+            return Ok(());
+        }
         self.inner.read_at(buf, offset)
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         if buf.len() != DISK_PAGE_SIZE {
+            self.journal.flush()?;
             return self.inner.write_at(buf, offset);
         }
         self.journal
-            .write_through(&self.path, &self.inner, buf, offset)
+            .write(self.id, &self.path, &self.inner, buf, offset)
     }
     fn sync_data(&self) -> io::Result<()> {
+        self.journal.flush()?;
         self.inner.sync_data()
     }
     fn len_bytes(&self) -> io::Result<u64> {
+        self.journal.flush()?;
         self.inner.len_bytes()
     }
     fn extend_to(&self, len: u64) -> io::Result<()> {
+        self.journal.flush()?;
         self.inner.extend_to(len)
     }
 }
@@ -179,16 +273,23 @@ impl DoublewriteFs {
                 state: Mutex::new(JournalState {
                     file: None,
                     seq: 0,
-                    files: Vec::new(),
+                    next_slot: 0,
+                    pending: BTreeMap::new(),
+                    failed: None,
                 }),
+                next_file_id: std::sync::atomic::AtomicU64::new(0),
             }),
             inner,
         }
     }
 
     fn wrap(&self, path: &Path, f: Arc<dyn DiskFile>) -> Arc<dyn DiskFile> {
-        self.journal.register(&f);
+        let id = self
+            .journal
+            .next_file_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Arc::new(JournaledFile {
+            id,
             inner: f,
             path: path.to_path_buf(),
             journal: self.journal.clone(),
@@ -383,6 +484,56 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn pending_pages_read_back_and_a_failed_flush_is_sticky() {
+        let mem = MemFileSystem::new();
+        let fs: Arc<dyn FileSystem> = Arc::new(mem.clone());
+        let dir = Path::new("/n");
+        fs.create_dir_all(dir).unwrap();
+        let dw = DoublewriteFs::new(fs.clone(), dir);
+        let data = dir.join("data.dat");
+        let f = dw.create(&data, 4 * DISK_PAGE_SIZE as u64).unwrap();
+        f.write_at(&sealed(1, 2, 5), 2 * DISK_PAGE_SIZE as u64)
+            .unwrap();
+        // Not in place yet, but read back whole.
+        let raw = fs.open(&data).unwrap();
+        let mut b = vec![0u8; DISK_PAGE_SIZE];
+        raw.read_at(&mut b, 2 * DISK_PAGE_SIZE as u64).unwrap();
+        assert!(b.iter().all(|&x| x == 0), "in place only at the next flush");
+        f.read_at(&mut b, 2 * DISK_PAGE_SIZE as u64).unwrap();
+        assert_eq!(b, sealed(1, 2, 5));
+        // A read overlapping it in part flushes first.
+        let mut small = vec![0u8; 64];
+        f.read_at(&mut small, 2 * DISK_PAGE_SIZE as u64 + 100)
+            .unwrap();
+        raw.read_at(&mut b, 2 * DISK_PAGE_SIZE as u64).unwrap();
+        assert_eq!(b, sealed(1, 2, 5), "flushed in place");
+        // A write in place that fails (EIO): the page stays pending, retried later.
+        f.write_at(&sealed(1, 3, 6), 3 * DISK_PAGE_SIZE as u64)
+            .unwrap();
+        let faults = |writes: bool, syncs: bool| crate::disk::io::Faults {
+            fail_writes: writes,
+            fail_syncs: syncs,
+            only_paths_containing: Some("data.dat".into()),
+            ..Default::default()
+        };
+        mem.set_faults(faults(true, false));
+        assert!(f.sync_data().is_err());
+        mem.set_faults(crate::disk::io::Faults::default());
+        f.read_at(&mut b, 3 * DISK_PAGE_SIZE as u64).unwrap();
+        assert_eq!(b, sealed(1, 3, 6), "still pending");
+        f.sync_data().unwrap();
+        raw.read_at(&mut b, 3 * DISK_PAGE_SIZE as u64).unwrap();
+        assert_eq!(b, sealed(1, 3, 6), "written by the retry");
+        // A failed fdatasync is sticky: every later write and sync fails.
+        f.write_at(&sealed(1, 1, 7), DISK_PAGE_SIZE as u64).unwrap();
+        mem.set_faults(faults(false, true));
+        assert!(f.sync_data().is_err());
+        mem.set_faults(crate::disk::io::Faults::default());
+        assert!(f.sync_data().is_err(), "sticky");
+        assert!(f.write_at(&sealed(1, 1, 8), DISK_PAGE_SIZE as u64).is_err());
     }
 
     #[test]

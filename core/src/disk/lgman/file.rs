@@ -18,6 +18,7 @@
 //! ([`NO_RECORD_START`] if none), header extra = data bytes used; body = 8-byte log
 //! position of the page's first data byte, 8-byte tail position of the log when the page
 //! was written, 8-byte generation (how many times the log was opened before the page
+//! was written), 8-byte durable position (the log was durable up to it when the page
 //! was written), then [`UNDO_DATA_BYTES`] of record bytes.
 //!
 //! Invariants: every page written is sealed (`disk::page::seal`) and every page read
@@ -32,8 +33,9 @@ use crate::disk::io::{DiskFile, FileSystem};
 use crate::disk::page::{self, DISK_PAGE_SIZE, PAGE_HEADER_BYTES, PageHeader, PageKind};
 use crate::error::{NdbError, Result, codes};
 
-/// Bytes of the undo page preamble (page position, tail position, generation).
-const UNDO_PREAMBLE_BYTES: usize = 24;
+/// Bytes of the undo page preamble (page position, tail position, generation, durable
+/// position).
+const UNDO_PREAMBLE_BYTES: usize = 32;
 /// Bytes of record data in one undo page.
 pub const UNDO_DATA_BYTES: usize = page::PAGE_BODY_BYTES - UNDO_PREAMBLE_BYTES;
 /// Header lsn of an undo page in which no record starts.
@@ -43,7 +45,8 @@ pub const MIN_UNDO_PAGES: u64 = 2;
 /// NDB's default INITIAL_SIZE of an undo file.
 pub const DEFAULT_UNDO_FILE_BYTES: u64 = 128 * 1024 * 1024;
 const MAGIC: &[u8; 8] = b"RNDBUNDO";
-const ZERO_PAGE_VERSION: u32 = 1;
+/// 2: undo pages carry the durable position (version 1 files are refused).
+const ZERO_PAGE_VERSION: u32 = 2;
 const FILE_TYPE_UNDO: u32 = 2;
 
 /// An open undo file.
@@ -196,7 +199,8 @@ impl UndoFile {
 
     /// Seal and write undo page `page_no` (1-based) holding `data` (bytes used) of the
     /// log page whose first data byte is at log position `page_pos`; `tail_pos` is the
-    /// log's tail when the page is written, `generation` the log's open count.
+    /// log's tail when the page is written, `generation` the log's open count,
+    /// `durable_pos` the position the log was durable up to.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_undo_page(
         &self,
@@ -204,6 +208,7 @@ impl UndoFile {
         page_pos: u64,
         tail_pos: u64,
         generation: u64,
+        durable_pos: u64,
         first_record_lsn: u64,
         data: &[u8],
     ) -> io::Result<()> {
@@ -215,6 +220,7 @@ impl UndoFile {
         body[0..8].copy_from_slice(&page_pos.to_le_bytes());
         body[8..16].copy_from_slice(&tail_pos.to_le_bytes());
         body[16..24].copy_from_slice(&generation.to_le_bytes());
+        body[24..32].copy_from_slice(&durable_pos.to_le_bytes());
         body[UNDO_PREAMBLE_BYTES..UNDO_PREAMBLE_BYTES + data.len()].copy_from_slice(data);
         page::seal(
             &mut p,
@@ -249,12 +255,16 @@ impl UndoFile {
         let pos = u64_at(body, 0);
         let tail_pos = u64_at(body, 8);
         let generation = u64_at(body, 16);
+        let durable_pos = u64_at(body, 24);
         let used = h.extra as usize;
         if !pos.is_multiple_of(UNDO_DATA_BYTES as u64) || used == 0 || used > UNDO_DATA_BYTES {
             return Err(self.bad_page(page_no, "bad undo page position or bytes used"));
         }
         if tail_pos > pos + used as u64 {
             return Err(self.bad_page(page_no, "tail position after the page"));
+        }
+        if durable_pos > pos {
+            return Err(self.bad_page(page_no, "durable position after the page's start"));
         }
         if h.lsn != NO_RECORD_START && !(pos..pos + used as u64).contains(&h.lsn) {
             return Err(self.bad_page(page_no, "first record LSN outside the page"));
@@ -265,6 +275,7 @@ impl UndoFile {
             page_pos: pos,
             tail_pos,
             generation,
+            durable_pos,
             first_record_lsn: h.lsn,
             data: p,
         }))
@@ -291,6 +302,8 @@ pub(crate) struct UndoPage {
     pub tail_pos: u64,
     /// How many times the log had been opened when the page was written.
     pub generation: u64,
+    /// The log was durable up to this position when the page was written.
+    pub durable_pos: u64,
     /// LSN of the first record starting in the page, or [`NO_RECORD_START`].
     pub first_record_lsn: u64,
     /// The bytes used.

@@ -343,6 +343,9 @@ impl LogfileGroup {
         let Some(last_lp) = pages.last().map(|p| p.lp) else {
             return Ok(());
         };
+        // Every page carries how far the log was durable when it was written: a torn
+        // page at open is a power loss's only if no page proves it durable.
+        let durable = self.durable_lsn();
         for p in &pages {
             let pos = p.lp * DATA;
             if let Err(e) = p.file.write_undo_page(
@@ -350,6 +353,7 @@ impl LogfileGroup {
                 pos,
                 p.tail_pos,
                 p.generation,
+                durable.min(pos),
                 p.first_record_lsn,
                 &p.data,
             ) {

@@ -1,8 +1,12 @@
 //! Reading the undo log back: reopening existing undo files ([`LogfileGroup::open`])
 //! and reading records newest first ([`LogfileGroup::read_backwards`]).
 //!
-//! Finding the head at open. Every page of every file is read and verified (a page
-//! that fails its checksum is an error, 896). Files are in the ring up to the last one
+//! Finding the head at open. Every page of every file is read and verified; a page
+//! that fails its checksum is taken as never written (each page is written once, and
+//! synced before any record on it counts as durable, so a page torn by a power loss
+//! held nothing durable) — unless a page says the log was durable past the head found
+//! (each page records how far the log was durable when it was written): then a
+//! durable page is damaged, error 896. Files are in the ring up to the last one
 //! holding an undo page (files join the ring in file_no order); later files are
 //! pending. Candidate heads are tried from the highest logical page down. From a
 //! candidate `h` the walk goes backwards through the ring while the page at the ring's
@@ -39,6 +43,7 @@ struct Found {
     lp: u64,
     tail_pos: u64,
     generation: u64,
+    durable_pos: u64,
     first_record_lsn: u64,
 }
 
@@ -80,13 +85,25 @@ impl LogfileGroup {
         // Every page of every file, verified.
         let mut at: BTreeMap<(usize, u32), Found> = BTreeMap::new();
         let mut by_lp: BTreeMap<u64, Vec<(usize, u32)>> = BTreeMap::new();
+        let mut torn: std::collections::BTreeSet<(usize, u32)> = Default::default();
         for (i, f) in files.iter().enumerate() {
             for page_no in 1..=f.undo_pages as u32 {
-                if let Some(p) = f.read_undo_page(page_no)? {
+                // A page that fails its checksum was torn by a power loss while being
+                // written; pages are written once and synced before a record on them
+                // counts as durable, so it holds nothing durable: absent.
+                let page = match f.read_undo_page(page_no) {
+                    Err(e) if e.code == codes::corrupt_page("").code => {
+                        torn.insert((i, page_no));
+                        None
+                    }
+                    other => other?,
+                };
+                if let Some(p) = page {
                     let found = Found {
                         lp: p.page_pos / DATA,
                         tail_pos: p.tail_pos,
                         generation: p.generation,
+                        durable_pos: p.durable_pos,
                         first_record_lsn: p.first_record_lsn,
                     };
                     at.insert((i, page_no), found);
@@ -101,7 +118,7 @@ impl LogfileGroup {
                 .map(|(i, f)| (i, f.undo_pages))
                 .collect()
         };
-        let Some(active) = at.keys().map(|k| k.0 + 1).max() else {
+        let Some(active) = at.keys().chain(&torn).map(|k| k.0 + 1).max() else {
             let ring = Ring::new(all(files.len()), 1, 0);
             return Ok(LogfileGroup::assemble(
                 fs,
@@ -156,6 +173,17 @@ impl LogfileGroup {
             group.state.lock().generation = generation;
             return Ok(group);
         };
+        // A page that fails its checksum is a power loss's (torn while written, never
+        // durable) only if no page says the log was durable past the head; otherwise a
+        // durable page is damaged and the head-finding stopped at it.
+        let durable_past_head =
+            at.values().map(|f| f.durable_pos).max().unwrap_or(0) > (h + 1) * DATA;
+        if let (true, Some(&(fi, page_no))) = (durable_past_head, torn.first()) {
+            return Err(corrupt(format_args!(
+                "{} page {page_no} fails its checksum inside the durable log",
+                files[fi].path.display()
+            )));
+        }
         let ring = Ring::new(all(active), h, h_idx);
         let append_pos = (h + 1) * DATA;
         // The tail: the first record starting at or after the recorded tail.
@@ -268,6 +296,7 @@ impl LogfileGroup {
                     page_pos: lp * DATA,
                     tail_pos: st.tail_pos,
                     generation: st.generation,
+                    durable_pos: 0,
                     first_record_lsn: p.first_record_lsn,
                     data: p.data.clone(),
                 });
