@@ -15,7 +15,8 @@
 //! files and removes the journal (each life numbers its writes from 0). A torn journal
 //! slot is harmless: its page's in-place write had not begun.
 //!
-//! Journal file (`rndb_doublewrite.dat` in the node's file-system directory): `SLOTS`
+//! Journal file (`rndb_doublewrite.dat` in the node's file-system directory; design note
+//! docs/doublewrite.md): `SLOTS`
 //! slots of `SLOT_BYTES`, filled from slot 0 after each flush. Slot layout,
 //! little-endian:
 //!
