@@ -125,6 +125,19 @@ impl ClusterInner {
         }
         dd.set_last_id(image.last_disk_object_id);
         *self.disk_dict.lock() = dd;
+        for n in &self.data_nodes {
+            for p in n.disk.remove_files_not_in_use()? {
+                self.mgm.log.event(
+                    crate::mgm::log::Severity::Info,
+                    n.node_id,
+                    &format!(
+                        "Removed {}: created by a statement the crash cut before it was \
+                         recorded in the schema file",
+                        p.display()
+                    ),
+                );
+            }
+        }
         Ok(())
     }
 

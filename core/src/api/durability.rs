@@ -308,6 +308,12 @@ impl ClusterInner {
                     format!("{freed} extents of dropped tables returned to their tablespaces"),
                 );
             }
+        } else {
+            // No schema file yet: a disk file a crash left is from a statement that
+            // never completed.
+            for n in &self.data_nodes {
+                n.disk.remove_files_not_in_use()?;
+            }
         }
         self.remove_orphan_checkpoints()?;
         stats.secs_define_tables = t0.elapsed().as_secs_f64();

@@ -228,11 +228,16 @@ impl NodeDisk {
         initial_size_bytes: u64,
         undo_buffer_size_bytes: u64,
     ) -> Result<()> {
+        if self.logfile_group().is_some() {
+            return Err(codes::one_logfile_group_only());
+        }
+        self.ensure_dir()?;
+        // Listed before it exists (the manifest reads the group: not under its lock).
+        self.write_manifest_with(Some(&self.resolve(undo_file)))?;
         let mut slot = self.wal.group.write();
         if slot.is_some() {
             return Err(codes::one_logfile_group_only());
         }
-        self.ensure_dir()?;
         let g = LogfileGroup::create(
             self.fs.clone(),
             &self.shared_global,
@@ -257,6 +262,7 @@ impl NodeDisk {
         let g = self
             .logfile_group()
             .ok_or_else(|| codes::logfile_group_not_found("(none)"))?;
+        self.write_manifest_with(Some(&self.resolve(undo_file)))?;
         g.add_undofile(&self.resolve(undo_file), initial_size_bytes)?;
         self.write_manifest()
     }
@@ -300,6 +306,8 @@ impl NodeDisk {
         data_file: &str,
         initial_size_bytes: u64,
     ) -> Result<()> {
+        self.ensure_dir()?;
+        self.write_manifest_with(Some(&self.resolve(data_file)))?;
         let lsn = self.current_lsn();
         let file_no = self
             .tsman
@@ -354,9 +362,19 @@ impl NodeDisk {
         out
     }
 
-    fn write_manifest(&self) -> Result<()> {
+    pub(super) fn write_manifest(&self) -> Result<()> {
+        self.write_manifest_with(None)
+    }
+
+    /// The manifest of the files in use plus `creating` — written before a file is
+    /// created, so that a crash between the two leaves no file the manifest does not
+    /// name (a restart removes what no object uses).
+    fn write_manifest_with(&self, creating: Option<&Path>) -> Result<()> {
         let mut text = String::new();
-        for p in self.created_files() {
+        let files = self.created_files();
+        // A path that exists already is not ours to list (the create fails with 760).
+        let extra = creating.filter(|p| !files.iter().any(|f| f == p) && !self.fs.exists(p));
+        for p in files.iter().map(PathBuf::as_path).chain(extra) {
             text.push_str(&p.to_string_lossy());
             text.push('\n');
         }

@@ -410,6 +410,35 @@ impl NodeDisk {
         disk_ref(page, slot)
     }
 
+    /// Restart, once the schema file's disk objects are open: the files this node
+    /// created that none of them uses (a CREATE whose schema file write never happened
+    /// before a crash) are removed — the statement did not happen — and the list of
+    /// created files is rewritten. Returns the files removed.
+    pub fn remove_files_not_in_use(&self) -> Result<Vec<PathBuf>> {
+        let manifest = self.fs_dir.join(MANIFEST_NAME);
+        let Some(text) = self
+            .fs
+            .read_all(&manifest)
+            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", manifest.display())))?
+        else {
+            return Ok(Vec::new());
+        };
+        let in_use = self.created_files();
+        let mut removed = Vec::new();
+        for line in String::from_utf8_lossy(&text).lines() {
+            let p = PathBuf::from(line);
+            if line.is_empty() || in_use.contains(&p) || !self.fs.exists(&p) {
+                continue;
+            }
+            self.fs
+                .remove(&p)
+                .map_err(|e| codes::file_system_error(format_args!("{}: {e}", p.display())))?;
+            removed.push(p);
+        }
+        self.write_manifest()?;
+        Ok(removed)
+    }
+
     /// Restart: gives back every extent whose owner `live` does not know (a table
     /// dropped or truncated before the crash). Returns how many.
     pub fn free_extents_not_owned_by(&self, live: &dyn Fn(ExtentOwner) -> bool) -> Result<u64> {
