@@ -296,7 +296,7 @@ impl<T> Registry<T> {
 
     /// Marks a live slot free but keeps its value (for reuse by [`Registry::revive`]).
     /// The caller keeps the slot index; it is not on the registry's free list.
-    #[inline]
+    #[inline(always)]
     pub fn retire(&self, h: Handle) -> Result<u32, HandleError> {
         let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
         let g = slot.generation.load(Ordering::Acquire);

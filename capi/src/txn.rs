@@ -367,6 +367,8 @@ pub(crate) struct TxObj {
     pub gci: u64,
     /// Whether a scan operation was defined (close_core has scans to end).
     pub has_scans: bool,
+    /// A compact single read, in place of operation 0 (see the `single` module).
+    pub single: crate::single::SingleRead,
 }
 
 impl TxObj {
@@ -389,6 +391,7 @@ impl TxObj {
             asynch: None,
             gci: 0,
             has_scans: false,
+            single: crate::single::SingleRead::new(),
         }
     }
 
@@ -411,6 +414,7 @@ impl TxObj {
         self.asynch = None;
         self.gci = 0;
         self.has_scans = false;
+        self.single.active = false;
     }
 
     /// Ends the engine transaction (rolled back if still open) and drops open scans.
