@@ -137,13 +137,16 @@ pub(crate) fn run_record_batch(
         let Some(a) = &tx.asynch else {
             return false;
         };
-        if tx.single.active {
+        if tx.single_active {
             let s = &tx.single;
             let (Some(def), Some(plan)) = (&s.def, &s.def.as_ref().and_then(|d| d.single_key))
             else {
                 return false;
             };
-            if !s.batchable() || a.exec == ExecType::Rollback || tx.status != TxStatus::Open {
+            if tx.single_lock != LockMode::CommittedRead
+                || a.exec == ExecType::Rollback
+                || tx.status != TxStatus::Open
+            {
                 return false;
             }
             let this = (Arc::as_ptr(&def.table), Arc::as_ptr(def));
@@ -213,7 +216,7 @@ pub(crate) fn run_record_batch(
     // SAFETY: a live transaction of this thread (checked above). The visitor below
     // only reads the transactions, so this shared borrow stays valid.
     let first = unsafe { &*first };
-    let table = if first.single.active {
+    let table = if first.single_active {
         first.single.def.as_ref().map(|d| &d.table)
     } else {
         first.ops[0].table.as_ref()
@@ -231,7 +234,7 @@ pub(crate) fn run_record_batch(
         // SAFETY: live transactions of the calling Ndb's thread; only read here (the
         // result row written is the caller's memory, through a raw pointer).
         let tx = unsafe { &*p };
-        if tx.single.active {
+        if tx.single_active {
             if let Some(def) = &tx.single.def {
                 crate::record::write_stored_row(def, tx.single.row, &[], layout, row);
             }
@@ -249,11 +252,11 @@ pub(crate) fn run_record_batch(
         let Some(a) = tx.asynch.take() else {
             continue;
         };
-        let ok = if tx.single.active && hit {
+        let ok = if tx.single_active && hit {
             tx.finish_single(a.exec);
             true
         } else {
-            if tx.single.active {
+            if tx.single_active {
                 // The error goes on the operation: make it (rare).
                 tx.materialize_single();
             }

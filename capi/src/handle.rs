@@ -170,6 +170,10 @@ impl Handle {
     }
 }
 
+/// A registry slot: the generation first, then the object, on a cache line boundary (so
+/// that the generation check and the first fields of the object share a line; see
+/// `TxObj`).
+#[repr(C, align(64))]
 struct Slot<T> {
     generation: AtomicU32,
     value: UnsafeCell<Option<T>>,

@@ -100,9 +100,10 @@ pub(crate) fn ndb_by_handle<'a>(h: Handle) -> Result<(Handle, &'a mut NdbObj)> {
 #[inline(always)]
 pub(crate) fn tx_by_handle<'a>(h: Handle) -> Result<&'a mut TxObj> {
     let t = tx_by_handle_raw(h)?;
-    if t.single.active {
+    if t.single_active {
         t.materialize_single();
     }
+    t.dirty = true;
     Ok(t)
 }
 
@@ -172,7 +173,7 @@ pub(crate) fn close_tx(nh: Handle, n: &mut NdbObj, th: Handle) -> Result<()> {
 /// Closes live transaction `tx` (handle `th`) of Ndb `n`.
 #[inline(always)]
 fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj) -> Result<()> {
-    tx.single.active = false;
+    tx.single_active = false;
     tx.close_core();
     tx.status = TxStatus::Aborted;
     if tx.asynch.take().is_some() {

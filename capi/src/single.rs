@@ -9,7 +9,7 @@
 //! vector and its record output are several cache lines per transaction, touched by the
 //! definition, the batch and the completion.
 //!
-//! Invariant: while `single.active` is set, the transaction has exactly this one
+//! Invariant: while `single_active` is set, the transaction has exactly this one
 //! operation and `n_ops` is 0 (its `ops` are stale leftovers of earlier transactions).
 //! Only the hot path sees that state: `readTuple(record)` (which makes it),
 //! `executeAsynchPrepare` (which does not look at operations), the record batch of
@@ -27,7 +27,7 @@ use rndb_core::{ExecType, LockMode, OpKind};
 use std::sync::Arc;
 
 /// At most this many key columns for a compact read (more take the operation object).
-pub(crate) const SINGLE_KEY_MAX: usize = 4;
+pub(crate) const SINGLE_KEY_MAX: usize = 2;
 
 /// How a record's key is read for a compact read: every primary-key column is in the
 /// record, NOT NULL, an integer of 1, 2, 4 or 8 bytes; at most [`SINGLE_KEY_MAX`].
@@ -106,12 +106,12 @@ impl SingleKey {
     }
 }
 
-/// A compact single read of a transaction (see the module notes). The record is kept
-/// across the transactions of the object (replaced only by another record), so a
-/// steady flow of reads through one record does no reference counting.
+/// A compact single read of a transaction (see the module notes; whether there is one
+/// and its lock mode are `TxObj::single_active` and `single_lock`, which fit in the
+/// object's first cache lines). The record is kept across the transactions of the
+/// object (replaced only by another record), so a steady flow of reads through one
+/// record does no reference counting.
 pub(crate) struct SingleRead {
-    pub active: bool,
-    pub lock: LockMode,
     pub def: Option<Arc<RecordDef>>,
     /// The caller's result row.
     pub row: *mut u8,
@@ -125,18 +125,10 @@ unsafe impl Send for SingleRead {}
 impl SingleRead {
     pub fn new() -> SingleRead {
         SingleRead {
-            active: false,
-            lock: LockMode::Read,
             def: None,
             row: std::ptr::null_mut(),
             key: [0; SINGLE_KEY_MAX],
         }
-    }
-
-    /// Whether a prepared transaction's single read can run in a record batch.
-    #[inline(always)]
-    pub fn batchable(&self) -> bool {
-        self.lock == LockMode::CommittedRead
     }
 }
 
@@ -145,7 +137,7 @@ impl TxObj {
     /// executed or prepared yet.
     #[inline(always)]
     pub fn fresh(&self) -> bool {
-        !self.single.active
+        !self.single_active
             && self.n_ops == 0
             && self.status == TxStatus::Open
             && self.asynch.is_none()
@@ -172,8 +164,8 @@ impl TxObj {
             s.def = Some(def.clone());
         }
         s.row = row;
-        s.lock = lock;
-        s.active = true;
+        self.single_lock = lock;
+        self.single_active = true;
     }
 
     /// Completes a single read run by a record batch that found its row: the transaction
@@ -191,7 +183,8 @@ impl TxObj {
     #[cold]
     #[inline(never)]
     pub fn materialize_single(&mut self) {
-        self.single.active = false;
+        self.single_active = false;
+        self.dirty = true;
         let Some(def) = self.single.def.clone() else {
             return;
         };
@@ -204,7 +197,7 @@ impl TxObj {
             return;
         };
         let key = self.single.key;
-        let (lock, row) = (self.single.lock, self.single.row);
+        let (lock, row) = (self.single_lock, self.single.row);
         let o = &mut self.ops[i];
         if !o.table.as_ref().is_some_and(|t| Arc::ptr_eq(t, &def.table)) {
             o.table = Some(def.table.clone());
@@ -228,6 +221,30 @@ impl TxObj {
                     cols: Vec::new(),
                 })
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::txn::TxObj;
+    use std::mem::{offset_of, size_of};
+
+    /// What a compact single read touches of its transaction object, after the slot's
+    /// generation (8 bytes with padding), fits in two cache lines.
+    #[test]
+    fn hot_fields_fit_two_cache_lines() {
+        let hot_end = offset_of!(TxObj, single) + size_of::<super::SingleRead>();
+        assert!(8 + hot_end <= 128, "hot fields end at {hot_end}");
+        for off in [
+            offset_of!(TxObj, ndb),
+            offset_of!(TxObj, asynch),
+            offset_of!(TxObj, status),
+            offset_of!(TxObj, dirty),
+            offset_of!(TxObj, single_active),
+            offset_of!(TxObj, core),
+        ] {
+            assert!(off < hot_end);
         }
     }
 }
