@@ -236,6 +236,10 @@ mod tests {
     fn hot_fields_fit_two_cache_lines() {
         let hot_end = offset_of!(TxObj, single) + size_of::<super::SingleRead>();
         assert!(8 + hot_end <= 128, "hot fields end at {hot_end}");
+        // closeTransaction's fields, with the generation, in the first line; the
+        // asynch tag is its first field (`Asynch` is repr(C)).
+        assert!(8 + offset_of!(TxObj, asynch) < 64);
+        assert!(8 + offset_of!(TxObj, single_active) < 64);
         for off in [
             offset_of!(TxObj, ndb),
             offset_of!(TxObj, asynch),

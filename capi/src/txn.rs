@@ -301,6 +301,9 @@ pub(crate) enum TxStatus {
     Aborted,
 }
 
+/// In declaration order: the exec type (whose niche is the `Option` tag) first, in the
+/// transaction object's first cache line (see `TxObj`).
+#[repr(C)]
 pub(crate) struct Asynch {
     pub exec: ExecType,
     pub abort: AbortOption,
@@ -345,21 +348,16 @@ unsafe impl Send for NdbPtr {}
 /// A transaction object. Laid out in declaration order (`repr(C)`): the fields a
 /// compact single read touches from startTransaction to closeTransaction come first, in
 /// the first two cache lines of its registry slot (see `handle::Slot` and the test in
-/// `single`); the rest is
-/// touched only by other transactions, which mark the object `dirty` so that the next
-/// `reset` clears it too.
+/// `single`), those closeTransaction reads (with the slot's generation) in the first;
+/// the rest is touched only by other transactions, which mark the object `dirty` so
+/// that the next `reset` clears it too.
 #[repr(C)]
 pub(crate) struct TxObj {
     pub ndb: Handle,
     pub ndb_obj: NdbPtr,
-    pub n_ops: usize,
-    /// Operations [0, executed) have been executed.
-    pub executed: usize,
     /// The engine transaction, boxed: most transactions (batched reads) never make one,
     /// and a small object keeps a batch's transactions in fewer cache lines.
     pub core: Option<Box<Transaction>>,
-    pub asynch: Option<Asynch>,
-    pub id: u64,
     pub status: TxStatus,
     /// Whether a scan operation was defined (close_core has scans to end).
     pub has_scans: bool,
@@ -370,6 +368,11 @@ pub(crate) struct TxObj {
     /// module): `single` and `single_lock`.
     pub single_active: bool,
     pub single_lock: LockMode,
+    pub asynch: Option<Asynch>,
+    pub n_ops: usize,
+    /// Operations [0, executed) have been executed.
+    pub executed: usize,
+    pub id: u64,
     pub single: crate::single::SingleRead,
     // Cold: not touched by a compact single read.
     pub n_ras: usize,
