@@ -179,6 +179,62 @@ int main(int argc, char** argv) {
     const Uint32 ids[] = {4, 6, 1, 2};
     read_async(ndb, rec, ids, 4);
 
+    printf("Two reads in one transaction (ID 2, missing ID 6), AO_IgnoreError:\n");
+    {
+      NdbTransaction* t2 = ndb.startTransaction();
+      Row k1, o1, k2, o2;
+      memset(&k1, 0, sizeof k1);
+      memset(&k2, 0, sizeof k2);
+      k1.id = 2;
+      k2.id = 6;
+      const NdbOperation* op1 = t2->readTuple(rec, (const char*)&k1, rec, (char*)&o1,
+                                              NdbOperation::LM_CommittedRead);
+      if (op1 == NULL) APIERROR(t2->getNdbError());
+      printf("  first read before execute: error %d\n", op1->getNdbError().code);
+      const NdbOperation* op2 = t2->readTuple(rec, (const char*)&k2, rec, (char*)&o2,
+                                              NdbOperation::LM_CommittedRead);
+      if (op2 == NULL) APIERROR(t2->getNdbError());
+      int r = t2->execute(NdbTransaction::Commit, NdbOperation::AO_IgnoreError);
+      printf("  execute: %d\n", r);
+      print_row(o1);
+      printf("  first read: error %d, second read: error %d\n", op1->getNdbError().code,
+             op2->getNdbError().code);
+      ndb.closeTransaction(t2);
+    }
+
+    printf("A locking read (LM_Read) and a committed read of a missing ID, asynchronous:\n");
+    {
+      Pending p2[2];
+      for (int i = 0; i < 2; i++) {
+        memset(&p2[i].key, 0, sizeof p2[i].key);
+        p2[i].key.id = i == 0 ? 3 : 5;
+        p2[i].tx = ndb.startTransaction();
+        const NdbOperation* op =
+            p2[i].tx->readTuple(rec, (const char*)&p2[i].key, rec, (char*)&p2[i].out,
+                                i == 0 ? NdbOperation::LM_Read : NdbOperation::LM_CommittedRead);
+        if (op == NULL) APIERROR(p2[i].tx->getNdbError());
+        p2[i].tx->executeAsynchPrepare(NdbTransaction::Commit, &done, &p2[i]);
+      }
+      printf("  sendPollNdb: %d completed\n", ndb.sendPollNdb());
+      const NdbOperation* failed = p2[1].tx->getNdbErrorOperation();
+      printf("  failed operation: %s, error %d\n", failed ? "found" : "none",
+             failed ? failed->getNdbError().code : 0);
+      for (int i = 0; i < 2; i++) ndb.closeTransaction(p2[i].tx);
+    }
+
+    printf("A read prepared and closed without sending:\n");
+    {
+      Pending p3;
+      memset(&p3.key, 0, sizeof p3.key);
+      p3.key.id = 1;
+      p3.tx = ndb.startTransaction();
+      p3.tx->readTuple(rec, (const char*)&p3.key, rec, (char*)&p3.out,
+                       NdbOperation::LM_CommittedRead);
+      p3.tx->executeAsynchPrepare(NdbTransaction::Commit, &done, &p3);
+      ndb.closeTransaction(p3.tx);
+      printf("  sendPollNdb: %d completed\n", ndb.sendPollNdb());
+    }
+
     printf("Insert of an existing key:\n");
     tx = ndb.startTransaction();
     tx->insertTuple(rec, (const char*)&w);

@@ -773,7 +773,7 @@ class NdbTransaction {
     const void* e = rndb_transaction_get_error_operation(m_h);
     if (!e) return 0;
     for (size_t i = 0; i < m_nops; i++)
-      if (static_cast<const void*>(m_ops[i]->m_oh) == e) return m_ops[i];
+      if (static_cast<const void*>(opAt(i)->m_oh) == e) return opAt(i);
     for (size_t i = 0; i < m_nscans; i++)
       if (static_cast<const void*>(m_scans[i]->m_oh) == e ||
           static_cast<const void*>(m_scans[i]->m_sh) == e)
@@ -796,10 +796,12 @@ class NdbTransaction {
   friend class Ndb;
   friend class NdbOperation;
   friend class NdbScanOperation;
-  explicit NdbTransaction(Ndb* ndb) : m_h(0), m_ndb(ndb), m_open(false), m_nops(0), m_nscans(0), m_nras(0) {
+  explicit NdbTransaction(Ndb* ndb)
+      : m_h(0), m_ndb(ndb), m_open(false), m_nops(0), m_nscans(0), m_nras(0) {
     m_asynch.callback = 0;
     m_asynch.anyObject = 0;
     m_asynch.trans = this;
+    m_op0.m_trans = this;
   }
   ~NdbTransaction() {
     for (size_t i = 0; i < m_ops.size(); i++) delete m_ops[i];
@@ -817,15 +819,24 @@ class NdbTransaction {
     m_asynch.callback = 0;
     m_asynch.anyObject = 0;
   }
-  /* The C++ operation of a C operation handle (NULL stays NULL). */
+  /* The C++ operation of a C operation handle (NULL stays NULL). The first operation
+   * is a member (one transaction, one operation is the common case); the others are
+   * m_ops[i - 1]. */
   NdbOperation* op(rndb_operation* h) {
     if (!h) return 0;
-    if (m_nops == m_ops.size()) m_ops.push_back(new NdbOperation());
-    NdbOperation* o = m_ops[m_nops++];
+    NdbOperation* o;
+    if (m_nops == 0) {
+      o = &m_op0;
+    } else {
+      if (m_nops - 1 == m_ops.size()) m_ops.push_back(new NdbOperation());
+      o = m_ops[m_nops - 1];
+      o->m_trans = this;
+    }
+    m_nops++;
     o->m_oh = h;
-    o->m_trans = this;
     return o;
   }
+  NdbOperation* opAt(size_t i) const { return i == 0 ? const_cast<NdbOperation*>(&m_op0) : m_ops[i - 1]; }
   /* NdbRecord operations come back as const handles; the object is the same. */
   const NdbOperation* op(const rndb_operation* h) { return op(const_cast<rndb_operation*>(h)); }
   NdbIndexScanOperation* scan(rndb_scan* h) {
@@ -846,14 +857,16 @@ class NdbTransaction {
   }
   static const rndb_record* rec(const NdbRecord* r) { return r ? r->m_h : 0; }
 
+  /* What every transaction uses first (two cache lines), then the rest. */
   rndb_transaction* m_h;
   Ndb* m_ndb;
   bool m_open;
+  size_t m_nops, m_nscans, m_nras;
+  rndb_detail::AsynchContext m_asynch;
+  NdbOperation m_op0;
   std::vector<NdbOperation*> m_ops;
   std::vector<NdbIndexScanOperation*> m_scans;
   std::vector<NdbRecAttr*> m_ras;
-  size_t m_nops, m_nscans, m_nras;
-  rndb_detail::AsynchContext m_asynch;
 };
 
 inline NdbRecAttr* NdbOperation::getValue(const char* anAttrName, char* aValue) {

@@ -129,12 +129,46 @@ pub(crate) fn run_record_batch(
     // The table and record of the first transaction (compared by address).
     let mut head: Option<(*const TableRuntime, *const crate::record::RecordDef)> = None;
     for &h in list {
-        let Ok(tx) = crate::ndb::tx_by_handle(h) else {
+        // A compact single read stays one here (see the `single` module); the general
+        // path, if this returns false, turns it into an operation.
+        let Ok(tx) = crate::ndb::tx_by_handle_raw(h) else {
             return false;
         };
         let Some(a) = &tx.asynch else {
             return false;
         };
+        if tx.single_active {
+            let s = &tx.single;
+            let (Some(def), Some(plan)) = (&s.def, &s.def.as_ref().and_then(|d| d.single_key))
+            else {
+                return false;
+            };
+            if tx.single_lock != LockMode::CommittedRead
+                || a.exec == ExecType::Rollback
+                || tx.status != TxStatus::Open
+            {
+                return false;
+            }
+            let this = (Arc::as_ptr(&def.table), Arc::as_ptr(def));
+            match head {
+                None => head = Some(this),
+                Some(first) if first == this => {}
+                Some(_) => return false,
+            }
+            let n = plan.n as usize;
+            sc.keys.reserve(n);
+            for (k, &raw) in s.key.iter().enumerate().take(n) {
+                let len = sc.keys.len();
+                // SAFETY: capacity > len (reserved above); the slot is written before
+                // the length covers it (straight into the vector: no stack temporary).
+                unsafe {
+                    sc.keys.as_mut_ptr().add(len).write(plan.value(k, raw));
+                    sc.keys.set_len(len + 1);
+                }
+            }
+            txs.push(tx as *mut TxObj);
+            continue;
+        }
         if tx.status != TxStatus::Open
             || tx.core.is_some()
             || tx.executed != 0
@@ -181,7 +215,13 @@ pub(crate) fn run_record_batch(
     };
     // SAFETY: a live transaction of this thread (checked above). The visitor below
     // only reads the transactions, so this shared borrow stays valid.
-    let Some(table) = unsafe { &*first }.ops[0].table.as_ref() else {
+    let first = unsafe { &*first };
+    let table = if first.single_active {
+        first.single.def.as_ref().map(|d| &d.table)
+    } else {
+        first.ops[0].table.as_ref()
+    };
+    let Some(table) = table else {
         return false;
     };
     sc.found.clear();
@@ -194,7 +234,11 @@ pub(crate) fn run_record_batch(
         // SAFETY: live transactions of the calling Ndb's thread; only read here (the
         // result row written is the caller's memory, through a raw pointer).
         let tx = unsafe { &*p };
-        if let Some(out) = &tx.ops[0].rec_out {
+        if tx.single_active {
+            if let Some(def) = &tx.single.def {
+                crate::record::write_stored_row(def, tx.single.row, &[], layout, row);
+            }
+        } else if let Some(out) = &tx.ops[0].rec_out {
             out.write_stored(layout, row);
         }
         found[slot] = true;
@@ -208,10 +252,19 @@ pub(crate) fn run_record_batch(
         let Some(a) = tx.asynch.take() else {
             continue;
         };
-        if !hit {
-            tx.ops[0].error.set(&codes::tuple_not_found());
-        }
-        let ok = tx.finish_fast(a.exec, a.abort);
+        let ok = if tx.single_active && hit {
+            tx.finish_single(a.exec);
+            true
+        } else {
+            if tx.single_active {
+                // The error goes on the operation: make it (rare).
+                tx.materialize_single();
+            }
+            if !hit {
+                tx.ops[0].error.set(&codes::tuple_not_found());
+            }
+            tx.finish_fast(a.exec, a.abort)
+        };
         done.push(Completion {
             tx: h,
             result: if ok { 0 } else { -1 },

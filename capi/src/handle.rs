@@ -170,6 +170,10 @@ impl Handle {
     }
 }
 
+/// A registry slot: the generation first, then the object, on a cache line boundary (so
+/// that the generation check and the first fields of the object share a line; see
+/// `TxObj`).
+#[repr(C, align(64))]
 struct Slot<T> {
     generation: AtomicU32,
     value: UnsafeCell<Option<T>>,
@@ -296,7 +300,7 @@ impl<T> Registry<T> {
 
     /// Marks a live slot free but keeps its value (for reuse by [`Registry::revive`]).
     /// The caller keeps the slot index; it is not on the registry's free list.
-    #[inline]
+    #[inline(always)]
     pub fn retire(&self, h: Handle) -> Result<u32, HandleError> {
         let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
         let g = slot.generation.load(Ordering::Acquire);

@@ -35,6 +35,7 @@ mod operation;
 mod recattr;
 mod record;
 mod scan;
+mod single;
 mod sql;
 mod transaction;
 mod txn;

@@ -95,9 +95,22 @@ pub(crate) fn ndb_by_handle<'a>(h: Handle) -> Result<(Handle, &'a mut NdbObj)> {
     Ok((h, unsafe { &mut *o }))
 }
 
-/// The transaction a handle names.
+/// The transaction a handle names, with a compact single read turned into operation 0
+/// (see the `single` module): what every call but the hot path's few uses.
 #[inline(always)]
 pub(crate) fn tx_by_handle<'a>(h: Handle) -> Result<&'a mut TxObj> {
+    let t = tx_by_handle_raw(h)?;
+    if t.single_active {
+        t.materialize_single();
+    }
+    t.dirty = true;
+    Ok(t)
+}
+
+/// The transaction a handle names, as it is: a compact single read stays one. Only for
+/// the calls the `single` module lists.
+#[inline(always)]
+pub(crate) fn tx_by_handle_raw<'a>(h: Handle) -> Result<&'a mut TxObj> {
     let o = TXS
         .get(h.with(Kind::Transaction, 0))
         .map_err(|e| handle_error(h.kind, e))?;
@@ -160,6 +173,7 @@ pub(crate) fn close_tx(nh: Handle, n: &mut NdbObj, th: Handle) -> Result<()> {
 /// Closes live transaction `tx` (handle `th`) of Ndb `n`.
 #[inline(always)]
 fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj) -> Result<()> {
+    tx.single_active = false;
     tx.close_core();
     tx.status = TxStatus::Aborted;
     if tx.asynch.take().is_some() {
@@ -441,7 +455,7 @@ pub extern "C" fn rndb_ndb_close_transaction(
         if let (Ok(nh), Ok(th)) = (
             Handle::decode(ndb, &[Kind::Ndb]),
             Handle::decode(tx, &[Kind::Transaction]),
-        ) && let Ok(t) = tx_by_handle(th)
+        ) && let Ok(t) = tx_by_handle_raw(th)
             && t.ndb == nh
             && !t.ndb_obj.0.is_null()
         {

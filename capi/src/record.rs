@@ -7,7 +7,7 @@ use crate::error::{guard, handle_error};
 use crate::handle::{Handle, Kind, Registry};
 use crate::ndb::ndb_by_handle;
 use crate::operation::{lock_mode, ndb_error};
-use crate::transaction::tx_ref;
+use crate::transaction::{tx_ref, tx_ref_raw};
 use crate::txn::{OpType, TxObj};
 use crate::types::{fixed_size, from_ndb, to_ndb, var_size};
 use crate::{
@@ -59,6 +59,9 @@ pub(crate) struct RecordDef {
     /// When the record has every primary-key column: (table column, index in `cols`)
     /// per key column, in primary-key order (a key read without the `by_col` detour).
     pub key_plan: Option<Vec<(usize, usize)>>,
+    /// How to read the key for a compact single read, when the key qualifies (see the
+    /// `single` module).
+    pub single_key: Option<crate::single::SingleKey>,
 }
 
 /// The copy plan of `cols` in `layout` (see `RecordDef::copy_plan`).
@@ -255,31 +258,45 @@ impl RecOut {
     /// format and copied; other types are decoded and encoded.
     #[inline]
     pub fn write_stored(&self, layout: &RowLayout, stored: StoredRow<'_>) {
-        let fixed = stored.fixed;
-        if self.row.is_null() {
+        write_stored_row(&self.def, self.row, &self.cols, layout, stored);
+    }
+}
+
+/// Writes a row found by the batched read path into result row `row` of record `def`:
+/// the record's columns `cols` (indexes in `def.cols`; empty = all). See
+/// [`RecOut::write_stored`].
+#[inline]
+pub(crate) fn write_stored_row(
+    def: &RecordDef,
+    row: *mut u8,
+    cols: &[u32],
+    layout: &RowLayout,
+    stored: StoredRow<'_>,
+) {
+    let fixed = stored.fixed;
+    if row.is_null() {
+        return;
+    }
+    if cols.is_empty() {
+        if let Some(plan) = &def.copy_plan
+            && std::ptr::eq(&def.table.def.layout, layout)
+        {
+            for &(src, dst, len) in plan {
+                // SAFETY: as below; `src..src + len` is in the fixed part, as the plan
+                // was made from this layout.
+                unsafe { copy_bytes(fixed[src..src + len].as_ptr(), row.add(dst), len) };
+            }
             return;
         }
-        if self.cols.is_empty() {
-            if let Some(plan) = &self.def.copy_plan
-                && std::ptr::eq(&self.def.table.def.layout, layout)
-            {
-                for &(src, dst, len) in plan {
-                    // SAFETY: as below; `src..src + len` is in the fixed part, as the
-                    // plan was made from this layout.
-                    unsafe { copy_bytes(fixed[src..src + len].as_ptr(), self.row.add(dst), len) };
-                }
-                return;
-            }
-            for rc in &self.def.cols {
-                // SAFETY: NDB's contract: the result row outlives the execution and holds
-                // the record's layout.
-                unsafe { write_stored_col(rc, layout, stored, self.row) };
-            }
-        } else {
-            for &ci in &self.cols {
-                // SAFETY: as above.
-                unsafe { write_stored_col(&self.def.cols[ci as usize], layout, stored, self.row) };
-            }
+        for rc in &def.cols {
+            // SAFETY: NDB's contract: the result row outlives the execution and holds the
+            // record's layout.
+            unsafe { write_stored_col(rc, layout, stored, row) };
+        }
+    } else {
+        for &ci in cols {
+            // SAFETY: as above.
+            unsafe { write_stored_col(&def.cols[ci as usize], layout, stored, row) };
         }
     }
 }
@@ -441,9 +458,13 @@ pub unsafe extern "C" fn rndb_dict_create_record(
                 .iter()
                 .map(|&p| by_col[p].map(|ci| (p, ci)))
                 .collect::<Option<Vec<_>>>();
+            let single_key = key_plan
+                .as_deref()
+                .and_then(|k| crate::single::SingleKey::of(k, &cols));
             let obj = RecordObj {
                 def: Arc::new(RecordDef {
                     key_plan,
+                    single_key,
                     copy_plan: copy_plan(&rt.def.layout, &cols),
                     table: rt.clone(),
                     all_cols: cols.iter().map(|c: &RecCol| c.col).collect(),
@@ -678,6 +699,32 @@ pub unsafe extern "C" fn rndb_transaction_read_tuple(
     lock_mode_value: c_int,
     result_mask: *const c_uchar,
 ) -> *const rndb_operation {
+    // The compact single read (see the `single` module): the first operation of a fresh
+    // transaction, one record for key and result, every column, an integer key.
+    if std::ptr::eq(key_rec, result_rec)
+        && result_mask.is_null()
+        && !key_row.is_null()
+        && !result_row.is_null()
+        && let Ok(lm) = lock_mode(lock_mode_value)
+    {
+        let p = guard("rndb_transaction_read_tuple", || {
+            let (th, t) = tx_ref_raw(tx)?;
+            if t.fresh()
+                && let Ok(kr) = record_obj(key_rec)
+                && let Some(plan) = &kr.def.single_key
+            {
+                // SAFETY: the key row holds the record's layout (NDB's contract).
+                unsafe { t.define_single(&kr.def, plan, key_row.cast(), result_row.cast(), lm) };
+                return Ok(
+                    th.with(Kind::Operation, 0).ptr::<rndb_operation>() as *const rndb_operation
+                );
+            }
+            Ok(std::ptr::null())
+        });
+        if !p.is_null() {
+            return p;
+        }
+    }
     record_op("rndb_transaction_read_tuple", tx, |th, t| {
         let kr = record_obj(key_rec)?;
         // One record for key and result (the usual case): checked once.

@@ -301,6 +301,9 @@ pub(crate) enum TxStatus {
     Aborted,
 }
 
+/// In declaration order: the exec type (whose niche is the `Option` tag) first, in the
+/// transaction object's first cache line (see `TxObj`).
+#[repr(C)]
 pub(crate) struct Asynch {
     pub exec: ExecType,
     pub abort: AbortOption,
@@ -342,31 +345,47 @@ pub(crate) struct NdbPtr(pub *mut crate::ndb::NdbObj);
 // Used only by the thread using the transaction and its Ndb.
 unsafe impl Send for NdbPtr {}
 
+/// A transaction object. Laid out in declaration order (`repr(C)`): the fields a
+/// compact single read touches from startTransaction to closeTransaction come first, in
+/// the first two cache lines of its registry slot (see `handle::Slot` and the test in
+/// `single`), those closeTransaction reads (with the slot's generation) in the first;
+/// the rest is touched only by other transactions, which mark the object `dirty` so
+/// that the next `reset` clears it too.
+#[repr(C)]
 pub(crate) struct TxObj {
     pub ndb: Handle,
     pub ndb_obj: NdbPtr,
-    pub id: u64,
     /// The engine transaction, boxed: most transactions (batched reads) never make one,
     /// and a small object keeps a batch's transactions in fewer cache lines.
     pub core: Option<Box<Transaction>>,
+    pub status: TxStatus,
+    /// Whether a scan operation was defined (close_core has scans to end).
+    pub has_scans: bool,
+    /// Set by every access outside the single-read hot path (`ndb::tx_by_handle`, `fail`):
+    /// the fields below may differ from a new object's, and `reset` must clear them.
+    pub dirty: bool,
+    /// A compact single read is defined, in place of operation 0 (see the `single`
+    /// module): `single` and `single_lock`.
+    pub single_active: bool,
+    pub single_lock: LockMode,
+    pub asynch: Option<Asynch>,
+    pub n_ops: usize,
+    /// Operations [0, executed) have been executed.
+    pub executed: usize,
+    pub id: u64,
+    pub single: crate::single::SingleRead,
+    // Cold: not touched by a compact single read.
+    pub n_ras: usize,
+    pub error_op: Option<usize>,
+    pub gci: u64,
+    /// An error from defining an operation: the next execute fails with it.
+    pub define_error: Option<NdbError>,
+    pub error: ErrorStore,
+    pub ops: Vec<OpObj>,
+    pub ras: Vec<RecAttrObj>,
     /// The allocation of the last engine transaction, reused by the next one (no
     /// allocation per write transaction).
     pub spare_core: Option<Box<std::mem::MaybeUninit<Transaction>>>,
-    pub ops: Vec<OpObj>,
-    pub n_ops: usize,
-    pub ras: Vec<RecAttrObj>,
-    pub n_ras: usize,
-    /// Operations [0, executed) have been executed.
-    pub executed: usize,
-    pub status: TxStatus,
-    pub error: ErrorStore,
-    pub error_op: Option<usize>,
-    /// An error from defining an operation: the next execute fails with it.
-    pub define_error: Option<NdbError>,
-    pub asynch: Option<Asynch>,
-    pub gci: u64,
-    /// Whether a scan operation was defined (close_core has scans to end).
-    pub has_scans: bool,
 }
 
 impl TxObj {
@@ -389,6 +408,10 @@ impl TxObj {
             asynch: None,
             gci: 0,
             has_scans: false,
+            dirty: false,
+            single_active: false,
+            single_lock: LockMode::Read,
+            single: crate::single::SingleRead::new(),
         }
     }
 
@@ -398,19 +421,30 @@ impl TxObj {
         self.ndb = ndb;
         self.ndb_obj = ndb_obj;
         self.id = id;
-        if self.core.is_some() {
-            self.close_core();
-        }
         self.n_ops = 0;
-        self.n_ras = 0;
         self.executed = 0;
         self.status = TxStatus::Open;
+        self.asynch = None;
+        self.single_active = false;
+        if self.dirty {
+            self.reset_cold();
+        }
+        debug_assert!(self.core.is_none() && !self.has_scans && self.error.code() == 0);
+    }
+
+    /// The rest of `reset`, for an object that was used outside the single-read path.
+    #[inline(never)]
+    fn reset_cold(&mut self) {
+        if self.core.is_some() || self.has_scans {
+            self.close_core();
+        }
+        self.n_ras = 0;
         self.error.clear();
         self.error_op = None;
         self.define_error = None;
-        self.asynch = None;
         self.gci = 0;
         self.has_scans = false;
+        self.dirty = false;
     }
 
     /// Ends the engine transaction (rolled back if still open) and drops open scans.
@@ -505,6 +539,7 @@ impl TxObj {
 
     /// Records a transaction-level error (and, for an operation, the operation's).
     pub fn fail(&mut self, op: Option<usize>, e: NdbError) -> NdbError {
+        self.dirty = true;
         if let Some(i) = op {
             if let Some(o) = self.ops.get_mut(i) {
                 o.error.set(&e);
