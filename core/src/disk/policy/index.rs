@@ -29,7 +29,7 @@ pub struct PageIndex {
     len: usize,
 }
 
-#[inline]
+#[inline(always)]
 fn mix(key: PageId) -> u64 {
     (key ^ (key >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
@@ -49,12 +49,12 @@ impl PageIndex {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn home(&self, key: PageId) -> usize {
         (mix(key) >> self.shift) as usize
     }
 
-    #[inline]
+    #[inline(always)]
     fn mask(&self) -> usize {
         self.slots.len() - 1
     }
@@ -72,7 +72,7 @@ impl PageIndex {
         self.slots.len() * std::mem::size_of::<Slot>()
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, key: PageId) -> Option<u32> {
         let mask = self.mask();
         let mut i = self.home(key);
