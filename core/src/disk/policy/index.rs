@@ -88,6 +88,26 @@ impl PageIndex {
         }
     }
 
+    /// Replaces the value of `key` if present; returns the old one (`None`: absent,
+    /// nothing inserted).
+    #[inline(always)]
+    pub fn replace(&mut self, key: PageId, val: u32) -> Option<u32> {
+        debug_assert!(val != EMPTY);
+        let mask = self.mask();
+        let mut i = self.home(key);
+        loop {
+            let s = self.slots[i];
+            if s.val == EMPTY {
+                return None;
+            }
+            if s.key == key {
+                self.slots[i].val = val;
+                return Some(s.val);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// Inserts a key that is not present.
     pub fn insert(&mut self, key: PageId, val: u32) {
         debug_assert!(val != EMPTY);
