@@ -29,7 +29,7 @@ pub struct PageIndex {
     len: usize,
 }
 
-#[inline]
+#[inline(always)]
 fn mix(key: PageId) -> u64 {
     (key ^ (key >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
@@ -49,12 +49,12 @@ impl PageIndex {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn home(&self, key: PageId) -> usize {
         (mix(key) >> self.shift) as usize
     }
 
-    #[inline]
+    #[inline(always)]
     fn mask(&self) -> usize {
         self.slots.len() - 1
     }
@@ -72,7 +72,7 @@ impl PageIndex {
         self.slots.len() * std::mem::size_of::<Slot>()
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, key: PageId) -> Option<u32> {
         let mask = self.mask();
         let mut i = self.home(key);
@@ -82,6 +82,26 @@ impl PageIndex {
                 return None;
             }
             if s.key == key {
+                return Some(s.val);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Replaces the value of `key` if present; returns the old one (`None`: absent,
+    /// nothing inserted).
+    #[inline(always)]
+    pub fn replace(&mut self, key: PageId, val: u32) -> Option<u32> {
+        debug_assert!(val != EMPTY);
+        let mask = self.mask();
+        let mut i = self.home(key);
+        loop {
+            let s = self.slots[i];
+            if s.val == EMPTY {
+                return None;
+            }
+            if s.key == key {
+                self.slots[i].val = val;
                 return Some(s.val);
             }
             i = (i + 1) & mask;

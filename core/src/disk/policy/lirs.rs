@@ -112,7 +112,7 @@ pub struct Lirs {
     pub hits: u64,
 }
 
-#[inline]
+#[inline(always)]
 fn slot(list: usize) -> usize {
     if list == STACK { 0 } else { 1 }
 }
@@ -207,8 +207,11 @@ impl Lirs {
     }
 
     // ---- intrusive list primitives -------------------------------------------------
+    // Forced inline, and their length updates wrap instead of carrying the release
+    // profile's overflow checks (a length is bounded by the slab; `check` recounts it):
+    // they run several times per sampled reference in each of the advisor's copies.
 
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, list: usize, i: u32) {
         let s = slot(list);
         let (p, n) = {
@@ -225,10 +228,11 @@ impl Lirs {
         } else {
             self.lists[list].tail = p;
         }
-        self.lists[list].len -= 1;
+        debug_assert!(self.lists[list].len > 0, "unlink from an empty list");
+        self.lists[list].len = self.lists[list].len.wrapping_sub(1);
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_head(&mut self, list: usize, i: u32) {
         let s = slot(list);
         let h = self.lists[list].head;
@@ -243,10 +247,10 @@ impl Lirs {
             self.lists[list].tail = i;
         }
         self.lists[list].head = i;
-        self.lists[list].len += 1;
+        self.lists[list].len = self.lists[list].len.wrapping_add(1);
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_tail(&mut self, list: usize, i: u32) {
         let s = slot(list);
         let t = self.lists[list].tail;
@@ -261,11 +265,11 @@ impl Lirs {
             self.lists[list].head = i;
         }
         self.lists[list].tail = i;
-        self.lists[list].len += 1;
+        self.lists[list].len = self.lists[list].len.wrapping_add(1);
     }
 
     /// Moves (or pushes) entry `i` to the stack top.
-    #[inline]
+    #[inline(always)]
     fn stack_to_top(&mut self, i: u32) {
         let e = &mut self.entries[i as usize];
         if e.flags & ON_STACK != 0 {
@@ -280,7 +284,7 @@ impl Lirs {
     }
 
     /// Takes entry `i` off the stack (LRU layout keeps resident pages off it).
-    #[inline]
+    #[inline(always)]
     fn leave_stack(&mut self, i: u32) {
         if self.entries[i as usize].flags & ON_STACK != 0 {
             self.unlink(STACK, i);
@@ -288,7 +292,7 @@ impl Lirs {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn queue_to_end(&mut self, i: u32) {
         let e = &mut self.entries[i as usize];
         if e.flags & ON_QUEUE != 0 {

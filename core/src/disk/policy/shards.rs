@@ -21,13 +21,13 @@
 //! Invariants: every tracked page has exactly one set bit, at its last time (so the set
 //! bits number `last.len()` and all lie before `now`); `tree` counts the set bits of each
 //! word; tracked pages fit in the slots; distances below the horizon are exact.
-//! Complexity: O(log slots) per sampled reference (one hash probe, one prefix query and
-//! one merged walk moving the bit: the -1 and +1 paths stop where they meet), plus an amortised O(1) share of the
-//! O(slots) renumbering; memory about 40 bytes per slot and tracked page.
+//! Complexity: O(log slots) per sampled reference (one probe of the page's last time in
+//! the LIRS core's flat [`PageIndex`], one prefix query and one merged walk moving the
+//! bit: the -1 and +1 paths stop where they meet), plus an amortised O(1) share of the
+//! O(slots) renumbering; memory about 8 bytes per slot plus 32 to 64 per tracked page.
 
+use super::index::PageIndex;
 use super::lirs::PageId;
-use foldhash::fast::FixedState;
-use hashbrown::HashMap;
 
 /// The sampling hash (splitmix64 finaliser of the page id with a fixed salt).
 #[inline]
@@ -76,7 +76,9 @@ impl Sampler {
 
 /// LRU stack-distance histogram of the (sampled) references.
 pub struct ReuseHist {
-    last: HashMap<PageId, u32, FixedState>,
+    /// Last access time of each tracked page (the flat index of the LIRS core: one
+    /// probe, usually one cache line).
+    last: PageIndex,
     page_at: Vec<PageId>,
     /// One bit per time slot: set at the last time of each tracked page.
     bits: Vec<u64>,
@@ -105,7 +107,7 @@ impl ReuseHist {
         let slots = (2 * budget).max(1024).next_multiple_of(64);
         let horizon = horizon.max(1);
         ReuseHist {
-            last: HashMap::with_hasher(FixedState::with_seed(0x5a4d_5e11)),
+            last: PageIndex::new(),
             page_at: vec![0; slots],
             bits: vec![0; slots / 64],
             tree: vec![0; slots / 64 + 1],
@@ -207,14 +209,16 @@ impl ReuseHist {
     /// Records one reference; returns its stack distance (`None`: first reference or
     /// beyond the horizon; correlated references return `Some(0)` and change nothing).
     pub fn record(&mut self, page: PageId, correlated: bool) -> Option<usize> {
-        self.total += 1;
-        if correlated && self.last.contains_key(&page) {
+        // Counters wrap rather than carry the release profile's overflow checks (they
+        // are halved long before: `decay`).
+        self.total = self.total.wrapping_add(1);
+        if correlated && self.last.get(page).is_some() {
             self.correlated += 1;
             return Some(0);
         }
         let now = self.now;
         // One probe: the page's last time is replaced by `now` where it is found.
-        let previous = self.last.get_mut(&page).map(|t| std::mem::replace(t, now));
+        let previous = self.last.replace(page, now);
         let d = match previous {
             Some(t0) => {
                 // Every set bit is before `now`: those after `t0` are all of them (one
@@ -222,7 +226,7 @@ impl ReuseHist {
                 let d = (self.last.len() as u32 - self.prefix(t0)) as usize;
                 self.move_bit(t0, now);
                 if d < self.hist.len() {
-                    self.hist[d] += 1;
+                    self.hist[d] = self.hist[d].wrapping_add(1);
                     Some(d)
                 } else {
                     self.cold += 1;
@@ -252,7 +256,7 @@ impl ReuseHist {
         while t > 0 && v.len() < n {
             t -= 1;
             let p = self.page_at[t as usize];
-            if self.last.get(&p) == Some(&t) {
+            if self.last.get(p) == Some(t) {
                 v.push(p);
             }
         }
@@ -264,7 +268,7 @@ impl ReuseHist {
         let mut live: Vec<PageId> = Vec::with_capacity(self.last.len());
         for t in 0..self.now {
             let p = self.page_at[t as usize];
-            if self.last.get(&p) == Some(&t) {
+            if self.last.get(p) == Some(t) {
                 live.push(p);
             }
         }
@@ -275,13 +279,14 @@ impl ReuseHist {
         let drop = live.len().saturating_sub(keep);
         self.over = live.len().min(self.horizon) > self.budget;
         for p in &live[..drop] {
-            self.last.remove(p);
+            self.last.remove(*p);
         }
         self.tree.iter_mut().for_each(|x| *x = 0);
         self.bits.iter_mut().for_each(|x| *x = 0);
         for (t, &p) in live[drop..].iter().enumerate() {
             self.page_at[t] = p;
-            self.last.insert(p, t as u32);
+            let kept = self.last.replace(p, t as u32);
+            debug_assert!(kept.is_some(), "a live page is tracked");
             self.bits[t / 64] |= 1 << (t % 64);
             // Fenwick build in place: count the word's bits, propagate below.
             self.tree[t / 64 + 1] += 1;
@@ -299,7 +304,12 @@ impl ReuseHist {
     /// `factor` (the ratio of the new sampling rate to the old one), so that past
     /// references weigh as if they had been sampled at the new rate.
     pub fn resample<F: FnMut(PageId) -> bool>(&mut self, mut keep: F, factor: f64) {
-        let gone: Vec<PageId> = self.last.keys().copied().filter(|&p| !keep(p)).collect();
+        let gone: Vec<PageId> = self
+            .last
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|&p| !keep(p))
+            .collect();
         for p in gone {
             self.forget(p);
         }
@@ -320,7 +330,7 @@ impl ReuseHist {
 
     /// Forgets a page (it will count as a first reference next time).
     pub fn forget(&mut self, page: PageId) {
-        if let Some(t) = self.last.remove(&page) {
+        if let Some(t) = self.last.remove(page) {
             self.clear(t);
         }
     }
@@ -371,7 +381,7 @@ impl ReuseHist {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.last.capacity() * 13
+        self.last.memory_bytes()
             + self.page_at.capacity() * 8
             + self.bits.capacity() * 8
             + self.tree.capacity() * 4
