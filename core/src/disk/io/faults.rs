@@ -2,7 +2,8 @@
 //! random faults ([`FaultPlan`]), "fail the Nth operation from now" countdowns, and the
 //! counters ([`MemStats`]).
 //!
-//! Which calls are which [`IoOp`]: `Read` = `DiskFile::read_at`; `Sync` =
+//! Which calls are which [`IoOp`]: `Read` = `DiskFile::read_at` and
+//! `FileSystem::read_all` (of a file that exists); `Sync` =
 //! `DiskFile::sync_data`; `Write` = every call that changes a file or the namespace
 //! except `remove` and `create_dir_all`: `write_at`, `extend_to`, `create`,
 //! `create_sparse`, `write_atomic`, `rename`. ENOSPC comes only from calls that
@@ -51,7 +52,7 @@ pub struct Faults {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FaultPlan {
     pub seed: u64,
-    /// EIO on `read_at`.
+    /// EIO on `read_at` and `read_all`.
     pub read_eio_per_million: u32,
     /// EIO on write operations (see the module doc for the list).
     pub write_eio_per_million: u32,
@@ -72,7 +73,7 @@ pub enum IoOp {
 /// Counters of a [`super::MemFileSystem`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemStats {
-    /// `read_at` calls.
+    /// `read_at` and `read_all` calls (of files that exist).
     pub reads: u64,
     /// `write_at` and `write_atomic` calls.
     pub writes: u64,

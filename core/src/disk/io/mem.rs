@@ -453,8 +453,13 @@ impl FileSystem for MemFileSystem {
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
-        let st = self.state.lock();
-        Ok(st.files.get(path).map(|f| f.lock().current.to_vec()))
+        let mut st = self.state.lock();
+        let Some(f) = st.files.get(path).cloned() else {
+            return Ok(None);
+        };
+        st.inj.stats.reads += 1;
+        st.check(IoOp::Read, path, 0)?;
+        Ok(Some(f.lock().current.to_vec()))
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
