@@ -680,10 +680,28 @@ fn restart(
             fs.set_fault_plan(Some(plan));
             let r = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone()));
             fs.set_fault_plan(None);
-            for l in fs.fault_log() {
+            if let Ok(c) = &r {
+                // A local checkpoint the LCP driver started meanwhile (at once when a
+                // redo part is half full: the small ring) may still be running into
+                // the faults: wait for it.
+                drop(c.inner().lcp_lock.lock());
+            }
+            let log = fs.fault_log();
+            for l in &log {
                 trace.push(format!("  injected: {l}"));
             }
+            // A fault on another thread than this one hit background work of the
+            // started cluster, which stops (or stopped) it: a failed restart.
+            let here = std::thread::current().name().unwrap_or("?").to_string();
+            let background = log
+                .iter()
+                .any(|l| !l.ends_with(&format!("on thread {here}")));
             match r {
+                Ok(c) if background => {
+                    trace.push("  restart succeeded, a background checkpoint failed".into());
+                    stop_in_background(c);
+                    fs = fs.crash_image(rng.next());
+                }
                 Ok(c) => {
                     trace.push("  restart succeeded despite the faults".into());
                     return Ok((c, fs));
@@ -824,9 +842,12 @@ fn run_seed_traced(seed: u64, trace: &mut Vec<String>) -> Res<()> {
 }
 
 /// With `RNDB_SIM_SMALL_RING` set, one seed in four runs on a small redo ring
-/// ([`seed_config`]). Not by default yet: such seeds fail now and then with a panic
-/// in the row storage ("free slot 0 on page 0 is not marked free", seed 7 one run in
-/// several) after transactions refused with 410, not understood yet.
+/// ([`seed_config`]). Not by default yet, for two problems it shows that are not
+/// fixed: a panic in the row storage ("free slot 0 on page 0 is not marked free",
+/// seed 7 one run in several, after transactions refused with 410), and a deadlock
+/// when the LCP driver's checkpoint waits for `lcp_lock` while the scenario's
+/// `run_lcp` holds it and stops the cluster (its forced GCP failed): `shutdown_now`
+/// joins the driver.
 fn small_ring(seed: u64) -> bool {
     seed % 4 == 3 && std::env::var("RNDB_SIM_SMALL_RING").is_ok()
 }
