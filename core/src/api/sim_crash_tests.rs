@@ -318,8 +318,9 @@ impl Life<'_> {
                 self.note(format!("{what}: failed as expected ({})", e.code));
             }
             // A small redo ring (seed_config) fills up between checkpoints, and
-            // RedoOverCommitLimit=0 gives up at once: the transaction did not commit.
-            Err(e) if matches!(e.code, 410 | 1221) => {
+            // RedoOverCommitLimit=0 gives up at once, or cannot hold a big transaction
+            // at all (1220): the transaction did not commit.
+            Err(e) if matches!(e.code, 410 | 1220 | 1221) => {
                 self.note(format!("{what}: refused, redo log full ({})", e.code));
             }
             Err(e) => return self.refused(&what, e),
