@@ -13,8 +13,8 @@
 //! - **cut**: [`MemFileSystem::crash_at`] armed just before a GCP, an LCP or a DDL, so
 //!   the power goes at its n-th write or sync; the cluster must then stop (the next GCP
 //!   fails) and refuse every later operation with an error;
-//! - **faults**: a [`FaultPlan`] with seeded EIO on writes and syncs and ENOSPC, from a
-//!   random step on; a failed GCP or LCP stops the cluster, which must then refuse
+//! - **faults**: a [`FaultPlan`] with seeded EIO on reads, writes and syncs and ENOSPC,
+//!   from a random step on (a life reads little: its tables are in memory); a failed GCP or LCP stops the cluster, which must then refuse
 //!   every later operation; the disk image at the end is the power loss.
 //!
 //! A restart is sometimes first tried with a power loss or faults armed in it (a crash
@@ -28,9 +28,16 @@
 //! Determinism: the scenario runs on one thread, with global checkpoints only when it
 //! asks for them (TimeBetweenGlobalCheckpoints at its maximum, epochs off) and local
 //! checkpoints only when it runs them (TimeBetweenLocalCheckpoints 31, a redo log far
-//! from half full). What remains concurrent is the redo log's background writer (rare
-//! with these transaction sizes) and the parallel fdatasync of redo files, which may
-//! order the simulated syncs differently; the checks hold either way.
+//! from half full). What remains concurrent is the redo log's background writer (woken
+//! by full blocks and by every checkpoint that releases redo), which races with the
+//! GCP's group commit, and the parallel fdatasync of redo files. A [`FaultPlan`]
+//! decides per file, offset and occurrence (`disk/io/faults.rs`), so this interleaving
+//! does not move the faults of other files; it can still change which write of a redo
+//! block a fault hits (the writer's or the group commit's) and where a power loss armed
+//! by count lands. A failing seed may therefore not fail again on replay: every failure
+//! prints the seed's trace, with the injected faults (path, offset, thread) of each
+//! life, and the soak should be rerun a few times on a failing seed (seed 2816 found
+//! the writer / group-commit race of `log/redo/part.rs` about one run in two).
 //!
 //! Cost: ~0.1 s a seed in a debug build on the shared 2-core machine (150 seeds in the
 //! suite, ~15 s; a soak of 250 seeds ~30 s). A seed starts the cluster 3 to 6 times: a
@@ -39,6 +46,11 @@
 //! most of the start), a system restart about 15 ms; stopping a cluster wakes its GCP
 //! and LCP drivers (the test still stops old clusters on a background thread). The
 //! rest is the workload and the checks in unoptimised code.
+//!
+//! Redo ring wrap: with `RNDB_SIM_SMALL_RING` set, one seed in four runs on a redo
+//! ring of 36 KB per part, which the lives of a seed go round several times
+//! ([`seed_config`]); opt-in until the storage panic it shows now and then is
+//! understood (see [`small_ring`]). The soak prints how many seeds wrapped.
 //!
 //! Replay one seed: `RNDB_SIM_SEEDS=<seed>..<seed+1> cargo test -p rndb --lib sim_crash
 //! -- --ignored --nocapture` (prints the steps of every life).
@@ -140,6 +152,8 @@ struct Life<'a> {
     stopped: bool,
     /// A DDL failed: end the life now.
     ended: bool,
+    /// Set when a redo part went past its ring (its files were reused).
+    wrapped: &'a mut bool,
 }
 
 type Res<T> = std::result::Result<T, String>;
@@ -302,6 +316,12 @@ impl Life<'_> {
             }
             Err(e) if fails && matches!(e.code, 626 | 630 | 893) => {
                 self.note(format!("{what}: failed as expected ({})", e.code));
+            }
+            // A small redo ring (seed_config) fills up between checkpoints, and
+            // RedoOverCommitLimit=0 gives up at once, or cannot hold a big transaction
+            // at all (1220): the transaction did not commit.
+            Err(e) if matches!(e.code, 410 | 1220 | 1221) => {
+                self.note(format!("{what}: refused, redo log full ({})", e.code));
             }
             Err(e) => return self.refused(&what, e),
         }
@@ -480,6 +500,7 @@ fn run_life(
     rng: &mut Rng,
     txn_no: &mut i64,
     trace: &mut Vec<String>,
+    wrapped: &mut bool,
 ) -> Res<LifeEnd> {
     let steps = 8 + rng.below(40);
     let ending = match rng.below(10) {
@@ -504,6 +525,7 @@ fn run_life(
         crashed: false,
         stopped: false,
         ended: false,
+        wrapped,
     };
     for step in 0..steps {
         let mut action = life.rng.below(100);
@@ -532,7 +554,7 @@ fn run_life(
                     let mut rate = || [0, 2_000, 20_000, 100_000][life.rng.below(4) as usize];
                     let plan = FaultPlan {
                         seed,
-                        read_eio_per_million: 0,
+                        read_eio_per_million: rate(),
                         write_eio_per_million: rate(),
                         sync_eio_per_million: rate(),
                         enospc_per_million: rate(),
@@ -571,6 +593,30 @@ fn run_life(
             break;
         }
     }
+    for l in life.fs.fault_log() {
+        life.note(format!("  injected: {l}"));
+    }
+    let mut notes = Vec::new();
+    for n in &life.c.inner().data_nodes {
+        if let Some(l) = &n.log {
+            let (head, tail) = (l.redo.head(), l.redo.tail());
+            let ring = l
+                .redo
+                .usage()
+                .first()
+                .map_or(u64::MAX, |u| u.total_file_bytes);
+            if head.iter().any(|h| *h > ring) {
+                *life.wrapped = true;
+            }
+            notes.push(format!(
+                "redo of node {}: head {head:?} tail {tail:?}",
+                n.node_id
+            ));
+        }
+    }
+    for n in notes {
+        life.note(n);
+    }
     let image = match life.image.take() {
         Some(i) => i,
         None => {
@@ -592,6 +638,7 @@ fn run_life(
 /// or faults armed during the recovery. Returns the running cluster and its disk.
 fn restart(
     image: MemFileSystem,
+    cfg: &ClusterConfig,
     rng: &mut Rng,
     trace: &mut Vec<String>,
 ) -> Res<(Cluster, MemFileSystem)> {
@@ -602,7 +649,7 @@ fn restart(
             let seed = rng.next();
             trace.push(format!("restart with a power loss at write #{n}"));
             fs.crash_at(IoOp::Write, n, seed);
-            let r = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone()));
+            let r = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone()));
             if let Ok(c) = &r {
                 stop_in_background(c.clone());
             }
@@ -632,9 +679,30 @@ fn restart(
             };
             trace.push(format!("restart with {plan:?}"));
             fs.set_fault_plan(Some(plan));
-            let r = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone()));
+            let r = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone()));
             fs.set_fault_plan(None);
+            if let Ok(c) = &r {
+                // A local checkpoint the LCP driver started meanwhile (at once when a
+                // redo part is half full: the small ring) may still be running into
+                // the faults: wait for it.
+                drop(c.inner().lcp_lock.lock());
+            }
+            let log = fs.fault_log();
+            for l in &log {
+                trace.push(format!("  injected: {l}"));
+            }
+            // A fault on another thread than this one hit background work of the
+            // started cluster, which stops (or stopped) it: a failed restart.
+            let here = std::thread::current().name().unwrap_or("?").to_string();
+            let background = log
+                .iter()
+                .any(|l| !l.ends_with(&format!("on thread {here}")));
             match r {
+                Ok(c) if background => {
+                    trace.push("  restart succeeded, a background checkpoint failed".into());
+                    stop_in_background(c);
+                    fs = fs.crash_image(rng.next());
+                }
                 Ok(c) => {
                     trace.push("  restart succeeded despite the faults".into());
                     return Ok((c, fs));
@@ -647,7 +715,7 @@ fn restart(
         }
         _ => {}
     }
-    let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone()))
+    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone()))
         .map_err(|e| format!("restart: {e}"))?;
     Ok((c, fs))
 }
@@ -710,7 +778,12 @@ pub(super) fn run_seed(seed: u64) -> Res<()> {
             .unwrap_or_default();
         Err(format!("panic: {msg}"))
     });
-    if std::env::var("RNDB_SIM_TRACE").is_ok() || r.is_err() && trace_on_failure() {
+    // A failure may not reproduce (see the module doc): its trace is always printed
+    // (for the first few failing seeds of a run).
+    let print = std::env::var("RNDB_SIM_TRACE").is_ok()
+        || r.is_err() && TRACED_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3;
+    if print {
+        eprintln!("seed {seed}:");
         for l in &trace {
             eprintln!("  {l}");
         }
@@ -718,14 +791,17 @@ pub(super) fn run_seed(seed: u64) -> Res<()> {
     r
 }
 
-fn trace_on_failure() -> bool {
-    std::env::var("RNDB_SIM_SEEDS").is_ok()
-}
+/// Failing seeds whose trace was printed.
+static TRACED_FAILURES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn run_seed_traced(seed: u64, trace: &mut Vec<String>) -> Res<()> {
     let mut rng = Rng(seed ^ 0x5EED_0FC1_A5A5);
+    let cfg = seed_config(seed);
+    if small_ring(seed) {
+        trace.push("small redo ring: 3 files of 16K per part, RedoOverCommitLimit=0".into());
+    }
     let fs = MemFileSystem::new();
-    let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone()))
+    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone()))
         .map_err(|e| format!("start: {e}"))?;
     let ndb = c.ndb("test");
     let mut db: Db = vec![None; SLOTS];
@@ -736,13 +812,22 @@ fn run_seed_traced(seed: u64, trace: &mut Vec<String>) -> Res<()> {
     }
     let lives = 2 + rng.below(3);
     let mut txn_no = 0i64;
+    let mut wrapped = false;
     let (mut c, mut fs) = (c, fs);
     for life in 0..lives {
         trace.push(format!("== life {life}"));
-        let end = run_life(c, fs, db.clone(), &mut rng, &mut txn_no, trace)
+        let end = run_life(
+            c,
+            fs,
+            db.clone(),
+            &mut rng,
+            &mut txn_no,
+            trace,
+            &mut wrapped,
+        )
+        .map_err(|e| format!("life {life}: {e}"))?;
+        let (c2, fs2) = restart(end.image.clone(), &cfg, &mut rng, trace)
             .map_err(|e| format!("life {life}: {e}"))?;
-        let (c2, fs2) =
-            restart(end.image.clone(), &mut rng, trace).map_err(|e| format!("life {life}: {e}"))?;
         db = check_restart(&c2, &db, &end, trace).map_err(|e| {
             stop_in_background(c2.clone());
             format!("after life {life}: {e}")
@@ -751,7 +836,42 @@ fn run_seed_traced(seed: u64, trace: &mut Vec<String>) -> Res<()> {
         fs = fs2;
     }
     c.inner().shutdown_now();
+    if wrapped {
+        WRAPPED_SEEDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     Ok(())
+}
+
+/// With `RNDB_SIM_SMALL_RING` set, one seed in four runs on a small redo ring
+/// ([`seed_config`]). Not by default yet, for two problems it shows that are not
+/// fixed: a panic in the row storage ("free slot 0 on page 0 is not marked free",
+/// seed 7 one run in several, after transactions refused with 410), and a deadlock
+/// when the LCP driver's checkpoint waits for `lcp_lock` while the scenario's
+/// `run_lcp` holds it and stops the cluster (its forced GCP failed): `shutdown_now`
+/// joins the driver.
+fn small_ring(seed: u64) -> bool {
+    seed % 4 == 3 && std::env::var("RNDB_SIM_SMALL_RING").is_ok()
+}
+
+/// Seeds whose redo went past a ring (counted for the soak's summary).
+static WRAPPED_SEEDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// [`config`], and for one seed in four a redo ring of 3 files of 16K per part (9
+/// log blocks, 36 KB; below NDB's 4M minimum, so set on the parsed configuration):
+/// the lives of a seed write more than a ring, so the files are reused once local
+/// checkpoints move the keep point, and the ring fills up between checkpoints (410
+/// at once with RedoOverCommitLimit=0; the LCP driver starts a checkpoint at half
+/// full, concurrently with the scenario).
+fn seed_config(seed: u64) -> ClusterConfig {
+    let mut c = config();
+    if small_ring(seed) {
+        c.set_data_node_param("RedoOverCommitLimit", "0")
+            .expect("RedoOverCommitLimit");
+        for n in &mut c.data_nodes {
+            n.fragment_log_file_size = 16 << 10;
+        }
+    }
+    c
 }
 
 /// Stops a cluster whose disk no longer matters. Its shutdown waits for the LCP
@@ -814,8 +934,9 @@ fn sim_crash_soak() {
     let t0 = Instant::now();
     let (n, failures) = run_range(a..b, false);
     eprintln!(
-        "sim_crash: {n} seeds in {:.1} s",
-        t0.elapsed().as_secs_f64()
+        "sim_crash: {n} seeds in {:.1} s, {} wrapped a redo ring",
+        t0.elapsed().as_secs_f64(),
+        WRAPPED_SEEDS.load(std::sync::atomic::Ordering::Relaxed)
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -188,7 +188,7 @@ fn used_bytes(files: &BTreeMap<PathBuf, SharedFile>) -> u64 {
 impl MemState {
     /// Every operation's gate: the power is off, the armed power loss, then the
     /// injected faults. Called with no file lock held (the capture locks every file).
-    fn check(&mut self, op: IoOp, path: &Path) -> io::Result<()> {
+    fn check(&mut self, op: IoOp, path: &Path, offset: u64) -> io::Result<()> {
         self.check_power()?;
         if let Some(cp) = &mut self.crash_point
             && cp.op == op
@@ -202,7 +202,7 @@ impl MemState {
                 return self.check_power();
             }
         }
-        self.inj.check(op, path)
+        self.inj.check(op, path, offset)
     }
 
     fn check_power(&mut self) -> io::Result<()> {
@@ -232,9 +232,9 @@ impl MemState {
         }
     }
 
-    fn reserve(&mut self, extra: u64) -> io::Result<()> {
+    fn reserve(&mut self, extra: u64, path: &Path, offset: u64) -> io::Result<()> {
         let files = &self.files;
-        self.inj.reserve(|| used_bytes(files), extra)
+        self.inj.reserve(|| used_bytes(files), extra, path, offset)
     }
 
     fn parent_exists(&self, path: &Path) -> bool {
@@ -271,7 +271,7 @@ impl MemFileSystem {
         self.state.lock().inj.set_plan(plan);
     }
     pub fn fault_plan(&self) -> Option<FaultPlan> {
-        self.state.lock().inj.plan.as_ref().map(|(p, _)| p.clone())
+        self.state.lock().inj.plan.as_ref().map(|p| p.plan.clone())
     }
     /// Fail the `n`-th operation of kind `op` from now with EIO (1 = the next one), once;
     /// `n = 0` disarms. See `faults.rs` for which calls count as which kind.
@@ -280,6 +280,11 @@ impl MemFileSystem {
     }
     pub fn stats(&self) -> MemStats {
         self.state.lock().inj.stats.clone()
+    }
+    /// The injected failures so far (the first `FAULT_LOG_MAX`), in order: kind, path,
+    /// offset and the thread that got it. For the failure messages of tests.
+    pub fn fault_log(&self) -> Vec<String> {
+        self.state.lock().inj.log.clone()
     }
     /// Bytes held by all files (sparse files: their written chunks).
     pub fn used_bytes(&self) -> u64 {
@@ -350,8 +355,8 @@ impl MemFileSystem {
         if size_bytes > MAX_MEM_FILE_BYTES {
             return Err(efbig());
         }
-        st.check(IoOp::Write, path)?;
-        st.reserve(if sparse { 0 } else { size_bytes })?;
+        st.check(IoOp::Write, path, 0)?;
+        st.reserve(if sparse { 0 } else { size_bytes }, path, 0)?;
         let data = Arc::new(Mutex::new(FileData::new(Pages::zeroed(size_bytes), sparse)));
         st.files.insert(path.to_path_buf(), data.clone());
         Ok(MemFile {
@@ -402,7 +407,7 @@ impl FileSystem for MemFileSystem {
         if st.dirs.contains(to) {
             return Err(io::Error::from_raw_os_error(libc::EISDIR));
         }
-        st.check(IoOp::Write, to)?;
+        st.check(IoOp::Write, to, 0)?;
         if from != to
             && let Some(f) = st.files.remove(from)
         {
@@ -438,9 +443,9 @@ impl FileSystem for MemFileSystem {
             return Err(efbig());
         }
         st.inj.stats.writes += 1;
-        st.check(IoOp::Write, path)?;
+        st.check(IoOp::Write, path, 0)?;
         let old = st.files.get(path).map_or(0, |f| f.lock().used_bytes());
-        st.reserve((bytes.len() as u64).saturating_sub(old))?;
+        st.reserve((bytes.len() as u64).saturating_sub(old), path, 0)?;
         let data = FileData::new(Pages::from_bytes(bytes), false);
         st.files
             .insert(path.to_path_buf(), Arc::new(Mutex::new(data)));
@@ -448,8 +453,13 @@ impl FileSystem for MemFileSystem {
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
-        let st = self.state.lock();
-        Ok(st.files.get(path).map(|f| f.lock().current.to_vec()))
+        let mut st = self.state.lock();
+        let Some(f) = st.files.get(path).cloned() else {
+            return Ok(None);
+        };
+        st.inj.stats.reads += 1;
+        st.check(IoOp::Read, path, 0)?;
+        Ok(Some(f.lock().current.to_vec()))
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
@@ -477,7 +487,7 @@ impl DiskFile for MemFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let mut st = self.fs.lock();
         st.inj.stats.reads += 1;
-        st.check(IoOp::Read, &self.path)?;
+        st.check(IoOp::Read, &self.path, offset)?;
         let f = self.data.lock();
         let end = offset.checked_add(buf.len() as u64).ok_or_else(eio)?;
         if buf.is_empty() {
@@ -497,10 +507,10 @@ impl DiskFile for MemFile {
         }
         let mut st = self.fs.lock();
         st.inj.stats.writes += 1;
-        st.check(IoOp::Write, &self.path)?;
+        st.check(IoOp::Write, &self.path, offset)?;
         // The state lock keeps the file unchanged between these two file locks.
         let extra = self.data.lock().extra_for_write(offset, end);
-        st.reserve(extra)?;
+        st.reserve(extra, &self.path, offset)?;
         let written_back = self.data.lock().write(offset, buf);
         st.inj.stats.written_back += written_back;
         Ok(())
@@ -509,7 +519,7 @@ impl DiskFile for MemFile {
     fn sync_data(&self) -> io::Result<()> {
         let mut st = self.fs.lock();
         st.inj.stats.syncs += 1;
-        if let Err(e) = st.check(IoOp::Sync, &self.path) {
+        if let Err(e) = st.check(IoOp::Sync, &self.path, 0) {
             st.inj.stats.lost_writes += self.data.lock().sync_failed();
             return Err(e);
         }
@@ -533,8 +543,8 @@ impl DiskFile for MemFile {
         if len > MAX_MEM_FILE_BYTES {
             return Err(efbig());
         }
-        st.check(IoOp::Write, &self.path)?;
-        st.reserve(len.saturating_sub(used))?;
+        st.check(IoOp::Write, &self.path, len)?;
+        st.reserve(len.saturating_sub(used), &self.path, len)?;
         self.data.lock().extend(len);
         Ok(())
     }

@@ -13,7 +13,7 @@
 //!   cache: a byte budget (ENOSPC beyond it), switchable and seeded random EIO on
 //!   reads, writes and syncs ([`Faults`], [`FaultPlan`], [`MemFileSystem::fail_nth`]),
 //!   and [`MemFileSystem::crash_image`], the disk as a power loss would leave it.
-//!   Every failure is counted in [`MemStats`].
+//!   Every failure is counted in [`MemStats`] and logged ([`MemFileSystem::fault_log`]).
 //!
 //! Invariants of both implementations: `read_at` and `write_at` transfer the whole
 //! buffer or fail; a short read (beyond the end of the file) is an error, never

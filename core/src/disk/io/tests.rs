@@ -232,3 +232,70 @@ fn fault_plans_reproduce_for_the_same_seed() {
     );
     assert!(sa.lost_writes > 0, "failed syncs lose their writes: {sa:?}");
 }
+
+/// A plan's decisions for one file do not depend on how the operations on other files
+/// (other threads: the redo writer, parallel fdatasyncs) interleave with them, nor on
+/// the order of writes to different offsets; every failure is in the fault log.
+#[test]
+fn fault_plan_decisions_do_not_depend_on_interleaving() {
+    // Outcome per (file, op) in a canonical order, for one order of the calls.
+    fn run(interleave: bool) -> (Vec<(usize, u64, bool)>, Vec<String>) {
+        let fs = MemFileSystem::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let files = [
+            fs.create(Path::new("/d/a"), 1 << 16).unwrap(),
+            fs.create(Path::new("/d/b"), 1 << 16).unwrap(),
+        ];
+        fs.set_fault_plan(Some(FaultPlan {
+            seed: 7,
+            write_eio_per_million: 200_000,
+            sync_eio_per_million: 200_000,
+            ..FaultPlan::default()
+        }));
+        // Per file: 64 writes at distinct offsets (in reverse order on the second
+        // run), then 16 syncs.
+        let mut calls: Vec<(usize, u64)> = Vec::new();
+        for k in 0..64u64 {
+            for f in 0..2 {
+                calls.push((f, if interleave { 63 - k } else { k }));
+            }
+        }
+        if interleave {
+            calls.sort_by_key(|c| std::cmp::Reverse(c.0));
+        }
+        for _ in 0..16 {
+            calls.push((1, u64::MAX));
+            calls.push((0, u64::MAX));
+        }
+        let mut out: Vec<(usize, u64, bool)> = Vec::new();
+        let mut syncs = [0u64; 2];
+        for (f, k) in calls {
+            let (key, r) = if k == u64::MAX {
+                syncs[f] += 1;
+                (1000 + syncs[f], files[f].sync_data())
+            } else {
+                (k, files[f].write_at(&[1; 8], k * 512))
+            };
+            out.push((f, key, r.is_err()));
+        }
+        out.sort();
+        (out, fs.fault_log())
+    }
+    let (a, log_a) = run(false);
+    let (b, log_b) = run(true);
+    assert_eq!(a, b);
+    let failed = a.iter().filter(|o| o.2).count();
+    assert!((10..=60).contains(&failed), "{failed} of 160 failed");
+    assert_eq!(log_a.len(), failed);
+    assert_eq!(log_b.len(), failed);
+    assert!(
+        log_a
+            .iter()
+            .any(|l| l.starts_with("Write EIO /d/") && l.contains(" @")),
+        "{log_a:?}"
+    );
+    assert!(
+        log_a.iter().any(|l| l.starts_with("Sync EIO /d/")),
+        "{log_a:?}"
+    );
+}

@@ -139,10 +139,7 @@ pub(crate) struct Inner {
 
 impl Inner {
     pub fn set_sticky(&self, e: NdbError) {
-        let mut s = self.sticky.lock();
-        if s.is_none() {
-            *s = Some(e);
-        }
+        part::keep_first_error(&self.sticky, &e);
     }
 
     fn check_sticky(&self) -> Result<()> {
@@ -512,6 +509,9 @@ impl RedoLog {
             inner.set_sticky(e.clone());
             return Err(e);
         }
+        // Still holding every part's io lock: a write that failed on another thread
+        // since this group commit began is sticky by now, and nothing is acknowledged.
+        inner.check_sticky()?;
         let c = &inner.counters;
         c.fdatasyncs
             .fetch_add(files.len() as u64, Ordering::Relaxed);
@@ -540,7 +540,7 @@ impl RedoLog {
         };
         let mut deadline: Option<Instant> = None;
         loop {
-            let o = p.write_out(io, &inner.geo, Some(upto))?;
+            let o = p.write_out(io, &inner.geo, Some(upto), &inner.sticky)?;
             let mut st = p.state.lock();
             if st.written_block >= upto {
                 return Ok(());

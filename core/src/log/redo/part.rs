@@ -8,9 +8,11 @@
 //! complete blocks are written, each exactly once, in block order, so a block that a
 //! sync made durable is never written again.
 //!
-//! Lock order: `io` -> `state`. `state` is held for memory work only (append, copying
-//! complete blocks out); `io` is held across writes and syncs, so the background writer
-//! and `seal_and_sync` write blocks in order. `room` (a condvar on `state`) wakes
+//! Lock order: `io` -> `state`, `io` -> the log's `sticky` (a leaf). `state` is held
+//! for memory work only (append, copying complete blocks out); `io` is held across
+//! writes and syncs, so the background writer and `seal_and_sync` write blocks in
+//! order. A failed write is made sticky under `io`, and every write pass checks the
+//! sticky error under `io`: after a failure nothing is written again (no retry). `room` (a condvar on `state`) wakes
 //! committers waiting for buffer or file space.
 
 use std::collections::VecDeque;
@@ -25,7 +27,7 @@ use super::format::{
     PAYLOAD_BYTES, seal_block,
 };
 use crate::disk::io::DiskFile;
-use crate::error::{Result, codes};
+use crate::error::{NdbError, Result, codes};
 
 /// Blocks copied out and written in one go (256 KB).
 pub(crate) const WRITE_BATCH_BLOCKS: usize = 64;
@@ -242,14 +244,26 @@ impl Part {
 
     /// Write complete blocks (in batches), at most up to block `upto` (exclusive), or
     /// all complete blocks when `upto` is None. Called with `io` held.
+    ///
+    /// A failed write ends all writing of the log: every pass first returns the log's
+    /// `sticky` error if there is one (a write or sync failed, on any part and any
+    /// thread), and its own write error is made sticky here, before `io` is released,
+    /// so that no later pass writes again, not even a group commit that checked the
+    /// sticky error before and was waiting for this lock (it would rewrite the failed
+    /// blocks: never retry after EIO). The chain (`io.prev_crc`) moves only past
+    /// blocks written successfully.
     pub fn write_out(
         &self,
         io: &mut PartIo,
         geo: &Geometry,
         upto: Option<u64>,
+        sticky: &Mutex<Option<NdbError>>,
     ) -> Result<WriteOutcome> {
         let mut out = WriteOutcome::default();
         loop {
+            if let Some(e) = &*sticky.lock() {
+                return Err(e.clone());
+            }
             let first_block;
             {
                 let mut st = self.state.lock();
@@ -288,10 +302,11 @@ impl Part {
             }
             // Seal outside the lock, chaining each block to the previous one.
             let n = io.metas.len();
+            let mut chain = io.prev_crc;
             for i in 0..n {
-                io.metas[i].prev_crc = io.prev_crc;
+                io.metas[i].prev_crc = chain;
                 let h = io.metas[i];
-                io.prev_crc = seal_block(&mut io.scratch[i * BLOCK_BYTES..][..BLOCK_BYTES], &h);
+                chain = seal_block(&mut io.scratch[i * BLOCK_BYTES..][..BLOCK_BYTES], &h);
             }
             // One write per run of consecutive pages of one file.
             let mut i = 0;
@@ -307,14 +322,17 @@ impl Part {
                 let f = &io.files[file_no as usize];
                 let buf = &io.scratch[i * BLOCK_BYTES..j * BLOCK_BYTES];
                 if let Err(e) = f.write_at(buf, u64::from(page_no) * BLOCK_BYTES as u64) {
-                    return Err(codes::file_system_error(format_args!(
+                    let e = codes::file_system_error(format_args!(
                         "write of redo log {}: {e}",
                         file_name(self.no, file_no)
-                    )));
+                    ));
+                    keep_first_error(sticky, &e);
+                    return Err(e);
                 }
                 io.dirty[file_no as usize] = true;
                 i = j;
             }
+            io.prev_crc = chain;
             {
                 let mut st = self.state.lock();
                 assert_eq!(st.written_block, first_block, "one writer at a time");
@@ -336,6 +354,14 @@ impl Part {
                 });
             }
         }
+    }
+}
+
+/// Keep `e` as the log's sticky error unless an earlier one is kept.
+pub(crate) fn keep_first_error(sticky: &Mutex<Option<NdbError>>, e: &NdbError) {
+    let mut s = sticky.lock();
+    if s.is_none() {
+        *s = Some(e.clone());
     }
 }
 

@@ -59,8 +59,10 @@ fn run(inner: &Inner) {
                 if stop {
                     p.state.lock().seal();
                 }
-                if let Err(e) = p.write_out(&mut io, &inner.geo, None) {
-                    inner.set_sticky(e);
+                // An error is sticky already (write_out kept it under the io lock).
+                if p.write_out(&mut io, &inner.geo, None, &inner.sticky)
+                    .is_err()
+                {
                     break;
                 }
             }
