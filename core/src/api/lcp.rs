@@ -11,7 +11,7 @@
 //!    it): the parts the partial-LCP rule chooses in full, the others as changes since
 //!    the previous LCP (`txn::fragment::lcp`). A node scans one fragment at a time (as
 //!    NDB's LDM thread), paced per node; the file work runs on a pool of
-//!    [`LCP_IO_THREADS`] (NDB's NDBFS threads), so that files are created while other
+//!    [`LCP_IO_THREADS`] (NDB's NDBFS threads), so that files are created while the
 //!    fragments scan and the nodes scan at the same time;
 //! 3. every data file is finished and fdatasynced, all at once, while a global
 //!    checkpoint makes everything the files hold durable in the redo log too (a
@@ -52,8 +52,8 @@ use super::cluster::{ClusterInner, DataNode};
 use super::dict::TableRuntime;
 use crate::checkpoint::{
     ChangeStats, DataFileRef, DiskWritePacer, FragControl, LcpFileWriter, PartialLcpConfig,
-    RestoreTarget, begin_lcp, choose_all_parts, lcp_dir, part_of_page, remove_orphans,
-    restore_fragment,
+    RestoreTarget, begin_lcp, choose_all_parts, lcp_all_range, lcp_dir, part_of_page,
+    remove_orphans, restore_fragment,
 };
 use crate::checkpoint::{LCP_IO_THREADS, run_parallel};
 use crate::error::Result;
@@ -68,6 +68,9 @@ use std::time::{Duration, Instant};
 
 /// Pages scanned per hold of a fragment's mutex.
 const LCP_BATCH_PAGES: u32 = 8;
+
+/// Most bytes a fragment's scan holds in memory while its data file is being created.
+const LCP_BUFFER_BEFORE_FILE_BYTES: usize = 8 << 20;
 
 /// What one LCP round wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -221,6 +224,20 @@ fn all_ok<R>(results: Vec<Result<R>>) -> Result<Vec<R>> {
     results.into_iter().collect()
 }
 
+/// The data file a fragment's create thread made, and how long it took.
+fn join_create(
+    h: std::thread::ScopedJoinHandle<'_, (Result<LcpFileWriter>, u64)>,
+) -> (Result<LcpFileWriter>, u64) {
+    h.join().unwrap_or_else(|_| {
+        (
+            Err(crate::error::codes::internal(
+                "an LCP file create thread panicked",
+            )),
+            0,
+        )
+    })
+}
+
 fn micros(since: Instant) -> u64 {
     since.elapsed().as_micros() as u64
 }
@@ -346,51 +363,87 @@ impl ClusterInner {
         }
     }
 
-    /// Step 2 for one fragment: its data file created, then (holding its node's scan
-    /// turn) scanned into it in batches of pages, its mutex held per batch only.
+    /// Step 2 for one fragment: scanned (holding its node's scan turn) in batches of
+    /// pages, its mutex held per batch only, into its data file, which a thread of its
+    /// own creates meanwhile (the scan's output waits in memory until it exists).
     fn lcp_scan_fragment(&self, round: &NodeRound, job: &Job, lcp_id: u32) -> Result<Scanned> {
-        let created = Instant::now();
-        let mut writer = begin_lcp(
-            &*self.fs,
-            &round.fs_dir,
-            &job.ctl,
-            lcp_id,
-            job.all_parts_count,
-            0,
-            schema_version(&job.table),
-        )?;
-        let create_us = micros(created);
-        let all = writer.header().all_parts;
+        let all = lcp_all_range(&job.ctl, job.all_parts_count);
         let all_part = move |page: u32| all.contains(part_of_page(page));
-        let mut pacing = round.scan.lock();
-        job.began.store(true, Ordering::Release);
-        let start_gci = crate::log::gcp::gci_hi(self.gcp.current());
-        let mut scan = job.cell.state.lock().lcp_begin(all.is_full(), start_gci);
-        let mut batch = Batch::default();
-        loop {
-            let done = {
-                let mut f = job.cell.state.lock();
-                f.lcp_scan_batch(&mut scan, LCP_BATCH_PAGES, &all_part, &mut batch)
+        std::thread::scope(|scope| {
+            // The file (a file and a directory sync) is created while the scan runs;
+            // what the scan finds meanwhile waits in memory, up to
+            // LCP_BUFFER_BEFORE_FILE_BYTES.
+            let create = scope.spawn(|| {
+                let created = Instant::now();
+                let w = begin_lcp(
+                    &*self.fs,
+                    &round.fs_dir,
+                    &job.ctl,
+                    lcp_id,
+                    job.all_parts_count,
+                    0,
+                    schema_version(&job.table),
+                );
+                (w, micros(created))
+            });
+            let mut create = Some(create);
+            let mut writer: Option<LcpFileWriter> = None;
+            let mut create_us = 0;
+            let mut pacing = round.scan.lock();
+            job.began.store(true, Ordering::Release);
+            let start_gci = crate::log::gcp::gci_hi(self.gcp.current());
+            let mut scan = job.cell.state.lock().lcp_begin(all.is_full(), start_gci);
+            let mut batch = Batch::default();
+            loop {
+                let before = batch.bytes.len();
+                let done = {
+                    let mut f = job.cell.state.lock();
+                    f.lcp_scan_batch(&mut scan, LCP_BATCH_PAGES, &all_part, &mut batch)
+                };
+                pacing.bytes += (batch.bytes.len() - before) as u64;
+                if done {
+                    break;
+                }
+                if let Some(h) = create.take_if(|h| {
+                    h.is_finished() || batch.bytes.len() >= LCP_BUFFER_BEFORE_FILE_BYTES
+                }) {
+                    let (w, us) = join_create(h);
+                    create_us = us;
+                    writer = Some(w?);
+                }
+                if let Some(w) = writer.as_mut() {
+                    batch.drain_into(w)?;
+                }
+                let wait = pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed());
+                if !wait.is_zero() {
+                    std::thread::sleep(wait.min(Duration::from_millis(100)));
+                }
+            }
+            // The node's next fragment may scan while this one waits for its file.
+            drop(pacing);
+            let mut writer = match (writer, create) {
+                (Some(w), _) => w,
+                (None, Some(h)) => {
+                    let (w, us) = join_create(h);
+                    create_us = us;
+                    w?
+                }
+                (None, None) => {
+                    return Err(crate::error::codes::internal(
+                        "LCP scan ended without its file",
+                    ));
+                }
             };
-            pacing.bytes += batch.bytes.len() as u64;
             batch.drain_into(&mut writer)?;
-            if done {
-                break;
-            }
-            let wait = pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed());
-            if !wait.is_zero() {
-                std::thread::sleep(wait.min(Duration::from_millis(100)));
-            }
-        }
-        drop(pacing);
-        writer.set_max_gci(scan.max_gci);
-        Ok(Scanned {
-            writer,
-            rows: scan.rows_written,
-            deletes: scan.deletes_written,
-            pages_skipped: scan.pages_skipped,
-            max_gci: scan.max_gci,
-            create_us,
+            writer.set_max_gci(scan.max_gci);
+            Ok(Scanned {
+                writer,
+                rows: scan.rows_written,
+                deletes: scan.deletes_written,
+                pages_skipped: scan.pages_skipped,
+                max_gci: scan.max_gci,
+                create_us,
+            })
         })
     }
 
@@ -407,8 +460,8 @@ impl ClusterInner {
         }
         jobs_out.extend(jobs);
         let jobs: &[Job] = jobs_out;
-        // Step 2, every fragment at once: their files created (each a file and a
-        // directory sync) while other fragments scan.
+        // Step 2, every fragment at once: each node scans one at a time, the files
+        // are created (each a file and a directory sync) while the scans run.
         let phase = Instant::now();
         let scanned = all_ok(run_parallel(
             jobs.iter().collect(),
