@@ -16,10 +16,9 @@
 //! 3. every data file is finished and fdatasynced, all at once, while a global
 //!    checkpoint makes everything the files hold durable in the redo log too (a
 //!    checkpoint never holds a change a restart would not also replay). The rule: the
-//!    rows carry their GCIs (the highest is the scans' `max_gci`), delete markers name
-//!    none, so with any delete marker the GCI current at the end of the scans must be
-//!    closed (a forced checkpoint), else `max_gci` must be durable (no checkpoint when
-//!    it is already);
+//!    rows carry their GCIs, but a deleted row (a delete marker, or a row just absent
+//!    from an ALL part) names none, so the GCI current at the end of the scans is
+//!    closed whenever a data file was written;
 //! 4. only when both are done, each fragment's control file is stored (all at once)
 //!    and the data files its chain no longer needs are removed;
 //! 5. each node's system file takes the keep position at the next global checkpoint,
@@ -469,25 +468,22 @@ impl ClusterInner {
             |_, job: &Job| self.lcp_scan_fragment(&rounds[job.node], job, lcp_id),
         ))?;
         stats.scan_us = micros(phase);
-        let mut max_gci = 0u32;
-        let mut deletes = 0u64;
         for s in &scanned {
             stats.fragments += 1;
             stats.rows += s.rows;
             stats.deletes += s.deletes;
             stats.pages_skipped += s.pages_skipped;
             stats.create_us += s.create_us;
-            max_gci = max_gci.max(s.max_gci);
-            deletes += s.deletes;
         }
         // Step 3, while the data files are finished and synced together. Everything
         // the files hold must be restorable through the redo log too: the rows they
-        // hold carry GCIs up to `max_gci`; their delete markers name no GCI, so then
-        // the checkpoint must close the GCI current now (every change a scan saw has
-        // a GCI at most that). Without delete markers and with `max_gci` durable
-        // already, no checkpoint is needed.
-        let need_gcp = deletes > 0 || max_gci > self.gcp.durable_hi();
-        if scanned.is_empty() && !need_gcp {
+        // hold carry their GCIs, but a deleted row is a delete marker or, in
+        // an ALL part, just absent, and neither names its GCI; so any file written
+        // needs the GCI current now closed (every change a scan saw has a GCI at most
+        // that). Skipping it when there are no delete markers and `max_gci` is durable
+        // lost a row deleted in an open GCI from an ALL part (simulated crash, seed
+        // 399).
+        if scanned.is_empty() {
             // Nothing written: only the keep positions move (step 5).
             self.lcp_complete_nodes(rounds, lcp_id);
             stats.elapsed_ms = t0.elapsed().as_millis() as u64;
@@ -508,11 +504,7 @@ impl ClusterInner {
                 })
             });
             let gcp_from = Instant::now();
-            let gcp = if need_gcp {
-                self.force_gcp().map(|_| micros(gcp_from))
-            } else {
-                Ok(0)
-            };
+            let gcp = self.force_gcp().map(|_| micros(gcp_from));
             let finished = syncs.join().unwrap_or_else(|_| {
                 vec![Err(crate::error::codes::internal(
                     "an LCP file sync thread panicked",
