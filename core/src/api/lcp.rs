@@ -84,6 +84,9 @@ pub struct LcpStats {
     pub elapsed_ms: u64,
     /// Step 2's wall time: data files created and fragments scanned into them.
     pub scan_us: u64,
+    /// The scans themselves (a node's scan turn held), summed over fragments (the
+    /// nodes scan at the same time).
+    pub scan_turn_us: u64,
     /// Creating the data files (a file and a directory sync each), summed over
     /// fragments (they overlap each other and other fragments' scans).
     pub create_us: u64,
@@ -216,6 +219,7 @@ struct Scanned {
     pages_skipped: u64,
     max_gci: u32,
     create_us: u64,
+    scan_turn_us: u64,
 }
 
 /// The first error of a phase's results (in job order), or the values.
@@ -389,6 +393,7 @@ impl ClusterInner {
             let mut writer: Option<LcpFileWriter> = None;
             let mut create_us = 0;
             let mut pacing = round.scan.lock();
+            let turn = Instant::now();
             job.began.store(true, Ordering::Release);
             let start_gci = crate::log::gcp::gci_hi(self.gcp.current());
             let mut scan = job.cell.state.lock().lcp_begin(all.is_full(), start_gci);
@@ -420,6 +425,7 @@ impl ClusterInner {
             }
             // The node's next fragment may scan while this one waits for its file.
             drop(pacing);
+            let scan_turn_us = micros(turn);
             let mut writer = match (writer, create) {
                 (Some(w), _) => w,
                 (None, Some(h)) => {
@@ -442,6 +448,7 @@ impl ClusterInner {
                 pages_skipped: scan.pages_skipped,
                 max_gci: scan.max_gci,
                 create_us,
+                scan_turn_us,
             })
         })
     }
@@ -474,6 +481,7 @@ impl ClusterInner {
             stats.deletes += s.deletes;
             stats.pages_skipped += s.pages_skipped;
             stats.create_us += s.create_us;
+            stats.scan_turn_us += s.scan_turn_us;
         }
         // Step 3, while the data files are finished and synced together. Everything
         // the files hold must be restorable through the redo log too: the rows they
