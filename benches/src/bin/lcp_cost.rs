@@ -12,8 +12,9 @@
 //! LCPs this program asks for run; the redo log is sized so that it never passes half
 //! full (which would start an LCP of its own).
 //!
-//! Usage: `cargo run --release -p rndb-benches --bin lcp_cost -- [rows] [nodes] [replicas] [rounds]`
-//! (default 1,000,000 rows, 2 data nodes, NoOfReplicas=2, 4 rounds). The data directory
+//! Usage: `cargo run --release -p rndb-benches --bin lcp_cost -- [rows] [nodes] [replicas] [rounds] [durable_first]`
+//! (default 1,000,000 rows, 2 data nodes, NoOfReplicas=2, 4 rounds; `durable_first` 1:
+//! a global checkpoint makes each round's updates durable before its LCP). The data directory
 //! is a fresh directory under /tmp, removed at the end.
 
 use rndb::api::Cluster;
@@ -26,6 +27,48 @@ type AnyResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sy
 
 const LOAD_CHUNK: u64 = 200_000;
 
+/// The disk's floor for a partial LCP of `files` fragments: each (in parallel, as the
+/// LCP does) a new file created and synced with its directory, `bytes` written and
+/// fdatasynced, then a 4 KiB control file overwritten in place and fdatasynced.
+/// Returns the wall time in microseconds; the files are removed.
+fn io_floor(dir: &std::path::Path, files: u64, bytes: u64) -> AnyResult<u64> {
+    use std::io::Write;
+    let one = |i: u64| -> std::io::Result<()> {
+        let sub = dir.join(format!("floor{i}"));
+        let ctl_path = sub.join("ctl");
+        let data_path = sub.join("data");
+        let mut f = std::fs::File::create_new(&data_path)?;
+        f.sync_all()?;
+        std::fs::File::open(&sub)?.sync_all()?;
+        f.write_all(&vec![7u8; bytes as usize])?;
+        f.sync_data()?;
+        let mut c = std::fs::OpenOptions::new().write(true).open(&ctl_path)?;
+        c.write_all(&[1u8; 4096])?;
+        c.sync_data()
+    };
+    // The control files exist before the timed part, as they do in an LCP.
+    for i in 0..files {
+        let sub = dir.join(format!("floor{i}"));
+        std::fs::create_dir_all(&sub)?;
+        std::fs::write(sub.join("ctl"), vec![0u8; 4096])?;
+    }
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..files).map(|i| s.spawn(move || one(i))).collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("panic")))
+            })
+            .collect::<std::io::Result<Vec<()>>>()
+    })?;
+    let us = t0.elapsed().as_micros() as u64;
+    for i in 0..files {
+        std::fs::remove_dir_all(dir.join(format!("floor{i}")))?;
+    }
+    Ok(us)
+}
+
 fn main() -> AnyResult<()> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |i: usize, d: u64| -> u64 { args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d) };
@@ -33,6 +76,10 @@ fn main() -> AnyResult<()> {
     let nodes = arg(2, 2) as u32;
     let replicas = arg(3, 2) as u32;
     let rounds = arg(4, 4);
+    // 1: each round's updates are made durable by a global checkpoint of their own
+    // before the LCP (as in NDB, where GCPs run every 2 s during a long LCP), so that
+    // the LCP's time holds no redo sync of the updates.
+    let durable_first = arg(5, 0) == 1;
     let dir = std::env::temp_dir().join(format!("rndb-lcp-cost-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let rows_per_node = n * replicas as u64 / nodes as u64;
@@ -116,6 +163,10 @@ fn main() -> AnyResult<()> {
             s.bytes as f64 / full.bytes as f64,
             s.elapsed_ms as f64 / full.elapsed_ms.max(1) as f64
         );
+        println!(
+            "{:<22} step 2 {} us (scans {} us, creates {} us, summed), step 3 {} us (GCP {} us), step 4 {} us",
+            "", s.scan_us, s.scan_turn_us, s.create_us, s.sync_us, s.gcp_us, s.control_us
+        );
     };
     line(&format!("{} full (first)", full.lcp_id), &full);
     let mut rng = Rng::new(42);
@@ -139,8 +190,30 @@ fn main() -> AnyResult<()> {
             tx.execute(ExecType::Commit, AbortOption::AbortOnError)?;
         }
         let upd_s = tu.elapsed().as_secs_f64();
+        if durable_first {
+            let tg = Instant::now();
+            inner.force_gcp()?;
+            println!("GCP of the updates' redo: {} us", tg.elapsed().as_micros());
+        }
         let s = inner.run_lcp()?;
         line(&format!("{} after 1% ({upd_s:.1}s)", s.lcp_id), &s);
+        let tg = Instant::now();
+        inner.force_gcp()?;
+        let empty_gcp_us = tg.elapsed().as_micros();
+        println!(
+            "{:<22} deletes written {}, an empty GCP after it: {empty_gcp_us} us",
+            "", s.deletes
+        );
+        let floor_us = io_floor(&dir, s.fragments, s.bytes / s.fragments.max(1))?;
+        println!(
+            "{:<22} I/O floor {floor_us} us ({} files of {} B: create, write, fdatasync, \
+             then a control overwrite + fdatasync, in parallel): LCP / floor {:.2}, floor / full {:.4}",
+            "",
+            s.fragments,
+            s.bytes / s.fragments.max(1),
+            s.elapsed_ms as f64 * 1000.0 / floor_us.max(1) as f64,
+            floor_us as f64 / 1000.0 / full.elapsed_ms.max(1) as f64
+        );
         if s.lcp_id != full.lcp_id + 1 + round as u32 {
             println!("WARNING: a local checkpoint this program did not ask for ran");
         }

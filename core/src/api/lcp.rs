@@ -1,24 +1,38 @@
 //! Local checkpoints of the embedded cluster (DBDIH + BACKUP's LCP), and the restore of
 //! fragments from them at a system restart.
 //!
-//! One LCP round, per data node ([`ClusterInner::run_lcp`]):
-//! 1. the node's redo head is taken as the LCP's *keep* position: every commit whose
+//! One LCP round ([`ClusterInner::run_lcp`]), every data node at once:
+//! 1. each node's redo head is taken as its LCP's *keep* position: every commit whose
 //!    redo record lies before it is already in memory, so the scans below see it; then
 //!    an `LcpStart` undo record marks where a restart brings the disk pages back to
-//!    (docs/durability.md §7);
-//! 2. every fragment replica of a logged table on the node is scanned in batches of
-//!    pages (its mutex held per batch only; I/O outside it) into a new data file: the
-//!    parts the partial-LCP rule chooses in full, the others as changes since the
-//!    previous LCP (`txn::fragment::lcp`). A fragment without change writes nothing;
-//! 3. a global checkpoint covering the highest GCI written makes everything the files
-//!    hold durable in the redo log too (a checkpoint never holds a change a restart
-//!    would not also replay);
-//! 4. the page cache's dirty pages and the extent headers are written and synced (the
-//!    disk pages hold every change before the `LcpStart` record); each fragment's
-//!    control file is replaced and the data files its chain no longer needs are
-//!    removed;
-//! 5. the node's system file takes the keep position and the undo keep at the next
-//!    global checkpoint, after which the redo and undo before them are released.
+//!    (docs/durability.md §7); the fragment replicas with no change since their
+//!    previous LCP are idle (nothing written, their chain stays);
+//! 2. every other fragment replica of a logged table gets a new data file, and is
+//!    scanned into it in batches of pages (its mutex held per batch only; I/O outside
+//!    it): the parts the partial-LCP rule chooses in full, the others as changes since
+//!    the previous LCP (`txn::fragment::lcp`). A node scans one fragment at a time (as
+//!    NDB's LDM thread), paced per node; the file work runs on a pool of
+//!    [`LCP_IO_THREADS`] (NDB's NDBFS threads), so that files are created while the
+//!    fragments scan and the nodes scan at the same time;
+//! 3. every data file is finished and fdatasynced, all at once, while a global
+//!    checkpoint makes everything the files hold durable in the redo log too (a
+//!    checkpoint never holds a change a restart would not also replay). The rule: the
+//!    rows carry their GCIs, but a deleted row (a delete marker, or a row just absent
+//!    from an ALL part) names none, so the GCI current at the end of the scans is
+//!    closed whenever a data file was written;
+//! 4. only when both are done, each node's page cache and extent headers are flushed
+//!    and synced (the disk pages hold every change before its `LcpStart` record), then
+//!    each fragment's control file is stored (all at once) and the data files its
+//!    chain no longer needs are removed;
+//! 5. each node's system file takes the keep position and the undo keep at the next
+//!    global checkpoint, after which the redo and the undo log before them are
+//!    released.
+//!
+//! The file work of steps 2 to 4 may interleave differently from run to run (threads);
+//! what a crash leaves does not depend on it: a control file is stored only after every
+//! data file and the checkpoint of step 3 are durable, and each fragment's control file
+//! names only its own files. `LcpStats` times each step (`scan_us`, `sync_us`, `gcp_us`,
+//! `control_us`).
 //!
 //! Checkpoint writes are paced between MinDiskWriteSpeed and MaxDiskWriteSpeed by how
 //! full the redo log is. An LCP starts when TimeBetweenLocalCheckpoints' worth of redo
@@ -34,23 +48,32 @@
 //! [`ClusterInner::run_lcp`] returns the error (an LCP file's failed fdatasync poisons
 //! only that file, which nothing will ever read, unlike the redo log's).
 //!
-//! Lock order: `lcp_lock` (one round at a time), then fragment mutexes one at a time.
+//! Lock order: `lcp_lock` (one round at a time), then a node's scan turn
+//! (`NodeRound::scan`), then fragment mutexes one at a time (a thread holds at most one).
 
 use super::cluster::{ClusterInner, DataNode};
 use super::dict::TableRuntime;
 use crate::checkpoint::{
     ChangeStats, DataFileRef, DiskWritePacer, FragControl, LcpFileWriter, PartialLcpConfig,
-    RestoreTarget, begin_lcp, choose_all_parts, lcp_dir, part_of_page, remove_orphans,
-    restore_fragment,
+    RestoreTarget, begin_lcp, choose_all_parts, lcp_all_range, lcp_dir, part_of_page,
+    remove_orphans, restore_fragment,
 };
+use crate::checkpoint::{LCP_IO_THREADS, run_parallel};
 use crate::error::Result;
 use crate::mgm::log::Severity;
+use crate::txn::FragmentCell;
 use crate::txn::fragment::{Fragment, LcpSink};
+use parking_lot::Mutex;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Pages scanned per hold of a fragment's mutex.
 const LCP_BATCH_PAGES: u32 = 8;
+
+/// Most bytes a fragment's scan holds in memory while its data file is being created.
+const LCP_BUFFER_BEFORE_FILE_BYTES: usize = 8 << 20;
 
 /// What one LCP round wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,6 +86,21 @@ pub struct LcpStats {
     pub pages_skipped: u64,
     pub bytes: u64,
     pub elapsed_ms: u64,
+    /// Step 2's wall time: data files created and fragments scanned into them.
+    pub scan_us: u64,
+    /// The scans themselves (a node's scan turn held), summed over fragments (the
+    /// nodes scan at the same time).
+    pub scan_turn_us: u64,
+    /// Creating the data files (a file and a directory sync each), summed over
+    /// fragments (they overlap each other and other fragments' scans).
+    pub create_us: u64,
+    /// Step 3's wall time: every data file finished and fdatasynced, while the global
+    /// checkpoint runs.
+    pub sync_us: u64,
+    /// The global checkpoint of step 3 (0 when none was needed).
+    pub gcp_us: u64,
+    /// Step 4's wall time: control files stored, dropped data files removed.
+    pub control_us: u64,
 }
 
 /// A batch of scanned records, copied out under the fragment's mutex and written to
@@ -147,29 +185,76 @@ fn schema_version(t: &TableRuntime) -> u64 {
     (u64::from(t.def.id) << 40) ^ (u64::from(l.fixed_size) << 20) ^ t.def.columns.len() as u64
 }
 
-/// One fragment scanned into its data file, waiting for the durable GCP.
-struct Written {
+/// A fragment replica of the round that changed since its previous LCP (or has none).
+struct Job {
+    /// Index of its node in the round's [`NodeRound`]s.
+    node: usize,
+    table: Arc<TableRuntime>,
+    cell: Arc<FragmentCell>,
     ctl: FragControl,
-    file: DataFileRef,
-    max_gci: u32,
+    /// ALL parts chosen for this LCP (the first LCP of a fragment is full regardless).
+    all_parts_count: u32,
+    /// Its scan began (its change map and counts were taken).
+    began: AtomicBool,
 }
 
-/// One node's part of an LCP round, waiting for the durable GCP.
+/// A node's share of the round.
 struct NodeRound {
     node: Arc<DataNode>,
-    /// The redo keep position (per part) taken at the round's start.
+    fs_dir: PathBuf,
+    /// The redo position recorded as keep when the round completes.
     keep: Vec<u64>,
-    /// The LSN of the round's `LcpStart` undo record (None without a logfile group).
+    /// The LSN of the round's `LcpStart` undo record (None without a logfile group):
+    /// the undo keep recorded when the round completes.
     undo_start: Option<u64>,
-    written: Vec<Written>,
+    /// Held for a fragment's whole scan: one scan at a time per node (NDB's LDM thread
+    /// scans one fragment at a time), paced per node.
+    scan: Mutex<NodePacing>,
+}
+
+struct NodePacing {
+    pacer: DiskWritePacer,
+    from: Instant,
+    bytes: u64,
+}
+
+/// A fragment scanned into its data file, not yet finished (footer, fdatasync).
+struct Scanned {
+    writer: LcpFileWriter,
+    rows: u64,
+    deletes: u64,
+    pages_skipped: u64,
+    max_gci: u32,
+    create_us: u64,
+    scan_turn_us: u64,
+}
+
+/// The first error of a phase's results (in job order), or the values.
+fn all_ok<R>(results: Vec<Result<R>>) -> Result<Vec<R>> {
+    results.into_iter().collect()
+}
+
+/// The data file a fragment's create thread made, and how long it took.
+fn join_create(
+    h: std::thread::ScopedJoinHandle<'_, (Result<LcpFileWriter>, u64)>,
+) -> (Result<LcpFileWriter>, u64) {
+    h.join().unwrap_or_else(|_| {
+        (
+            Err(crate::error::codes::internal(
+                "an LCP file create thread panicked",
+            )),
+            0,
+        )
+    })
+}
+
+fn micros(since: Instant) -> u64 {
+    since.elapsed().as_micros() as u64
 }
 
 impl ClusterInner {
     /// The logged tables' fragment replicas on `node`, by table id.
-    fn lcp_fragments(
-        &self,
-        node: &DataNode,
-    ) -> Vec<(Arc<TableRuntime>, u32, Arc<crate::txn::FragmentCell>)> {
+    fn lcp_fragments(&self, node: &DataNode) -> Vec<(Arc<TableRuntime>, u32, Arc<FragmentCell>)> {
         let mut tables = self.dict.read().all();
         tables.sort_by_key(|t| t.def.id);
         let mut out = Vec::new();
@@ -189,31 +274,25 @@ impl ClusterInner {
         let _one = self.lcp_lock.lock();
         self.check_open()?;
         self.remove_dropped_checkpoints()?;
-        let mut scanned = Vec::new();
-        let r = self.run_lcp_locked(&mut scanned);
+        let mut jobs = Vec::new();
+        let r = self.run_lcp_locked(&mut jobs);
         if r.is_err() {
             // Their change maps and counts were taken by a scan whose file never
             // became part of a chain: their next LCP writes them in full.
-            for cell in scanned {
-                cell.state.lock().lcp_failed();
+            for job in jobs.iter().filter(|j| j.began.load(Ordering::Acquire)) {
+                job.cell.state.lock().lcp_failed();
             }
         }
         r
     }
 
-    fn run_lcp_locked(&self, scanned: &mut Vec<Arc<crate::txn::FragmentCell>>) -> Result<LcpStats> {
-        let t0 = Instant::now();
-        let lcp_id = self
-            .lcp_next_id
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        let mut stats = LcpStats {
-            lcp_id,
-            ..LcpStats::default()
-        };
+    /// Step 1 and the choice of step 2: every node's keep position, and the fragments
+    /// with something to write (the others counted idle).
+    fn lcp_plan(&self, lcp_id: u32, stats: &mut LcpStats) -> Result<(Vec<NodeRound>, Vec<Job>)> {
         let cfg = self.partial_lcp_config();
         let (min_speed, max_speed) = self.disk_write_speeds();
-        let mut pending: Vec<NodeRound> = Vec::new();
-        let mut max_gci = 0u32;
+        let mut rounds = Vec::new();
+        let mut jobs = Vec::new();
         for node in &self.data_nodes {
             let Some(log) = &node.log else { continue };
             let keep = log.redo.head();
@@ -232,9 +311,6 @@ impl ClusterInner {
             );
             let mut pacer = DiskWritePacer::new(min_speed, max_speed);
             pacer.set_redo_fill_percent(log.redo_fill_percent());
-            let paced_from = Instant::now();
-            let mut paced_bytes = 0u64;
-            let mut written = Vec::new();
             for (table, part, cell) in self.lcp_fragments(node) {
                 let dir = lcp_dir(log.fs_dir(), table.def.id, part);
                 let ctl = FragControl::load(&*self.fs, &dir)?
@@ -264,96 +340,237 @@ impl ClusterInner {
                     stats.fragments_idle += 1;
                     continue;
                 };
-                let parts = choose_all_parts(&change, &cfg);
-                let mut writer = begin_lcp(
-                    &*self.fs,
-                    log.fs_dir(),
-                    &ctl,
-                    lcp_id,
-                    parts,
-                    0,
-                    schema_version(&table),
-                )?;
-                let all = writer.header().all_parts;
-                let all_part = move |page: u32| all.contains(part_of_page(page));
-                scanned.push(cell.clone());
-                let start_gci = crate::log::gcp::gci_hi(self.gcp.current());
-                let mut scan = cell.state.lock().lcp_begin(all.is_full(), start_gci);
-                let mut batch = Batch::default();
-                loop {
-                    let done = {
-                        let mut f = cell.state.lock();
-                        f.lcp_scan_batch(&mut scan, LCP_BATCH_PAGES, &all_part, &mut batch)
-                    };
-                    paced_bytes += batch.bytes.len() as u64;
-                    batch.drain_into(&mut writer)?;
-                    if done {
-                        break;
-                    }
-                    let wait = pacer.delay_for(paced_bytes, paced_from.elapsed());
-                    if !wait.is_zero() {
-                        std::thread::sleep(wait.min(Duration::from_millis(100)));
-                    }
-                }
-                writer.set_max_gci(scan.max_gci);
-                let header = *writer.header();
-                let summary = writer.finish()?;
-                stats.fragments += 1;
-                stats.rows += scan.rows_written;
-                stats.deletes += scan.deletes_written;
-                stats.pages_skipped += scan.pages_skipped;
-                stats.bytes += summary.bytes;
-                max_gci = max_gci.max(scan.max_gci);
-                written.push(Written {
+                jobs.push(Job {
+                    node: rounds.len(),
+                    table,
+                    cell,
                     ctl,
-                    file: DataFileRef::new(&header, &summary),
-                    max_gci: scan.max_gci,
+                    all_parts_count: choose_all_parts(&change, &cfg),
+                    began: AtomicBool::new(false),
                 });
             }
-            pending.push(NodeRound {
+            rounds.push(NodeRound {
                 node: node.clone(),
+                fs_dir: log.fs_dir().to_path_buf(),
                 keep,
                 undo_start,
-                written,
+                scan: Mutex::new(NodePacing {
+                    pacer,
+                    from: Instant::now(),
+                    bytes: 0,
+                }),
             });
         }
-        if pending.is_empty() {
-            return Ok(stats);
-        }
-        // Everything the files hold must be restorable through the redo log too: the
-        // rows they hold carry GCIs up to `max_gci`, but their delete markers name no
-        // GCI, so the checkpoint closes the GCI current now (every change a scan saw
-        // has a GCI at most that).
-        if stats.fragments > 0 || max_gci > self.gcp.durable_hi() {
-            self.force_gcp()?;
-        }
-        for NodeRound {
-            node,
-            keep,
-            undo_start,
-            written,
-        } in pending
-        {
-            let Some(log) = &node.log else { continue };
-            // The disk pages and extent headers as of the LCP's start are on disk
-            // before any control file names this LCP.
-            node.disk.lcp_flush(undo_start)?;
-            for w in written {
-                let (next, dropped) = w.ctl.after_lcp(w.file, w.max_gci)?;
-                let dir = lcp_dir(log.fs_dir(), next.table_id, next.fragment_id);
-                next.store(&*self.fs, &dir)?;
-                FragControl::remove_dropped(&*self.fs, &dir, &dropped)?;
-            }
-            // Saved with the next global checkpoint; the redo before it is released
-            // once that system file is on disk.
-            log.set_keep(keep);
-            log.set_undo_keep(undo_start.unwrap_or(0));
+        Ok((rounds, jobs))
+    }
+
+    /// Step 5: each node's keep is saved with the next global checkpoint; the redo
+    /// before it is released once that system file is on disk.
+    fn lcp_complete_nodes(&self, rounds: Vec<NodeRound>, lcp_id: u32) {
+        for round in rounds {
+            let Some(log) = &round.node.log else { continue };
+            log.set_keep(round.keep);
+            log.set_undo_keep(round.undo_start.unwrap_or(0));
             self.mgm.log.event(
                 Severity::Info,
-                node.node_id,
+                round.node.node_id,
                 &format!("Local checkpoint {lcp_id} completed"),
             );
         }
+    }
+
+    /// Before any control file names the round: on each node, the `LcpStart` record
+    /// and every disk page and extent header changed before it are on disk
+    /// (docs/durability.md §7).
+    fn lcp_flush_disks(&self, rounds: &[NodeRound]) -> Result<()> {
+        all_ok(run_parallel(
+            rounds.iter().collect(),
+            LCP_IO_THREADS,
+            |_, r: &NodeRound| r.node.disk.lcp_flush(r.undo_start),
+        ))
+        .map(|_| ())
+    }
+
+    /// Step 2 for one fragment: scanned (holding its node's scan turn) in batches of
+    /// pages, its mutex held per batch only, into its data file, which a thread of its
+    /// own creates meanwhile (the scan's output waits in memory until it exists).
+    fn lcp_scan_fragment(&self, round: &NodeRound, job: &Job, lcp_id: u32) -> Result<Scanned> {
+        let all = lcp_all_range(&job.ctl, job.all_parts_count);
+        let all_part = move |page: u32| all.contains(part_of_page(page));
+        std::thread::scope(|scope| {
+            // The file (a file and a directory sync) is created while the scan runs;
+            // what the scan finds meanwhile waits in memory, up to
+            // LCP_BUFFER_BEFORE_FILE_BYTES.
+            let create = scope.spawn(|| {
+                let created = Instant::now();
+                let w = begin_lcp(
+                    &*self.fs,
+                    &round.fs_dir,
+                    &job.ctl,
+                    lcp_id,
+                    job.all_parts_count,
+                    0,
+                    schema_version(&job.table),
+                );
+                (w, micros(created))
+            });
+            let mut create = Some(create);
+            let mut writer: Option<LcpFileWriter> = None;
+            let mut create_us = 0;
+            let mut pacing = round.scan.lock();
+            let turn = Instant::now();
+            job.began.store(true, Ordering::Release);
+            let start_gci = crate::log::gcp::gci_hi(self.gcp.current());
+            let mut scan = job.cell.state.lock().lcp_begin(all.is_full(), start_gci);
+            let mut batch = Batch::default();
+            loop {
+                let before = batch.bytes.len();
+                let done = {
+                    let mut f = job.cell.state.lock();
+                    f.lcp_scan_batch(&mut scan, LCP_BATCH_PAGES, &all_part, &mut batch)
+                };
+                pacing.bytes += (batch.bytes.len() - before) as u64;
+                if done {
+                    break;
+                }
+                if let Some(h) = create.take_if(|h| {
+                    h.is_finished() || batch.bytes.len() >= LCP_BUFFER_BEFORE_FILE_BYTES
+                }) {
+                    let (w, us) = join_create(h);
+                    create_us = us;
+                    writer = Some(w?);
+                }
+                if let Some(w) = writer.as_mut() {
+                    batch.drain_into(w)?;
+                }
+                let wait = pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed());
+                if !wait.is_zero() {
+                    std::thread::sleep(wait.min(Duration::from_millis(100)));
+                }
+            }
+            // The node's next fragment may scan while this one waits for its file.
+            drop(pacing);
+            let scan_turn_us = micros(turn);
+            let mut writer = match (writer, create) {
+                (Some(w), _) => w,
+                (None, Some(h)) => {
+                    let (w, us) = join_create(h);
+                    create_us = us;
+                    w?
+                }
+                (None, None) => {
+                    return Err(crate::error::codes::internal(
+                        "LCP scan ended without its file",
+                    ));
+                }
+            };
+            batch.drain_into(&mut writer)?;
+            writer.set_max_gci(scan.max_gci);
+            Ok(Scanned {
+                writer,
+                rows: scan.rows_written,
+                deletes: scan.deletes_written,
+                pages_skipped: scan.pages_skipped,
+                max_gci: scan.max_gci,
+                create_us,
+                scan_turn_us,
+            })
+        })
+    }
+
+    fn run_lcp_locked(&self, jobs_out: &mut Vec<Job>) -> Result<LcpStats> {
+        let t0 = Instant::now();
+        let lcp_id = self.lcp_next_id.fetch_add(1, Ordering::AcqRel);
+        let mut stats = LcpStats {
+            lcp_id,
+            ..LcpStats::default()
+        };
+        let (rounds, jobs) = self.lcp_plan(lcp_id, &mut stats)?;
+        if rounds.is_empty() {
+            return Ok(stats);
+        }
+        jobs_out.extend(jobs);
+        let jobs: &[Job] = jobs_out;
+        // Step 2, every fragment at once: each node scans one at a time, the files
+        // are created (each a file and a directory sync) while the scans run.
+        let phase = Instant::now();
+        let scanned = all_ok(run_parallel(
+            jobs.iter().collect(),
+            LCP_IO_THREADS,
+            |_, job: &Job| self.lcp_scan_fragment(&rounds[job.node], job, lcp_id),
+        ))?;
+        stats.scan_us = micros(phase);
+        for s in &scanned {
+            stats.fragments += 1;
+            stats.rows += s.rows;
+            stats.deletes += s.deletes;
+            stats.pages_skipped += s.pages_skipped;
+            stats.create_us += s.create_us;
+            stats.scan_turn_us += s.scan_turn_us;
+        }
+        // Step 3, while the data files are finished and synced together. Everything
+        // the files hold must be restorable through the redo log too: the rows they
+        // hold carry their GCIs, but a deleted row is a delete marker or, in
+        // an ALL part, just absent, and neither names its GCI; so any file written
+        // needs the GCI current now closed (every change a scan saw has a GCI at most
+        // that). Skipping it when there are no delete markers and `max_gci` is durable
+        // lost a row deleted in an open GCI from an ALL part (simulated crash, seed
+        // 399).
+        if scanned.is_empty() {
+            // Nothing written: only the keep positions move (step 5).
+            self.lcp_flush_disks(&rounds)?;
+            self.lcp_complete_nodes(rounds, lcp_id);
+            stats.elapsed_ms = t0.elapsed().as_millis() as u64;
+            *self.last_lcp.lock() = Some(stats.clone());
+            return Ok(stats);
+        }
+        let phase = Instant::now();
+        let (finished, gcp) = std::thread::scope(|scope| {
+            let syncs = scope.spawn(|| {
+                run_parallel(scanned, LCP_IO_THREADS, |_, s: Scanned| {
+                    let header = *s.writer.header();
+                    let summary = s.writer.finish()?;
+                    Ok((
+                        DataFileRef::new(&header, &summary),
+                        summary.bytes,
+                        s.max_gci,
+                    ))
+                })
+            });
+            let gcp_from = Instant::now();
+            let gcp = self.force_gcp().map(|_| micros(gcp_from));
+            let finished = syncs.join().unwrap_or_else(|_| {
+                vec![Err(crate::error::codes::internal(
+                    "an LCP file sync thread panicked",
+                ))]
+            });
+            (finished, gcp)
+        });
+        stats.gcp_us = gcp?;
+        let finished = all_ok(finished)?;
+        stats.sync_us = micros(phase);
+        stats.bytes = finished.iter().map(|f| f.1).sum();
+        // Step 4: the disk-data pages as of each node's LcpStart record on disk; then
+        // the control files, all at once; then the files they dropped.
+        let phase = Instant::now();
+        self.lcp_flush_disks(&rounds)?;
+        let stores: Vec<(&Job, DataFileRef, u32)> = jobs
+            .iter()
+            .zip(finished)
+            .map(|(job, (file, _, max_gci))| (job, file, max_gci))
+            .collect();
+        all_ok(run_parallel(
+            stores,
+            LCP_IO_THREADS,
+            |_, (job, file, max_gci)| {
+                let (next, dropped) = job.ctl.after_lcp(file, max_gci)?;
+                let dir = lcp_dir(&rounds[job.node].fs_dir, next.table_id, next.fragment_id);
+                next.store(&*self.fs, &dir)?;
+                FragControl::remove_dropped(&*self.fs, &dir, &dropped)
+            },
+        ))?;
+        stats.control_us = micros(phase);
+        self.lcp_complete_nodes(rounds, lcp_id);
         stats.elapsed_ms = t0.elapsed().as_millis() as u64;
         *self.last_lcp.lock() = Some(stats.clone());
         Ok(stats)

@@ -17,11 +17,23 @@
 use std::path::Path;
 
 use super::{
-    DataFileRef, FragControl, LCP_PARTS, LcpFileHeader, LcpFileSummary, LcpFileWriter,
+    DataFileRef, FragControl, LCP_PARTS, LcpFileHeader, LcpFileSummary, LcpFileWriter, PartRange,
     data_file_path, lcp_dir, next_all_range,
 };
 use crate::disk::io::FileSystem;
 use crate::error::Result;
+
+/// The ALL range of the next LCP of the fragment of `ctl` with `all_parts_count` ALL
+/// parts: the one [`begin_lcp`] writes in its header (full for the first LCP), so that a
+/// scan may start before its file exists.
+pub fn lcp_all_range(ctl: &FragControl, all_parts_count: u32) -> PartRange {
+    let count = if ctl.files.is_empty() {
+        LCP_PARTS
+    } else {
+        all_parts_count
+    };
+    next_all_range(ctl.last_all_range(), count)
+}
 
 /// Start LCP `lcp_id` of the fragment of `ctl` with `all_parts_count` ALL parts
 /// (ignored for the first LCP, which is full). `max_gci` may be raised later with
@@ -35,16 +47,11 @@ pub fn begin_lcp(
     max_gci: u32,
     schema_version: u64,
 ) -> Result<LcpFileWriter> {
-    let count = if ctl.files.is_empty() {
-        LCP_PARTS
-    } else {
-        all_parts_count
-    };
     let header = LcpFileHeader {
         table_id: ctl.table_id,
         fragment_id: ctl.fragment_id,
         lcp_id,
-        all_parts: next_all_range(ctl.last_all_range(), count),
+        all_parts: lcp_all_range(ctl, all_parts_count),
         max_gci,
         schema_version,
     };

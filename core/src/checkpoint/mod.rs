@@ -33,6 +33,7 @@ mod ctl;
 mod datafile;
 mod lcp;
 mod pace;
+mod parallel;
 mod parts;
 mod reader;
 mod restore;
@@ -48,8 +49,9 @@ pub use ctl::{DataFileRef, FragControl, MAX_CHAIN_FILES, remove_orphans};
 pub use datafile::{
     BLOCK_BYTES, LcpFileHeader, LcpFileSummary, LcpFileWriter, LcpRecord, MAX_ROW_PAYLOAD_BYTES,
 };
-pub use lcp::{begin_lcp, complete_idle_lcp, complete_lcp};
+pub use lcp::{begin_lcp, complete_idle_lcp, complete_lcp, lcp_all_range};
 pub use pace::{DiskWritePacer, REDO_FILL_FULL_SPEED_PERCENT, REDO_FILL_SPEEDUP_PERCENT};
+pub use parallel::{LCP_IO_THREADS, run_parallel};
 pub use parts::{
     ChangeStats, DELETE_RECOVERY_WORK_PCT, PartialLcpConfig, all_parts, choose_all_parts,
     next_all_range,
