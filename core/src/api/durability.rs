@@ -94,6 +94,24 @@ pub(crate) fn plan_start(
         sysfiles.push(Sysfile::load(&**fs, &node_fs_dir(base, dn.node_id))?);
     }
     let any = sysfiles.iter().any(|s| s.is_some());
+    let never_saved = sysfiles.iter().flatten().all(|s| s.last_saved().is_none());
+    if any && never_saved {
+        // A first start cut by a crash before every node had written its (empty)
+        // system file: no checkpoint was ever saved anywhere, so nothing was durable;
+        // the nodes without one start with an empty log, the others restart to GCI 0.
+        for (dn, sf) in config.data_nodes.iter().zip(sysfiles.iter_mut()) {
+            if sf.is_some() {
+                continue;
+            }
+            let dir = node_fs_dir(base, dn.node_id);
+            let cfg = RedoConfig::from_node(dn);
+            RedoLog::remove_files(&**fs, &dir)?;
+            RedoLog::create(fs.clone(), &dir, cfg.clone())?.shutdown();
+            let mut fresh = Sysfile::new(dn.node_id, cfg.parts as usize);
+            fresh.store(&**fs, &dir)?;
+            *sf = Some(fresh);
+        }
+    }
     if any && sysfiles.iter().any(|s| s.is_none()) {
         let missing: Vec<String> = config
             .data_nodes
