@@ -218,7 +218,7 @@ impl ClusterInner {
     /// new log's LSNs start again) and is on disk before the log exists. Under the LCP
     /// lock, so that no checkpoint round of the old log saves its keep afterwards.
     fn reset_undo_keep(&self) -> Result<()> {
-        let _one = self.lcp_lock.lock();
+        let _one = self.lcp_turn()?;
         let mut any = false;
         for n in &self.data_nodes {
             if let Some(log) = &n.log {

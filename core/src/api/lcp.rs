@@ -268,10 +268,22 @@ impl ClusterInner {
         out
     }
 
+    /// `lcp_lock`, waited for in steps so that a waiter sees the cluster close: a
+    /// round that fails stops the cluster while holding the lock, and the shutdown
+    /// joins the LCP driver thread, which may be the one waiting here.
+    pub(crate) fn lcp_turn(&self) -> Result<parking_lot::MutexGuard<'_, ()>> {
+        loop {
+            if let Some(g) = self.lcp_lock.try_lock_for(Duration::from_millis(20)) {
+                return Ok(g);
+            }
+            self.check_open()?;
+        }
+    }
+
     /// Runs one local checkpoint on every data node that keeps files (see the module
     /// doc); returns what it wrote. A no-op (zero stats) on a cluster without files.
     pub fn run_lcp(&self) -> Result<LcpStats> {
-        let _one = self.lcp_lock.lock();
+        let _one = self.lcp_turn()?;
         self.check_open()?;
         self.remove_dropped_checkpoints()?;
         let mut jobs = Vec::new();
