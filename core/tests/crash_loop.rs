@@ -6,8 +6,11 @@
 //! - exactly the transactions with a GCI at or below the restored one are present, in
 //!   full (the one transaction whose commit was in flight at the kill may be either
 //!   present or absent, but never in part);
-//! - every fragment's invariants hold (hash index, ordered index, row counts), and the
-//!   ordered index returns the same rows as a table scan.
+//! - every fragment's invariants hold (hash index, ordered index, row counts, every
+//!   row's disk record naming it and every record owned), and the ordered index
+//!   returns the same rows as a table scan. The `pad` column is on disk (a logfile
+//!   group and a tablespace the first life creates), so every kill also tests the undo
+//!   pass, the doublewrite journal and the relink of disk records.
 //!
 //! The child is this test binary run again with `RNDB_CRASH_CHILD_DIR` set: the test
 //! `crash_child` does nothing unless it is set. The child prints one line per event on
@@ -18,9 +21,10 @@
 //! `RNDB_CRASH_ITERATIONS=1000 cargo test -p rndb --release --test crash_loop -- --nocapture`.
 //! A failing iteration prints its seed; `RNDB_CRASH_SEED=<seed>` starts there.
 
+use rndb::api::disk::DiskOp;
 use rndb::api::{ScanSpec, TableSpec};
 use rndb::config::ClusterConfig;
-use rndb::schema::{Charset, Column, ColumnType, IndexKind, Value};
+use rndb::schema::{Charset, Column, ColumnType, IndexKind, StorageType, Value};
 use rndb::{AbortOption, Cluster, ExecType, OpKind};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -78,16 +82,51 @@ fn table_spec() -> TableSpec {
                     unsigned: false,
                 },
             ),
-            Column::new(
-                "pad",
-                ColumnType::Varchar {
-                    len: 120,
-                    charset: Charset::Latin1,
-                },
-            ),
+            {
+                // On disk: every kill also tests the undo pass and the relink of
+                // disk records (docs/durability.md §7).
+                let mut pad = Column::new(
+                    "pad",
+                    ColumnType::Varchar {
+                        len: 120,
+                        charset: Charset::Latin1,
+                    },
+                );
+                pad.storage = StorageType::Disk;
+                pad
+            },
         ],
     )
     .index("ix_grp", IndexKind::OrderedIndex, &["grp"])
+    .tablespace("ts_1")
+}
+
+/// The logfile group and tablespace of the table, unless a previous life created them.
+fn create_disk_objects(cluster: &Cluster) {
+    let inner = cluster.inner();
+    if inner.disk_dict.lock().logfile_group.is_none() {
+        inner
+            .disk_ddl(DiskOp::CreateLogfileGroup {
+                name: "lg".into(),
+                undo_file: "undo1.dat".into(),
+                initial_size: Some(16 << 20),
+                undo_buffer_size: Some(1 << 20),
+            })
+            .expect("CREATE LOGFILE GROUP");
+    }
+    if inner.disk_dict.lock().tablespace("ts_1").is_none() {
+        inner
+            .disk_ddl(DiskOp::CreateTablespace {
+                name: "ts_1".into(),
+                data_file: "data1.dat".into(),
+                logfile_group: "lg".into(),
+                initial_size: Some(8 << 20),
+                extent_size: Some(256 << 10),
+                autoextend_size: None,
+                max_size: None,
+            })
+            .expect("CREATE TABLESPACE");
+    }
 }
 
 struct SplitMix(u64);
@@ -138,6 +177,7 @@ fn crash_child() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let cluster = Cluster::embedded_in(config(), dir.into()).expect("child start");
+    create_disk_objects(&cluster);
     let ndb = cluster.ndb("test");
     let mut spec = table_spec();
     spec.if_not_exists = true;
@@ -295,7 +335,17 @@ fn read_table(cluster: &Cluster) -> (Model, Vec<i64>) {
     (rows, grps)
 }
 
-fn run_child(dir: &Path, seed: u64, kill_after: Duration) -> Vec<String> {
+/// When the kill clock starts.
+#[derive(Clone, Copy, Debug)]
+enum KillFrom {
+    /// When the first node's directory exists: kills land in the start (redo files,
+    /// system files, the disk objects' DDL of a first life, a restart's recovery).
+    Start,
+    /// When the child announces its first transaction: kills land in the workload.
+    FirstTransaction,
+}
+
+fn run_child(dir: &Path, seed: u64, from: KillFrom, kill_after: Duration) -> Vec<String> {
     let exe = std::env::current_exe().expect("test binary");
     let mut child = Command::new(exe)
         .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
@@ -306,18 +356,31 @@ fn run_child(dir: &Path, seed: u64, kill_after: Duration) -> Vec<String> {
         .spawn()
         .expect("spawn child");
     let stdout = child.stdout.take().expect("child stdout");
+    let (first_txn_tx, first_txn) = std::sync::mpsc::channel::<()>();
     let reader = std::thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(|l| l.ok())
-            .collect::<Vec<String>>()
+        let mut lines = Vec::new();
+        let mut announced = false;
+        for l in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            if !announced && l.contains("@@ T ") {
+                announced = true;
+                let _ = first_txn_tx.send(());
+            }
+            lines.push(l);
+        }
+        lines
     });
-    // Kill only once the child commits (its start includes creating the files).
     let started = Instant::now();
     let deadline = started + Duration::from_secs(60);
-    let marker = dir.join("ndb_2_fs");
-    while !marker.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
+    match from {
+        KillFrom::Start => {
+            let marker = dir.join("ndb_2_fs");
+            while !marker.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        KillFrom::FirstTransaction => {
+            let _ = first_txn.recv_timeout(Duration::from_secs(60));
+        }
     }
     std::thread::sleep(kill_after);
     child.kill().expect("SIGKILL");
@@ -345,8 +408,14 @@ fn sigkill_loop_loses_no_durable_commit() {
     let mut rng = SplitMix(first ^ 0xC0FFEE);
     let mut present_total = 0usize;
     for seed in first..first + iterations {
+        // One kill in four lands in the start, the others in the workload.
+        let from = if rng.below(4) == 0 {
+            KillFrom::Start
+        } else {
+            KillFrom::FirstTransaction
+        };
         let kill_after = Duration::from_millis(20 + rng.below(200));
-        let lines = run_child(&dir, seed, kill_after);
+        let lines = run_child(&dir, seed, from, kill_after);
         let log = parse(&lines);
         let cluster = Cluster::embedded_in(config(), dir.clone())
             .unwrap_or_else(|e| panic!("seed {seed}: restart failed: {e}"));
