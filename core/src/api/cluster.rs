@@ -517,6 +517,11 @@ impl ClusterInner {
         for t in &tables {
             t.dropped.store(true, Ordering::Release);
         }
+        // No page is handed out any more: an operation still running cannot allocate
+        // a page that the release below would zero under it.
+        for n in &self.data_nodes {
+            n.pool.close();
+        }
         for t in &tables {
             for cell in t.all_cells() {
                 cell.state.lock().force_free_all();

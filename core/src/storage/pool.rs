@@ -221,6 +221,10 @@ pub struct PagePool {
     total_pages: u32,
     used_by_kind: [AtomicU64; KINDS],
     high_water_pages: AtomicU64,
+    /// Set (under `free`'s lock) when the node shuts down: no page is handed out any
+    /// more, so nothing allocated after the shutdown freed the fragments can be zeroed
+    /// under an operation still running.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl PagePool {
@@ -245,6 +249,7 @@ impl PagePool {
             total_pages,
             used_by_kind: Default::default(),
             high_water_pages: AtomicU64::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -263,6 +268,9 @@ impl PagePool {
     pub fn alloc(&self, kind: PageKind) -> Option<PageBox> {
         let idx = {
             let mut g = self.free.lock();
+            if self.closed.load(Ordering::Relaxed) {
+                return None;
+            }
             let (free, bits) = &mut *g;
             let idx = free.pop()?;
             let (w, b) = (idx as usize / 64, idx % 64);
@@ -338,6 +346,13 @@ impl PagePool {
 
     /// Gives the pool's memory back to the system (cluster shutdown); later allocations
     /// fail. Pages still held stay addressable (they read as zeros).
+    /// Node shutdown, before its fragments free everything: no page is handed out
+    /// from now on (allocations fail as with DataMemory full).
+    pub fn close(&self) {
+        let _g = self.free.lock();
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
     pub fn release_memory(&self) {
         let mut g = self.free.lock();
         g.0.clear();
