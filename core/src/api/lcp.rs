@@ -204,9 +204,9 @@ struct NodeRound {
     fs_dir: PathBuf,
     /// The redo position recorded as keep when the round completes.
     keep: Vec<u64>,
-    /// The LSN of the round's `LcpStart` undo record (None without a logfile group):
-    /// the undo keep recorded when the round completes.
-    undo_start: Option<u64>,
+    /// The node's disk data at the round's start: its `LcpStart` record's LSN (the
+    /// undo keep recorded when the round completes) and the pages then dirty.
+    disk_start: crate::disk::node::LcpDiskStart,
     /// Held for a fragment's whole scan: one scan at a time per node (NDB's LDM thread
     /// scans one fragment at a time), paced per node.
     scan: Mutex<NodePacing>,
@@ -311,7 +311,7 @@ impl ClusterInner {
             // After the keep: every change its undo record follows has its redo after
             // the keep too (a commit logs undo before redo), so a restart that rolls
             // the disk pages back to this record replays it (docs/durability.md §7).
-            let undo_start = node.disk.lcp_start(lcp_id)?;
+            let disk_start = node.disk.lcp_start(lcp_id)?;
             self.mgm.log.event(
                 Severity::Info,
                 node.node_id,
@@ -365,7 +365,7 @@ impl ClusterInner {
                 node: node.clone(),
                 fs_dir: log.fs_dir().to_path_buf(),
                 keep,
-                undo_start,
+                disk_start,
                 scan: Mutex::new(NodePacing {
                     pacer,
                     from: Instant::now(),
@@ -382,7 +382,7 @@ impl ClusterInner {
         for round in rounds {
             let Some(log) = &round.node.log else { continue };
             log.set_keep(round.keep);
-            log.set_undo_keep(round.undo_start.unwrap_or(0));
+            log.set_undo_keep(round.disk_start.undo_lsn.unwrap_or(0));
             self.mgm.log.event(
                 Severity::Info,
                 round.node.node_id,
@@ -398,7 +398,7 @@ impl ClusterInner {
         all_ok(run_parallel(
             rounds.iter().collect(),
             LCP_IO_THREADS,
-            |_, r: &NodeRound| r.node.disk.lcp_flush(r.undo_start),
+            |_, r: &NodeRound| r.node.disk.lcp_flush(&r.disk_start),
         ))
         .map(|_| ())
     }

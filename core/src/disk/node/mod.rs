@@ -490,7 +490,7 @@ impl NodeDisk {
 mod recovery;
 mod rows;
 
-pub use recovery::{PageRecord, UNDO_PASS_MARK, UndoPassStats};
+pub use recovery::{LcpDiskStart, PageRecord, UNDO_PASS_MARK, UndoPassStats};
 
 #[cfg(test)]
 mod tests {

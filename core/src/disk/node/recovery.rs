@@ -51,6 +51,15 @@ pub struct UndoPassStats {
     pub marker_lsn: Lsn,
 }
 
+/// What a local checkpoint noted of a node's disk data when it started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LcpDiskStart {
+    /// LSN of its `LcpStart` undo record (None without a logfile group).
+    pub undo_lsn: Option<Lsn>,
+    /// The page cache's dirty mark then: pages dirty before it are written.
+    pub dirty_mark: u64,
+}
+
 /// A record found on a disk page at a restart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageRecord {
@@ -117,26 +126,35 @@ impl NodeDisk {
 
     // ---- local checkpoint ------------------------------------------------------
 
-    /// Start of a local checkpoint: appends its `LcpStart` record; returns its LSN,
-    /// the undo keep once the LCP completes (None without a logfile group: a restart
-    /// then rolls back to the start of any later log).
-    pub fn lcp_start(&self, lcp_id: u32) -> Result<Option<Lsn>> {
+    /// Start of a local checkpoint: appends its `LcpStart` record and notes which
+    /// cached pages are dirty now. The record's LSN is the undo keep once the LCP
+    /// completes (None without a logfile group: a restart then rolls back to the start
+    /// of any later log).
+    pub fn lcp_start(&self, lcp_id: u32) -> Result<LcpDiskStart> {
         let Some(g) = self.logfile_group() else {
-            return Ok(None);
+            return Ok(LcpDiskStart {
+                undo_lsn: None,
+                dirty_mark: self.pgman.dirty_mark(),
+            });
         };
-        g.append(&UndoRecord::LcpStart {
+        let undo_lsn = g.append(&UndoRecord::LcpStart {
             lcp_id: u64::from(lcp_id),
+        })?;
+        Ok(LcpDiskStart {
+            undo_lsn: Some(undo_lsn),
+            dirty_mark: self.pgman.dirty_mark(),
         })
-        .map(Some)
     }
 
-    /// Before a local checkpoint completes: its `LcpStart` record and every page and
-    /// extent header changed before it are on disk.
-    pub fn lcp_flush(&self, start: Option<Lsn>) -> Result<()> {
-        if let (Some(g), Some(lsn)) = (self.logfile_group(), start) {
+    /// Before a local checkpoint completes: its `LcpStart` record, every page dirty
+    /// when it started (later changes need not be: a restart undoes them) and every
+    /// changed extent header are on disk; every data file is synced (pages the cleaner
+    /// wrote meanwhile included).
+    pub fn lcp_flush(&self, start: &LcpDiskStart) -> Result<()> {
+        if let (Some(g), Some(lsn)) = (self.logfile_group(), start.undo_lsn) {
             g.sync_to(lsn)?;
         }
-        self.pgman.flush_all()?;
+        self.pgman.flush_dirty_before(start.dirty_mark)?;
         self.tsman.flush()
     }
 

@@ -213,8 +213,14 @@ impl Inner {
     }
 
     pub(super) fn flush_all(&self) -> Result<Lsn> {
+        self.flush_dirty_before(u64::MAX)
+    }
+
+    /// Writes (and syncs) every page that became dirty before dirty sequence `mark`
+    /// and still is (all dirty pages now when `mark` is later).
+    pub(super) fn flush_dirty_before(&self, mark: u64) -> Result<Lsn> {
         let mut st = self.state.lock();
-        let end_seq = st.next_dirty_seq;
+        let end_seq = st.next_dirty_seq.min(mark);
         let mut max_lsn = 0;
         let mut written_files: BTreeMap<u32, Arc<dyn DiskFile>> = BTreeMap::new();
         let mut written: Vec<(u32, PageAddr)> = Vec::new();

@@ -270,6 +270,19 @@ impl PageCache {
         self.inner.flush_all()
     }
 
+    /// The dirty sequence number the next page to become dirty gets: a later
+    /// [`PageCache::flush_dirty_before`] with it writes the pages dirty now.
+    pub fn dirty_mark(&self) -> u64 {
+        self.inner.state.lock().next_dirty_seq
+    }
+
+    /// Writes and syncs the pages that became dirty before `mark` (see
+    /// [`PageCache::dirty_mark`]) and still are; pages first dirtied after it are left
+    /// to the cleaner (a local checkpoint needs only the changes before its start).
+    pub fn flush_dirty_before(&self, mark: u64) -> Result<Lsn> {
+        self.inner.flush_dirty_before(mark)
+    }
+
     /// Runs [`PageCache::clean_step`] of [`CLEANER_BATCH_PAGES`] every `interval` on a
     /// background thread (restarts it if running). Errors are counted in
     /// `cleaner_errors`; the pages stay dirty.

@@ -635,3 +635,26 @@ fn every_path_gives_its_pin_back() {
     r.cache.check();
     assert_eq!(body_byte(&r.cache, 7), 1);
 }
+
+/// A local checkpoint writes the pages dirty when it started, not those first
+/// dirtied after (they are left to the cleaner).
+#[test]
+fn flush_dirty_before_writes_only_the_pages_dirty_at_the_mark() {
+    let r = rig(4 << 20);
+    put(&r.cache, 1, 11, 10);
+    put(&r.cache, 2, 22, 20);
+    let mark = r.cache.dirty_mark();
+    put(&r.cache, 3, 33, 30);
+    put(&r.cache, 1, 12, 40); // dirty before the mark: written with its later change
+    r.cache.flush_dirty_before(mark).unwrap();
+    assert_eq!(on_disk(&r, 1)[PAGE_HEADER_BYTES], 12);
+    assert_eq!(on_disk(&r, 2)[PAGE_HEADER_BYTES], 22);
+    assert_eq!(
+        on_disk(&r, 3)[PAGE_HEADER_BYTES],
+        0,
+        "first dirtied after the mark"
+    );
+    assert_eq!(r.cache.stats().dirty_pages, 1);
+    r.cache.flush_all().unwrap();
+    assert_eq!(on_disk(&r, 3)[PAGE_HEADER_BYTES], 33);
+}
