@@ -250,6 +250,10 @@ impl NodeDisk {
             )));
         }
         let mut extent_at_keep: BTreeMap<ExtentId, Option<ExtentOwner>> = BTreeMap::new();
+        // Records of a data file dropped since (ALTER TABLESPACE DROP DATAFILE after its
+        // extents were freed) have nothing left to restore.
+        let files: std::collections::BTreeSet<u32> =
+            self.tsman.files_info().iter().map(|f| f.file_no).collect();
         if let Some(last) = g.last_lsn().filter(|&l| l >= floor) {
             let mut found_keep = keep_lsn == 0;
             for item in g.read_backwards(last, floor)? {
@@ -273,7 +277,7 @@ impl NodeDisk {
                     found_keep = true;
                     break;
                 }
-                self.undo_one(lsn, rec, &mut extent_at_keep, &mut stats)?;
+                self.undo_one(lsn, rec, &files, &mut extent_at_keep, &mut stats)?;
             }
             if !found_keep {
                 return Err(codes::corrupt_page(format_args!(
@@ -289,6 +293,9 @@ impl NodeDisk {
         }
         let lsn = g.next_lsn();
         for (extent, owner) in extent_at_keep {
+            if !files.contains(&extent.file_no) {
+                continue;
+            }
             if self.tsman.extent_owner(extent)? != owner {
                 self.discard_extent_pages(extent)?;
                 self.tsman.restore_extent_owner(extent, owner, lsn)?;
@@ -309,6 +316,7 @@ impl NodeDisk {
         &self,
         lsn: Lsn,
         rec: UndoRecord,
+        files: &std::collections::BTreeSet<u32>,
         extent_at_keep: &mut BTreeMap<ExtentId, Option<ExtentOwner>>,
         stats: &mut UndoPassStats,
     ) -> Result<()> {
@@ -352,6 +360,9 @@ impl NodeDisk {
             }
             UndoRecord::LcpStart { .. } | UndoRecord::End => return Ok(()),
         };
+        if !files.contains(&file_no) {
+            return Ok(());
+        }
         let slot = u16::try_from(slot).map_err(|_| {
             codes::corrupt_page(format_args!("undo record at LSN {lsn}: slot {slot}"))
         })?;
