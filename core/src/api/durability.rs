@@ -11,11 +11,15 @@
 //!   system file existed are removed (they hold nothing durable), new ones created, and
 //!   an empty system file written before the cluster serves.
 //! - a system file: a **system restart**. The cluster recovers to the restorable GCI,
-//!   the newest checkpoint every node has saved: it recreates the dictionary from the
-//!   schema file, replays each node's redo from the kept position to that checkpoint's
-//!   end, and continues appending there (anything after it belongs to checkpoints that
-//!   never completed on every node and is overwritten). Commits continue with the next
-//!   GCI.
+//!   the newest checkpoint every node has saved: it reopens the disk-data objects and
+//!   runs each node's undo log back to its undo keep (`disk_restart`), recreates the
+//!   dictionary from the schema file, restores each fragment from its checkpoint chain
+//!   (relinking rows to their disk records), replays each node's redo from the kept
+//!   position to that checkpoint's end, and continues appending there (anything after
+//!   it belongs to checkpoints that never completed on every node and is overwritten).
+//!   Commits continue with the next GCI.
+//! - system files on some nodes only, none holding a saved checkpoint: a first start
+//!   that a crash cut (nothing was ever durable); the others get an empty log too.
 //!
 //! The GCP driver is a thread holding a weak reference to the cluster: it ticks
 //! [`GlobalCheckpoint::on_timer`] with the time since start. A failed save stops the
