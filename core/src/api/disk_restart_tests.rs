@@ -37,6 +37,16 @@ fn start(fs: &MemFileSystem) -> Cluster {
     Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone())).expect("start")
 }
 
+/// A cluster on `fs` with the logfile group, the tablespace and table `t`.
+fn start_with_table(fs: &MemFileSystem) -> (Cluster, Session) {
+    let c = start(fs);
+    let mut s = Session::new(c.ndb("test"));
+    run(&mut s, LG);
+    run(&mut s, TS);
+    run(&mut s, TABLE);
+    (c, s)
+}
+
 fn run(s: &mut Session, sql: &str) {
     if let Err(e) = s.execute(sql) {
         panic!("{sql}: {}", render_error(&e));
@@ -151,11 +161,7 @@ fn disk_tables_survive_crashes_with_checkpoints_between() {
         (4, vec![]),
     ] {
         let fs = MemFileSystem::new();
-        let c = start(&fs);
-        let mut s = Session::new(c.ndb("test"));
-        run(&mut s, LG);
-        run(&mut s, TS);
-        run(&mut s, TABLE);
+        let (c, mut s) = start_with_table(&fs);
         let mut model = Model::new();
         for round in 0..3usize {
             churn(
@@ -195,11 +201,7 @@ fn disk_tables_survive_crashes_with_checkpoints_between() {
 #[test]
 fn extents_emptied_after_the_checkpoint_come_back_to_their_fragment() {
     let fs = MemFileSystem::new();
-    let c = start(&fs);
-    let mut s = Session::new(c.ndb("test"));
-    run(&mut s, LG);
-    run(&mut s, TS);
-    run(&mut s, TABLE);
+    let (c, mut s) = start_with_table(&fs);
     let mut model = Model::new();
     for id in 0..800i64 {
         let d = payload(id, 0);
@@ -265,11 +267,7 @@ fn a_table_dropped_before_the_crash_gives_its_extents_back() {
 #[test]
 fn a_crash_during_the_restart_is_recovered_by_the_next() {
     let fs = MemFileSystem::new();
-    let c = start(&fs);
-    let mut s = Session::new(c.ndb("test"));
-    run(&mut s, LG);
-    run(&mut s, TS);
-    run(&mut s, TABLE);
+    let (c, mut s) = start_with_table(&fs);
     let mut model = Model::new();
     churn(&mut s, &mut model, 21, 250, 0);
     c.inner().run_lcp().expect("lcp");

@@ -396,25 +396,39 @@ impl NodeDisk {
             })?;
         }
         let manifest = fs_dir.join(MANIFEST_NAME);
+        let Some(removed) = Self::remove_listed_files(fs, fs_dir, &[])? else {
+            return Ok(Vec::new());
+        };
+        fs.remove(&manifest)
+            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", manifest.display())))?;
+        Ok(removed)
+    }
+
+    /// Removes every file the manifest in `fs_dir` lists that exists and is not in
+    /// `keep`; the files removed, or None without a manifest. The manifest stays.
+    fn remove_listed_files(
+        fs: &dyn FileSystem,
+        fs_dir: &Path,
+        keep: &[PathBuf],
+    ) -> Result<Option<Vec<PathBuf>>> {
+        let manifest = fs_dir.join(MANIFEST_NAME);
         let Some(text) = fs
             .read_all(&manifest)
             .map_err(|e| codes::file_system_error(format_args!("{}: {e}", manifest.display())))?
         else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let mut removed = Vec::new();
         for line in String::from_utf8_lossy(&text).lines() {
             let p = PathBuf::from(line);
-            if line.is_empty() || !fs.exists(&p) {
+            if line.is_empty() || keep.contains(&p) || !fs.exists(&p) {
                 continue;
             }
             fs.remove(&p)
                 .map_err(|e| codes::file_system_error(format_args!("{}: {e}", p.display())))?;
             removed.push(p);
         }
-        fs.remove(&manifest)
-            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", manifest.display())))?;
-        Ok(removed)
+        Ok(Some(removed))
     }
 
     // ---- undo ------------------------------------------------------------------

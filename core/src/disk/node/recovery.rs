@@ -444,26 +444,10 @@ impl NodeDisk {
     /// before a crash) are removed — the statement did not happen — and the list of
     /// created files is rewritten. Returns the files removed.
     pub fn remove_files_not_in_use(&self) -> Result<Vec<PathBuf>> {
-        let manifest = self.fs_dir.join(MANIFEST_NAME);
-        let Some(text) = self
-            .fs
-            .read_all(&manifest)
-            .map_err(|e| codes::file_system_error(format_args!("{}: {e}", manifest.display())))?
-        else {
+        let in_use = self.created_files();
+        let Some(removed) = Self::remove_listed_files(&*self.fs, &self.fs_dir, &in_use)? else {
             return Ok(Vec::new());
         };
-        let in_use = self.created_files();
-        let mut removed = Vec::new();
-        for line in String::from_utf8_lossy(&text).lines() {
-            let p = PathBuf::from(line);
-            if line.is_empty() || in_use.contains(&p) || !self.fs.exists(&p) {
-                continue;
-            }
-            self.fs
-                .remove(&p)
-                .map_err(|e| codes::file_system_error(format_args!("{}: {e}", p.display())))?;
-            removed.push(p);
-        }
         self.write_manifest()?;
         Ok(removed)
     }
