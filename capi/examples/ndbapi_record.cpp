@@ -79,6 +79,77 @@ static void read_async(Ndb& ndb, const NdbRecord* rec, const Uint32* ids, int n)
   for (int i = 0; i < n; i++) ndb.closeTransaction(p[i].tx);
 }
 
+/* A row of api_ints: every column a NOT NULL integer (one call per write copies them
+ * without looking at column types). */
+struct IntRow {
+  Uint32 k;
+  Int8 a;
+  Uint16 b;
+  Int32 c;
+  Int64 d;
+};
+
+struct IntPending {
+  IntRow row;
+  NdbTransaction* tx;
+  const char* what;
+};
+
+static void int_done(int result, NdbTransaction* tx, void* arg) {
+  IntPending* p = static_cast<IntPending*>(arg);
+  const NdbOperation* op = tx->getNdbErrorOperation();
+  printf("  %s K=%u: result %d, error %d, operation error %d\n", p->what, p->row.k, result,
+         tx->getNdbError().code, op ? op->getNdbError().code : 0);
+}
+
+/* Single-operation write transactions, prepared together and sent with sendPollNdb. */
+static void int_writes(Ndb& ndb, const NdbRecord* rec) {
+  printf("Single writes, asynchronous (all-integer record): insert K=1,2,3, insert K=2 "
+         "again, update K=3, delete K=9 (missing) with AO_IgnoreError, delete K=1:\n");
+  IntPending p[7];
+  const char* what[] = {"insert", "insert", "insert", "insert", "update", "delete", "delete"};
+  const Uint32 keys[] = {1, 2, 3, 2, 3, 9, 1};
+  for (int i = 0; i < 7; i++) {
+    IntRow& r = p[i].row;
+    memset(&r, 0, sizeof r);
+    r.k = keys[i];
+    r.a = (Int8)(-100 - (int)keys[i]);
+    r.b = (Uint16)(65000 + keys[i]);
+    r.c = -2000000000 - (Int32)keys[i];
+    r.d = i == 4 ? (Int64)-1 : (Int64)0x7000000000000000LL + keys[i];
+    p[i].what = what[i];
+    p[i].tx = ndb.startTransaction();
+    const NdbOperation* op =
+        i < 4    ? p[i].tx->insertTuple(rec, (const char*)&r)
+        : i == 4 ? p[i].tx->updateTuple(rec, (const char*)&r, rec, (const char*)&r)
+                 : p[i].tx->deleteTuple(rec, (const char*)&r);
+    if (op == NULL) APIERROR(p[i].tx->getNdbError());
+    p[i].tx->executeAsynchPrepare(NdbTransaction::Commit, &int_done, &p[i],
+                                  i == 5 ? NdbOperation::AO_IgnoreError
+                                         : NdbOperation::AbortOnError);
+  }
+  printf("  sendPollNdb: %d completed\n", ndb.sendPollNdb());
+  printf("  execute again after the failed insert: %d, error %d\n",
+         p[3].tx->execute(NdbTransaction::Commit), p[3].tx->getNdbError().code);
+  for (int i = 0; i < 7; i++) ndb.closeTransaction(p[i].tx);
+  for (Uint32 k = 1; k <= 3; k++) {
+    NdbTransaction* tx = ndb.startTransaction();
+    IntRow key, out;
+    memset(&key, 0, sizeof key);
+    memset(&out, 0xAA, sizeof out);
+    key.k = k;
+    if (tx->readTuple(rec, (const char*)&key, rec, (char*)&out, NdbOperation::LM_CommittedRead) ==
+        NULL)
+      APIERROR(tx->getNdbError());
+    if (tx->execute(NdbTransaction::Commit) == 0)
+      printf("  K=%u A=%d B=%u C=%d D=%lld\n", out.k, (int)out.a, (unsigned)out.b, (int)out.c,
+             (long long)out.d);
+    else
+      printf("  K=%u: error %d\n", k, tx->getNdbError().code);
+    ndb.closeTransaction(tx);
+  }
+}
+
 static void read_all(Ndb& ndb, const NdbRecord* rec) {
   for (Uint32 id = 0; id < 8; id++) {
     NdbTransaction* tx = ndb.startTransaction();
@@ -242,6 +313,36 @@ int main(int argc, char** argv) {
       printf("  error %d: %s\n", tx->getNdbError().code, tx->getNdbError().message);
     ndb.closeTransaction(tx);
     dict->releaseRecord(const_cast<NdbRecord*>(rec));
+
+    NdbDictionary::Table ti("api_ints");
+    const char* int_names[] = {"K", "A", "B", "C", "D"};
+    const NdbDictionary::Column::Type int_types[] = {
+        NdbDictionary::Column::Unsigned, NdbDictionary::Column::Tinyint,
+        NdbDictionary::Column::Smallunsigned, NdbDictionary::Column::Int,
+        NdbDictionary::Column::Bigint};
+    for (int c = 0; c < 5; c++) {
+      NdbDictionary::Column col(int_names[c]);
+      col.setType(int_types[c]);
+      col.setPrimaryKey(c == 0);
+      col.setNullable(false);
+      ti.addColumn(col);
+    }
+    if (dict->createTable(ti) != 0) APIERROR(dict->getNdbError());
+    const NdbDictionary::Table* tabi = dict->getTable("api_ints");
+    const Uint32 int_offsets[] = {offsetof(IntRow, k), offsetof(IntRow, a), offsetof(IntRow, b),
+                                  offsetof(IntRow, c), offsetof(IntRow, d)};
+    NdbDictionary::RecordSpecification ispec[5];
+    for (int c = 0; c < 5; c++) {
+      ispec[c].column = tabi->getColumn(c);
+      ispec[c].offset = int_offsets[c];
+      ispec[c].nullbit_byte_offset = 0;
+      ispec[c].nullbit_bit_in_byte = 0;
+      ispec[c].column_flags = 0;
+    }
+    const NdbRecord* irec = dict->createRecord(tabi, ispec, 5, sizeof(ispec[0]));
+    if (irec == NULL) APIERROR(dict->getNdbError());
+    int_writes(ndb, irec);
+    dict->releaseRecord(const_cast<NdbRecord*>(irec));
   }
   ndb_end(0);
   return 0;

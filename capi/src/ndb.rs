@@ -223,10 +223,34 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
     }
     let mut i = 0;
     while i < list.len() {
+        let h = list[i];
+        let Ok(tx) = tx_by_handle(h) else {
+            i += 1;
+            continue;
+        };
+        if !tx
+            .asynch
+            .as_ref()
+            .is_some_and(|a| tx.fast_reads_eligible(a.exec))
+        {
+            // Executed on its own (writes, scans, locking reads), its handle resolved
+            // once.
+            i += 1;
+            let Some(a) = tx.asynch.take() else { continue };
+            let r = tx.execute_slow(core, a.exec, a.abort);
+            done.push(Completion {
+                tx: h,
+                result: if r.is_ok() { 0 } else { -1 },
+                cb: a.cb,
+                arg: a.arg,
+            });
+            continue;
+        }
         // A run of transactions that only do committed key reads, in one batch; each
         // handle is resolved once.
         batch_txs.clear();
-        let mut j = i;
+        batch_txs.push(tx as *mut TxObj);
+        let mut j = i + 1;
         while j < list.len() {
             match tx_by_handle(list[j]) {
                 Ok(tx)
@@ -241,45 +265,30 @@ pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
                 _ => break,
             }
         }
-        if j > i {
-            // SAFETY: distinct live transactions of this Ndb (a handle is prepared at
-            // most once), used by this thread only; `&mut T` and `*mut T` have the same
-            // layout.
-            let txs: &mut [&mut TxObj] = unsafe {
-                std::slice::from_raw_parts_mut(
-                    batch_txs.as_mut_ptr().cast::<&mut TxObj>(),
-                    batch_txs.len(),
-                )
+        // SAFETY: distinct live transactions of this Ndb (a handle is prepared at most
+        // once), used by this thread only; `&mut T` and `*mut T` have the same layout.
+        let txs: &mut [&mut TxObj] = unsafe {
+            std::slice::from_raw_parts_mut(
+                batch_txs.as_mut_ptr().cast::<&mut TxObj>(),
+                batch_txs.len(),
+            )
+        };
+        run_fast_reads(core, txs, scratch);
+        for (k, (tx, &h)) in txs.iter_mut().zip(&list[i..j]).enumerate() {
+            let Some(a) = tx.asynch.take() else { continue };
+            let ok = if scratch.served[k] {
+                tx.finish_fast(a.exec, a.abort)
+            } else {
+                tx.execute_slow(core, a.exec, a.abort).is_ok()
             };
-            run_fast_reads(core, txs, scratch);
-            for (k, (tx, &h)) in txs.iter_mut().zip(&list[i..j]).enumerate() {
-                let Some(a) = tx.asynch.take() else { continue };
-                let ok = if scratch.served[k] {
-                    tx.finish_fast(a.exec, a.abort)
-                } else {
-                    tx.execute_slow(core, a.exec, a.abort).is_ok()
-                };
-                done.push(Completion {
-                    tx: h,
-                    result: if ok { 0 } else { -1 },
-                    cb: a.cb,
-                    arg: a.arg,
-                });
-            }
-            i = j;
-            continue;
+            done.push(Completion {
+                tx: h,
+                result: if ok { 0 } else { -1 },
+                cb: a.cb,
+                arg: a.arg,
+            });
         }
-        let h = list[i];
-        i += 1;
-        let Ok(tx) = tx_by_handle(h) else { continue };
-        let Some(a) = tx.asynch.take() else { continue };
-        let r = tx.execute_slow(core, a.exec, a.abort);
-        done.push(Completion {
-            tx: h,
-            result: if r.is_ok() { 0 } else { -1 },
-            cb: a.cb,
-            arg: a.arg,
-        });
+        i = j;
     }
 }
 

@@ -62,6 +62,34 @@ pub(crate) struct RecordDef {
     /// How to read the key for a compact single read, when the key qualifies (see the
     /// `single` module).
     pub single_key: Option<crate::single::SingleKey>,
+    /// When every non-key column of the record is a NOT NULL integer of 1, 2, 4 or 8
+    /// bytes: (table column, offset in the row, bytes, unsigned) per non-key column, in
+    /// record order — the values of a write without a mask, read without looking at
+    /// column types.
+    pub int_values: Option<Vec<(u32, u32, u8, bool)>>,
+}
+
+/// The `int_values` plan of `cols` (see `RecordDef::int_values`).
+fn int_values_plan(cols: &[RecCol], pk: &[usize]) -> Option<Vec<(u32, u32, u8, bool)>> {
+    let mut plan = Vec::with_capacity(cols.len());
+    for rc in cols {
+        if pk.contains(&rc.col) {
+            continue;
+        }
+        let ColumnType::Int { bytes, unsigned } = rc.ty else {
+            return None;
+        };
+        if rc.null.is_some() || !matches!(bytes, 1 | 2 | 4 | 8) {
+            return None;
+        }
+        plan.push((
+            u32::try_from(rc.col).ok()?,
+            u32::try_from(rc.offset).ok()?,
+            bytes,
+            unsigned,
+        ));
+    }
+    Some(plan)
 }
 
 /// The copy plan of `cols` in `layout` (see `RecordDef::copy_plan`).
@@ -461,10 +489,12 @@ pub unsafe extern "C" fn rndb_dict_create_record(
             let single_key = key_plan
                 .as_deref()
                 .and_then(|k| crate::single::SingleKey::of(k, &cols));
+            let int_values = int_values_plan(&cols, &def.primary_key);
             let obj = RecordObj {
                 def: Arc::new(RecordDef {
                     key_plan,
                     single_key,
+                    int_values,
                     copy_plan: copy_plan(&rt.def.layout, &cols),
                     table: rt.clone(),
                     all_cols: cols.iter().map(|c: &RecCol| c.col).collect(),
@@ -765,8 +795,34 @@ unsafe fn values_into(
     if row.is_null() {
         return Err(codes::bad_argument("NULL attribute row"));
     }
-    let pk = &rec.table.def.primary_key;
     values.clear();
+    if mask.is_null()
+        && let Some(plan) = &rec.int_values
+    {
+        values.reserve(plan.len());
+        for &(col, offset, bytes, unsigned) in plan {
+            // SAFETY: the row holds the record's layout: `bytes` readable bytes at the
+            // offset.
+            let raw = unsafe {
+                let p = row.cast::<u8>().add(offset as usize);
+                match bytes {
+                    4 => (p as *const u32).read_unaligned().to_le() as u64,
+                    8 => (p as *const u64).read_unaligned().to_le(),
+                    2 => (p as *const u16).read_unaligned().to_le() as u64,
+                    _ => *p as u64,
+                }
+            };
+            let v = if unsigned {
+                IntRead::UInt(raw)
+            } else {
+                let shift = 64 - 8 * bytes as u32;
+                IntRead::Int(((raw << shift) as i64) >> shift)
+            };
+            push_pair(values, col as usize, v);
+        }
+        return Ok(());
+    }
+    let pk = &rec.table.def.primary_key;
     values.reserve(rec.cols.len());
     for rc in &rec.cols {
         if pk.contains(&rc.col) || !selected(mask, rc.col) {

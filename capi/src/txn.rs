@@ -642,8 +642,101 @@ impl TxObj {
         true
     }
 
+    /// Whether the transaction is one write (insert, update, write, delete) not yet
+    /// executed, on a fresh engine transaction, to commit: what `execute_single_write`
+    /// runs (each transaction of flexAsynch's write phases, any autocommitted write).
+    #[inline(always)]
+    fn single_write(&self, exec: ExecType) -> bool {
+        exec == ExecType::Commit
+            && self.n_ops == 1
+            && self.executed == 0
+            && self.status == TxStatus::Open
+            && self.core.is_none()
+            && self.define_error.is_none()
+            && matches!(
+                self.ops[0].ty,
+                OpType::Key(OpKind::Insert | OpKind::Update | OpKind::Write | OpKind::Delete)
+            )
+    }
+
+    /// Runs a single write (`single_write`) on an engine transaction that is closed again
+    /// at once (its allocation kept for the next), without the general path's scan and
+    /// outcome bookkeeping. The outcome is the general path's: on failure, the error of
+    /// the operation and of the transaction, the transaction aborted (a single write has
+    /// nothing to commit without its operation).
+    fn execute_single_write(&mut self, ndb: &Ndb, abort: AbortOption) -> Result<()> {
+        let t = match ndb.start_transaction() {
+            Ok(t) => t,
+            Err(e) => return Err(self.fail(None, e)),
+        };
+        let mut core = match self.spare_core.take() {
+            Some(b) => Box::write(b, t),
+            None => Box::new(t),
+        };
+        self.executed = 1;
+        let op = &mut self.ops[0];
+        let (OpType::Key(kind), Some(table)) = (op.ty, op.table.as_ref()) else {
+            return Err(codes::internal("single write without its table"));
+        };
+        let key = std::mem::take(&mut op.key);
+        let values = std::mem::take(&mut op.values);
+        // (error, whether it is the operation's)
+        let mut failed: Option<(NdbError, bool)> = None;
+        match core.define_by_pos(table, kind, key, values, None) {
+            Ok(id) => {
+                op.core_id = Some(id);
+                let r = core.execute(ExecType::Commit, abort);
+                let op_error = match core.outcome(id) {
+                    Some(OpOutcome::Failed(e)) => Some(e.clone()),
+                    _ => None,
+                };
+                match (r, op_error) {
+                    (Ok(()), None) => {}
+                    // AO_IgnoreError: committed without the operation; the operation
+                    // keeps its error (as `collect_outcomes` records it).
+                    (Ok(()), Some(e)) => {
+                        op.error.set(&e);
+                        self.error_op = Some(0);
+                    }
+                    (Err(e), op_error) => {
+                        if let Some(oe) = &op_error {
+                            op.error.set(oe);
+                        }
+                        failed = Some((e, op_error.is_some()));
+                    }
+                }
+            }
+            Err(e) => failed = Some((e, true)),
+        }
+        let gci = core.gci().unwrap_or(0);
+        core.close();
+        // Keep the allocation for the next engine transaction of this object.
+        let raw = Box::into_raw(core);
+        // SAFETY: `raw` is a valid, owned Transaction; after dropping it in place the
+        // allocation holds no value, which `MaybeUninit` expresses.
+        self.spare_core = Some(unsafe {
+            std::ptr::drop_in_place(raw);
+            Box::from_raw(raw.cast::<std::mem::MaybeUninit<Transaction>>())
+        });
+        match failed {
+            None => {
+                self.status = TxStatus::Committed;
+                self.gci = gci;
+                Ok(())
+            }
+            Some((e, of_op)) => {
+                // A failed commit aborts; the engine transaction is closed.
+                self.status = TxStatus::Aborted;
+                Err(self.fail(of_op.then_some(0), e))
+            }
+        }
+    }
+
     /// Executes the operations defined since the last execute on the engine transaction.
     pub fn execute_slow(&mut self, ndb: &Ndb, exec: ExecType, abort: AbortOption) -> Result<()> {
+        if self.single_write(exec) {
+            return self.execute_single_write(ndb, abort);
+        }
         if exec == ExecType::Rollback {
             if self.status == TxStatus::Committed {
                 return Err(codes::transaction_closed()
