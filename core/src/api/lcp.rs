@@ -69,6 +69,66 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// How far ahead of the pool's high-water mark a restore's DataMemory is committed
+/// ([`populate_ahead`]): 256 MiB, in steps of 64 MiB.
+const POPULATE_AHEAD_PAGES: u32 = 8192;
+const POPULATE_STEP_PAGES: u32 = 2048;
+
+/// What [`ClusterInner::restore_node_fragments`] did.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NodeRestore {
+    pub fragments: u64,
+    pub rows: u64,
+    /// Highest LCP id of the control files.
+    pub max_lcp_id: u32,
+    /// DataMemory pages the helper thread committed, and its CPU time.
+    pub populated_pages: u64,
+    pub populate_cpu_secs: f64,
+}
+
+/// Commits `pool`'s pages ahead of its high-water mark until `done` (a restore is
+/// running: pages are handed out from the lowest address, so the pages the restore
+/// will take next are the ones just above the mark). Stops early when the kernel
+/// refuses; at most [`POPULATE_AHEAD_PAGES`] pages beyond what the restore used are
+/// committed for nothing. Returns the pages committed and the thread's CPU time.
+fn populate_ahead(pool: &crate::storage::PagePool, done: &AtomicBool) -> (u64, f64) {
+    let cpu0 = thread_cpu_secs();
+    let mut populated = 0u64;
+    let mut next = 0u32;
+    while !done.load(Ordering::Acquire) {
+        let mark = u32::try_from(pool.high_water_pages()).unwrap_or(u32::MAX);
+        let target = mark
+            .saturating_add(POPULATE_AHEAD_PAGES)
+            .min(pool.total_pages());
+        next = next.max(mark);
+        if next >= target {
+            std::thread::sleep(Duration::from_micros(500));
+            continue;
+        }
+        let n = POPULATE_STEP_PAGES.min(target - next);
+        if !pool.populate(next, n) {
+            break;
+        }
+        populated += u64::from(n);
+        next += n;
+    }
+    (populated, thread_cpu_secs() - cpu0)
+}
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`), in seconds; 0 when the
+/// clock is not there.
+fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 /// Pages scanned per hold of a fragment's mutex.
 const LCP_BATCH_PAGES: u32 = 8;
 
@@ -589,26 +649,49 @@ impl ClusterInner {
     }
 
     /// Restores every fragment replica of `node` from its checkpoint chain (system
-    /// restart, before the redo is replayed). Returns (fragments, rows, highest LCP
-    /// id of their control files).
-    pub(crate) fn restore_node_fragments(&self, node: &DataNode) -> Result<(u64, u64, u32)> {
+    /// restart, before the redo is replayed), while a helper thread commits the
+    /// DataMemory the restore is about to use ([`populate_ahead`]).
+    pub(crate) fn restore_node_fragments(&self, node: &DataNode) -> Result<NodeRestore> {
         let Some(log) = &node.log else {
-            return Ok((0, 0, 0));
+            return Ok(NodeRestore::default());
         };
-        let (mut fragments, mut rows, mut max_lcp_id) = (0u64, 0u64, 0u32);
-        for (table, part, cell) in self.lcp_fragments(node) {
-            let dir = lcp_dir(log.fs_dir(), table.def.id, part);
-            let ctl = FragControl::load(&*self.fs, &dir)?;
-            remove_orphans(&*self.fs, &dir, ctl.as_ref())?;
-            let Some(ctl) = ctl else { continue };
-            max_lcp_id = max_lcp_id.max(ctl.lcp_id);
-            let mut f = cell.state.lock();
-            let r = restore_fragment(&*self.fs, log.fs_dir(), &ctl, &mut FragmentRestore(&mut f))?;
-            f.restore_finish()?;
-            fragments += 1;
-            rows += r.rows;
-        }
-        Ok((fragments, rows, max_lcp_id))
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            // DataMemory committed ahead of the restore, on the other core: the restore
+            // then writes into pages the kernel has already zeroed.
+            let helper = scope.spawn(|| populate_ahead(&node.pool, &done));
+            let r = (|| -> Result<(u64, u64, u32)> {
+                let (mut fragments, mut rows, mut max_lcp_id) = (0u64, 0u64, 0u32);
+                for (table, part, cell) in self.lcp_fragments(node) {
+                    let dir = lcp_dir(log.fs_dir(), table.def.id, part);
+                    let ctl = FragControl::load(&*self.fs, &dir)?;
+                    remove_orphans(&*self.fs, &dir, ctl.as_ref())?;
+                    let Some(ctl) = ctl else { continue };
+                    max_lcp_id = max_lcp_id.max(ctl.lcp_id);
+                    let mut f = cell.state.lock();
+                    let r = restore_fragment(
+                        &*self.fs,
+                        log.fs_dir(),
+                        &ctl,
+                        &mut FragmentRestore(&mut f),
+                    )?;
+                    f.restore_finish()?;
+                    fragments += 1;
+                    rows += r.rows;
+                }
+                Ok((fragments, rows, max_lcp_id))
+            })();
+            done.store(true, Ordering::Release);
+            let (populated_pages, populate_cpu_secs) = helper.join().unwrap_or((0, 0.0));
+            let (fragments, rows, max_lcp_id) = r?;
+            Ok(NodeRestore {
+                fragments,
+                rows,
+                max_lcp_id,
+                populated_pages,
+                populate_cpu_secs,
+            })
+        })
     }
 
     /// Tables dropped (or truncated: their old ids): their checkpoint files go at the

@@ -20,6 +20,12 @@ use super::{
 use crate::disk::io::{DiskFile, FileSystem};
 use crate::error::{NdbError, Result, codes};
 
+/// How far ahead of the block being read the file is asked for (`DiskFile::will_need`):
+/// a restore reads its files from the start to the end, and with a cold page cache the
+/// disk's latency would otherwise stall it at every read-ahead window the kernel
+/// guesses (128 KiB at first).
+const READ_AHEAD_BYTES: u64 = 16 << 20;
+
 /// Reads and verifies one LCP data file, record by record.
 pub struct LcpFileReader {
     file: Arc<dyn DiskFile>,
@@ -34,6 +40,8 @@ pub struct LcpFileReader {
     block_offset: u64,
     pos: usize,
     block_records_left: u32,
+    /// The file is asked for up to here (`READ_AHEAD_BYTES` ahead).
+    read_ahead_to: u64,
     blocks: u32,
     records: u64,
     rows: u64,
@@ -65,6 +73,7 @@ impl LcpFileReader {
             block_offset: 0,
             pos: 0,
             block_records_left: 0,
+            read_ahead_to: 0,
             blocks: 0,
             records: 0,
             rows: 0,
@@ -154,6 +163,12 @@ impl LcpFileReader {
         let at = self.offset;
         if at + BLOCK_HEADER_BYTES as u64 > self.len {
             return Err(incomplete(&self.path, at));
+        }
+        if at + READ_AHEAD_BYTES / 2 >= self.read_ahead_to && self.read_ahead_to < self.len {
+            let to = (at + READ_AHEAD_BYTES).min(self.len);
+            let from = self.read_ahead_to.max(at);
+            self.file.will_need(from, to - from);
+            self.read_ahead_to = to;
         }
         let mut h = [0u8; BLOCK_HEADER_BYTES];
         self.file

