@@ -1,0 +1,473 @@
+//! The TCP transporter: one connection per pair of nodes, frames over it.
+//!
+//! A connection starts with a `Hello` each way (who is at each end; read within
+//! [`HANDSHAKE_TIMEOUT`]). The side with the lower node id dials (a data node dials
+//! the management server and the data nodes above it; the others dial it); a dialer
+//! thread per peer keeps the connection up, retrying every [`REDIAL_INTERVAL`] while
+//! the transport is open. A reader thread per connection decodes frames and queues them
+//! in the node's inbox (bounded: a full inbox stops the reader, and TCP slows the
+//! peer down); a frame that fails its checksum or decoding closes the connection.
+//! `send` writes under the connection's mutex (`TCP_NODELAY`); a failed write closes
+//! the connection. Every close is reported to the inbox once as
+//! [`Incoming::Disconnected`].
+//!
+//! Lock order: `conns` before a connection's `stream` lock is never needed (send takes
+//! the `Arc<Conn>` out of the map, then locks the stream).
+
+use super::frame::{FRAME_HEADER_BYTES, FrameHeader, verify_payload};
+use super::{Incoming, Message, NodeId, Role, Transport};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long a new connection may take to say who it is.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause between attempts to reach a peer that is down.
+pub const REDIAL_INTERVAL: Duration = Duration::from_millis(100);
+/// How often a listener looks at the transport's close flag.
+const ACCEPT_POLL: Duration = Duration::from_millis(20);
+
+fn invalid(e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+/// Writes one message as a frame (`buf` is scratch space, reused).
+pub fn write_message(w: &mut impl Write, msg: &Message, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    msg.encode(buf).map_err(invalid)?;
+    w.write_all(buf)
+}
+
+/// Reads one frame and decodes its message; a bad frame is `InvalidData`.
+pub fn read_message(r: &mut impl Read) -> io::Result<Message> {
+    let mut h = [0u8; FRAME_HEADER_BYTES];
+    r.read_exact(&mut h)?;
+    let header = FrameHeader::parse(&h).map_err(invalid)?;
+    let mut payload = vec![0u8; header.payload_len];
+    r.read_exact(&mut payload)?;
+    verify_payload(&h, &header, &payload).map_err(invalid)?;
+    Message::decode(header.kind, &payload).map_err(invalid)
+}
+
+/// Sends our `Hello` and reads the peer's; returns who the peer is.
+fn handshake(stream: &mut TcpStream, me: NodeId, role: Role) -> io::Result<(NodeId, Role)> {
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    let mut buf = Vec::new();
+    write_message(stream, &Message::Hello { node_id: me, role }, &mut buf)?;
+    match read_message(stream)? {
+        Message::Hello { node_id, role } if node_id != me => {
+            stream.set_read_timeout(None)?;
+            Ok((node_id, role))
+        }
+        Message::Hello { node_id, .. } => Err(invalid(format!(
+            "the peer says it is node {node_id}, which is this node"
+        ))),
+        other => Err(invalid(format!(
+            "expected Hello, got message kind {}",
+            other.kind()
+        ))),
+    }
+}
+
+struct Conn {
+    id: u64,
+    peer: NodeId,
+    stream: Mutex<TcpStream>,
+    buf: Mutex<Vec<u8>>,
+}
+
+struct Inner {
+    me: NodeId,
+    role: Role,
+    inbox: SyncSender<Incoming>,
+    conns: Mutex<BTreeMap<NodeId, Arc<Conn>>>,
+    dialing: Mutex<BTreeMap<NodeId, SocketAddr>>,
+    closed: AtomicBool,
+    next_conn: AtomicU64,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// The TCP transporter of one node (see the module notes).
+#[derive(Clone)]
+pub struct TcpTransport {
+    inner: Arc<Inner>,
+}
+
+impl TcpTransport {
+    /// A transport for node `me`; what arrives goes to `inbox`.
+    pub fn new(me: NodeId, role: Role, inbox: SyncSender<Incoming>) -> TcpTransport {
+        TcpTransport {
+            inner: Arc::new(Inner {
+                me,
+                role,
+                inbox,
+                conns: Mutex::new(BTreeMap::new()),
+                dialing: Mutex::new(BTreeMap::new()),
+                closed: AtomicBool::new(false),
+                next_conn: AtomicU64::new(1),
+                threads: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    pub fn node_id(&self) -> NodeId {
+        self.inner.me
+    }
+
+    /// Accepts connections on `addr` (port 0: any free port); returns the address
+    /// bound.
+    pub fn listen(&self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        let listener = TcpListener::bind(addr)?;
+        let local = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let inner = self.inner.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("rndb-accept-{}", inner.me))
+            .spawn(move || accept_loop(&inner, listener))?;
+        self.inner.threads.lock().push(h);
+        Ok(local)
+    }
+
+    /// Keeps a connection to `peer` at `addr` up from now on (a dialer thread; a new
+    /// address for a peer already dialed replaces the old one).
+    pub fn dial(&self, peer: NodeId, addr: SocketAddr) -> io::Result<()> {
+        let first = self.inner.dialing.lock().insert(peer, addr).is_none();
+        if !first {
+            return Ok(());
+        }
+        let inner = self.inner.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("rndb-dial-{}-{peer}", inner.me))
+            .spawn(move || dial_loop(&inner, peer))?;
+        self.inner.threads.lock().push(h);
+        Ok(())
+    }
+
+    /// Whether a connection to `peer` is up.
+    pub fn connected(&self, peer: NodeId) -> bool {
+        self.inner.conns.lock().contains_key(&peer)
+    }
+
+    /// Closes every connection and stops every thread (joined before returning).
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        let conns: Vec<Arc<Conn>> = std::mem::take(&mut *self.inner.conns.lock())
+            .into_values()
+            .collect();
+        for c in conns {
+            let _ = c.stream.lock().shutdown(Shutdown::Both);
+        }
+        let threads = std::mem::take(&mut *self.inner.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
+    /// Drops the connection to `peer` (a test's way to cut a link; the dialer, if
+    /// any, reconnects).
+    pub fn disconnect(&self, peer: NodeId) {
+        let c = self.inner.conns.lock().get(&peer).cloned();
+        if let Some(c) = c {
+            let _ = c.stream.lock().shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Transport for TcpTransport {
+    fn send(&self, to: NodeId, msg: &Message) -> bool {
+        let Some(conn) = self.inner.conns.lock().get(&to).cloned() else {
+            return false;
+        };
+        let r = {
+            let mut buf = conn.buf.lock();
+            let mut stream = conn.stream.lock();
+            write_message(&mut *stream, msg, &mut buf)
+        };
+        match r {
+            Ok(()) => true,
+            Err(_) => {
+                // The reader thread sees the shutdown, removes the connection and
+                // reports it (never from here: this is the node's own thread, and the
+                // report goes to its inbox).
+                let _ = conn.stream.lock().shutdown(Shutdown::Both);
+                false
+            }
+        }
+    }
+}
+
+fn accept_loop(inner: &Arc<Inner>, listener: TcpListener) {
+    while !inner.closed.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let inner2 = inner.clone();
+                // The handshake runs on the connection's own thread: a silent client
+                // cannot hold up the listener.
+                let spawned = std::thread::Builder::new()
+                    .name(format!("rndb-conn-{}", inner.me))
+                    .spawn(move || {
+                        let _ = stream.set_nonblocking(false);
+                        run_connection(&inner2, stream);
+                    });
+                if let Ok(h) = spawned {
+                    let mut threads = inner.threads.lock();
+                    threads.retain(|t| !t.is_finished());
+                    threads.push(h);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+            Err(_) => std::thread::sleep(ACCEPT_POLL),
+        }
+    }
+}
+
+fn dial_loop(inner: &Arc<Inner>, peer: NodeId) {
+    while !inner.closed.load(Ordering::Acquire) {
+        if !inner.conns.lock().contains_key(&peer) {
+            let addr = inner.dialing.lock().get(&peer).copied();
+            if let Some(addr) = addr
+                && let Ok(stream) = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT)
+            {
+                // Runs until the connection ends, then this loop dials again.
+                run_connection(inner, stream);
+                continue;
+            }
+        }
+        std::thread::sleep(REDIAL_INTERVAL);
+    }
+}
+
+/// Handshake, register, then read until the connection ends.
+fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let Ok((peer, role)) = handshake(&mut stream, inner.me, inner.role) else {
+        return;
+    };
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let conn = Arc::new(Conn {
+        id: inner.next_conn.fetch_add(1, Ordering::Relaxed),
+        peer,
+        stream: Mutex::new(stream),
+        buf: Mutex::new(Vec::new()),
+    });
+    if let Some(old) = inner.conns.lock().insert(peer, conn.clone()) {
+        let _ = old.stream.lock().shutdown(Shutdown::Both);
+    }
+    if inner.closed.load(Ordering::Acquire) {
+        let _ = conn.stream.lock().shutdown(Shutdown::Both);
+        drop_conn(inner, &conn, "transport closed".into());
+        return;
+    }
+    if inner
+        .inbox
+        .send(Incoming::Connected { peer, role })
+        .is_err()
+    {
+        drop_conn(inner, &conn, "node stopped".into());
+        return;
+    }
+    let mut reader = io::BufReader::with_capacity(64 << 10, read_half);
+    let reason = loop {
+        match read_message(&mut reader) {
+            Ok(msg) => {
+                if inner
+                    .inbox
+                    .send(Incoming::Message { from: peer, msg })
+                    .is_err()
+                {
+                    break "node stopped".to_string();
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break "closed".to_string(),
+            Err(e) => break e.to_string(),
+        }
+    };
+    let _ = conn.stream.lock().shutdown(Shutdown::Both);
+    drop_conn(inner, &conn, reason);
+}
+
+/// Removes `conn` if it is still the peer's connection, and reports it once. Called
+/// only from the connection's own thread (the report may wait for room in the inbox).
+fn drop_conn(inner: &Inner, conn: &Arc<Conn>, reason: String) {
+    let removed = {
+        let mut conns = inner.conns.lock();
+        match conns.get(&conn.peer) {
+            Some(c) if c.id == conn.id => conns.remove(&conn.peer).is_some(),
+            _ => false,
+        }
+    };
+    if removed {
+        let _ = inner.inbox.send(Incoming::Disconnected {
+            peer: conn.peer,
+            reason,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::{Receiver, sync_channel};
+    use std::time::Instant;
+
+    fn node(id: NodeId) -> (TcpTransport, Receiver<Incoming>) {
+        let (tx, rx) = sync_channel(64);
+        (TcpTransport::new(id, Role::DataNode, tx), rx)
+    }
+
+    fn next(rx: &Receiver<Incoming>) -> Incoming {
+        rx.recv_timeout(Duration::from_secs(10)).expect("an event")
+    }
+
+    fn loopback() -> SocketAddr {
+        "127.0.0.1:0".parse().expect("addr")
+    }
+
+    #[test]
+    fn two_nodes_connect_exchange_and_see_a_disconnect() {
+        let (a, arx) = node(2);
+        let (b, brx) = node(3);
+        let addr = b.listen(loopback()).expect("listen");
+        a.dial(3, addr).expect("dial");
+        assert_eq!(
+            next(&arx),
+            Incoming::Connected {
+                peer: 3,
+                role: Role::DataNode
+            }
+        );
+        assert_eq!(
+            next(&brx),
+            Incoming::Connected {
+                peer: 2,
+                role: Role::DataNode
+            }
+        );
+        assert!(a.send(3, &Message::Heartbeat { view_id: 5 }));
+        assert_eq!(
+            next(&brx),
+            Incoming::Message {
+                from: 2,
+                msg: Message::Heartbeat { view_id: 5 }
+            }
+        );
+        assert!(b.send(2, &Message::JoinReq { incarnation: 1 }));
+        assert_eq!(
+            next(&arx),
+            Incoming::Message {
+                from: 3,
+                msg: Message::JoinReq { incarnation: 1 }
+            }
+        );
+        assert!(
+            !a.send(9, &Message::Heartbeat { view_id: 1 }),
+            "no such peer"
+        );
+        // b goes away for good: a sees it.
+        b.close();
+        loop {
+            if let Incoming::Disconnected { peer, .. } = next(&arx) {
+                assert_eq!(peer, 3);
+                break;
+            }
+        }
+        a.close();
+    }
+
+    #[test]
+    fn a_dialer_reconnects_after_the_link_is_cut() {
+        let (a, arx) = node(2);
+        let (b, brx) = node(4);
+        let addr = b.listen(loopback()).expect("listen");
+        a.dial(4, addr).expect("dial");
+        assert!(matches!(next(&arx), Incoming::Connected { peer: 4, .. }));
+        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        a.disconnect(4);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut saw_down = false;
+        loop {
+            match next(&arx) {
+                Incoming::Disconnected { peer: 4, .. } => saw_down = true,
+                Incoming::Connected { peer: 4, .. } if saw_down => break,
+                _ => {}
+            }
+            assert!(Instant::now() < deadline, "no reconnect");
+        }
+        assert!(a.send(4, &Message::Heartbeat { view_id: 2 }));
+        loop {
+            if let Incoming::Message { from: 2, msg } = next(&brx) {
+                assert_eq!(msg, Message::Heartbeat { view_id: 2 });
+                break;
+            }
+        }
+        a.close();
+        b.close();
+    }
+
+    #[test]
+    fn garbage_on_a_connection_closes_it_without_a_message() {
+        let (b, brx) = node(5);
+        let addr = b.listen(loopback()).expect("listen");
+        let mut s = TcpStream::connect(addr).expect("connect");
+        let mut buf = Vec::new();
+        write_message(
+            &mut s,
+            &Message::Hello {
+                node_id: 7,
+                role: Role::Api,
+            },
+            &mut buf,
+        )
+        .expect("hello");
+        assert!(matches!(
+            read_message(&mut s),
+            Ok(Message::Hello { node_id: 5, .. })
+        ));
+        assert!(matches!(next(&brx), Incoming::Connected { peer: 7, .. }));
+        // A frame with a flipped payload bit.
+        buf.clear();
+        Message::Heartbeat { view_id: 1 }
+            .encode(&mut buf)
+            .expect("encode");
+        let last = buf.len() - 1;
+        buf[last] ^= 0x40;
+        s.write_all(&buf).expect("write");
+        match next(&brx) {
+            Incoming::Disconnected { peer, reason } => {
+                assert_eq!(peer, 7);
+                assert!(reason.contains("checksum"), "{reason}");
+            }
+            other => panic!("expected a disconnect, got {other:?}"),
+        }
+        b.close();
+    }
+
+    #[test]
+    fn a_peer_that_claims_our_own_node_id_is_refused() {
+        let (b, brx) = node(6);
+        let addr = b.listen(loopback()).expect("listen");
+        let mut s = TcpStream::connect(addr).expect("connect");
+        let mut buf = Vec::new();
+        write_message(
+            &mut s,
+            &Message::Hello {
+                node_id: 6,
+                role: Role::DataNode,
+            },
+            &mut buf,
+        )
+        .expect("hello");
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(brx.try_recv().is_err(), "no connection registered");
+        assert!(!b.connected(6));
+        b.close();
+    }
+}
