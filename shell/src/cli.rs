@@ -14,8 +14,8 @@ use std::path::PathBuf;
 as a script otherwise. Type HELP at the prompt for the commands."
 )]
 pub struct MgmArgs {
-    /// Management server to connect to (host:port). The distributed cluster (rndb_mgmd)
-    /// arrives with issue 7; without this option the cluster runs embedded.
+    /// Management server (rndb_mgmd) to connect to: host[:port] (port 1186 by default),
+    /// NDB's connectstring. Without this option the cluster runs embedded.
     #[arg(
         short = 'c',
         long = "ndb-connectstring",

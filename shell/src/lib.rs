@@ -7,8 +7,10 @@
 //! input), [`repl`] (the interactive editor), [`progress`] (long operations).
 
 pub mod cli;
+pub mod daemons;
 pub mod input;
 pub mod progress;
+pub mod remote;
 pub mod repl;
 pub mod script;
 pub mod shell;
@@ -22,10 +24,21 @@ use std::io::IsTerminal;
 pub fn main_mgm() -> i32 {
     let args = cli::MgmArgs::parse();
     if let Some(cs) = &args.connectstring {
-        eprintln!(
-            "rndb_mgm: cannot connect to {cs}: the distributed cluster (rndb_mgmd) arrives with issue 7; use the embedded cluster (run rndb_mgm without -c)"
-        );
-        return 1;
+        let mut sh = match remote::RemoteShell::connect(cs) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("rndb_mgm: {e}");
+                return 1;
+            }
+        };
+        return if let Some(text) = &args.execute {
+            script::run_execute(&mut sh, text)
+        } else if std::io::stdin().is_terminal() {
+            let history = repl::history_path(args.history_file.clone(), &args.data_dir);
+            remote::run_interactive(&mut sh, history)
+        } else {
+            script::run_script(&mut sh, &mut std::io::stdin().lock())
+        };
     }
     let config = match &args.config_file {
         Some(path) => match ClusterConfig::from_file(path) {

@@ -10,11 +10,11 @@
 //!   other control bytes) are binary data: one error line per run of such lines.
 
 use crate::input::{self, Splitter};
-use crate::shell::{MAX_COMMAND_BYTES, Outcome, Shell};
+use crate::shell::{MAX_COMMAND_BYTES, Outcome, Runner};
 use std::io::BufRead;
 
 /// Runs `-e` text; the exit status.
-pub fn run_execute(shell: &mut Shell, text: &str) -> i32 {
+pub fn run_execute(shell: &mut impl Runner, text: &str) -> i32 {
     for cmd in input::split_all(text) {
         match shell.run(&cmd) {
             Outcome::Ok => {}
@@ -77,7 +77,7 @@ fn report_binary(run: &mut Option<(usize, usize)>) -> bool {
 }
 
 /// Reads a script from `reader`; the exit status.
-pub fn run_script(shell: &mut Shell, reader: &mut impl BufRead) -> i32 {
+pub fn run_script(shell: &mut impl Runner, reader: &mut impl BufRead) -> i32 {
     let mut sp = Splitter::new();
     let mut failed = false;
     let mut line_no = 0usize;

@@ -34,6 +34,19 @@ pub enum Outcome {
     Quit,
 }
 
+/// What every input mode (`-e`, scripts, the editor) drives: the embedded [`Shell`],
+/// or the management client of a distributed cluster (`remote::RemoteShell`).
+pub trait Runner {
+    /// Runs one command (as split by [`input::Splitter`]).
+    fn run(&mut self, text: &str) -> Outcome;
+}
+
+impl Runner for Shell {
+    fn run(&mut self, text: &str) -> Outcome {
+        Shell::run(self, text)
+    }
+}
+
 /// One shell: the cluster, its SQL session, and output settings.
 pub struct Shell {
     cluster: Cluster,
@@ -110,7 +123,7 @@ impl Shell {
             }
             Kind::Connect => {
                 print_err(
-                    "CONNECT: the distributed cluster (rndb_mgmd) arrives with issue 7; this client runs the embedded cluster",
+                    "CONNECT: this client runs an embedded cluster; to manage a distributed cluster, start rndb_mgm with -c host:port (rndb_mgmd's address)",
                 );
                 Outcome::Failed
             }

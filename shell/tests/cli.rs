@@ -56,21 +56,30 @@ fn help_and_version() {
 }
 
 #[test]
-fn connectstring_is_refused_for_now() {
+fn a_connectstring_without_a_management_server_is_an_error_naming_it() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let cs = format!("127.0.0.1:{port}");
     for args in [
-        &["-c", "localhost:1186", "-e", "SHOW"][..],
-        &["--ndb-connectstring=mgm1:1186"][..],
+        &["-c", cs.as_str(), "-e", "SHOW"][..],
+        &[format!("--ndb-connectstring={cs}").as_str()][..],
     ] {
         let (status, out, err) = plain(args);
         assert_eq!(status, 1);
         assert_eq!(out, "");
         assert!(
-            err.contains(
-                "the distributed cluster (rndb_mgmd) arrives with issue 7; use the embedded cluster"
-            ),
+            err.contains(&format!(
+                "Unable to connect with connect string: nodeid=0,{cs}"
+            )),
             "{err}"
         );
     }
+    let (status, _, err) = plain(&["-c", "nodeid=x,h"]);
+    assert_eq!(status, 1);
+    assert!(err.contains("nodeid is not a number"), "{err}");
 }
 
 #[test]

@@ -7,6 +7,11 @@
 //! TCP transport — deliver the messages and act on the [`Event`]s.
 
 pub mod arbit;
+pub mod client;
+pub mod mgmd;
+pub mod ndbd;
+#[cfg(test)]
+mod process_tests;
 pub mod qmgr;
 pub mod sim;
 #[cfg(test)]

@@ -128,6 +128,8 @@ pub enum NodeState {
     Stopping = 3,
     /// Stopped after a failure or an arbitration loss (the reason went to the log).
     Stopped = 4,
+    /// Started with `--nostart` (or restarted with `-n`): waits for START.
+    NotStarted = 5,
 }
 
 impl NodeState {
@@ -137,6 +139,7 @@ impl NodeState {
             2 => NodeState::Started,
             3 => NodeState::Stopping,
             4 => NodeState::Stopped,
+            5 => NodeState::NotStarted,
             _ => return Err(WireError::BadValue("node state")),
         })
     }
@@ -238,12 +241,18 @@ pub enum Message {
         view_id: u64,
         code: u32,
     },
-    /// A data node's state for the management server.
+    /// A data node's state for the management server; `listen` is where its
+    /// transporter accepts connections (host:port).
     NodeStatus {
         state: NodeState,
         start_phase: u8,
         node_group: u32,
+        listen: String,
         view: View,
+    },
+    /// The management server tells the data nodes where each of them listens.
+    NodeAddresses {
+        nodes: Vec<(NodeId, String)>,
     },
     /// A cluster log line from a node (`severity` as in `mgm::log::Severity`).
     Event {
@@ -280,6 +289,7 @@ mod kind {
     pub const ARBIT_REF: u16 = 33;
     pub const NODE_STATUS: u16 = 40;
     pub const EVENT: u16 = 41;
+    pub const NODE_ADDRESSES: u16 = 42;
     pub const MGM_COMMAND: u16 = 50;
     pub const MGM_REPLY: u16 = 51;
 }
@@ -305,6 +315,7 @@ impl Message {
             Message::ArbitConf { .. } => ARBIT_CONF,
             Message::ArbitRef { .. } => ARBIT_REF,
             Message::NodeStatus { .. } => NODE_STATUS,
+            Message::NodeAddresses { .. } => NODE_ADDRESSES,
             Message::Event { .. } => EVENT,
             Message::MgmCommand { .. } => MGM_COMMAND,
             Message::MgmReply { .. } => MGM_REPLY,
@@ -409,12 +420,21 @@ impl Message {
                 state,
                 start_phase,
                 node_group,
+                listen,
                 view,
             } => {
                 e.u8(*state as u8);
                 e.u8(*start_phase);
                 e.u32(*node_group);
+                e.str(listen);
                 view.encode(e);
+            }
+            Message::NodeAddresses { nodes } => {
+                e.u32(nodes.len() as u32);
+                for (n, a) in nodes {
+                    e.u32(*n);
+                    e.str(a);
+                }
             }
             Message::Event { severity, text } => {
                 e.u8(*severity);
@@ -506,8 +526,20 @@ impl Message {
                 state: NodeState::from_u8(d.u8("state")?)?,
                 start_phase: d.u8("start phase")?,
                 node_group: d.u32("node group")?,
+                listen: d.str("listen address")?,
                 view: View::decode(&mut d)?,
             },
+            NODE_ADDRESSES => {
+                let n = d.u32("node count")? as usize;
+                if n > 255 {
+                    return Err(WireError::BadValue("node count"));
+                }
+                let mut nodes = Vec::with_capacity(n);
+                for _ in 0..n {
+                    nodes.push((d.u32("node id")?, d.str("address")?));
+                }
+                Message::NodeAddresses { nodes }
+            }
             EVENT => Message::Event {
                 severity: d.u8("severity")?,
                 text: d.str("text")?,
@@ -606,7 +638,11 @@ mod tests {
                 state: NodeState::Starting,
                 start_phase: 4,
                 node_group: 1,
+                listen: "127.0.0.1:41001".into(),
                 view: view(),
+            },
+            Message::NodeAddresses {
+                nodes: vec![(2, "127.0.0.1:41001".into()), (3, "h:2".into())],
             },
             Message::Event {
                 severity: 2,

@@ -33,6 +33,10 @@ pub const REDIAL_INTERVAL: Duration = Duration::from_millis(100);
 /// How often a listener looks at the transport's close flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
 
+/// A peer that says `Hello` with node id 0 (a configuration fetch, a management
+/// client) is registered under an id from here up: ids of the configuration end at 255.
+pub const ANONYMOUS_PEER_BASE: NodeId = 1 << 16;
+
 fn invalid(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
@@ -90,6 +94,7 @@ struct Inner {
     dialing: Mutex<BTreeMap<NodeId, SocketAddr>>,
     closed: AtomicBool,
     next_conn: AtomicU64,
+    next_anonymous: std::sync::atomic::AtomicU32,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -111,6 +116,7 @@ impl TcpTransport {
                 dialing: Mutex::new(BTreeMap::new()),
                 closed: AtomicBool::new(false),
                 next_conn: AtomicU64::new(1),
+                next_anonymous: std::sync::atomic::AtomicU32::new(ANONYMOUS_PEER_BASE),
                 threads: Mutex::new(Vec::new()),
             }),
         }
@@ -246,9 +252,12 @@ fn dial_loop(inner: &Arc<Inner>, peer: NodeId) {
 /// Handshake, register, then read until the connection ends.
 fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
     let _ = stream.set_nodelay(true);
-    let Ok((peer, role)) = handshake(&mut stream, inner.me, inner.role) else {
+    let Ok((mut peer, role)) = handshake(&mut stream, inner.me, inner.role) else {
         return;
     };
+    if peer == 0 {
+        peer = inner.next_anonymous.fetch_add(1, Ordering::Relaxed);
+    }
     let Ok(read_half) = stream.try_clone() else {
         return;
     };

@@ -71,6 +71,38 @@ pub struct MembershipConfig {
 }
 
 impl MembershipConfig {
+    /// From a cluster's configuration: its `[ndbd]` nodes and groups, the data nodes'
+    /// HeartbeatIntervalDbDb, Arbitration, ArbitrationTimeout and StartPartialTimeout
+    /// (as `[ndbd default]` gives them: the first data node's values), and the first
+    /// `[ndb_mgmd]` with ArbitrationRank > 0 as the arbitrator.
+    pub fn from_cluster(cfg: &crate::config::ClusterConfig) -> MembershipConfig {
+        let first = cfg.data_nodes.first();
+        let param =
+            |name: &str, default: u64| first.and_then(|n| n.get_u64(name)).unwrap_or(default);
+        let arbitration = match first.and_then(|n| n.get_str("Arbitration")) {
+            Some(a) if a.eq_ignore_ascii_case("Disabled") => Arbitration::Disabled,
+            _ => Arbitration::Default,
+        };
+        let mut data_nodes: Vec<(NodeId, u32)> = cfg
+            .data_nodes
+            .iter()
+            .map(|n| (n.node_id, n.node_group))
+            .collect();
+        data_nodes.sort_unstable();
+        MembershipConfig {
+            data_nodes,
+            heartbeat_interval_ms: param("HeartbeatIntervalDbDb", 5000),
+            arbitration,
+            arbitration_timeout_ms: param("ArbitrationTimeout", 7500),
+            arbitrator: cfg
+                .mgm_nodes
+                .iter()
+                .find(|m| m.arbitration_rank > 0)
+                .map(|m| m.node_id),
+            start_partial_timeout_ms: param("StartPartialTimeout", 30_000),
+        }
+    }
+
     fn group_of(&self, n: NodeId) -> Option<u32> {
         self.data_nodes.iter().find(|d| d.0 == n).map(|d| d.1)
     }

@@ -1,0 +1,230 @@
+//! Talking to a management server: NDB's connectstring, the configuration fetch of a
+//! data node, and the management client (`rndb_mgm -c host:port`).
+//!
+//! Each of these is a plain request/response over its own TCP connection (`Hello`
+//! with node id 0, so the server registers it as an anonymous peer), apart from the
+//! node's transporter connections. Every wait is bounded (`timeout`).
+
+use crate::error::{NdbError, Result, codes};
+use crate::transport::tcp::{read_message, write_message};
+use crate::transport::{Message, Role};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// The management server's default port (`[ndb_mgmd] PortNumber`).
+pub const DEFAULT_MGM_PORT: u16 = 1186;
+
+/// A parsed connectstring: `[nodeid=N,]host[:port][,host[:port]...]` (NDB's form; a
+/// `bind-address` part is not supported).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectString {
+    pub node_id: Option<u32>,
+    pub hosts: Vec<(String, u16)>,
+}
+
+impl ConnectString {
+    pub fn parse(s: &str) -> Result<ConnectString> {
+        let bad = |why: &str| {
+            codes::bad_argument(format!(
+                "connectstring '{s}': {why} (expected [nodeid=N,]host[:port][,host[:port]...])"
+            ))
+        };
+        let mut node_id = None;
+        let mut hosts = Vec::new();
+        for part in s.split([',', ';']).map(str::trim).filter(|p| !p.is_empty()) {
+            if let Some(v) = part
+                .strip_prefix("nodeid=")
+                .or_else(|| part.strip_prefix("NODEID="))
+            {
+                let id: u32 = v.parse().map_err(|_| bad("nodeid is not a number"))?;
+                if !(1..=255).contains(&id) {
+                    return Err(bad("nodeid out of range 1..255"));
+                }
+                node_id = Some(id);
+                continue;
+            }
+            let part = part.strip_prefix("host=").unwrap_or(part);
+            let (host, port) = match part.rsplit_once(':') {
+                Some((h, p)) => (
+                    h.to_string(),
+                    p.parse::<u16>().map_err(|_| bad("port is not a number"))?,
+                ),
+                None => (part.to_string(), DEFAULT_MGM_PORT),
+            };
+            if host.is_empty() {
+                return Err(bad("empty host"));
+            }
+            hosts.push((host, port));
+        }
+        if hosts.is_empty() {
+            return Err(bad("no management server named"));
+        }
+        Ok(ConnectString { node_id, hosts })
+    }
+
+    /// The first management server that accepts a connection within `timeout`.
+    pub fn connect(&self, timeout: Duration) -> Result<TcpStream> {
+        let mut last = String::new();
+        for (host, port) in &self.hosts {
+            let addrs: Vec<SocketAddr> = match (host.as_str(), *port).to_socket_addrs() {
+                Ok(a) => a.collect(),
+                Err(e) => {
+                    last = format!("{host}:{port}: {e}");
+                    continue;
+                }
+            };
+            for a in addrs {
+                match TcpStream::connect_timeout(&a, timeout) {
+                    Ok(s) => return Ok(s),
+                    Err(e) => last = format!("{host}:{port}: {e}"),
+                }
+            }
+        }
+        Err(NdbError::new(
+            4009,
+            crate::error::ErrorClassification::NodeRecoveryError,
+            format!("Unable to connect with connect string: {} ({last})", self),
+        ))
+    }
+}
+
+impl std::fmt::Display for ConnectString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "nodeid={}", self.node_id.unwrap_or(0))?;
+        for (h, p) in &self.hosts {
+            write!(f, ",{h}:{p}")?;
+        }
+        Ok(())
+    }
+}
+
+fn io_error(what: &str, e: std::io::Error) -> NdbError {
+    NdbError::new(
+        4009,
+        crate::error::ErrorClassification::NodeRecoveryError,
+        format!("management server connection: {what}: {e}"),
+    )
+}
+
+/// A request/response connection to a management server.
+#[derive(Debug)]
+pub struct MgmConnection {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    /// The management server's node id (from its `Hello`).
+    pub server_node_id: u32,
+}
+
+impl MgmConnection {
+    /// Connects and says `Hello` as an anonymous `role`.
+    pub fn open(cs: &ConnectString, role: Role, timeout: Duration) -> Result<MgmConnection> {
+        let mut stream = cs.connect(timeout)?;
+        let _ = stream.set_nodelay(true);
+        stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| io_error("set timeout", e))?;
+        let mut buf = Vec::new();
+        write_message(&mut stream, &Message::Hello { node_id: 0, role }, &mut buf)
+            .map_err(|e| io_error("hello", e))?;
+        let server_node_id = match read_message(&mut stream).map_err(|e| io_error("hello", e))? {
+            Message::Hello {
+                node_id,
+                role: Role::Management,
+            } => node_id,
+            _ => {
+                return Err(codes::bad_argument(format!(
+                    "{cs}: the peer is not a management server"
+                )));
+            }
+        };
+        Ok(MgmConnection {
+            stream,
+            buf,
+            server_node_id,
+        })
+    }
+
+    /// Sends `msg` and reads the one reply.
+    pub fn request(&mut self, msg: &Message) -> Result<Message> {
+        write_message(&mut self.stream, msg, &mut self.buf).map_err(|e| io_error("send", e))?;
+        read_message(&mut self.stream).map_err(|e| io_error("reply", e))
+    }
+
+    /// Runs a management command (`SHOW`, `ALL STATUS`, ...) and returns its output;
+    /// a command the server refuses is an error with its text.
+    pub fn command(&mut self, text: &str) -> Result<String> {
+        match self.request(&Message::MgmCommand { text: text.into() })? {
+            Message::MgmReply { ok: true, text } => Ok(text),
+            Message::MgmReply { ok: false, text } => Err(crate::mgm::mgm_error(text)),
+            _ => Err(codes::internal("management server: unexpected reply")),
+        }
+    }
+}
+
+/// A data node's configuration fetch: the node id it was given and the config.ini text.
+pub fn fetch_config(
+    cs: &ConnectString,
+    node_id: Option<u32>,
+    host: &str,
+    timeout: Duration,
+) -> Result<(u32, String)> {
+    let mut c = MgmConnection::open(cs, Role::DataNode, timeout)?;
+    match c.request(&Message::ConfigReq {
+        node_id: node_id.or(cs.node_id).unwrap_or(0),
+        host: host.into(),
+    })? {
+        Message::ConfigConf {
+            node_id,
+            config_text,
+        } => Ok((node_id, config_text)),
+        Message::ConfigRef { code, message } => Err(NdbError::new(
+            code,
+            crate::error::ErrorClassification::ApplicationError,
+            message,
+        )),
+        _ => Err(codes::internal(
+            "management server: unexpected reply to ConfigReq",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connectstrings_parse_as_ndb_writes_them() {
+        let c = ConnectString::parse("localhost:1186").expect("parse");
+        assert_eq!(c.hosts, vec![("localhost".into(), 1186)]);
+        assert_eq!(c.node_id, None);
+        let c = ConnectString::parse("nodeid=3,10.0.0.1,10.0.0.2:2000").expect("parse");
+        assert_eq!(c.node_id, Some(3));
+        assert_eq!(
+            c.hosts,
+            vec![("10.0.0.1".into(), 1186), ("10.0.0.2".into(), 2000)]
+        );
+        assert_eq!(c.to_string(), "nodeid=3,10.0.0.1:1186,10.0.0.2:2000");
+        for bad in [
+            "",
+            "nodeid=0,h",
+            "nodeid=x,h",
+            "h:notaport",
+            ":1186",
+            "nodeid=4",
+        ] {
+            assert!(ConnectString::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nobody_listening_is_error_4009_naming_the_connectstring() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        drop(l);
+        let c = ConnectString::parse(&format!("127.0.0.1:{port}")).expect("parse");
+        let e =
+            MgmConnection::open(&c, Role::Api, Duration::from_millis(300)).expect_err("refused");
+        assert_eq!(e.code, 4009);
+        assert!(e.message.contains("Unable to connect"), "{}", e.message);
+    }
+}

@@ -1,0 +1,696 @@
+//! The management server (`rndb_mgmd`, NDB's ndb_mgmd): serves the configuration to
+//! data nodes, keeps the cluster log, arbitrates, and answers management clients.
+//!
+//! One thread runs the server's loop over its TCP transport: data nodes connect with
+//! their node ids and report their state (`NodeStatus`) and log lines (`Event`); a
+//! configuration fetch or a shell connects as an anonymous peer (`Hello` with id 0)
+//! and gets one answer per request. The node table and the cluster log are shared
+//! with the owner of the [`MgmServer`] handle (tests, the binary), read under their
+//! locks.
+//!
+//! Node ids: a `ConfigReq` for a given id gets it unless a data node with that id is
+//! connected or the id was handed out within the last [`RESERVE_MS`]; id 0 gets the
+//! first free `[ndbd]` whose HostName matches the asker's host (NDB's allocation).
+//!
+//! Lock order: `nodes` and the cluster log's lock are leaves (never held together).
+
+use super::Outbox;
+use super::arbit::Arbitrator;
+use crate::config::ClusterConfig;
+use crate::error::{Result, codes};
+use crate::mgm::log::{ClusterLog, Severity};
+use crate::mgm::parse::{Command, Target};
+use crate::transport::tcp::{ANONYMOUS_PEER_BASE, TcpTransport};
+use crate::transport::{
+    INBOX_CAPACITY, Incoming, Message, NodeId, NodeState, Role, Transport, View,
+};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a node id handed out by a configuration fetch stays reserved for the node
+/// that fetched it (until it connects with that id).
+pub const RESERVE_MS: u64 = 10_000;
+/// NDB's error for a node id that cannot be given (MGM API's NDB_MGM_ALLOCID_ERROR).
+pub const ALLOC_ID_ERROR: u32 = 1709;
+
+/// What the management server knows of a data node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeEntry {
+    pub node_group: u32,
+    pub host: String,
+    pub connected: bool,
+    /// From its last `NodeStatus` (None: no report since it connected).
+    pub state: Option<NodeState>,
+    pub start_phase: u8,
+    pub listen: String,
+    pub view: View,
+    reserved_until_ms: u64,
+}
+
+struct Shared {
+    log: ClusterLog,
+    nodes: Mutex<BTreeMap<NodeId, NodeEntry>>,
+    shutdown: AtomicBool,
+}
+
+/// A running management server (see the module notes).
+pub struct MgmServer {
+    pub node_id: NodeId,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    transport: TcpTransport,
+}
+
+/// Where a management server listens: `bind` when given (tests: port 0), else its
+/// `[ndb_mgmd]` HostName and PortNumber.
+pub fn mgm_listen_addr(cfg: &ClusterConfig, node_id: NodeId) -> Result<SocketAddr> {
+    let m = cfg
+        .mgm_nodes
+        .iter()
+        .find(|m| m.node_id == node_id)
+        .ok_or_else(|| codes::bad_config(format!("no [ndb_mgmd] with NodeId={node_id}")))?;
+    resolve(&m.host_name, m.port_number)
+}
+
+pub(crate) fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let host = if host.is_empty() { "localhost" } else { host };
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| codes::bad_config(format!("host {host}: {e}")))?
+        .find(|a| a.is_ipv4())
+        .ok_or_else(|| codes::bad_config(format!("host {host} has no IPv4 address")))
+}
+
+impl MgmServer {
+    /// Starts management server `node_id` of `cfg`, listening on `bind` or on its
+    /// configured HostName:PortNumber; the cluster log goes to `log_dir` when given.
+    pub fn start(
+        cfg: ClusterConfig,
+        node_id: NodeId,
+        bind: Option<SocketAddr>,
+        log_dir: Option<&std::path::Path>,
+    ) -> Result<MgmServer> {
+        let addr = match bind {
+            Some(a) => a,
+            None => mgm_listen_addr(&cfg, node_id)?,
+        };
+        let nodes: BTreeMap<NodeId, NodeEntry> = cfg
+            .data_nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.node_id,
+                    NodeEntry {
+                        node_group: n.node_group,
+                        host: n.host_name.clone(),
+                        ..NodeEntry::default()
+                    },
+                )
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            log: ClusterLog::new(log_dir, node_id),
+            nodes: Mutex::new(nodes),
+            shutdown: AtomicBool::new(false),
+        });
+        let (tx, rx) = sync_channel(INBOX_CAPACITY);
+        let transport = TcpTransport::new(node_id, Role::Management, tx);
+        let addr = transport.listen(addr).map_err(|e| {
+            codes::bad_config(format!(
+                "management server {node_id}: cannot listen on {addr}: {e}"
+            ))
+        })?;
+        shared.log.event(
+            Severity::Info,
+            node_id,
+            &format!("Management server started, listening on {addr}"),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut server = Server {
+            me: node_id,
+            config_text: cfg.to_ini(),
+            cfg,
+            shared: shared.clone(),
+            transport: transport.clone(),
+            arbitrator: Arbitrator::new(node_id),
+            started: Instant::now(),
+        };
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("rndb-mgmd-{node_id}"))
+            .spawn(move || {
+                while !stop2.load(Ordering::Acquire)
+                    && !server.shared.shutdown.load(Ordering::Acquire)
+                {
+                    match rx.recv_timeout(Duration::from_millis(50)) {
+                        Ok(ev) => server.on_incoming(ev),
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            })
+            .map_err(|e| codes::internal(format!("management server thread: {e}")))?;
+        Ok(MgmServer {
+            node_id,
+            addr,
+            shared,
+            stop,
+            thread: Some(thread),
+            transport,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The data nodes as the server knows them.
+    pub fn nodes(&self) -> BTreeMap<NodeId, NodeEntry> {
+        self.shared.nodes.lock().clone()
+    }
+
+    /// The cluster log lines kept in memory, oldest first.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.shared.log.lines(None)
+    }
+
+    /// Whether a client asked for SHUTDOWN.
+    pub fn shutdown_requested(&self) -> bool {
+        self.shared.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Runs until a client's SHUTDOWN (or `stop`), then closes the transport.
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.transport.close();
+    }
+
+    /// Stops the server now.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.transport.close();
+    }
+}
+
+impl Drop for MgmServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.transport.close();
+    }
+}
+
+/// The server's loop state (owned by its thread).
+struct Server {
+    me: NodeId,
+    cfg: ClusterConfig,
+    config_text: String,
+    shared: Arc<Shared>,
+    transport: TcpTransport,
+    arbitrator: Arbitrator,
+    started: Instant,
+}
+
+impl Server {
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn log(&self, severity: Severity, node: NodeId, text: &str) {
+        self.shared.log.event(severity, node, text);
+    }
+
+    fn on_incoming(&mut self, ev: Incoming) {
+        match ev {
+            Incoming::Connected { peer, role } => {
+                if role == Role::DataNode && peer < ANONYMOUS_PEER_BASE {
+                    let known = {
+                        let mut nodes = self.shared.nodes.lock();
+                        match nodes.get_mut(&peer) {
+                            Some(e) => {
+                                e.connected = true;
+                                e.state = None;
+                                // Taken by the connection now; free again when it ends.
+                                e.reserved_until_ms = 0;
+                                true
+                            }
+                            None => false,
+                        }
+                    };
+                    if known {
+                        self.log(Severity::Info, self.me, &format!("Node {peer} Connected"));
+                        self.send_addresses(Some(peer));
+                    } else {
+                        self.transport.disconnect(peer);
+                    }
+                }
+            }
+            Incoming::Disconnected { peer, .. } => {
+                if peer < ANONYMOUS_PEER_BASE {
+                    let was = {
+                        let mut nodes = self.shared.nodes.lock();
+                        nodes.get_mut(&peer).map(|e| {
+                            let was = e.connected;
+                            e.connected = false;
+                            e.state = None;
+                            e.view = View::default();
+                            was
+                        })
+                    };
+                    if was == Some(true) {
+                        self.log(
+                            Severity::Alert,
+                            self.me,
+                            &format!("Node {peer} Disconnected"),
+                        );
+                    }
+                }
+            }
+            Incoming::Message { from, msg } => self.on_message(from, msg),
+        }
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Message) {
+        match msg {
+            Message::ConfigReq { node_id, host } => {
+                let reply = match self.allocate(node_id, &host) {
+                    Ok(id) => {
+                        self.log(
+                            Severity::Info,
+                            self.me,
+                            &format!("Node {id}: configuration sent (node id allocated to a data node at {})", if host.is_empty() { "an unnamed host" } else { &host }),
+                        );
+                        Message::ConfigConf {
+                            node_id: id,
+                            config_text: self.config_text.clone(),
+                        }
+                    }
+                    Err(message) => Message::ConfigRef {
+                        code: ALLOC_ID_ERROR,
+                        message,
+                    },
+                };
+                self.transport.send(from, &reply);
+            }
+            Message::NodeStatus {
+                state,
+                start_phase,
+                node_group,
+                listen,
+                view,
+            } => {
+                let (changed_addr, changed_state) = {
+                    let mut nodes = self.shared.nodes.lock();
+                    let Some(e) = nodes.get_mut(&from) else {
+                        return;
+                    };
+                    let changed_addr = e.listen != listen;
+                    let changed_state = e.state != Some(state);
+                    e.state = Some(state);
+                    e.start_phase = start_phase;
+                    e.node_group = node_group;
+                    e.listen = listen;
+                    e.view = view;
+                    (changed_addr, changed_state)
+                };
+                if changed_addr {
+                    self.send_addresses(None);
+                }
+                if changed_state && state == NodeState::Started {
+                    self.log(Severity::Info, from, "Started");
+                }
+            }
+            Message::Event { severity, text } => {
+                let sev = Severity::ALL
+                    .get(severity as usize)
+                    .copied()
+                    .unwrap_or(Severity::Info);
+                self.log(sev, from, &text);
+            }
+            Message::ArbitReq { .. } => {
+                let mut out = Outbox::default();
+                self.arbitrator.on_message(from, msg, &mut out);
+                for (to, m) in out.sends {
+                    self.transport.send(to, &m);
+                }
+                for e in out.events {
+                    if let super::Event::Log { severity, text, .. } = e {
+                        self.log(severity, self.me, &text);
+                    }
+                }
+            }
+            Message::MgmCommand { text } => {
+                let reply = match self.command(&text) {
+                    Ok(t) => Message::MgmReply { ok: true, text: t },
+                    Err(e) => Message::MgmReply {
+                        ok: false,
+                        text: e.message,
+                    },
+                };
+                self.transport.send(from, &reply);
+            }
+            _ => {}
+        }
+    }
+
+    /// Node id allocation for a configuration fetch (see the module notes).
+    fn allocate(&self, wanted: NodeId, host: &str) -> std::result::Result<NodeId, String> {
+        let now = self.now_ms();
+        let mut nodes = self.shared.nodes.lock();
+        let free = |e: &NodeEntry| !e.connected && e.reserved_until_ms <= now;
+        let id = if wanted != 0 {
+            match nodes.get(&wanted) {
+                None => {
+                    return Err(format!(
+                        "Could not alloc node id at {}: no [ndbd] with NodeId={wanted} in the configuration",
+                        self.transport.node_id()
+                    ));
+                }
+                Some(e) if !free(e) => {
+                    return Err(format!(
+                        "Could not alloc node id {wanted}: Id {wanted} already allocated by another node."
+                    ));
+                }
+                Some(_) => wanted,
+            }
+        } else {
+            let host_ok = |e: &NodeEntry| {
+                host.is_empty()
+                    || e.host.is_empty()
+                    || e.host.eq_ignore_ascii_case(host)
+                    || (is_local(host) && is_local(&e.host))
+            };
+            match nodes.iter().find(|(_, e)| free(e) && host_ok(e)) {
+                Some((&id, _)) => id,
+                None => return Err("No free node id found for ndbd(NDB).".to_string()),
+            }
+        };
+        if let Some(e) = nodes.get_mut(&id) {
+            e.reserved_until_ms = now + RESERVE_MS;
+        }
+        Ok(id)
+    }
+
+    /// Tells data nodes (one, or every connected one) where each data node listens.
+    fn send_addresses(&self, only: Option<NodeId>) {
+        let (list, targets): (Vec<(NodeId, String)>, Vec<NodeId>) = {
+            let nodes = self.shared.nodes.lock();
+            (
+                nodes
+                    .iter()
+                    .filter(|(_, e)| e.connected && !e.listen.is_empty())
+                    .map(|(&n, e)| (n, e.listen.clone()))
+                    .collect(),
+                nodes
+                    .iter()
+                    .filter(|(_, e)| e.connected)
+                    .map(|(&n, _)| n)
+                    .collect(),
+            )
+        };
+        let msg = Message::NodeAddresses { nodes: list };
+        for n in targets {
+            if only.is_none_or(|o| o == n) {
+                self.transport.send(n, &msg);
+            }
+        }
+    }
+
+    fn command(&mut self, text: &str) -> Result<String> {
+        let Some(cmd) = crate::mgm::parse::parse(text)? else {
+            return Ok(String::new());
+        };
+        let nodes = self.shared.nodes.lock().clone();
+        let data_targets = |t: Target| -> Result<Vec<NodeId>> {
+            match t {
+                Target::All => Ok(nodes.keys().copied().collect()),
+                Target::Node(id) if nodes.contains_key(&id) => Ok(vec![id]),
+                Target::Node(id) => Err(crate::mgm::mgm_error(format!(
+                    "Node {id}: not a data node of this cluster (data nodes: {})",
+                    super::qmgr::join(nodes.keys())
+                ))),
+            }
+        };
+        match cmd {
+            Command::Show => Ok(self.show(&nodes)),
+            Command::Status(Target::Node(id)) if id == self.me => {
+                Ok(format!("Node {id}: connected ({})", crate::mgm::VERSION))
+            }
+            Command::Status(t) => Ok(data_targets(t)?
+                .into_iter()
+                .map(|id| status_line(id, &nodes[&id]))
+                .collect::<Vec<_>>()
+                .join("\n")),
+            Command::Start(t) => {
+                let ids = data_targets(t)?;
+                let mut out = Vec::new();
+                for id in ids {
+                    let e = &nodes[&id];
+                    if e.connected && e.state == Some(NodeState::NotStarted) {
+                        self.transport.send(
+                            id,
+                            &Message::MgmCommand {
+                                text: "START".into(),
+                            },
+                        );
+                        out.push(format!("Database node {id} is being started."));
+                    } else if !e.connected {
+                        return Err(crate::mgm::mgm_error(format!(
+                            "Start failed: node {id} is not connected"
+                        )));
+                    } else {
+                        out.push(format!("Node {id}: already started"));
+                    }
+                }
+                Ok(out.join("\n"))
+            }
+            Command::Stop(t, _) => {
+                let ids = data_targets(t)?;
+                let mut out = Vec::new();
+                for id in &ids {
+                    if nodes[id].connected {
+                        self.transport.send(
+                            *id,
+                            &Message::MgmCommand {
+                                text: "STOP".into(),
+                            },
+                        );
+                        out.push(format!("Node {id}: Node shutdown initiated"));
+                    } else {
+                        out.push(format!("Node {id}: not connected"));
+                    }
+                }
+                if t == Target::All {
+                    out.push("NDB Cluster has shutdown.".into());
+                } else {
+                    out.push(format!("Node {} has shutdown.", super::qmgr::join(&ids)));
+                }
+                Ok(out.join("\n"))
+            }
+            Command::Shutdown => {
+                let mut n = 0;
+                for (id, e) in &nodes {
+                    if e.connected {
+                        self.transport.send(
+                            *id,
+                            &Message::MgmCommand {
+                                text: "STOP".into(),
+                            },
+                        );
+                        n += 1;
+                    }
+                }
+                self.shared.shutdown.store(true, Ordering::Release);
+                Ok(format!(
+                    "{n} NDB Cluster node(s) have shutdown.\nDisconnecting to allow management server to shutdown."
+                ))
+            }
+            Command::Restart(t, flags) => {
+                let ids = data_targets(t)?;
+                let verb = if flags.nostart {
+                    "RESTART -n"
+                } else {
+                    "RESTART"
+                };
+                let mut out = Vec::new();
+                for id in &ids {
+                    if !nodes[id].connected {
+                        return Err(crate::mgm::mgm_error(format!(
+                            "Node {id}: restart failed: node not connected"
+                        )));
+                    }
+                }
+                for id in &ids {
+                    self.transport
+                        .send(*id, &Message::MgmCommand { text: verb.into() });
+                    out.push(format!("Node {id}: Node shutdown initiated"));
+                }
+                out.push(format!(
+                    "Node {} is being restarted",
+                    super::qmgr::join(&ids)
+                ));
+                Ok(out.join("\n"))
+            }
+            Command::Help(topic) => Ok(match topic.as_deref().and_then(crate::mgm::help::topic) {
+                Some(t) => t.to_string(),
+                None => REMOTE_HELP.to_string(),
+            }),
+            other => Err(crate::mgm::mgm_error(format!(
+                "{}: the data nodes of a distributed cluster hold no tables yet (the transaction protocol over TCP is the next part of issue 7); SHOW, STATUS, START, STOP, RESTART and SHUTDOWN work here",
+                command_name(&other)
+            ))),
+        }
+    }
+
+    fn show(&self, nodes: &BTreeMap<NodeId, NodeEntry>) -> String {
+        let version = crate::mgm::VERSION;
+        let mut out = vec![
+            "Cluster Configuration".to_string(),
+            "---------------------".to_string(),
+            format!("[ndbd(NDB)]\t{} node(s)", nodes.len()),
+        ];
+        let president = nodes
+            .values()
+            .find(|e| e.connected && e.view.id > 0)
+            .and_then(|e| e.view.president());
+        for (id, e) in nodes {
+            if !e.connected || e.state.is_none() {
+                out.push(format!(
+                    "id={id} (not connected, accepting connect from {})",
+                    if e.host.is_empty() {
+                        "any host"
+                    } else {
+                        &e.host
+                    }
+                ));
+                continue;
+            }
+            let host = e.listen.rsplit_once(':').map_or("", |h| h.0);
+            let state = match e.state {
+                Some(NodeState::Started) => String::new(),
+                Some(NodeState::NotStarted) => ", not started".into(),
+                Some(NodeState::Starting) => ", starting".into(),
+                Some(NodeState::Stopping) => ", stopping".into(),
+                Some(NodeState::Stopped) | None => ", stopped".into(),
+            };
+            let master = if president == Some(*id) { ", *" } else { "" };
+            out.push(format!(
+                "id={id}\t@{host}  ({version}{state}, Nodegroup: {}{master})",
+                e.node_group
+            ));
+        }
+        out.push(format!(
+            "\n[ndb_mgmd(MGM)]\t{} node(s)",
+            self.cfg.mgm_nodes.len().max(1)
+        ));
+        for m in &self.cfg.mgm_nodes {
+            if m.node_id == self.me {
+                out.push(format!(
+                    "id={}\t@{}  ({version})",
+                    m.node_id,
+                    self.transport_host()
+                ));
+            } else {
+                out.push(format!(
+                    "id={} (not connected, accepting connect from {})",
+                    m.node_id, m.host_name
+                ));
+            }
+        }
+        out.push(format!(
+            "\n[mysqld(API)]\t{} node(s)",
+            self.cfg.api_nodes.len()
+        ));
+        for a in &self.cfg.api_nodes {
+            out.push(format!(
+                "id={} (not connected, accepting connect from {})",
+                a.node_id,
+                if a.host_name.is_empty() {
+                    "any host"
+                } else {
+                    &a.host_name
+                }
+            ));
+        }
+        out.join("\n")
+    }
+
+    fn transport_host(&self) -> String {
+        self.cfg
+            .mgm_nodes
+            .iter()
+            .find(|m| m.node_id == self.me)
+            .map(|m| m.host_name.clone())
+            .unwrap_or_else(|| "localhost".into())
+    }
+}
+
+fn is_local(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "::1" | "")
+}
+
+/// `Node 2: started (rndb-0.1.0)` as ndb_mgm prints it.
+fn status_line(id: NodeId, e: &NodeEntry) -> String {
+    let version = crate::mgm::VERSION;
+    if !e.connected {
+        return format!("Node {id}: not connected");
+    }
+    match e.state {
+        Some(NodeState::Started) => format!("Node {id}: started ({version})"),
+        Some(NodeState::Starting) => format!(
+            "Node {id}: starting (Last completed phase {}) ({version})",
+            e.start_phase
+        ),
+        Some(NodeState::NotStarted) => format!("Node {id}: not started ({version})"),
+        Some(NodeState::Stopping) => format!("Node {id}: stopping ({version})"),
+        Some(NodeState::Stopped) => format!("Node {id}: stopped ({version})"),
+        None => format!("Node {id}: connected, no status yet"),
+    }
+}
+
+fn command_name(c: &Command) -> &'static str {
+    match c {
+        Command::Report(..) => "REPORT",
+        Command::Dump(..) => "DUMP",
+        Command::ClusterLog(..) => "CLUSTERLOG",
+        Command::EnterSingleUser(_) => "ENTER SINGLE USER MODE",
+        Command::ExitSingleUser => "EXIT SINGLE USER MODE",
+        Command::RollingRestart => "ROLLING RESTART",
+        Command::Set { .. } => "SET",
+        Command::Backup(_) => "BACKUP",
+        Command::NodeGroup(_) => "NODEGROUP",
+        Command::PurgeStaleSessions => "PURGE STALE SESSIONS",
+        _ => "this command",
+    }
+}
+
+const REMOTE_HELP: &str =
+    "---------------------------------------------------------------------------
+ rndb -- Management Client -- Help (connected to rndb_mgmd)
+---------------------------------------------------------------------------
+HELP                                   Print help text
+SHOW                                   Print information about cluster
+<id> START                             Start data node (started with -n)
+<id> STOP [-a] [-f]                    Stop data node
+<id> RESTART [-n]                      Restart data node (-n: wait for START)
+<id> STATUS                            Print status
+SHUTDOWN                               Shutdown all data and management nodes
+
+<id> = ALL | Any database node id";

@@ -1,0 +1,453 @@
+//! The data node process (`rndbd`, NDB's ndbd/ndbmtd): fetches its configuration
+//! from the management server, opens its transporter, and runs QMGR — joining the
+//! cluster, heartbeats, failure detection, arbitration — reporting its state and its
+//! log lines to the management server.
+//!
+//! One thread runs the node's loop: messages from the TCP transport and a tick every
+//! [`TICK`] drive QMGR with the process's monotonic clock; what QMGR decides goes out
+//! through the transport, its log lines to the management server (and to standard
+//! output when `echo`). Commands from the management server: `START` (a node started
+//! with `--nostart`), `STOP` (graceful: the node leaves and the process ends),
+//! `RESTART [-n]` (NDB's angel restart inside the process: a new incarnation joins
+//! again, or waits for START with `-n`).
+//!
+//! Data (fragments, transactions over the network, node-restart copy) is the next part
+//! of issue 7; this node holds none yet.
+
+use super::client::{ConnectString, fetch_config};
+use super::mgmd::resolve;
+use super::qmgr::{MembershipConfig, Phase, Qmgr};
+use super::{Event, Outbox};
+use crate::config::ClusterConfig;
+use crate::error::{Result, codes};
+use crate::mgm::log::Severity;
+use crate::transport::tcp::TcpTransport;
+use crate::transport::{
+    INBOX_CAPACITY, Incoming, Message, NodeId, NodeState, Role, Transport, View,
+};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the node's loop ticks QMGR.
+pub const TICK: Duration = Duration::from_millis(10);
+/// Pause between attempts to reach the management server at start.
+pub const CONNECT_RETRY: Duration = Duration::from_millis(500);
+
+/// How a data node process starts.
+#[derive(Debug, Clone)]
+pub struct DataNodeOptions {
+    pub connectstring: ConnectString,
+    /// `--ndb-nodeid` (else the connectstring's `nodeid=`, else any free slot).
+    pub node_id: Option<NodeId>,
+    /// `--initial`: the node's file system is removed first.
+    pub initial: bool,
+    /// `--nostart`: connect, then wait for START from the management server.
+    pub nostart: bool,
+    /// How long to keep trying to reach the management server (None: forever, as
+    /// ndbd does).
+    pub connect_timeout: Option<Duration>,
+    /// Print log lines on standard output too.
+    pub echo: bool,
+}
+
+/// What the node's owner can see of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub state: NodeState,
+    pub view: View,
+    /// Why the node stopped, when it did.
+    pub stop_reason: Option<String>,
+}
+
+/// A running data node (see the module notes).
+pub struct DataNodeProcess {
+    pub node_id: NodeId,
+    pub config: ClusterConfig,
+    stop: Arc<AtomicBool>,
+    kill: Arc<AtomicBool>,
+    status: Arc<Mutex<NodeStatus>>,
+    thread: Option<JoinHandle<i32>>,
+    transport: TcpTransport,
+}
+
+fn now_nonce() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: `b` is writable for its length; a failure leaves the time-based value.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    if n == 8 {
+        u64::from_le_bytes(b) ^ t
+    } else {
+        t ^ u64::from(std::process::id())
+    }
+}
+
+impl DataNodeProcess {
+    /// Fetches the configuration (retrying every [`CONNECT_RETRY`] within the
+    /// options' timeout), opens the transporter and starts the node's loop.
+    pub fn start(opts: DataNodeOptions) -> Result<DataNodeProcess> {
+        let begin = Instant::now();
+        let (node_id, text) = loop {
+            match fetch_config(
+                &opts.connectstring,
+                opts.node_id,
+                "localhost",
+                Duration::from_secs(5),
+            ) {
+                Ok(r) => break r,
+                Err(e) if e.code == super::mgmd::ALLOC_ID_ERROR => return Err(e),
+                Err(e) => {
+                    if opts.connect_timeout.is_some_and(|t| begin.elapsed() >= t) {
+                        return Err(e);
+                    }
+                    std::thread::sleep(CONNECT_RETRY);
+                }
+            }
+        };
+        let cfg = ClusterConfig::parse(&text, "<from the management server>").map_err(|e| {
+            codes::bad_config(format!("configuration from the management server: {e}"))
+        })?;
+        let me = cfg
+            .data_node(node_id)
+            .ok_or_else(|| codes::bad_config(format!("node {node_id} is not a data node")))?
+            .clone();
+        if opts.initial {
+            let fs = me.data_dir.join(format!("ndb_{node_id}_fs"));
+            if fs.exists() {
+                std::fs::remove_dir_all(&fs).map_err(|e| {
+                    codes::file_read_error(format!("--initial: removing {}: {e}", fs.display()))
+                })?;
+            }
+        }
+        let mgm = cfg
+            .mgm_nodes
+            .first()
+            .ok_or_else(|| codes::bad_config("the configuration has no [ndb_mgmd]"))?;
+        let mgm_id = mgm.node_id;
+        let (mgm_host, mgm_port) = opts.connectstring.hosts[0].clone();
+        let mgm_addr = resolve(&mgm_host, mgm_port)?;
+        let port = me.get_u64("ServerPort").unwrap_or(0) as u16;
+        let listen_on = resolve(&me.host_name, port)?;
+        let (tx, rx) = sync_channel(INBOX_CAPACITY);
+        let transport = TcpTransport::new(node_id, Role::DataNode, tx);
+        let listen = transport.listen(listen_on).map_err(|e| {
+            codes::bad_config(format!("node {node_id}: cannot listen on {listen_on}: {e}"))
+        })?;
+        transport
+            .dial(mgm_id, mgm_addr)
+            .map_err(|e| codes::internal(format!("dialer thread: {e}")))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let kill = Arc::new(AtomicBool::new(false));
+        let status = Arc::new(Mutex::new(NodeStatus {
+            state: NodeState::NotStarted,
+            view: View::default(),
+            stop_reason: None,
+        }));
+        let mcfg = MembershipConfig::from_cluster(&cfg);
+        let mut node = NodeLoop {
+            me: node_id,
+            node_group: me.node_group,
+            mgm_id,
+            listen,
+            qmgr: None,
+            mcfg,
+            transport: transport.clone(),
+            t0: Instant::now(),
+            next_status_ms: 0,
+            dialed: BTreeMap::new(),
+            status: status.clone(),
+            echo: opts.echo,
+            incarnation: 0,
+        };
+        node.log(
+            Severity::Info,
+            &format!(
+                "Angel connected to the management server at {mgm_host}:{mgm_port}; node {node_id} listening on {listen}"
+            ),
+        );
+        if !opts.nostart {
+            node.begin();
+        }
+        let (stop2, kill2) = (stop.clone(), kill.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("rndbd-{node_id}"))
+            .spawn(move || node.run(&rx, &stop2, &kill2))
+            .map_err(|e| codes::internal(format!("node thread: {e}")))?;
+        Ok(DataNodeProcess {
+            node_id,
+            config: cfg,
+            stop,
+            kill,
+            status,
+            thread: Some(thread),
+            transport,
+        })
+    }
+
+    pub fn status(&self) -> NodeStatus {
+        self.status.lock().clone()
+    }
+
+    /// Waits for the node to end (STOP, SHUTDOWN, or a forced shutdown); its exit
+    /// status: 0 after a graceful stop, 1 after a forced one.
+    pub fn wait(mut self) -> i32 {
+        let code = self.thread.take().map_or(0, |t| t.join().unwrap_or(2));
+        self.transport.close();
+        code
+    }
+
+    /// Stops the node gracefully (as STOP from the management server).
+    pub fn stop(self) -> i32 {
+        self.stop.store(true, Ordering::Release);
+        self.wait()
+    }
+
+    /// Ends the node at once, saying nothing to anybody (a crash, for tests).
+    pub fn kill(mut self) {
+        self.kill.store(true, Ordering::Release);
+        self.transport.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for DataNodeProcess {
+    fn drop(&mut self) {
+        self.kill.store(true, Ordering::Release);
+        self.transport.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The node's loop state (owned by its thread).
+struct NodeLoop {
+    me: NodeId,
+    node_group: u32,
+    mgm_id: NodeId,
+    listen: SocketAddr,
+    qmgr: Option<Qmgr>,
+    mcfg: MembershipConfig,
+    transport: TcpTransport,
+    t0: Instant,
+    next_status_ms: u64,
+    dialed: BTreeMap<NodeId, String>,
+    status: Arc<Mutex<NodeStatus>>,
+    echo: bool,
+    incarnation: u64,
+}
+
+impl NodeLoop {
+    fn now_ms(&self) -> u64 {
+        self.t0.elapsed().as_millis() as u64
+    }
+
+    fn log(&self, severity: Severity, text: &str) {
+        if self.echo {
+            println!(
+                "{} [ndbd] {:<8} -- Node {}: {text}",
+                crate::mgm::log::local_timestamp(),
+                severity.name(),
+                self.me
+            );
+        }
+        self.transport.send(
+            self.mgm_id,
+            &Message::Event {
+                severity: severity as u8,
+                text: text.to_string(),
+            },
+        );
+    }
+
+    /// Starts (or starts again) the node's membership: a new incarnation of QMGR.
+    fn begin(&mut self) {
+        self.incarnation += 1;
+        let now = self.now_ms();
+        self.qmgr = Some(Qmgr::new(
+            self.mcfg.clone(),
+            self.me,
+            self.t0.elapsed().as_micros() as u64 + self.incarnation,
+            now_nonce(),
+            now,
+        ));
+        self.log(Severity::Info, "Start initiated (rndb)");
+        self.next_status_ms = 0;
+    }
+
+    fn state(&self) -> NodeState {
+        match self.qmgr.as_ref().map(|q| q.phase()) {
+            None => NodeState::NotStarted,
+            Some(Phase::Starting) => NodeState::Starting,
+            Some(Phase::Member) => NodeState::Started,
+            Some(Phase::Stopped) => NodeState::Stopped,
+        }
+    }
+
+    fn send_status(&mut self) {
+        let view = self
+            .qmgr
+            .as_ref()
+            .map(|q| q.view().clone())
+            .unwrap_or_default();
+        let state = self.state();
+        {
+            let mut s = self.status.lock();
+            s.state = state;
+            s.view = view.clone();
+        }
+        self.transport.send(
+            self.mgm_id,
+            &Message::NodeStatus {
+                state,
+                start_phase: u8::from(state == NodeState::Starting),
+                node_group: self.node_group,
+                listen: self.listen.to_string(),
+                view,
+            },
+        );
+        self.next_status_ms = self.now_ms() + self.mcfg.heartbeat_interval_ms.clamp(50, 1000);
+    }
+
+    /// Sends what QMGR decided; Some(exit status) when it stopped the node.
+    fn flush(&mut self, out: Outbox) -> Option<i32> {
+        // Log lines first: the management server then logs a decision before the
+        // arbitration request it led to.
+        let mut stopped = None;
+        for e in out.events {
+            match e {
+                Event::Log { severity, text, .. } => self.log(severity, &text),
+                Event::ViewInstalled(_) => self.next_status_ms = 0,
+                Event::Shutdown { code, reason } => {
+                    self.status.lock().stop_reason = Some(format!("error {code}: {reason}"));
+                    stopped = Some(1);
+                }
+            }
+        }
+        for (to, m) in out.sends {
+            self.transport.send(to, &m);
+        }
+        stopped
+    }
+
+    fn run(
+        mut self,
+        rx: &std::sync::mpsc::Receiver<Incoming>,
+        stop: &AtomicBool,
+        kill: &AtomicBool,
+    ) -> i32 {
+        let mut next_tick = Instant::now();
+        loop {
+            if kill.load(Ordering::Acquire) {
+                return 137;
+            }
+            if stop.load(Ordering::Acquire) {
+                return self.leave("Node shutdown completed.");
+            }
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(ev) => {
+                    if let Some(code) = self.on_incoming(ev, stop) {
+                        return code;
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return 1,
+            }
+            next_tick = Instant::now() + TICK;
+            let now = self.now_ms();
+            let mut out = Outbox::default();
+            if let Some(q) = &mut self.qmgr {
+                q.on_tick(now, &mut out);
+            }
+            if let Some(code) = self.flush(out) {
+                self.send_status();
+                return code;
+            }
+            if now >= self.next_status_ms {
+                self.send_status();
+            }
+        }
+    }
+
+    /// A graceful end: the state goes to the management server, then the transport
+    /// closes.
+    fn leave(&mut self, text: &str) -> i32 {
+        if let Some(q) = &self.qmgr
+            && q.phase() == Phase::Member
+        {
+            let mut s = self.status.lock();
+            s.state = NodeState::Stopping;
+        }
+        self.log(Severity::Info, text);
+        self.qmgr = None;
+        self.status.lock().state = NodeState::Stopped;
+        0
+    }
+
+    fn on_incoming(&mut self, ev: Incoming, stop: &AtomicBool) -> Option<i32> {
+        match ev {
+            Incoming::Connected { peer, .. } if peer == self.mgm_id => self.send_status(),
+            Incoming::Message { from, msg } if from == self.mgm_id => match msg {
+                Message::NodeAddresses { nodes } => {
+                    for (n, addr) in nodes {
+                        // The lower node id dials.
+                        if n > self.me
+                            && self.dialed.get(&n) != Some(&addr)
+                            && let Ok(a) = addr.parse::<SocketAddr>()
+                        {
+                            let _ = self.transport.dial(n, a);
+                            self.dialed.insert(n, addr);
+                        }
+                    }
+                }
+                Message::MgmCommand { text } => match text.as_str() {
+                    "START" if self.qmgr.is_none() => {
+                        self.begin();
+                        self.send_status();
+                    }
+                    "STOP" => stop.store(true, Ordering::Release),
+                    "RESTART" | "RESTART -n" => {
+                        self.log(Severity::Info, "Node restart initiated");
+                        self.qmgr = None;
+                        if text == "RESTART" {
+                            self.begin();
+                        }
+                        self.send_status();
+                    }
+                    _ => {}
+                },
+                // Arbitration answers.
+                other => return self.deliver_to_qmgr(from, other),
+            },
+            Incoming::Message { from, msg } => return self.deliver_to_qmgr(from, msg),
+            _ => {}
+        }
+        None
+    }
+
+    fn deliver_to_qmgr(&mut self, from: NodeId, msg: Message) -> Option<i32> {
+        let now = self.now_ms();
+        let mut out = Outbox::default();
+        if let Some(q) = &mut self.qmgr {
+            q.on_message(now, from, msg, &mut out);
+        }
+        if let Some(code) = self.flush(out) {
+            self.send_status();
+            return Some(code);
+        }
+        None
+    }
+}

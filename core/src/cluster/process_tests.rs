@@ -1,0 +1,201 @@
+//! The management server and data nodes over TCP on loopback, in this process: the
+//! cluster forms, a crashed node is declared dead and rejoins, STOP/RESTART/START from
+//! a management client, node id allocation.
+
+use super::client::{ConnectString, MgmConnection};
+use super::mgmd::MgmServer;
+use super::ndbd::{DataNodeOptions, DataNodeProcess};
+use crate::config::ClusterConfig;
+use crate::transport::{NodeState, Role};
+use std::time::{Duration, Instant};
+
+fn config(data_nodes: u32, replicas: u32) -> ClusterConfig {
+    let mut text = String::from("[ndbd default]\n");
+    text.push_str(&format!(
+        "NoOfReplicas={replicas}\nHeartbeatIntervalDbDb=100\nArbitrationTimeout=1000\nDataMemory=16M\n"
+    ));
+    text.push_str("[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\n");
+    for i in 0..data_nodes {
+        text.push_str(&format!("[ndbd]\nNodeId={}\nHostName=127.0.0.1\n", i + 2));
+    }
+    text.push_str("[mysqld]\n");
+    ClusterConfig::parse(&text, "test.ini").expect("config")
+}
+
+fn mgm(cfg: &ClusterConfig) -> MgmServer {
+    MgmServer::start(
+        cfg.clone(),
+        1,
+        Some("127.0.0.1:0".parse().expect("addr")),
+        None,
+    )
+    .expect("mgmd")
+}
+
+fn data_node(m: &MgmServer, id: u32, nostart: bool) -> DataNodeProcess {
+    DataNodeProcess::start(DataNodeOptions {
+        connectstring: ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        node_id: Some(id),
+        initial: false,
+        nostart,
+        connect_timeout: Some(Duration::from_secs(10)),
+        echo: false,
+    })
+    .expect("data node")
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn shell(m: &MgmServer) -> MgmConnection {
+    MgmConnection::open(
+        &ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        Role::Api,
+        Duration::from_secs(5),
+    )
+    .expect("client")
+}
+
+#[test]
+fn two_data_nodes_form_a_cluster_and_the_shell_sees_it() {
+    let cfg = config(2, 2);
+    let m = mgm(&cfg);
+    let a = data_node(&m, 2, false);
+    let b = data_node(&m, 3, false);
+    wait_until("both started", 10, || {
+        a.status().state == NodeState::Started && b.status().state == NodeState::Started
+    });
+    assert_eq!(a.status().view.node_ids(), vec![2, 3]);
+    let mut c = shell(&m);
+    wait_until("mgmd sees both started", 5, || {
+        c.command("ALL STATUS").expect("status")
+            == format!(
+                "Node 2: started ({v})\nNode 3: started ({v})",
+                v = crate::mgm::VERSION
+            )
+    });
+    let show = c.command("SHOW").expect("show");
+    assert!(show.contains("id=2\t@127.0.0.1  (rndb-"), "{show}");
+    assert!(
+        show.contains("Nodegroup: 0, *)"),
+        "the president is marked: {show}"
+    );
+    assert!(c.command("ALL REPORT MEMORYUSAGE").is_err());
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains("Node 2: Cluster membership: nodes 2, 3 (president 2)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_crashed_node_is_declared_dead_and_rejoins() {
+    let cfg = config(2, 2);
+    let m = mgm(&cfg);
+    let a = data_node(&m, 2, false);
+    let b = data_node(&m, 3, false);
+    wait_until("started", 10, || {
+        a.status().state == NodeState::Started && b.status().state == NodeState::Started
+    });
+    let t = Instant::now();
+    b.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.status().view.node_ids() != vec![2] {
+        assert!(
+            Instant::now() < deadline,
+            "node 2 never alone: {:?}\n{}",
+            a.status(),
+            m.log_lines().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = t.elapsed();
+    // Four heartbeat intervals of 100 ms, then the view change.
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains("Node 3 declared dead due to missed heartbeats"),
+        "{log}"
+    );
+    assert!(
+        log.contains("this side holds node group 0 completely; continuing")
+            || log.contains("Arbitration: nodes 2 (president 2) continue"),
+        "{log}"
+    );
+    let b = data_node(&m, 3, false);
+    wait_until("rejoined", 10, || b.status().state == NodeState::Started);
+    assert_eq!(a.status().view.node_ids(), vec![2, 3]);
+    let v = a.status().view;
+    assert!(
+        v.dynamic_id(3) > v.dynamic_id(2),
+        "joins as the youngest: {v:?}"
+    );
+    assert_eq!(v.president(), Some(2));
+}
+
+#[test]
+fn stop_restart_and_start_from_the_shell() {
+    let cfg = config(2, 2);
+    let m = mgm(&cfg);
+    let a = data_node(&m, 2, false);
+    let b = data_node(&m, 3, true);
+    let mut c = shell(&m);
+    wait_until("node 3 waits for START", 10, || {
+        c.command("3 STATUS")
+            .expect("status")
+            .starts_with("Node 3: not started")
+    });
+    assert_eq!(a.status().state, NodeState::Starting, "waits for node 3");
+    assert_eq!(
+        c.command("3 START").expect("start"),
+        "Database node 3 is being started."
+    );
+    wait_until("started", 10, || {
+        a.status().state == NodeState::Started && b.status().state == NodeState::Started
+    });
+    let r = c.command("3 RESTART -n").expect("restart");
+    assert!(r.ends_with("Node 3 is being restarted"), "{r}");
+    wait_until("node 3 out, waiting", 10, || {
+        a.status().view.node_ids() == vec![2] && b.status().state == NodeState::NotStarted
+    });
+    c.command("3 START").expect("start");
+    wait_until("back", 10, || a.status().view.node_ids() == vec![2, 3]);
+    let r = c.command("3 STOP").expect("stop");
+    assert!(r.contains("Node 3: Node shutdown initiated"), "{r}");
+    assert_eq!(b.wait(), 0, "a graceful stop");
+    assert!(c.command("7 STATUS").is_err(), "not a data node");
+    drop(a);
+}
+
+#[test]
+fn node_ids_are_allocated_once() {
+    let cfg = config(2, 2);
+    let m = mgm(&cfg);
+    let cs = ConnectString::parse(&m.addr().to_string()).expect("cs");
+    let (first, text) =
+        super::client::fetch_config(&cs, None, "127.0.0.1", Duration::from_secs(5)).expect("any");
+    assert_eq!(first, 2);
+    assert!(text.contains("[ndbd]"));
+    let (second, _) =
+        super::client::fetch_config(&cs, None, "127.0.0.1", Duration::from_secs(5)).expect("any");
+    assert_eq!(second, 3);
+    let e = super::client::fetch_config(&cs, None, "127.0.0.1", Duration::from_secs(5))
+        .expect_err("none left");
+    assert_eq!(e.code, super::mgmd::ALLOC_ID_ERROR);
+    assert!(
+        e.message.contains("No free node id found for ndbd(NDB)."),
+        "{}",
+        e.message
+    );
+    let e = super::client::fetch_config(&cs, Some(2), "127.0.0.1", Duration::from_secs(5))
+        .expect_err("taken");
+    assert!(e.message.contains("already allocated"), "{}", e.message);
+    let e =
+        super::client::fetch_config(&cs, Some(9), "", Duration::from_secs(5)).expect_err("no such");
+    assert!(e.message.contains("NodeId=9"), "{}", e.message);
+}

@@ -1,0 +1,218 @@
+//! `rndb_mgm -c host:port`: the management client of a distributed cluster. Commands
+//! go to the management server (`rndb_mgmd`) over one connection and its answers are
+//! printed as ndb_mgm prints them; the same input modes as the embedded shell (`-e`,
+//! scripts, the interactive editor). SQL needs the data nodes' transaction protocol
+//! over the network, the next part of issue 7: it is refused with that reason.
+//!
+//! A connection that breaks is opened again once, at the next command.
+
+use crate::input::{self, Kind, Splitter};
+use crate::shell::{DEFAULT_PROMPT, Outcome, Runner};
+use rndb::cluster::client::{ConnectString, MgmConnection};
+use rndb::transport::Role;
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+use std::io::Write;
+use std::time::Duration;
+
+/// How long connecting to the management server may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The management client of one management server.
+pub struct RemoteShell {
+    cs: ConnectString,
+    conn: Option<MgmConnection>,
+    pub prompt: String,
+}
+
+fn out(text: &str) {
+    if !text.is_empty() {
+        let mut o = std::io::stdout().lock();
+        let _ = writeln!(o, "{text}");
+        let _ = o.flush();
+    }
+}
+
+fn err(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = writeln!(e, "{text}");
+    let _ = e.flush();
+}
+
+impl RemoteShell {
+    /// Connects now (an unreachable server is an error naming the connectstring).
+    pub fn connect(connectstring: &str) -> Result<RemoteShell, String> {
+        let cs = ConnectString::parse(connectstring).map_err(|e| e.message)?;
+        let conn = MgmConnection::open(&cs, Role::Api, CONNECT_TIMEOUT).map_err(|e| e.message)?;
+        Ok(RemoteShell {
+            cs,
+            conn: Some(conn),
+            prompt: DEFAULT_PROMPT.to_string(),
+        })
+    }
+
+    pub fn connectstring(&self) -> &ConnectString {
+        &self.cs
+    }
+
+    /// Sends one management command; its output or its error line.
+    fn command(&mut self, text: &str) -> Result<String, String> {
+        for attempt in 0..2 {
+            if self.conn.is_none() {
+                match MgmConnection::open(&self.cs, Role::Api, CONNECT_TIMEOUT) {
+                    Ok(c) => self.conn = Some(c),
+                    Err(e) => return Err(e.message),
+                }
+            }
+            let Some(c) = self.conn.as_mut() else {
+                continue;
+            };
+            match c.command(text) {
+                Ok(t) => return Ok(t),
+                // The server refused the command: its message.
+                Err(e) if e.code != 4009 => return Err(e.message),
+                Err(e) => {
+                    self.conn = None;
+                    if attempt == 1 {
+                        return Err(e.message);
+                    }
+                }
+            }
+        }
+        Err("management server connection lost".into())
+    }
+
+    fn source(&mut self, path: &str) -> Outcome {
+        let path = path.trim().trim_matches(|c| c == '\'' || c == '"');
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                err(&format!("SOURCE {path}: {e}"));
+                return Outcome::Failed;
+            }
+        };
+        let mut outcome = Outcome::Ok;
+        for cmd in input::split_all(&text) {
+            match self.run(&cmd) {
+                Outcome::Ok => {}
+                Outcome::Failed => outcome = Outcome::Failed,
+                Outcome::Quit => return Outcome::Quit,
+            }
+        }
+        outcome
+    }
+}
+
+impl Runner for RemoteShell {
+    fn run(&mut self, text: &str) -> Outcome {
+        let text = text.trim();
+        if text.is_empty() {
+            return Outcome::Ok;
+        }
+        match input::classify(text) {
+            Kind::Quit => Outcome::Quit,
+            Kind::Mgm | Kind::Help(_) => {
+                let shutdown = text
+                    .trim_end_matches(';')
+                    .trim()
+                    .eq_ignore_ascii_case("SHUTDOWN");
+                match self.command(text.trim_end_matches(';')) {
+                    Ok(t) => {
+                        out(&t);
+                        if shutdown { Outcome::Quit } else { Outcome::Ok }
+                    }
+                    Err(e) => {
+                        err(&e);
+                        Outcome::Failed
+                    }
+                }
+            }
+            Kind::Sql => {
+                err(
+                    "ERROR 2006 (HY000): SQL needs the data nodes' transaction protocol over the network, the next part of issue 7; connected to a management server, this client runs management commands (SHOW, ALL STATUS, <id> START/STOP/RESTART, SHUTDOWN)",
+                );
+                Outcome::Failed
+            }
+            Kind::Source(path) => self.source(&path),
+            Kind::Prompt(p) => {
+                self.prompt = match p {
+                    Some(p) => format!("{} ", p.trim_matches(|c| c == '"' || c == '\'').trim_end()),
+                    None => DEFAULT_PROMPT.to_string(),
+                };
+                Outcome::Ok
+            }
+            Kind::Connect => {
+                let target = text
+                    .trim_end_matches(';')
+                    .split_whitespace()
+                    .nth(1)
+                    .map(str::to_string);
+                let Some(target) = target else {
+                    err("CONNECT needs a connectstring: CONNECT host[:port]");
+                    return Outcome::Failed;
+                };
+                match RemoteShell::connect(&target) {
+                    Ok(s) => {
+                        let prompt = std::mem::take(&mut self.prompt);
+                        *self = s;
+                        self.prompt = prompt;
+                        out(&format!("Connected to Management Server at: {target}"));
+                        Outcome::Ok
+                    }
+                    Err(e) => {
+                        err(&e);
+                        Outcome::Failed
+                    }
+                }
+            }
+            Kind::Unknown => {
+                let hint = input::suggestion(text)
+                    .map(|s| format!(" Did you mean {s}?"))
+                    .unwrap_or_default();
+                err(&format!(
+                    "Invalid command: {}.{hint} Type HELP for help.",
+                    rndb::mgm::parse::shorten(text)
+                ));
+                Outcome::Failed
+            }
+        }
+    }
+}
+
+/// The interactive loop against a management server; the exit status.
+pub fn run_interactive(shell: &mut RemoteShell, history: std::path::PathBuf) -> i32 {
+    let mut rl = match DefaultEditor::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("rndb_mgm: cannot use the terminal: {e}");
+            return 1;
+        }
+    };
+    let _ = rl.load_history(&history);
+    println!("-- rndb Cluster -- Management Client --");
+    let (host, port) = shell.connectstring().hosts[0].clone();
+    println!("Connected to Management Server at: {host}:{port}");
+    let mut sp = Splitter::new();
+    loop {
+        let prompt = shell.prompt.clone();
+        match rl.readline(&prompt) {
+            Ok(line) => {
+                if !line.trim().is_empty() && !line.starts_with(' ') {
+                    let _ = rl.add_history_entry(line.as_str());
+                    let _ = rl.save_history(&history);
+                }
+                for cmd in sp.feed(&line) {
+                    if shell.run(&cmd) == Outcome::Quit {
+                        return 0;
+                    }
+                }
+            }
+            Err(ReadlineError::Interrupted) => sp.reset(),
+            Err(ReadlineError::Eof) => return 0,
+            Err(e) => {
+                eprintln!("rndb_mgm: cannot read the terminal: {e}");
+                return 1;
+            }
+        }
+    }
+}
