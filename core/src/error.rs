@@ -337,6 +337,18 @@ pub mod codes {
         NdbError::new(4009, UnknownResultError, "Cluster Failure")
             .detail("the cluster has been shut down")
     }
+    /// 4010: a data node stopped under a running transaction (temporary: retry).
+    pub fn node_failure_abort() -> NdbError {
+        NdbError::new(
+            4010,
+            NodeRecoveryError,
+            "Node failure caused abort of transaction",
+        )
+    }
+    /// 4009 for a partition none of whose replicas' nodes runs.
+    pub fn node_group_down(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(4009, UnknownResultError, "Cluster Failure").detail(detail)
+    }
     pub fn scan_closed() -> NdbError {
         NdbError::new(4120, ApplicationError, "Scan already complete")
     }

@@ -42,6 +42,10 @@ pub struct DataNode {
     pub disk: Arc<crate::disk::node::NodeDisk>,
     /// Redo log and system file (None when the cluster keeps nothing on disk).
     pub log: Option<Arc<crate::log::node::NodeLog>>,
+    /// A `node_restart::NodeRunState`: started, stopped, or restarting.
+    pub(crate) run_state: std::sync::atomic::AtomicU8,
+    /// The last start phase completed while restarting (`ALL STATUS`).
+    pub(crate) start_phase: std::sync::atomic::AtomicU8,
 }
 
 pub struct ClusterInner {
@@ -90,6 +94,12 @@ pub struct ClusterInner {
     api_slots: Arc<ApiSlots>,
     /// Cluster log and management event state.
     pub mgm: crate::mgm::MgmState,
+    /// This cluster's own handle, for the threads it starts (a node restart's copy).
+    me: std::sync::OnceLock<std::sync::Weak<ClusterInner>>,
+    /// Bumped at every change of a fragment replica's role (node stop, restart):
+    /// a transaction that chose a partition's replicas under an older value chooses
+    /// again (`node_restart`).
+    pub(crate) replica_epoch: AtomicU64,
 }
 
 /// The `[mysqld]`/`[api]` node ids of the configuration and how many `Ndb` objects hold
@@ -271,6 +281,8 @@ impl ClusterInner {
                 started_at,
                 disk,
                 log: log.clone(),
+                run_state: std::sync::atomic::AtomicU8::new(0),
+                start_phase: std::sync::atomic::AtomicU8::new(0),
             }));
         }
         let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();
@@ -333,7 +345,10 @@ impl ClusterInner {
                 ids: api_ids,
             }),
             mgm,
+            me: std::sync::OnceLock::new(),
+            replica_epoch: AtomicU64::new(0),
         });
+        let _ = inner.me.set(Arc::downgrade(&inner));
         if let Some(point) = &plan.restore {
             let stats = inner.recover(point, progress)?;
             *inner.restart.lock() = Some(stats);
@@ -344,6 +359,11 @@ impl ClusterInner {
         }
         crate::mgm::on_cluster_start(&inner);
         Ok(inner)
+    }
+
+    /// This cluster's handle (None while it is being dropped).
+    pub(crate) fn arc(&self) -> Option<Arc<ClusterInner>> {
+        self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
     pub fn next_txn_id(&self) -> u64 {

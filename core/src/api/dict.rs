@@ -61,6 +61,49 @@ impl TableRuntime {
         &self.def.name
     }
 
+    /// The live replicas of partition `part`, primary first (node-group order): the
+    /// replicas of stopped or restarting nodes are left out.
+    #[inline]
+    pub fn live_replicas(&self, part: usize) -> Vec<Arc<FragmentCell>> {
+        let reps = &self.fragments[part];
+        if reps.iter().all(|c| c.may_be_primary()) {
+            return reps.clone();
+        }
+        // Joining replicas (a restart's copy just finished) are backups only.
+        let mut out: Vec<Arc<FragmentCell>> = reps
+            .iter()
+            .filter(|c| c.may_be_primary())
+            .cloned()
+            .collect();
+        out.extend(
+            reps.iter()
+                .filter(|c| c.is_live() && !c.may_be_primary())
+                .cloned(),
+        );
+        out
+    }
+
+    /// The primary replica of partition `part`: its first live one (None when every
+    /// replica's node is down).
+    #[inline]
+    pub fn primary(&self, part: usize) -> Option<&Arc<FragmentCell>> {
+        let reps = &self.fragments[part];
+        reps.iter()
+            .find(|c| c.may_be_primary())
+            .or_else(|| reps.iter().find(|c| c.is_live()))
+    }
+
+    /// [`TableRuntime::primary`], or NDB's error for a partition without a live
+    /// replica (4009 Cluster Failure: its whole node group is down).
+    pub fn primary_or_err(&self, part: usize) -> Result<&Arc<FragmentCell>> {
+        self.primary(part).ok_or_else(|| {
+            codes::node_group_down(format!(
+                "partition {part} of table {} has no live replica (its node group is down)",
+                self.def.name
+            ))
+        })
+    }
+
     /// Every fragment cell of every replica.
     pub fn all_cells(&self) -> impl Iterator<Item = &Arc<FragmentCell>> {
         self.fragments.iter().flatten()
@@ -77,7 +120,8 @@ impl TableRuntime {
     pub fn row_count(&self) -> u64 {
         self.fragments
             .iter()
-            .map(|reps| reps[0].state.lock().rows())
+            .filter_map(|reps| reps.iter().find(|c| c.is_live()))
+            .map(|c| c.state.lock().rows())
             .sum()
     }
 
@@ -361,7 +405,13 @@ impl ClusterInner {
                             FragDisk::for_table(&node.disk, def, p)?,
                         );
                         fragment.set_redo(node.redo_for(def));
-                        Ok(Arc::new(FragmentCell::new(fragment, node.node_id)))
+                        let cell = FragmentCell::new(fragment, node.node_id);
+                        if node.run_state() == super::node_restart::NodeRunState::Stopped {
+                            // Its node is stopped: the replica is made when it restarts.
+                            let mut f = cell.state.lock();
+                            cell.set_role(&mut f, crate::txn::fragment::ReplicaRole::Dead);
+                        }
+                        Ok(Arc::new(cell))
                     })
                     .collect()
             })

@@ -9,6 +9,7 @@ mod disk_restart;
 pub mod durability;
 pub mod lcp;
 pub mod ndb;
+pub mod node_restart;
 pub mod scan;
 pub mod transaction;
 pub mod unique;
@@ -28,6 +29,8 @@ mod disk_restart_tests;
 mod durability_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod node_restart_tests;
 #[cfg(test)]
 mod sim_crash_model;
 #[cfg(test)]

@@ -383,12 +383,13 @@ impl Ndb {
         for p in 0..parts {
             let (i, j) = (starts[p], starts[p + 1]);
             if i < j {
-                table.fragments[p][0].state.lock().visit_committed_batch(
-                    &batch[i..j],
-                    key_buf,
-                    with_disk,
-                    &mut |slot, row| visit(slot as usize, row),
-                )?;
+                table
+                    .primary_or_err(p)?
+                    .state
+                    .lock()
+                    .visit_committed_batch(&batch[i..j], key_buf, with_disk, &mut |slot, row| {
+                        visit(slot as usize, row)
+                    })?;
             }
         }
         Ok(())
@@ -484,7 +485,20 @@ impl Ndb {
         'rows: for &i in &order {
             let p = &prepared[i];
             let g = &mut guards[guard_of[p.partition]];
+            let cells = &table.fragments[p.partition];
+            if !cells.iter().any(|c| c.is_live()) {
+                outcome = Err(codes::node_group_down(format!(
+                    "partition {} of table {} has no live replica (its node group is down)",
+                    p.partition, table.def.name
+                )));
+                break 'rows;
+            }
             for (r, f) in g.iter_mut().enumerate() {
+                // A stopped node's replica is skipped; a restarting one takes the row
+                // as committed (as a commit would feed it).
+                if cells[r].role() == crate::txn::fragment::ReplicaRole::Dead {
+                    continue;
+                }
                 match f.insert_committed(&p.key_bytes, p.h32, &p.full, crate::log::gcp::gci_hi(gci))
                 {
                     Ok(DirectInsert::Inserted(row)) => inserted.push((p.partition, r, row)),

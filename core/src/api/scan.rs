@@ -67,6 +67,8 @@ struct PartCursor {
     resume: Option<(RowId, Vec<Option<Vec<u8>>>)>,
     ended: bool,
     buffer: VecDeque<Vec<Value>>,
+    /// The data node whose replica the scan reads this partition from (0: none yet).
+    node: u32,
 }
 
 /// An open scan; rows come from [`Transaction::scan_next`].
@@ -174,6 +176,7 @@ impl Transaction {
                 resume: None,
                 ended: false,
                 buffer: VecDeque::new(),
+                node: 0,
             })
             .collect();
         let mut spec = spec;
@@ -286,7 +289,27 @@ impl Transaction {
     fn fetch_batch(&mut self, scan: &mut Scan, p: usize) -> Result<()> {
         let table = scan.spec.table.clone();
         table.check_live()?;
-        let cell = table.fragments[p][0].clone();
+        // A scan's position is a row id of the replica it started on: it stays there
+        // while that replica is live (another one may have become primary since); if
+        // its node stopped, the scan cannot go on elsewhere (NDB: the scan fails with
+        // the node, a temporary error).
+        let started_on = scan.parts[p].node;
+        let cell = if started_on == 0 {
+            table.primary_or_err(p)?.clone()
+        } else {
+            match table.fragments[p]
+                .iter()
+                .find(|c| c.node_id == started_on && c.is_live())
+            {
+                Some(c) => c.clone(),
+                None => {
+                    return Err(codes::node_failure_abort().detail(format!(
+                        "node {started_on}, which this scan was reading partition {p} from, stopped"
+                    )));
+                }
+            }
+        };
+        scan.parts[p].node = cell.node_id;
         let txn = self.id();
         let deadline = Instant::now() + self.lock_timeout();
         let mode = scan.spec.mode;
@@ -406,11 +429,12 @@ pub(crate) fn collect_committed(
     cols: &[usize],
 ) -> Result<Vec<Vec<Value>>> {
     let mut rows = Vec::new();
-    for reps in &table.fragments {
+    for p in 0..table.fragments.len() {
+        let primary = table.primary_or_err(p)?;
         let mut from = Some(RowId(0));
         while let Some(f) = from {
             let mut out = Vec::new();
-            let step = reps[0].state.lock().scan_batch(
+            let step = primary.state.lock().scan_batch(
                 0,
                 LockMode::CommittedRead,
                 f,

@@ -32,6 +32,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// Error 4009 for an operation on a partition whose node group is down.
+fn no_live_replica(table: &TableRuntime, part: usize) -> NdbError {
+    codes::node_group_down(format!(
+        "partition {part} of table {} has no live replica (its node group is down)",
+        table.def.name
+    ))
+}
+
 /// NdbTransaction::ExecType (NDB's values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
@@ -128,6 +136,8 @@ pub struct Transaction {
     lock_timeout: Duration,
     /// A write operation has been executed (the transaction may hold uncommitted rows).
     wrote: bool,
+    /// `ClusterInner::replica_epoch` when the current group chose its replicas.
+    replica_epoch: u64,
 }
 
 impl Transaction {
@@ -148,6 +158,7 @@ impl Transaction {
             redo_records: EncodedRecords::new(),
             lock_timeout,
             wrote: false,
+            replica_epoch: 0,
         })
     }
 
@@ -341,10 +352,14 @@ impl Transaction {
                 j += 1;
             }
             if let Err(e) = self.run_group(&table, part, &mut prepared[i..j], abort) {
+                if self.state == TxState::Aborted {
+                    // What aborted the transaction, not an earlier error it ignored.
+                    return Some(e);
+                }
                 if first_error.is_none() {
                     first_error = Some(e);
                 }
-                if abort == AbortOption::AbortOnError || self.state == TxState::Aborted {
+                if abort == AbortOption::AbortOnError {
                     return first_error;
                 }
             }
@@ -504,12 +519,29 @@ impl Transaction {
         group: &mut [Prepared],
         abort: AbortOption,
     ) -> Result<()> {
-        let replicas = table.fragments[part].clone();
+        let mut epoch = self.cluster.replica_epoch.load(Ordering::Acquire);
+        let mut replicas = table.live_replicas(part);
         let mut first_error: Option<NdbError> = None;
         let needs_follow_up = table.has_follow_ups();
         {
+            // The primary is the first live replica; replicas chosen before a node
+            // stopped or a restarting one joined are chosen again under the
+            // primary's lock (`node_restart`).
+            let mut guard = loop {
+                let primary = replicas
+                    .first()
+                    .ok_or_else(|| no_live_replica(table, part))?;
+                let guard = primary.state.lock();
+                let now = self.cluster.replica_epoch.load(Ordering::Acquire);
+                if primary.is_live() && now == epoch {
+                    break guard;
+                }
+                drop(guard);
+                epoch = now;
+                replicas = table.live_replicas(part);
+            };
+            self.replica_epoch = epoch;
             let primary = &replicas[0];
-            let mut guard = primary.state.lock();
             for p in group.iter() {
                 guard.prefetch(p.h32);
             }
@@ -521,6 +553,10 @@ impl Transaction {
                     drop(guard);
                     let r = self.run_write_with_follow_ups(table, p);
                     guard = primary.state.lock();
+                    // The replicas may have changed order meanwhile (a restarted node
+                    // became primary): this group's order would now lock them the other
+                    // way round.
+                    self.check_replicas_unchanged()?;
                     if let Err(e) = r {
                         self.ops[p.op].outcome = OpOutcome::Failed(e.clone());
                         if first_error.is_none() {
@@ -579,6 +615,17 @@ impl Transaction {
         }
     }
 
+    /// After a lock wait: the replicas this operation was started on are still the
+    /// partition's (a node stopped or a restarting one joined: 4010, retry).
+    fn check_replicas_unchanged(&mut self) -> Result<()> {
+        if self.cluster.replica_epoch.load(Ordering::Acquire) != self.replica_epoch {
+            self.state = TxState::Aborted;
+            return Err(codes::node_failure_abort()
+                .detail("a data node stopped or joined while the operation waited for a lock"));
+        }
+        Ok(())
+    }
+
     /// Runs one operation on the primary (whose guard is held) and, for writes, on every
     /// backup replica.
     fn run_on_replicas(
@@ -591,6 +638,15 @@ impl Transaction {
         let kind = self.ops[p.op].kind;
         let deadline = Instant::now() + self.lock_timeout;
         let txn = self.id;
+        if !primary.is_live() {
+            // Its node stopped while this transaction ran (after the guard was taken
+            // again around follow-up work).
+            self.state = TxState::Aborted;
+            return Err(codes::node_failure_abort().detail(format!(
+                "the primary replica's node {} stopped during the transaction",
+                primary.node_id
+            )));
+        }
         // primary
         let mut out_row = Vec::new();
         loop {
@@ -632,6 +688,7 @@ impl Transaction {
                         return Err(codes::deadlock_timeout());
                     }
                     self.cluster.check_open()?;
+                    self.check_replicas_unchanged()?;
                 }
             }
         }
@@ -640,6 +697,10 @@ impl Transaction {
         }
         for (rank, backup) in replicas.iter().enumerate().skip(1) {
             let mut g = backup.state.lock();
+            if !backup.is_live() {
+                // Its node stopped: the partition goes on with the others.
+                continue;
+            }
             loop {
                 let step = match kind {
                     OpKind::Insert => g.insert(txn, &p.key_bytes, p.h32, &p.full).map(map_some),
@@ -667,6 +728,7 @@ impl Transaction {
                             self.state = TxState::Aborted;
                             return Err(codes::deadlock_timeout());
                         }
+                        self.check_replicas_unchanged()?;
                     }
                     Err(e) => {
                         // The primary succeeded: the replicas would diverge. Abort.
@@ -722,11 +784,19 @@ impl Transaction {
         let p = self.prepare_op(i);
         let result = match p {
             Err(e) => Err(e),
-            Ok(p) => {
-                let replicas = table.fragments[p.partition].clone();
-                let mut guard = replicas[0].state.lock();
-                self.run_on_replicas(&replicas[0], &mut guard, &replicas, &p)
-            }
+            Ok(p) => loop {
+                let epoch = self.cluster.replica_epoch.load(Ordering::Acquire);
+                let replicas = table.live_replicas(p.partition);
+                let Some(primary) = replicas.first() else {
+                    break Err(no_live_replica(table, p.partition));
+                };
+                let mut guard = primary.state.lock();
+                if self.cluster.replica_epoch.load(Ordering::Acquire) != epoch {
+                    continue;
+                }
+                self.replica_epoch = epoch;
+                break self.run_on_replicas(primary, &mut guard, &replicas, &p);
+            },
         };
         // follow-up operations are not user-visible
         self.ops.pop();
@@ -759,13 +829,31 @@ impl Transaction {
         let gci = ticket.gci;
         let records = &mut self.redo_records;
         let mut i = 0;
+        // Replicas this commit applied its changes to, so far (backups come before
+        // their primary): a follower among them has them; the others get them from
+        // the primary's commit. A replica the transaction prepared on that has been
+        // restarted since lost those changes, and is fed like any other follower.
+        let mut committed_to: Vec<*const FragmentCell> = Vec::new();
         while i < touched.len() {
             let cell = touched[i].0.clone();
             {
                 let mut f = cell.state.lock();
+                if !cell.is_live() {
+                    // Its node stopped: the other replicas commit; it is rebuilt when
+                    // the node starts again.
+                    while i < touched.len() && Arc::ptr_eq(&touched[i].0, &cell) {
+                        i += 1;
+                    }
+                    continue;
+                }
+                let feeds = touched[i].2 == 0 && cell.has_followers();
                 while i < touched.len() && Arc::ptr_eq(&touched[i].0, &cell) {
-                    f.commit_row_logged(self.id, touched[i].1, gci, records);
+                    f.commit_row_records(self.id, touched[i].1, gci, records, feeds);
                     i += 1;
+                }
+                committed_to.push(Arc::as_ptr(&cell));
+                if feeds {
+                    cell.feed_followers(records, &committed_to);
                 }
                 if let Some(r) = &cell.redo
                     && !records.is_empty()
@@ -797,8 +885,12 @@ impl Transaction {
             let cell = touched[i].0.clone();
             {
                 let mut f = cell.state.lock();
+                let live = cell.is_live();
                 while i < touched.len() && Arc::ptr_eq(&touched[i].0, &cell) {
-                    f.abort_row(self.id, touched[i].1);
+                    // A stopped node's replica was emptied: nothing to undo there.
+                    if live {
+                        f.abort_row(self.id, touched[i].1);
+                    }
                     i += 1;
                 }
             }

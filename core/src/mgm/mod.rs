@@ -92,35 +92,43 @@ pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
         Command::ExitSingleUser => exit_single_user(cluster),
         Command::Stop(t, _) => {
             let ids = data_targets(cluster, *t)?;
-            Err(mgm_error(match t {
-                Target::All => "Shutdown of NDB Cluster node(s) failed: ALL STOP would stop every data node, and starting them again is a system restart, which needs the data on disk (persistence, issue 6). Use SHUTDOWN to stop the cluster and the management server.".to_string(),
-                Target::Node(_) => format!(
-                    "Node {} failed to stop: a stopped data node can only rejoin through node recovery (copying its fragments from the live replica), which arrives with issue 7. Use SHUTDOWN to stop the whole cluster.",
-                    ids[0]
-                ),
-            }))
+            match t {
+                Target::All => Err(mgm_error("Shutdown of NDB Cluster node(s) failed: ALL STOP would stop every data node, and starting them again is a system restart of the whole cluster. Use SHUTDOWN to stop the cluster and the management server.".to_string())),
+                Target::Node(id) => {
+                    cluster.stop_node(*id)?;
+                    Ok(format!(
+                        "Node {id}: Node shutdown initiated\nNode {} has shutdown.",
+                        ids[0]
+                    ))
+                }
+            }
         }
         Command::Start(t) => {
             let ids = data_targets(cluster, *t)?;
-            Err(mgm_error(format!(
-                "Start failed: data node(s) {} already started. START starts a node restarted with -n, and restarts need node recovery, which arrives with issue 7.",
-                join_ids(&ids)
-            )))
+            let stopped: Vec<u32> = ids
+                .iter()
+                .copied()
+                .filter(|&id| {
+                    cluster.node(id).is_some_and(|n| {
+                        n.run_state() == crate::api::node_restart::NodeRunState::Stopped
+                    })
+                })
+                .collect();
+            if stopped.is_empty() {
+                return Err(mgm_error(format!(
+                    "Start failed: data node(s) {} already started",
+                    join_ids(&ids)
+                )));
+            }
+            let mut out = Vec::new();
+            for id in stopped {
+                cluster.start_node(id)?;
+                out.push(format!("Database node {id} is being started."));
+            }
+            Ok(out.join("\n"))
         }
         Command::Restart(t, flags) => restart(cluster, *t, flags),
-        Command::RollingRestart => {
-            let first = cluster.data_nodes.first().map_or(0, |n| n.node_id);
-            let peer = cluster
-                .node_groups
-                .iter()
-                .find(|g| g.iter().any(|n| n.node_id == first))
-                .and_then(|g| g.iter().find(|n| n.node_id != first))
-                .map(|n| format!("node {}", n.node_id))
-                .unwrap_or_else(|| "its node group peer".into());
-            Err(mgm_error(format!(
-                "Rolling restart refused: restarting data node {first} needs node recovery (copying its fragments from {peer} while transactions continue), which arrives with issue 7. No node was restarted."
-            )))
-        }
+        Command::RollingRestart => rolling_restart(cluster),
         Command::Shutdown => Ok(shutdown(cluster)),
         Command::Set { name, value } => set(cluster, name, value),
         Command::Backup(text) => Err(mgm_error(format!(
@@ -203,7 +211,16 @@ fn status(cluster: &ClusterInner, t: Target) -> Result<String> {
     let state = data_node_state(cluster);
     Ok(data_targets(cluster, t)?
         .iter()
-        .map(|id| format!("Node {id}: {state} ({VERSION})"))
+        .map(|&id| {
+            use crate::api::node_restart::NodeRunState;
+            match cluster.node(id).map(|n| (n.run_state(), n.start_phase())) {
+                Some((NodeRunState::Stopped, _)) => format!("Node {id}: not connected"),
+                Some((NodeRunState::Starting, phase)) => {
+                    format!("Node {id}: starting (Last completed phase {phase}) ({VERSION})")
+                }
+                _ => format!("Node {id}: {state} ({VERSION})"),
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n"))
 }
@@ -217,6 +234,13 @@ fn memory_lines(cluster: &ClusterInner, nodes: &[u32]) -> Vec<String> {
     let mut lines = Vec::new();
     for (node, data, index, total) in crate::ndbinfo::node_memory(cluster) {
         if !nodes.contains(&node) {
+            continue;
+        }
+        if cluster
+            .node(node)
+            .is_some_and(|n| n.run_state() == crate::api::node_restart::NodeRunState::Stopped)
+        {
+            lines.push(format!("Node {node}: not connected"));
             continue;
         }
         lines.push(usage_line(node, "Data", data, total));
@@ -359,25 +383,85 @@ fn exit_single_user(cluster: &ClusterInner) -> Result<String> {
 
 fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {
     let ids = data_targets(cluster, t)?;
-    let kind = if flags.initial {
-        "an initial node restart"
-    } else {
-        "a node restart"
-    };
-    Err(mgm_error(match t {
-        Target::All if flags.initial => format!(
+    match t {
+        Target::All if flags.initial => Err(mgm_error(format!(
             "Restart of data nodes {} refused here: ALL RESTART -i (an initial system restart, all data wiped) replaces the embedded cluster, which only its owner can do. rndb_mgm does it; from the API, shut the cluster down and start it with Cluster::embedded_initial. Nothing was restarted.",
             join_ids(&ids)
-        ),
-        Target::All => format!(
-            "Restart of data nodes {} refused: restarting every data node is a system restart, which needs the data on disk (persistence, issue 6). Nothing was restarted.",
+        ))),
+        Target::All => Err(mgm_error(format!(
+            "Restart of data nodes {} refused: restarting every data node at once is a system restart; ROLLING RESTART restarts them one node group member at a time while the cluster serves. Nothing was restarted.",
             join_ids(&ids)
-        ),
-        Target::Node(id) => format!(
-            "Node {id}: restart refused: {kind} must copy the node's data from the live replica (node recovery), which arrives with issue 7. Nothing was restarted."
-        ),
-    }))
+        ))),
+        Target::Node(id) => {
+            // A node restart here copies the node's data from its live replicas: the
+            // same as an initial node restart (-i), which NDB's --initial also does.
+            cluster.refuse_with_data_dir(id, "restart")?;
+            cluster.stop_node(id)?;
+            let mut out = format!("Node {id}: Node shutdown initiated");
+            if flags.nostart {
+                out.push_str(&format!(
+                    "\nNode {id} is being restarted; it waits for START (-n)"
+                ));
+            } else {
+                cluster.start_node(id)?;
+                out.push_str(&format!("\nNode {id} is being restarted"));
+            }
+            Ok(out)
+        }
+    }
 }
+
+/// `ROLLING RESTART`: every data node restarted in turn, never two of one node group
+/// at once: each is stopped, started (its data copied from the live replicas) and
+/// waited for before the next (at most [`ROLLING_RESTART_NODE_TIMEOUT`] each).
+fn rolling_restart(cluster: &ClusterInner) -> Result<String> {
+    use crate::api::node_restart::NodeRunState;
+    if let Some(n) = cluster.data_nodes.first() {
+        cluster.refuse_with_data_dir(n.node_id, "rolling restart")?;
+    }
+    if let Some(n) = cluster
+        .data_nodes
+        .iter()
+        .find(|n| n.run_state() != NodeRunState::Started)
+    {
+        return Err(mgm_error(format!(
+            "Rolling restart refused: node {} is not started; start it first",
+            n.node_id
+        )));
+    }
+    let mut out = vec!["Rolling restart of the data nodes, one at a time:".to_string()];
+    for n in &cluster.data_nodes {
+        let id = n.node_id;
+        let t0 = std::time::Instant::now();
+        cluster.stop_node(id)?;
+        cluster.start_node(id)?;
+        while n.run_state() != NodeRunState::Started {
+            if n.run_state() == NodeRunState::Stopped {
+                return Err(mgm_error(format!(
+                    "Rolling restart stopped: node {id} failed to start again (see the cluster log); {} done",
+                    out.len() - 1
+                )));
+            }
+            if t0.elapsed() > ROLLING_RESTART_NODE_TIMEOUT {
+                return Err(mgm_error(format!(
+                    "Rolling restart stopped: node {id} did not start within {} s",
+                    ROLLING_RESTART_NODE_TIMEOUT.as_secs()
+                )));
+            }
+            cluster.check_open()?;
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        out.push(format!(
+            "Node {id}: restarted in {} ms",
+            t0.elapsed().as_millis()
+        ));
+    }
+    out.push("Rolling restart completed.".to_string());
+    Ok(out.join("\n"))
+}
+
+/// How long a rolling restart waits for one node.
+pub const ROLLING_RESTART_NODE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 fn shutdown(cluster: &ClusterInner) -> String {
     let ids: Vec<u32> = cluster.data_nodes.iter().map(|n| n.node_id).collect();
@@ -446,7 +530,7 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
             }
         }
         Restart::None => format!("no restart needed (rndb does not use {pname} yet)"),
-        Restart::Rolling => "a rolling restart of the data nodes is needed to apply it (ROLLING RESTART needs node recovery, which arrives with issue 7; until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
+        Restart::Rolling => "NDB applies it with a rolling restart; rndb's data nodes read it when the cluster starts (a ROLLING RESTART here restarts each node with the values it started with; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
         Restart::Initial => "an initial (system) restart is needed to apply it (until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
     };
     let generation = cluster.mgm.next_generation();
@@ -542,12 +626,28 @@ fn show(cluster: &ClusterInner) -> String {
         "---------------------".to_string(),
     ];
     out.push(format!("[ndbd(NDB)]\t{} node(s)", cluster.data_nodes.len()));
-    for (i, n) in cluster.data_nodes.iter().enumerate() {
-        let master = if i == 0 { ", *" } else { "" };
-        out.push(format!(
-            "id={}\t@127.0.0.1  ({VERSION}{state}, Nodegroup: {}{master})",
-            n.node_id, n.node_group
-        ));
+    use crate::api::node_restart::NodeRunState;
+    let master = cluster
+        .data_nodes
+        .iter()
+        .find(|n| n.run_state() == NodeRunState::Started)
+        .map(|n| n.node_id);
+    for n in cluster.data_nodes.iter() {
+        let mark = if master == Some(n.node_id) { ", *" } else { "" };
+        match n.run_state() {
+            NodeRunState::Stopped => out.push(format!(
+                "id={} (not connected, accepting connect from {})",
+                n.node_id, n.config.host_name
+            )),
+            NodeRunState::Starting => out.push(format!(
+                "id={}\t@127.0.0.1  ({VERSION}, starting, Nodegroup: {})",
+                n.node_id, n.node_group
+            )),
+            NodeRunState::Started => out.push(format!(
+                "id={}\t@127.0.0.1  ({VERSION}{state}, Nodegroup: {}{mark})",
+                n.node_id, n.node_group
+            )),
+        }
     }
     out.push(format!(
         "\n[ndb_mgmd(MGM)]\t{} node(s)",

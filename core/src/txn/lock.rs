@@ -154,6 +154,11 @@ pub struct LockTable {
 }
 
 impl LockTable {
+    /// Whether some row is held exclusively by a transaction for which `f` is true.
+    pub fn any_owner(&self, mut f: impl FnMut(TxnId) -> bool) -> bool {
+        self.rows.values().any(|l| l.exclusive.is_some_and(&mut f))
+    }
+
     pub fn get(&self, row: RowId) -> Option<&RowLock> {
         self.rows.get(&row)
     }

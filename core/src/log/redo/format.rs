@@ -100,6 +100,24 @@ impl EncodedRecords {
     }
 
     /// Number of records.
+    /// Every record as (kind, GCI, payload), in order (a follower replica applies them
+    /// as a restart's replay would).
+    pub fn records(&self) -> impl Iterator<Item = (u8, u64, &[u8])> + '_ {
+        self.starts.iter().map(move |&start| {
+            let b = &self.buf[start..];
+            let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+            let kind = b[4];
+            let mut g = [0u8; 8];
+            g.copy_from_slice(&b[8..16]);
+            // Header: length, kind and padding, GCI, table id, fragment id; the CRC last.
+            (
+                kind,
+                u64::from_le_bytes(g),
+                &b[RECORD_HEADER_BYTES..len - 4],
+            )
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.starts.len()
     }

@@ -45,6 +45,11 @@ pub struct FragmentCell {
     pub node_id: u32,
     /// The fragment's redo target (fixed for its life; readable without the mutex).
     pub redo: Option<FragRedo>,
+    /// A [`ReplicaRole`], changed with `state` locked (`replica` module).
+    role: std::sync::atomic::AtomicU8,
+    /// Replicas of the partition a node restart is bringing up to date: commits on
+    /// this replica as the partition's primary reach them too (`replica` module).
+    pub followers: parking_lot::RwLock<Vec<Arc<FragmentCell>>>,
 }
 
 impl FragmentCell {
@@ -54,6 +59,8 @@ impl FragmentCell {
             state: Mutex::new(fragment),
             lock_released: Condvar::new(),
             node_id,
+            role: std::sync::atomic::AtomicU8::new(ReplicaRole::Live as u8),
+            followers: parking_lot::RwLock::new(Vec::new()),
         }
     }
 }
@@ -128,6 +135,9 @@ pub struct Fragment {
     /// the fragment was created or restored).
     lcp_start_gci: u32,
     pub stats: FragStats,
+    /// Why this replica, a follower of a node restart, could not take a commit (the
+    /// restart then fails).
+    pub restart_error: Option<crate::error::NdbError>,
 }
 
 #[inline]
@@ -201,6 +211,7 @@ impl Fragment {
             lcp_force_full: false,
             lcp_start_gci: 0,
             stats: FragStats::default(),
+            restart_error: None,
         }
     }
 
@@ -420,6 +431,7 @@ mod batch;
 mod disk;
 mod lcp;
 mod redo;
+mod replica;
 mod scan;
 mod write;
 
@@ -427,3 +439,4 @@ pub use batch::{BatchKey, DirectInsert, RowSink};
 pub use disk::{DiskRelinkStats, FragDisk};
 pub use lcp::{LcpChangeCounts, LcpScan, LcpSink};
 pub use redo::{FragRedo, REDO_DELETE, REDO_WRITE, REDO_WRITE_MEMORY};
+pub use replica::{CopyProgress, ReplicaRole};

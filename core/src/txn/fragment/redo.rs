@@ -71,7 +71,20 @@ impl Fragment {
         gci: u64,
         out: &mut EncodedRecords,
     ) {
-        if self.redo.is_none() {
+        self.commit_row_records(txn, row, gci, out, false);
+    }
+
+    /// [`Fragment::commit_row_logged`], with the record made even when the fragment
+    /// does not log (`always`: the commit feeds followers, `replica` module).
+    pub fn commit_row_records(
+        &mut self,
+        txn: TxnId,
+        row: RowId,
+        gci: u64,
+        out: &mut EncodedRecords,
+        always: bool,
+    ) {
+        if self.redo.is_none() && !always {
             self.commit_row(txn, row, gci_hi(gci));
             return;
         }

@@ -1,0 +1,373 @@
+//! Stopping and restarting one data node of the embedded cluster while the others
+//! serve: NDB's `<id> STOP`, `<id> START`, `<id> RESTART [-n] [-i]` and the rolling
+//! restart built from them (docs/node-restart.md, which has the roles, the copy's
+//! steps and the lock-order argument).
+//!
+//! Stop: every fragment replica of the node becomes dead (each under its mutex, so no
+//! operation is inside it), its memory goes back to the node's DataMemory, and the
+//! partitions go on with their other replicas (the next replica in node-group order
+//! becomes primary). A transaction that had prepared on the node commits on the
+//! others; one whose primary stopped under it gets 4010 (temporary). A node whose stop
+//! would leave some partition without a live replica is refused (NDB's "Node shutdown
+//! would cause system crash", unless it is the whole cluster's shutdown).
+//!
+//! Start: the node's replicas become *starting* (fed every commit of their partition
+//! from now on) and each is copied from its partition's primary in batches of
+//! [`COPY_BATCH_ROWS`] rows (`txn::fragment::replica`); once copied, a replica is
+//! joining (a backup only), and a follower of the primary until every transaction that
+//! began preparing without it is done; then it is live, and may be primary again. This is an initial node restart's copy (all rows); the node's
+//! own checkpoint is not read (a cluster with a data directory refuses node restarts
+//! for now, see below). The copy runs on a thread of its own; `ALL STATUS` shows the
+//! node `starting (Last completed phase 4)` until it is done, then `started`.
+//!
+//! Durability: with a data directory, a stopped node misses global checkpoints, and a
+//! system restart must then know which node's files are behind (NDB's DIH keeps that
+//! per fragment replica). Until that bookkeeping exists, node stops and restarts are
+//! refused on clusters with a data directory.
+//!
+//! Lock order: the dictionary's read lock (to list tables and to fix the node's state
+//! against a concurrent CREATE TABLE), then a primary's mutex, then the restarting
+//! replica's.
+
+use super::cluster::{ClusterInner, DataNode};
+use crate::error::{NdbError, Result};
+use crate::mgm::log::Severity;
+use crate::txn::FragmentCell;
+use crate::txn::fragment::{CopyProgress, ReplicaRole};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Rows copied per hold of the two mutexes.
+pub const COPY_BATCH_ROWS: usize = 256;
+
+/// A data node's state in its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum NodeRunState {
+    Started = 0,
+    Stopped = 1,
+    /// Restarting: its replicas are being copied.
+    Starting = 2,
+}
+
+impl DataNode {
+    pub fn run_state(&self) -> NodeRunState {
+        match self.run_state.load(Ordering::Acquire) {
+            0 => NodeRunState::Started,
+            1 => NodeRunState::Stopped,
+            _ => NodeRunState::Starting,
+        }
+    }
+
+    fn set_run_state(&self, s: NodeRunState) {
+        self.run_state.store(s as u8, Ordering::Release);
+    }
+
+    /// The last start phase completed (NDB's numbers: 4 while the copy runs).
+    pub fn start_phase(&self) -> u8 {
+        self.start_phase.load(Ordering::Acquire)
+    }
+}
+
+fn mgm_error(text: String) -> NdbError {
+    crate::mgm::mgm_error(text)
+}
+
+/// Every fragment replica the node holds, with its partition's replicas.
+fn node_cells(
+    cluster: &ClusterInner,
+    node_id: u32,
+) -> Vec<(Arc<super::dict::TableRuntime>, usize, Arc<FragmentCell>)> {
+    let mut out = Vec::new();
+    let mut tables = cluster.dict.read().all();
+    tables.sort_by_key(|t| t.def.id);
+    for t in tables {
+        for (p, reps) in t.fragments.iter().enumerate() {
+            if let Some(c) = reps.iter().find(|c| c.node_id == node_id) {
+                out.push((t.clone(), p, c.clone()));
+            }
+        }
+    }
+    out
+}
+
+impl ClusterInner {
+    fn bump_replica_epoch(&self) {
+        self.replica_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn refuse_with_data_dir(&self, id: u32, what: &str) -> Result<()> {
+        if self.data_dir.is_some() {
+            return Err(mgm_error(format!(
+                "Node {id}: {what} refused: with a data directory, a node restart must also bring the node's checkpoints and redo log up to date, which is not done yet (a cluster started without a data directory restarts nodes by copying their data from the live replicas). Nothing was changed."
+            )));
+        }
+        Ok(())
+    }
+
+    /// `<id> STOP` (see the module notes). Returns once the node's replicas are dead
+    /// and its memory freed.
+    pub fn stop_node(&self, id: u32) -> Result<()> {
+        self.check_open()?;
+        let node = self
+            .node(id)
+            .cloned()
+            .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
+        self.refuse_with_data_dir(id, "stop")?;
+        match node.run_state() {
+            NodeRunState::Stopped => {
+                return Err(mgm_error(format!("Node {id}: already stopped")));
+            }
+            NodeRunState::Starting => {
+                return Err(mgm_error(format!(
+                    "Node {id}: is starting; stop it once it has started"
+                )));
+            }
+            NodeRunState::Started => {}
+        }
+        let group = self
+            .node_groups
+            .iter()
+            .find(|g| g.iter().any(|n| n.node_id == id))
+            .cloned()
+            .unwrap_or_default();
+        if !group
+            .iter()
+            .any(|n| n.node_id != id && n.run_state() == NodeRunState::Started)
+        {
+            return Err(mgm_error(format!(
+                "Shutdown of node {id} failed: Node shutdown would cause system crash (node {id} holds the last live replica of node group {}); use SHUTDOWN to stop the cluster",
+                node.node_group
+            )));
+        }
+        // Fixed against CREATE TABLE: a table created from now on gives this node a
+        // dead replica.
+        let cells = {
+            let _dict = self.dict.read();
+            node.set_run_state(NodeRunState::Stopped);
+            node.start_phase.store(0, Ordering::Release);
+            drop(_dict);
+            node_cells(self, id)
+        };
+        for (_, _, cell) in &cells {
+            let mut f = cell.state.lock();
+            cell.set_role(&mut f, ReplicaRole::Dead);
+            self.bump_replica_epoch();
+            f.discard_all();
+            drop(f);
+            cell.lock_released.notify_all();
+        }
+        for (t, p, cell) in &cells {
+            for other in &t.fragments[*p] {
+                other.remove_follower(cell);
+            }
+        }
+        self.mgm
+            .log
+            .event(Severity::Alert, id, "Node shutdown completed.");
+        if let Some(p) = group
+            .iter()
+            .find(|n| n.run_state() == NodeRunState::Started)
+        {
+            self.mgm.log.event(
+                Severity::Info,
+                p.node_id,
+                &format!(
+                    "Node {id} left the cluster; node group {} continues with node {}",
+                    node.node_group, p.node_id
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `<id> START` of a stopped node: its replicas are copied from the live ones on a
+    /// thread of its own (see the module notes); returns once the copy has begun.
+    pub fn start_node(&self, id: u32) -> Result<()> {
+        self.check_open()?;
+        let me = self.arc().ok_or_else(crate::error::codes::cluster_closed)?;
+        let node = self
+            .node(id)
+            .cloned()
+            .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
+        self.refuse_with_data_dir(id, "start")?;
+        if node.run_state() != NodeRunState::Stopped {
+            return Err(mgm_error(format!(
+                "Start failed: node {id} is already {}",
+                if node.run_state() == NodeRunState::Started {
+                    "started"
+                } else {
+                    "starting"
+                }
+            )));
+        }
+        let cells = {
+            let _dict = self.dict.read();
+            node.set_run_state(NodeRunState::Starting);
+            node.start_phase.store(1, Ordering::Release);
+            node_cells(self, id)
+        };
+        // Every replica of the node takes the partition's commits from now on.
+        for (t, p, cell) in &cells {
+            let mut f = cell.state.lock();
+            f.restart_error = None;
+            cell.set_role(&mut f, ReplicaRole::Starting);
+            self.bump_replica_epoch();
+            drop(f);
+            for other in &t.fragments[*p] {
+                if !Arc::ptr_eq(other, cell) {
+                    let _g = other.state.lock();
+                    other.add_follower(cell);
+                }
+            }
+        }
+        node.start_phase.store(4, Ordering::Release);
+        self.mgm.log.event(
+            Severity::Info,
+            id,
+            &format!("Start phase 4 completed (node restart): copying {} fragment replicas from the live nodes", cells.len()),
+        );
+        let cluster = me;
+        std::thread::Builder::new()
+            .name(format!("rndb-node-restart-{id}"))
+            .spawn(move || {
+                let t0 = Instant::now();
+                match cluster.copy_node(&node, &cells) {
+                    Ok(rows) => {
+                        node.start_phase.store(5, Ordering::Release);
+                        node.set_run_state(NodeRunState::Started);
+                        cluster.mgm.log.event(
+                            Severity::Info,
+                            id,
+                            &format!(
+                                "Start phase 5 completed (node restart): {rows} rows copied in {} ms",
+                                t0.elapsed().as_millis()
+                            ),
+                        );
+                        cluster.mgm.log.event(Severity::Info, id, "Started (node restart)");
+                    }
+                    Err(e) => {
+                        for (_, _, cell) in &cells {
+                            let mut f = cell.state.lock();
+                            cell.set_role(&mut f, ReplicaRole::Dead);
+                            cluster.bump_replica_epoch();
+                            f.discard_all();
+                        }
+                        for (t, p, cell) in &cells {
+                            for other in &t.fragments[*p] {
+                                other.remove_follower(cell);
+                            }
+                        }
+                        node.set_run_state(NodeRunState::Stopped);
+                        node.start_phase.store(0, Ordering::Release);
+                        cluster.mgm.log.event(
+                            Severity::Alert,
+                            id,
+                            &format!("Node restart failed: {}; the node is stopped again", e.message),
+                        );
+                    }
+                }
+            })
+            .map_err(|e| crate::error::codes::internal(format!("node restart thread: {e}")))?;
+        Ok(())
+    }
+
+    /// The copy of a node restart; returns the rows copied.
+    fn copy_node(
+        &self,
+        node: &DataNode,
+        cells: &[(Arc<super::dict::TableRuntime>, usize, Arc<FragmentCell>)],
+    ) -> Result<u64> {
+        let mut total = 0u64;
+        let mut copied: Vec<(
+            Arc<super::dict::TableRuntime>,
+            usize,
+            Arc<FragmentCell>,
+            u64,
+        )> = Vec::new();
+        for (t, p, cell) in cells {
+            let mut progress = CopyProgress::default();
+            let mut source_node = 0u32;
+            while !progress.done {
+                self.check_open()?;
+                if t.dropped.load(Ordering::Acquire) {
+                    break;
+                }
+                let primary = t.primary_or_err(*p)?.clone();
+                let src = primary.state.lock();
+                if !primary.is_live() {
+                    continue;
+                }
+                if source_node != primary.node_id {
+                    // The copy's position is a row id of its source: a new source (the
+                    // old one stopped) is copied from its start (the rows are the same,
+                    // and writing a row again changes nothing).
+                    let copied_before = progress.rows_copied;
+                    progress = CopyProgress {
+                        rows_copied: copied_before,
+                        ..CopyProgress::default()
+                    };
+                    source_node = primary.node_id;
+                }
+                let mut dst = cell.state.lock();
+                if let Some(e) = dst.restart_error.take() {
+                    return Err(e);
+                }
+                src.copy_rows_to(&mut dst, &mut progress, COPY_BATCH_ROWS)?;
+                if progress.done {
+                    // New transactions write to it from now on (as a backup); those
+                    // already preparing without it reach it as a follower.
+                    cell.set_role(&mut dst, ReplicaRole::Joining);
+                    // Before any primary's mutex is free again: a transaction that chose
+                    // the partition's replicas without it sees the change when it locks
+                    // the primary, and chooses again.
+                    self.bump_replica_epoch();
+                }
+                drop(dst);
+                drop(src);
+                if !progress.done && progress.next == u32::MAX {
+                    // Only rows held by unfinished transactions are left.
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            total += progress.rows_copied;
+            copied.push((t.clone(), *p, cell.clone(), self.next_txn_id()));
+        }
+        // A transaction that began before a replica went live may still commit without
+        // it: it stays a follower until no such transaction is left on its partition.
+        for (t, p, cell, live_from) in copied {
+            loop {
+                self.check_open()?;
+                let busy = t.fragments[p]
+                    .iter()
+                    .filter(|c| !Arc::ptr_eq(c, &cell) && c.is_live())
+                    .any(|c| c.state.lock().has_lock_older_than(live_from));
+                if !busy {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            for other in &t.fragments[p] {
+                let _g = other.state.lock();
+                other.remove_follower(&cell);
+            }
+            // Live again, maybe the primary: a transaction holds a primary's mutex
+            // while it locks the backups, so the order changes only with every replica
+            // of the partition locked, in the order transactions take them now (the
+            // primary first); a transaction that chose the old order sees the new epoch
+            // when it next locks a primary.
+            let order = t.live_replicas(p);
+            let mut guards: Vec<_> = order.iter().map(|c| c.state.lock()).collect();
+            if let Some(k) = order.iter().position(|c| Arc::ptr_eq(c, &cell))
+                && cell.role() == ReplicaRole::Joining
+            {
+                cell.set_role(&mut guards[k], ReplicaRole::Live);
+                self.bump_replica_epoch();
+            }
+            drop(guards);
+        }
+        let _ = node;
+        Ok(total)
+    }
+}
