@@ -14,7 +14,8 @@
 //!    NDB's LDM thread), paced per node; the file work runs on a pool of
 //!    [`LCP_IO_THREADS`] (NDB's NDBFS threads), so that files are created while the
 //!    fragments scan and the nodes scan at the same time;
-//! 3. every data file is finished and fdatasynced, all at once, while a global
+//! 3. each data file is finished and fdatasynced as soon as its fragment is scanned
+//!    (while the node's next fragment scans), and once the last scan ends a global
 //!    checkpoint makes everything the files hold durable in the redo log too (a
 //!    checkpoint never holds a change a restart would not also replay). The rule: the
 //!    rows carry their GCIs, but a deleted row (a delete marker, or a row just absent
@@ -146,7 +147,8 @@ pub struct LcpStats {
     pub pages_skipped: u64,
     pub bytes: u64,
     pub elapsed_ms: u64,
-    /// Step 2's wall time: data files created and fragments scanned into them.
+    /// Step 2's wall time: data files created and fragments scanned into them, until
+    /// the last scan ended (the first files are already syncing by then).
     pub scan_us: u64,
     /// The scans themselves (a node's scan turn held), summed over fragments (the
     /// nodes scan at the same time).
@@ -154,8 +156,8 @@ pub struct LcpStats {
     /// Creating the data files (a file and a directory sync each), summed over
     /// fragments (they overlap each other and other fragments' scans).
     pub create_us: u64,
-    /// Step 3's wall time: every data file finished and fdatasynced, while the global
-    /// checkpoint runs.
+    /// Step 3's wall time, from the end of the last scan: the last data files
+    /// finished and fdatasynced, while the global checkpoint runs.
     pub sync_us: u64,
     /// The global checkpoint of step 3 (0 when none was needed).
     pub gcp_us: u64,
@@ -278,15 +280,60 @@ struct NodePacing {
     bytes: u64,
 }
 
-/// A fragment scanned into its data file, not yet finished (footer, fdatasync).
+/// A fragment scanned into its data file, finished (footer, fdatasync).
 struct Scanned {
-    writer: LcpFileWriter,
+    file: DataFileRef,
+    bytes: u64,
     rows: u64,
     deletes: u64,
     pages_skipped: u64,
     max_gci: u32,
     create_us: u64,
     scan_turn_us: u64,
+}
+
+/// The fragments of a round still scanning: the global checkpoint of step 3 waits for
+/// none to be left. Each fragment holds a [`ScanDone`] guard that counts it down when
+/// dropped, on every path (a scan that fails counts too, so the wait always ends).
+struct ScansLeft {
+    left: Mutex<usize>,
+    zero: parking_lot::Condvar,
+}
+
+impl ScansLeft {
+    fn new(n: usize) -> ScansLeft {
+        ScansLeft {
+            left: Mutex::new(n),
+            zero: parking_lot::Condvar::new(),
+        }
+    }
+
+    fn wait(&self) {
+        let mut left = self.left.lock();
+        while *left > 0 {
+            self.zero.wait(&mut left);
+        }
+    }
+}
+
+struct ScanDone<'a>(Option<&'a ScansLeft>);
+
+impl ScanDone<'_> {
+    fn done(&mut self) {
+        if let Some(s) = self.0.take() {
+            let mut left = s.left.lock();
+            *left -= 1;
+            if *left == 0 {
+                s.zero.notify_all();
+            }
+        }
+    }
+}
+
+impl Drop for ScanDone<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
 }
 
 /// The first error of a phase's results (in job order), or the values.
@@ -466,7 +513,14 @@ impl ClusterInner {
     /// Step 2 for one fragment: scanned (holding its node's scan turn) in batches of
     /// pages, its mutex held per batch only, into its data file, which a thread of its
     /// own creates meanwhile (the scan's output waits in memory until it exists).
-    fn lcp_scan_fragment(&self, round: &NodeRound, job: &Job, lcp_id: u32) -> Result<Scanned> {
+    fn lcp_scan_fragment(
+        &self,
+        round: &NodeRound,
+        job: &Job,
+        lcp_id: u32,
+        scans_left: &ScansLeft,
+    ) -> Result<Scanned> {
+        let mut scan_done = ScanDone(Some(scans_left));
         let all = lcp_all_range(&job.ctl, job.all_parts_count);
         let all_part = move |page: u32| all.contains(part_of_page(page));
         std::thread::scope(|scope| {
@@ -520,8 +574,10 @@ impl ClusterInner {
                     std::thread::sleep(wait.min(Duration::from_millis(100)));
                 }
             }
-            // The node's next fragment may scan while this one waits for its file.
+            // The node's next fragment may scan while this one waits for its file and
+            // its sync; the global checkpoint may start once every scan is here.
             drop(pacing);
+            scan_done.done();
             let scan_turn_us = micros(turn);
             let mut writer = match (writer, create) {
                 (Some(w), _) => w,
@@ -538,8 +594,11 @@ impl ClusterInner {
             };
             batch.drain_into(&mut writer)?;
             writer.set_max_gci(scan.max_gci);
+            let header = *writer.header();
+            let summary = writer.finish()?;
             Ok(Scanned {
-                writer,
+                file: DataFileRef::new(&header, &summary),
+                bytes: summary.bytes,
                 rows: scan.rows_written,
                 deletes: scan.deletes_written,
                 pages_skipped: scan.pages_skipped,
@@ -563,32 +622,7 @@ impl ClusterInner {
         }
         jobs_out.extend(jobs);
         let jobs: &[Job] = jobs_out;
-        // Step 2, every fragment at once: each node scans one at a time, the files
-        // are created (each a file and a directory sync) while the scans run.
-        let phase = Instant::now();
-        let scanned = all_ok(run_parallel(
-            jobs.iter().collect(),
-            LCP_IO_THREADS,
-            |_, job: &Job| self.lcp_scan_fragment(&rounds[job.node], job, lcp_id),
-        ))?;
-        stats.scan_us = micros(phase);
-        for s in &scanned {
-            stats.fragments += 1;
-            stats.rows += s.rows;
-            stats.deletes += s.deletes;
-            stats.pages_skipped += s.pages_skipped;
-            stats.create_us += s.create_us;
-            stats.scan_turn_us += s.scan_turn_us;
-        }
-        // Step 3, while the data files are finished and synced together. Everything
-        // the files hold must be restorable through the redo log too: the rows they
-        // hold carry their GCIs, but a deleted row is a delete marker or, in
-        // an ALL part, just absent, and neither names its GCI; so any file written
-        // needs the GCI current now closed (every change a scan saw has a GCI at most
-        // that). Skipping it when there are no delete markers and `max_gci` is durable
-        // lost a row deleted in an open GCI from an ALL part (simulated crash, seed
-        // 399).
-        if scanned.is_empty() {
+        if jobs.is_empty() {
             // Nothing written: only the keep positions move (step 5).
             self.lcp_flush_disks(&rounds)?;
             self.lcp_complete_nodes(rounds, lcp_id);
@@ -596,40 +630,58 @@ impl ClusterInner {
             *self.last_lcp.lock() = Some(stats.clone());
             return Ok(stats);
         }
+        // Steps 2 and 3, every fragment at once: each node scans one at a time, the
+        // files are created (each a file and a directory sync) while the scans run,
+        // each is finished and synced as soon as its scan ends, and the global
+        // checkpoint starts when the last scan ends. Everything the files hold must be
+        // restorable through the redo log too: the rows they hold carry their GCIs,
+        // but a deleted row is a delete marker or, in an ALL part, just absent, and
+        // neither names its GCI; so the GCI current at the end of the scans is closed
+        // (every change a scan saw has a GCI at most that). Skipping it when there are
+        // no delete markers and `max_gci` is durable lost a row deleted in an open GCI
+        // from an ALL part (simulated crash, seed 399).
         let phase = Instant::now();
-        let (finished, gcp) = std::thread::scope(|scope| {
-            let syncs = scope.spawn(|| {
-                run_parallel(scanned, LCP_IO_THREADS, |_, s: Scanned| {
-                    let header = *s.writer.header();
-                    let summary = s.writer.finish()?;
-                    Ok((
-                        DataFileRef::new(&header, &summary),
-                        summary.bytes,
-                        s.max_gci,
-                    ))
-                })
+        let scans_left = ScansLeft::new(jobs.len());
+        let (scanned, gcp, scans_end) = std::thread::scope(|scope| {
+            let gcp = scope.spawn(|| {
+                scans_left.wait();
+                let scans_end = Instant::now();
+                (self.force_gcp().map(|_| micros(scans_end)), scans_end)
             });
-            let gcp_from = Instant::now();
-            let gcp = self.force_gcp().map(|_| micros(gcp_from));
-            let finished = syncs.join().unwrap_or_else(|_| {
-                vec![Err(crate::error::codes::internal(
-                    "an LCP file sync thread panicked",
-                ))]
+            let scanned = run_parallel(jobs.iter().collect(), LCP_IO_THREADS, |_, job: &Job| {
+                self.lcp_scan_fragment(&rounds[job.node], job, lcp_id, &scans_left)
             });
-            (finished, gcp)
+            let (gcp, scans_end) = gcp.join().unwrap_or_else(|_| {
+                (
+                    Err(crate::error::codes::internal(
+                        "the LCP's global checkpoint thread panicked",
+                    )),
+                    Instant::now(),
+                )
+            });
+            (scanned, gcp, scans_end)
         });
+        stats.scan_us = scans_end.duration_since(phase).as_micros() as u64;
+        stats.sync_us = micros(scans_end);
         stats.gcp_us = gcp?;
-        let finished = all_ok(finished)?;
-        stats.sync_us = micros(phase);
-        stats.bytes = finished.iter().map(|f| f.1).sum();
+        let scanned = all_ok(scanned)?;
+        for s in &scanned {
+            stats.fragments += 1;
+            stats.rows += s.rows;
+            stats.deletes += s.deletes;
+            stats.pages_skipped += s.pages_skipped;
+            stats.create_us += s.create_us;
+            stats.scan_turn_us += s.scan_turn_us;
+            stats.bytes += s.bytes;
+        }
         // Step 4: the disk-data pages as of each node's LcpStart record on disk; then
         // the control files, all at once; then the files they dropped.
         let phase = Instant::now();
         self.lcp_flush_disks(&rounds)?;
         let stores: Vec<(&Job, DataFileRef, u32)> = jobs
             .iter()
-            .zip(finished)
-            .map(|(job, (file, _, max_gci))| (job, file, max_gci))
+            .zip(scanned)
+            .map(|(job, s)| (job, s.file, s.max_gci))
             .collect();
         all_ok(run_parallel(
             stores,

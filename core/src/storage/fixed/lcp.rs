@@ -33,6 +33,14 @@ impl FixedPages {
         })
     }
 
+    /// Prefetch hint for the page's change map (the next page of an LCP scan).
+    #[inline]
+    pub fn prefetch_change_map(&self, lp: u32) {
+        if let Some(p) = self.pages.get(lp) {
+            super::super::prefetch(&p.bytes()[OFF_CHANGE_MAP..OFF_CHANGE_MAP + 1]);
+        }
+    }
+
     /// The page's change map, cleared; None when the page is not held.
     pub fn take_change_map(&mut self, lp: u32) -> Option<[u8; CHANGE_MAP_BYTES]> {
         if !self.is_held(lp) {
