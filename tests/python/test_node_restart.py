@@ -43,3 +43,20 @@ def test_stop_start_and_read_from_the_restarted_node() -> None:
         assert rows[3] is not None and rows[3]["b"] == "r4999"
         cluster.mgm("2 START")
         wait_started(cluster, 2)
+
+
+def test_data_memory_changes_by_rolling_restart() -> None:
+    with rndb.Cluster.embedded(DataMemory="32M") as cluster:
+        ndb = cluster.ndb("test")
+        create_t1(ndb)
+        ndb.insert_many("t1", ({"id": i, "a": i, "b": f"r{i}"} for i in range(2_000)))
+        assert "of total 1024)" in cluster.mgm("ALL REPORT MEMORYUSAGE")
+        out = cluster.mgm("SET DataMemory=48M")
+        assert "each data node takes it when it restarts" in out
+        assert "of total 1024)" in cluster.mgm("ALL REPORT MEMORYUSAGE")
+        out = cluster.mgm("ROLLING RESTART")
+        assert out.endswith("Rolling restart completed."), out
+        report = cluster.mgm("ALL REPORT MEMORYUSAGE")
+        assert report.count("of total 1536)") == 4, report
+        rows = ndb.read_many("t1", [0, 1_999])
+        assert rows[0] is not None and rows[1] is not None and rows[1]["b"] == "r1999"

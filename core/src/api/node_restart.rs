@@ -20,6 +20,9 @@
 //! for now, see below). The copy runs on a thread of its own; `ALL STATUS` shows the
 //! node `starting (Last completed phase 4)` until it is done, then `started`.
 //!
+//! Configuration: a node takes the DataMemory its configuration has when it starts
+//! (`SET DataMemory=...`, then `<id> RESTART` or `ROLLING RESTART`, as with NDB).
+//!
 //! Durability: with a data directory, a stopped node misses global checkpoints, and a
 //! system restart must then know which node's files are behind (NDB's DIH keeps that
 //! per fragment replica). Until that bookkeeping exists, node stops and restarts are
@@ -202,6 +205,7 @@ impl ClusterInner {
                 }
             )));
         }
+        self.apply_node_data_memory(&node)?;
         let cells = {
             let _dict = self.dict.read();
             node.set_run_state(NodeRunState::Starting);
@@ -270,6 +274,38 @@ impl ClusterInner {
                 }
             })
             .map_err(|e| crate::error::codes::internal(format!("node restart thread: {e}")))?;
+        Ok(())
+    }
+
+    /// A stopped node takes the DataMemory its configuration has now (`SET DataMemory`
+    /// since it started): its pool, empty while the node is stopped, is mapped again at
+    /// the new size. NDB reads DataMemory only when a node starts, so a rolling restart
+    /// is how it changes; here too.
+    fn apply_node_data_memory(&self, node: &DataNode) -> Result<()> {
+        let id = node.node_id;
+        let Some(bytes) = self.config.read().data_node(id).map(|d| d.data_memory) else {
+            return Ok(());
+        };
+        let pages = (bytes / crate::storage::PAGE_SIZE as u64) as u32;
+        let before = node.pool.total_pages();
+        if pages == before {
+            return Ok(());
+        }
+        node.pool.resize(pages).map_err(|e| {
+            mgm_error(format!(
+                "Start of node {id} failed: DataMemory cannot change to {} MB: {e}",
+                bytes >> 20
+            ))
+        })?;
+        self.mgm.log.event(
+            Severity::Info,
+            id,
+            &format!(
+                "DataMemory changed from {} MB to {} MB ({before} to {pages} pages of 32 KB) at the node restart",
+                (u64::from(before) * crate::storage::PAGE_SIZE as u64) >> 20,
+                bytes >> 20
+            ),
+        );
         Ok(())
     }
 

@@ -376,6 +376,75 @@ fn a_rolling_restart_restarts_every_node_while_the_cluster_serves() {
 }
 
 #[test]
+fn data_memory_changes_by_rolling_restart() {
+    let c = cluster(2, 2);
+    let mut s = Session::new(c.ndb("test"));
+    sql(&mut s, SCHEMA);
+    load(&mut s, 2_000);
+    let before = rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id");
+    let pages = |id: u32| c.inner().pool_of(id).total_pages();
+    assert_eq!((pages(2), pages(3)), (2048, 2048), "64M");
+    let out = mgm(&c, "SET DataMemory=96M");
+    assert!(
+        out.contains("each data node takes it when it restarts"),
+        "{out}"
+    );
+    assert_eq!((pages(2), pages(3)), (2048, 2048), "not before the restart");
+    let out = mgm(&c, "ROLLING RESTART");
+    assert!(out.ends_with("Rolling restart completed."), "{out}");
+    assert_eq!((pages(2), pages(3)), (3072, 3072));
+    assert!(
+        mgm(&c, "ALL REPORT MEMORYUSAGE").contains("32K pages of total 3072)"),
+        "{}",
+        mgm(&c, "ALL REPORT MEMORYUSAGE")
+    );
+    assert_replicas_equal(&c);
+    assert_eq!(
+        rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id"),
+        before
+    );
+    // Too small for the data: the copy fails with DataMemory full, the node stays
+    // stopped and the rolling restart stops there; the other node serves throughout.
+    let used = c.inner().pool_of(2).used_pages();
+    assert!(used > 40, "{used} pages");
+    mgm(&c, "SET DataMemory=1M");
+    let e = crate::mgm::execute(c.inner(), "ROLLING RESTART").expect_err("too small");
+    assert!(
+        e.message
+            .contains("Rolling restart stopped: node 2 failed to start again"),
+        "{}",
+        e.message
+    );
+    assert_eq!(pages(2), 32);
+    assert_eq!(
+        c.inner().node(2).expect("node").run_state(),
+        NodeRunState::Stopped
+    );
+    assert!(
+        c.inner()
+            .mgm
+            .log
+            .lines(None)
+            .iter()
+            .any(|l| l.contains("Node restart failed")),
+        "cluster log"
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id"),
+        before
+    );
+    // A table created while the node is stopped takes none of its pages.
+    sql(&mut s, "CREATE TABLE t3 (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster");
+    sql(&mut s, "INSERT INTO t3 VALUES (1, 1)");
+    mgm(&c, "SET DataMemory=96M");
+    mgm(&c, "2 START");
+    wait_started(&c, 2);
+    assert_eq!(pages(2), 3072);
+    assert_replicas_equal(&c);
+    c.shutdown();
+}
+
+#[test]
 fn node_restarts_with_a_data_directory_are_refused_for_now() {
     let dir = tempfile::tempdir().expect("dir");
     let mut cfg = ClusterConfig::embedded(2, 2).expect("config");

@@ -502,6 +502,9 @@ const APPLIED_AT_ONCE: &[&str] = &[
     "DiskPageBufferMemory",
 ];
 
+/// Parameters a data node takes when it restarts (`ClusterInner::start_node`).
+const APPLIED_AT_NODE_RESTART: &[&str] = &["DataMemory"];
+
 fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
     let spec = lookup_param_in(Section::Ndbd, name);
     let show = |v: Option<&ParamValue>| match (spec, v) {
@@ -530,6 +533,7 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
             }
         }
         Restart::None => format!("no restart needed (rndb does not use {pname} yet)"),
+        Restart::Rolling if APPLIED_AT_NODE_RESTART.contains(&pname) && cluster.data_dir.is_none() => "each data node takes it when it restarts, as with NDB: ROLLING RESTART (one node at a time, the data copied back) or <id> RESTART; until then every node keeps its current value".to_string(),
         Restart::Rolling => "NDB applies it with a rolling restart; rndb's data nodes read it when the cluster starts (a ROLLING RESTART here restarts each node with the values it started with; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
         Restart::Initial => "an initial (system) restart is needed to apply it (until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
     };

@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Size of one DataMemory page (NDB's GLOBAL_PAGE_SIZE).
 pub const PAGE_SIZE: usize = 32768;
@@ -215,16 +215,34 @@ impl PageBox {
 
 /// The node's DataMemory.
 pub struct PagePool {
-    region: Arc<Region>,
-    /// Free page indexes, and one bit per page: handed out or not (double-free check).
-    free: Mutex<(Vec<u32>, Vec<u64>)>,
-    total_pages: u32,
+    /// The mapping, the free page indexes, and one bit per page: handed out or not
+    /// (double-free check). The mapping changes only in [`PagePool::resize`], while no
+    /// page is handed out.
+    free: Mutex<PoolState>,
+    total_pages: AtomicU32,
     used_by_kind: [AtomicU64; KINDS],
     high_water_pages: AtomicU64,
     /// Set (under `free`'s lock) when the node shuts down: no page is handed out any
     /// more, so nothing allocated after the shutdown freed the fragments can be zeroed
     /// under an operation still running.
     closed: std::sync::atomic::AtomicBool,
+}
+
+struct PoolState {
+    region: Arc<Region>,
+    free: Vec<u32>,
+    bits: Vec<u64>,
+}
+
+impl PoolState {
+    fn new(total_pages: u32) -> std::io::Result<PoolState> {
+        Ok(PoolState {
+            region: Arc::new(Region::new(total_pages)?),
+            // Hand out low addresses first (pop from the end of a descending list).
+            free: (0..total_pages).rev().collect(),
+            bits: vec![0u64; (total_pages as usize).div_ceil(64)],
+        })
+    }
 }
 
 impl PagePool {
@@ -239,14 +257,9 @@ impl PagePool {
 
     /// Reserves `total_pages` pages now, or the OS error when they cannot be mapped.
     pub fn try_new(total_pages: u32) -> std::io::Result<PagePool> {
-        let region = Arc::new(Region::new(total_pages)?);
-        // Hand out low addresses first (pop from the end of a descending list).
-        let free: Vec<u32> = (0..total_pages).rev().collect();
-        let bits = vec![0u64; (total_pages as usize).div_ceil(64)];
         Ok(PagePool {
-            region,
-            free: Mutex::new((free, bits)),
-            total_pages,
+            free: Mutex::new(PoolState::new(total_pages)?),
+            total_pages: AtomicU32::new(total_pages),
             used_by_kind: Default::default(),
             high_water_pages: AtomicU64::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -266,58 +279,82 @@ impl PagePool {
     /// Takes one page for `kind`, or `None` when DataMemory is exhausted.
     /// The page's content is unspecified: the new owner initialises it.
     pub fn alloc(&self, kind: PageKind) -> Option<PageBox> {
-        let idx = {
+        let (idx, region) = {
             let mut g = self.free.lock();
             if self.closed.load(Ordering::Relaxed) {
                 return None;
             }
-            let (free, bits) = &mut *g;
-            let idx = free.pop()?;
+            let idx = g.free.pop()?;
             let (w, b) = (idx as usize / 64, idx % 64);
             assert!(
-                bits[w] & (1 << b) == 0,
+                g.bits[w] & (1 << b) == 0,
                 "page pool: page {idx} handed out twice"
             );
-            bits[w] |= 1 << b;
-            idx
+            g.bits[w] |= 1 << b;
+            (idx, g.region.clone())
         };
         self.used_by_kind[kind as usize].fetch_add(1, Ordering::Relaxed);
         self.high_water_pages
             .fetch_max(self.used_pages(), Ordering::Relaxed);
         // SAFETY: idx < pages, so the page lies inside the region.
-        let ptr = unsafe { self.region.base.add(idx as usize * PAGE_SIZE) } as *mut Page;
+        let ptr = unsafe { region.base.add(idx as usize * PAGE_SIZE) } as *mut Page;
         Some(PageBox {
             ptr: NonNull::new(ptr).expect("page address"),
-            region: self.region.clone(),
+            region,
         })
     }
 
     /// Returns a page taken for `kind`.
     pub fn free(&self, kind: PageKind, page: PageBox) {
+        let idx = page.index();
+        let mut g = self.free.lock();
         assert!(
-            Arc::ptr_eq(&page.region, &self.region),
+            Arc::ptr_eq(&page.region, &g.region),
             "page pool: page of another pool"
         );
-        let idx = page.index();
         let prev = self.used_by_kind[kind as usize].fetch_sub(1, Ordering::Relaxed);
         assert!(
             prev > 0,
             "page pool: free of a {kind:?} page that was never allocated"
         );
-        let mut g = self.free.lock();
-        let (free, bits) = &mut *g;
         let (w, b) = (idx as usize / 64, idx % 64);
-        assert!(bits[w] & (1 << b) != 0, "page pool: page {idx} freed twice");
-        bits[w] &= !(1 << b);
-        free.push(idx);
+        assert!(
+            g.bits[w] & (1 << b) != 0,
+            "page pool: page {idx} freed twice"
+        );
+        g.bits[w] &= !(1 << b);
+        g.free.push(idx);
     }
 
     pub fn total_pages(&self) -> u32 {
-        self.total_pages
+        self.total_pages.load(Ordering::Relaxed)
     }
 
     pub fn free_pages(&self) -> u32 {
-        self.free.lock().0.len() as u32
+        self.free.lock().free.len() as u32
+    }
+
+    /// Gives the pool `total_pages` pages instead (DataMemory changed, applied at a
+    /// node restart): a new mapping replaces the old one, which goes back to the
+    /// system. Only while no page is handed out (a stopped node's replicas freed
+    /// everything): otherwise, or when the new mapping cannot be made, nothing changes
+    /// and the error says why.
+    pub fn resize(&self, total_pages: u32) -> std::io::Result<()> {
+        let mut g = self.free.lock();
+        let out = g
+            .bits
+            .iter()
+            .map(|w| u64::from(w.count_ones()))
+            .sum::<u64>();
+        if out != 0 {
+            return Err(std::io::Error::other(format!(
+                "{out} pages are in use; DataMemory changes only while the node is stopped"
+            )));
+        }
+        *g = PoolState::new(total_pages)?;
+        self.total_pages.store(total_pages, Ordering::Relaxed);
+        self.high_water_pages.store(0, Ordering::Relaxed);
+        Ok(())
     }
 
     pub fn used_pages_of(&self, kind: PageKind) -> u64 {
@@ -355,9 +392,9 @@ impl PagePool {
 
     pub fn release_memory(&self) {
         let mut g = self.free.lock();
-        g.0.clear();
-        g.0.shrink_to_fit();
-        self.region.discard();
+        g.free.clear();
+        g.free.shrink_to_fit();
+        g.region.discard();
     }
 
     pub fn high_water_pages(&self) -> u64 {
@@ -374,14 +411,15 @@ impl PagePool {
         let Some(end) = first.checked_add(count) else {
             return false;
         };
-        if count == 0 || end > self.total_pages {
+        let region = self.free.lock().region.clone();
+        if count == 0 || end > region.pages {
             return false;
         }
         // SAFETY: the range lies inside the region (checked above); the advice only
         // faults pages in, leaving their bytes as they are.
         let rc = unsafe {
             libc::madvise(
-                self.region.base.add(first as usize * PAGE_SIZE) as *mut libc::c_void,
+                region.base.add(first as usize * PAGE_SIZE) as *mut libc::c_void,
                 count as usize * PAGE_SIZE,
                 libc::MADV_POPULATE_WRITE,
             )
@@ -408,6 +446,29 @@ mod tests {
         assert!(!pool.populate(0, 0));
         assert!(!pool.populate(u32::MAX, 2));
         pool.free(PageKind::Fixed, a);
+    }
+
+    #[test]
+    fn resize_only_while_empty() {
+        let pool = PagePool::new(4);
+        let a = pool.alloc(PageKind::Fixed).expect("page");
+        let err = pool.resize(8).expect_err("a page is out");
+        assert!(err.to_string().contains("1 pages are in use"), "{err}");
+        assert_eq!(pool.total_pages(), 4);
+        pool.free(PageKind::Fixed, a);
+        pool.resize(8).expect("empty pool");
+        assert_eq!(pool.total_pages(), 8);
+        assert_eq!(pool.free_pages(), 8);
+        let pages: Vec<PageBox> = (0..8)
+            .map(|_| pool.alloc(PageKind::Var).expect("page"))
+            .collect();
+        assert!(pool.alloc(PageKind::Var).is_none());
+        for p in pages {
+            pool.free(PageKind::Var, p);
+        }
+        pool.resize(2).expect("shrink");
+        assert_eq!(pool.free_pages(), 2);
+        assert_eq!(pool.high_water_pages(), 0);
     }
 
     #[test]
