@@ -434,7 +434,10 @@ fn data_memory_changes_by_rolling_restart() {
         before
     );
     // A table created while the node is stopped takes none of its pages.
-    sql(&mut s, "CREATE TABLE t3 (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster");
+    sql(
+        &mut s,
+        "CREATE TABLE t3 (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
+    );
     sql(&mut s, "INSERT INTO t3 VALUES (1, 1)");
     mgm(&c, "SET DataMemory=96M");
     mgm(&c, "2 START");
