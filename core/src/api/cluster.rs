@@ -46,6 +46,8 @@ pub struct DataNode {
     pub(crate) run_state: std::sync::atomic::AtomicU8,
     /// The last start phase completed while restarting (`ALL STATUS`).
     pub(crate) start_phase: std::sync::atomic::AtomicU8,
+    /// Why the node's last restart failed (None once a restart succeeds).
+    pub(crate) restart_failure: parking_lot::Mutex<Option<String>>,
 }
 
 pub struct ClusterInner {
@@ -283,6 +285,7 @@ impl ClusterInner {
                 log: log.clone(),
                 run_state: std::sync::atomic::AtomicU8::new(0),
                 start_phase: std::sync::atomic::AtomicU8::new(0),
+                restart_failure: parking_lot::Mutex::new(None),
             }));
         }
         let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();

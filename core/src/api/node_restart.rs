@@ -239,6 +239,7 @@ impl ClusterInner {
                 let t0 = Instant::now();
                 match cluster.copy_node(&node, &cells) {
                     Ok(rows) => {
+                        *node.restart_failure.lock() = None;
                         node.start_phase.store(5, Ordering::Release);
                         node.set_run_state(NodeRunState::Started);
                         cluster.mgm.log.event(
@@ -263,6 +264,7 @@ impl ClusterInner {
                                 other.remove_follower(cell);
                             }
                         }
+                        *node.restart_failure.lock() = Some(e.message.clone());
                         node.set_run_state(NodeRunState::Stopped);
                         node.start_phase.store(0, Ordering::Release);
                         cluster.mgm.log.event(

@@ -411,7 +411,7 @@ fn data_memory_changes_by_rolling_restart() {
     let e = crate::mgm::execute(c.inner(), "ROLLING RESTART").expect_err("too small");
     assert!(
         e.message
-            .contains("Rolling restart stopped: node 2 failed to start again"),
+            .contains("Rolling restart stopped: node 2 failed to start again (Out of memory in Ndb Kernel, table data (increase DataMemory))"),
         "{}",
         e.message
     );

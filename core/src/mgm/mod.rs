@@ -437,8 +437,13 @@ fn rolling_restart(cluster: &ClusterInner) -> Result<String> {
         cluster.start_node(id)?;
         while n.run_state() != NodeRunState::Started {
             if n.run_state() == NodeRunState::Stopped {
+                let why = n
+                    .restart_failure
+                    .lock()
+                    .clone()
+                    .unwrap_or_else(|| "see the cluster log".to_string());
                 return Err(mgm_error(format!(
-                    "Rolling restart stopped: node {id} failed to start again (see the cluster log); {} done",
+                    "Rolling restart stopped: node {id} failed to start again ({why}); it is stopped, {} node(s) restarted before it",
                     out.len() - 1
                 )));
             }
