@@ -63,7 +63,7 @@ use crate::checkpoint::{LCP_IO_THREADS, run_parallel};
 use crate::error::Result;
 use crate::mgm::log::Severity;
 use crate::txn::FragmentCell;
-use crate::txn::fragment::{Fragment, LcpSink};
+use crate::txn::fragment::{Fragment, LcpSink, push_row_image};
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -177,12 +177,18 @@ const TAG_DELETE_ROW: u8 = 2;
 const TAG_DELETE_PAGE: u8 = 3;
 
 impl LcpSink for Batch {
-    fn row(&mut self, row_id: u32, image: &[u8]) {
+    fn row(&mut self, row_id: u32, fixed: &[u8], var: &[u8]) {
+        // The image goes straight into the batch (no copy through a scratch buffer):
+        // three length words and the two parts.
+        let image_len = 12 + fixed.len() + var.len();
+        self.bytes.reserve(9 + image_len);
         self.bytes.push(TAG_ROW);
         self.bytes.extend_from_slice(&row_id.to_le_bytes());
         self.bytes
-            .extend_from_slice(&(image.len() as u32).to_le_bytes());
-        self.bytes.extend_from_slice(image);
+            .extend_from_slice(&(image_len as u32).to_le_bytes());
+        let start = self.bytes.len();
+        push_row_image(&mut self.bytes, fixed, var, &[]);
+        debug_assert_eq!(self.bytes.len() - start, image_len);
     }
     fn delete_row(&mut self, row_id: u32) {
         self.bytes.push(TAG_DELETE_ROW);

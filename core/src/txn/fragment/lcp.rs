@@ -21,14 +21,15 @@
 //! Row images are the redo log's (`redo::push_row_image`): fixed part, var part,
 //! disk image (empty for in-memory tables).
 
-use super::redo::{push_row_image, split_payload};
+use super::redo::split_payload;
 use super::*;
 use crate::storage::fixed::{CHANGE_MAP_BITS, ROW_FREE};
 
 /// Where an LCP scan sends what it finds.
 pub trait LcpSink {
-    /// A committed row: its image (fixed, var and disk parts, as in a redo record).
-    fn row(&mut self, row_id: u32, image: &[u8]);
+    /// A committed row of an in-memory table: its fixed and var parts (the image is
+    /// that of a redo record, [`super::push_row_image`], with an empty disk part).
+    fn row(&mut self, row_id: u32, fixed: &[u8], var: &[u8]);
     fn delete_row(&mut self, row_id: u32);
     fn delete_page(&mut self, page_no: u32);
 }
@@ -58,7 +59,6 @@ pub struct LcpScan {
     all_parts: bool,
     /// In CHANGE parts, rows with an older GCI did not change since the previous LCP.
     min_change_gci: u32,
-    image: Vec<u8>,
     /// The slots of the page being written (reused from page to page).
     slots: Vec<u32>,
     /// Per slot of `slots`: to be written as a row (with its var part's reference).
@@ -127,7 +127,6 @@ impl Fragment {
             max_gci: 0,
             all_parts,
             min_change_gci,
-            image: Vec::new(),
             slots: Vec::new(),
             verdicts: Vec::new(),
         }
@@ -256,10 +255,8 @@ impl Fragment {
                         let f = self.fixed.get(row);
                         let gci = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
                         scan.max_gci = scan.max_gci.max(gci);
-                        scan.image.clear();
                         let var: &[u8] = v.map_or(&[], |v| self.var.get(v));
-                        push_row_image(&mut scan.image, f, var, &[]);
-                        sink.row(row.0, &scan.image);
+                        sink.row(row.0, f, var);
                         scan.rows_written += 1;
                     }
                     SlotVerdict::Delete => {

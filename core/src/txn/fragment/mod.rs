@@ -438,5 +438,6 @@ mod write;
 pub use batch::{BatchKey, DirectInsert, RowSink};
 pub use disk::{DiskRelinkStats, FragDisk};
 pub use lcp::{LcpChangeCounts, LcpScan, LcpSink};
+pub use redo::push_row_image;
 pub use redo::{FragRedo, REDO_DELETE, REDO_WRITE, REDO_WRITE_MEMORY};
 pub use replica::{CopyProgress, ReplicaRole};

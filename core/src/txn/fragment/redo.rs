@@ -307,7 +307,7 @@ impl Fragment {
 
 /// Appends a row image (a write record's payload, a checkpoint row): each of the
 /// fixed part, the var part and the disk image as `len u32` + bytes.
-pub(super) fn push_row_image(out: &mut Vec<u8>, fixed: &[u8], var: &[u8], disk: &[u8]) {
+pub fn push_row_image(out: &mut Vec<u8>, fixed: &[u8], var: &[u8], disk: &[u8]) {
     for part in [fixed, var, disk] {
         out.extend_from_slice(&(part.len() as u32).to_le_bytes());
         out.extend_from_slice(part);
