@@ -21,6 +21,7 @@ mod cluster;
 mod convert;
 mod ddl;
 mod errors;
+mod mgmclient;
 mod ndb;
 mod scan;
 mod sqlglue;
@@ -101,6 +102,8 @@ mod _rndb {
     use crate::cluster::Cluster;
     #[pymodule_export]
     use crate::errors::{NdbError, PermanentError, TemporaryError, UnknownResultError};
+    #[pymodule_export]
+    use crate::mgmclient::{MgmClient, connect};
     #[pymodule_export]
     use crate::ndb::Ndb;
     #[pymodule_export]

@@ -12,6 +12,9 @@ Objects follow the NDB API: ``Cluster`` (Ndb_cluster_connection with its data no
 ``Ndb``, ``Transaction`` (NdbTransaction), ``Operation``, ``ScanIterator``. Errors are
 ``NdbError`` with NDB's ``code``, ``status``, ``classification`` and ``message``;
 ``TemporaryError``, ``PermanentError`` and ``UnknownResultError`` subclass it by status.
+
+``rndb.connect("host:1186")`` is a management client of a distributed cluster
+(``rndb_mgmd``): ``client.mgm("ALL STATUS")``, as ``ndb_mgm -c host:1186``.
 """
 
 from ._rndb import (
@@ -23,6 +26,7 @@ from ._rndb import (
     LM_Exclusive,
     LM_Read,
     LM_SimpleRead,
+    MgmClient,
     Ndb,
     NdbError,
     NoCommit,
@@ -34,6 +38,7 @@ from ._rndb import (
     Transaction,
     UnknownResultError,
     __version__,
+    connect,
 )
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "LM_Exclusive",
     "LM_Read",
     "LM_SimpleRead",
+    "MgmClient",
     "Ndb",
     "NdbError",
     "NoCommit",
@@ -56,4 +62,5 @@ __all__ = [
     "Transaction",
     "UnknownResultError",
     "__version__",
+    "connect",
 ]

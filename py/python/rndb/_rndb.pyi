@@ -90,6 +90,25 @@ class Cluster:
     ) -> Literal[False]: ...
 
 @final
+class MgmClient:
+    @property
+    def server_node_id(self) -> int: ...
+    @property
+    def connectstring(self) -> str: ...
+    def mgm(self, command: str) -> str: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> MgmClient: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> Literal[False]: ...
+
+def connect(connectstring: str, timeout: float = 5.0) -> MgmClient: ...
+
+@final
 class Ndb:
     @property
     def database(self) -> str: ...
@@ -242,6 +261,7 @@ __all__ = [
     "LM_Exclusive",
     "LM_Read",
     "LM_SimpleRead",
+    "MgmClient",
     "Ndb",
     "NdbError",
     "NoCommit",
@@ -253,4 +273,5 @@ __all__ = [
     "Transaction",
     "UnknownResultError",
     "__version__",
+    "connect",
 ]

@@ -1,0 +1,126 @@
+"""`rndb.connect("host:port")`: a management client of a distributed cluster — real
+`rndb_mgmd` and `rndbd` processes on loopback, driven from Python as `ndb_mgm -c` drives
+NDB's."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+import rndb
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def binaries() -> tuple[Path, Path]:
+    """The debug builds of rndb_mgmd and rndbd (`make test` builds them first; built here
+    when missing)."""
+    d = ROOT / "target" / "debug"
+    mgmd, ndbd = d / "rndb_mgmd", d / "rndbd"
+    if not (mgmd.exists() and ndbd.exists()):
+        subprocess.run(
+            ["cargo", "build", "-p", "rndb-shell", "--bins"], cwd=ROOT, check=True, timeout=1200
+        )
+    return mgmd, ndbd
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for(what: str, secs: float, ok: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + secs
+    while not ok():
+        assert time.monotonic() < deadline, f"{what}: timed out"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def cluster_dir(tmp_path: Path) -> Iterator[tuple[Path, int, list[subprocess.Popen[bytes]]]]:
+    port = free_port()
+    cfg = (
+        "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\nHeartbeatIntervalDbDb=100\n"
+        f"DataDir={tmp_path}\n[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={port}\n"
+        f"DataDir={tmp_path}\n[ndbd]\nNodeId=2\nHostName=127.0.0.1\n"
+        "[ndbd]\nNodeId=3\nHostName=127.0.0.1\n[mysqld]\n"
+    )
+    (tmp_path / "config.ini").write_text(cfg)
+    procs: list[subprocess.Popen[bytes]] = []
+    yield tmp_path, port, procs
+    for p in procs:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def spawn(procs: list[subprocess.Popen[bytes]], d: Path, *args: str) -> subprocess.Popen[bytes]:
+    with open(d / f"{Path(args[0]).name}-{len(procs)}.out", "wb") as out:
+        # The child keeps its own descriptor of the file.
+        p = subprocess.Popen(list(args), cwd=d, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    procs.append(p)
+    return p
+
+
+def connect_when_up(port: int) -> rndb.MgmClient:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return rndb.connect(f"127.0.0.1:{port}", timeout=2.0)
+        except rndb.NdbError:
+            assert time.monotonic() < deadline, "rndb_mgmd did not come up"
+            time.sleep(0.05)
+
+
+def test_manage_a_distributed_cluster(
+    cluster_dir: tuple[Path, int, list[subprocess.Popen[bytes]]],
+) -> None:
+    d, port, procs = cluster_dir
+    mgmd_bin, ndbd_bin = binaries()
+    mgmd = spawn(procs, d, str(mgmd_bin), "-f", str(d / "config.ini"))
+    c = connect_when_up(port)
+    assert c.server_node_id == 1
+    assert c.connectstring == f"127.0.0.1:{port}"
+    assert "Node 2: not connected" in c.mgm("ALL STATUS")
+    nodes = [spawn(procs, d, str(ndbd_bin), "-c", f"127.0.0.1:{port}") for _ in range(2)]
+
+    def both_started() -> bool:
+        s = c.mgm("ALL STATUS")
+        return "Node 2: started" in s and "Node 3: started" in s
+
+    wait_for("both data nodes started", 30, both_started)
+    show = c.mgm("SHOW")
+    assert "id=2\t@127.0.0.1" in show and "id=3\t@127.0.0.1" in show, show
+    with pytest.raises(rndb.NdbError) as ei:
+        c.mgm("9 STATUS")
+    assert "9" in str(ei.value)
+    out = c.mgm("3 RESTART")
+    assert "Node 3" in out, out
+    wait_for("node 3 started again", 30, both_started)
+    out = c.mgm("SHUTDOWN")
+    assert "2 NDB Cluster node(s) have shutdown." in out, out
+    for p in [*nodes, mgmd]:
+        assert p.wait(timeout=20) == 0
+    c.close()
+    c.close()
+    with pytest.raises(rndb.NdbError) as ei:
+        c.mgm("SHOW")
+    assert "closed" in str(ei.value)
+
+
+def test_connect_errors() -> None:
+    with pytest.raises(rndb.NdbError) as ei:
+        rndb.connect(f"127.0.0.1:{free_port()}", timeout=0.5)
+    assert ei.value.code == 4009, ei.value
+    with pytest.raises(rndb.NdbError):
+        rndb.connect("127.0.0.1:notaport")
+    with pytest.raises(rndb.NdbError):
+        rndb.connect("127.0.0.1:1186", timeout=-1)
+    with pytest.raises(TypeError):
+        rndb.connect(1186)  # type: ignore[arg-type]
