@@ -12,7 +12,7 @@ use crate::progress::Progress;
 use rndb::api::Cluster;
 use rndb::mgm::{self, Command, Flags, Target};
 use rndb::sql::{self, Session};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -150,9 +150,9 @@ impl Shell {
             }
         };
         if let Command::Restart(Target::All, flags) = &cmd
-            && flags.initial
+            && (flags.initial || self.cluster.inner().data_dir.is_some())
         {
-            return self.initial_system_restart(flags);
+            return self.system_restart(flags);
         }
         let shutdown = cmd == Command::Shutdown;
         if shutdown {
@@ -171,12 +171,16 @@ impl Shell {
         }
     }
 
-    /// `ALL RESTART -i`: an initial system restart of the embedded cluster. The shell owns
-    /// the cluster, so it stops it and starts a new one from the current configuration
-    /// (with the `SET` changes) in the same data directory, as ndbd --initial: every
-    /// table is gone and the disk-data files the earlier run created are removed (and
-    /// listed). Not in [`mgm::run`], which cannot replace its caller's cluster.
-    fn initial_system_restart(&mut self, flags: &Flags) -> Outcome {
+    /// `ALL RESTART`: a system restart of the embedded cluster. The shell owns the
+    /// cluster, so it stops it (a graceful shutdown: a last global checkpoint) and starts
+    /// a new one from the current configuration (with the `SET` changes) in the same
+    /// data directory: every node recovers what it saved (`Cluster::embedded_in`, each
+    /// step reported on a terminal). With `-i`, an initial system restart, as ndbd
+    /// --initial: every table is gone and the disk-data files the earlier run created
+    /// are removed (and listed). Not in [`mgm::run`], which cannot replace its caller's
+    /// cluster. (Without a data directory only `-i` comes here: the cluster keeps
+    /// nothing on disk to restart from, and `mgm::run` refuses with that reason.)
+    fn system_restart(&mut self, flags: &Flags) -> Outcome {
         let inner = self.cluster.inner().clone();
         if let Err(e) = inner.check_open() {
             print_err(&e.message);
@@ -187,9 +191,11 @@ impl Shell {
             return Outcome::Failed;
         }
         if flags.nostart {
-            print_err(
-                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART -i",
-            );
+            print_err(if flags.initial {
+                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART -i"
+            } else {
+                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART"
+            });
             return Outcome::Failed;
         }
         let config = inner.config.read().clone();
@@ -203,12 +209,18 @@ impl Shell {
         print_out(
             "Executing RESTART on all nodes.\nStarting shutdown. This may take a while. Please wait...",
         );
-        mgm::on_initial_system_restart(self.cluster.inner());
+        mgm::on_system_restart(self.cluster.inner(), flags.initial);
         // the session's open transaction goes first, then the cluster
         self.session = None;
         self.cluster.shutdown();
+        let on_terminal = std::io::stderr().is_terminal();
         let started = match data_dir {
-            Some(dir) => Cluster::embedded_initial(config, dir),
+            Some(dir) if flags.initial => Cluster::embedded_initial(config, dir),
+            Some(dir) => Cluster::embedded_reporting(config, dir, false, &|line| {
+                if on_terminal {
+                    eprintln!("{line}");
+                }
+            }),
             None => Cluster::embedded(config),
         };
         match started {

@@ -157,4 +157,11 @@ fn masking() {
         ),
         "1 row in set (X.XX sec)\nYYYY-MM-DD HH:MM:SS [MgmtSrvr] $DIR/data (12.5 sec)"
     );
+    assert_eq!(
+        mask(
+            "0 rows, 12 millis (committed ahead: 64 MB, 3 millis)\nrestored GCI 1 in 0.008 s\n3 s ago",
+            d
+        ),
+        "0 rows, N millis (committed ahead: N MB, N millis)\nrestored GCI 1 in T s\n3 s ago"
+    );
 }

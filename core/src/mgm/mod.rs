@@ -388,8 +388,12 @@ fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {
             "Restart of data nodes {} refused here: ALL RESTART -i (an initial system restart, all data wiped) replaces the embedded cluster, which only its owner can do. rndb_mgm does it; from the API, shut the cluster down and start it with Cluster::embedded_initial. Nothing was restarted.",
             join_ids(&ids)
         ))),
+        Target::All if cluster.data_dir.is_some() => Err(mgm_error(format!(
+            "Restart of data nodes {} refused here: ALL RESTART (a system restart: every node stopped, then recovering what it saved) replaces the embedded cluster, which only its owner can do. rndb_mgm does it; from the API, shut the cluster down and start it again with Cluster::embedded_in on the same directory. Nothing was restarted.",
+            join_ids(&ids)
+        ))),
         Target::All => Err(mgm_error(format!(
-            "Restart of data nodes {} refused: restarting every data node at once is a system restart; ROLLING RESTART restarts them one node group member at a time while the cluster serves. Nothing was restarted.",
+            "Restart of data nodes {} refused: ALL RESTART is a system restart, and this cluster keeps nothing on disk (no data directory), so it would come back empty; ROLLING RESTART restarts every node while the cluster serves and keeps the data; ALL RESTART -i starts empty on purpose. Nothing was restarted.",
             join_ids(&ids)
         ))),
         Target::Node(id) => {
@@ -574,15 +578,19 @@ pub fn initial_start_lines(removed: &[std::path::PathBuf]) -> Vec<String> {
 }
 
 /// Called by the owner of the cluster (`rndb_mgm`) before it stops the cluster for
-/// `ALL RESTART -i`: logs each data node's shutdown for the restart.
-pub fn on_initial_system_restart(cluster: &ClusterInner) {
+/// `ALL RESTART [-i]`: logs each data node's shutdown for the restart.
+pub fn on_system_restart(cluster: &ClusterInner, initial: bool) {
     for n in &cluster.data_nodes {
         let log = &cluster.mgm.log;
         log.event(Severity::Info, n.node_id, "Node shutdown initiated");
         log.event(
             Severity::Info,
             n.node_id,
-            "Node shutdown completed, restarting (initial start).",
+            if initial {
+                "Node shutdown completed, restarting (initial start)."
+            } else {
+                "Node shutdown completed, restarting."
+            },
         );
     }
 }
