@@ -15,7 +15,7 @@ CLUSTERLOG OFF [<severity>] ...        Disable Cluster logging
 CLUSTERLOG TOGGLE [<severity>] ...     Toggle severity filter on/off
 CLUSTERLOG INFO                        Print cluster log information
 <id> START                             Start data node (started with -n)
-<id> RESTART [-n] [-i] [-a] [-f]       Restart data node (ALL RESTART -i only)
+<id> RESTART [-n] [-i] [-a] [-f]       Restart data node (or ALL: system restart)
 <id> STOP [-a] [-f]                    Stop data node (needs node recovery)
 ROLLING RESTART                        Restart the data nodes one at a time
 ENTER SINGLE USER MODE <id>            Enter single user mode
@@ -103,16 +103,18 @@ pub fn topic(name: &str) -> Option<&'static str> {
             "<id> RESTART [-n] [-i] [-a] [-f] | ALL RESTART [...]\n\
              -n  do not start again until START   -i  initial (wipe the node's files)\n\
              -a  abort transactions at once        -f  force, even if the cluster stops\n\
-             Refused: a node restart needs node recovery, a system restart (ALL)\n\
-             needs the data on disk; neither exists in rndb yet.\n\
-             ALL RESTART -i (initial system restart) works in rndb_mgm: every data\n\
+             A node restart copies the node's data back from its live peers while\n\
+             the cluster serves (without a data directory; refused with one for now).\n\
+             ALL RESTART (system restart) in rndb_mgm: every node stops and recovers\n\
+             what it saved in the data directory. ALL RESTART -i (initial): every\n\
              node starts again empty, with the configuration changed by SET, and the\n\
              data and undo files the earlier run created are removed and listed."
         }
         "ROLLING" => {
             "ROLLING RESTART\n\
-             Restart the data nodes one at a time, each waited for until started, to\n\
-             apply configuration changes (SET). Refused until node recovery exists."
+             Restart the data nodes one at a time, each waited for until started (its\n\
+             data copied back while the others serve), applying SET DataMemory.\n\
+             Refused with a data directory for now."
         }
         "SET" => {
             "SET <Parameter>=<value>\n\
