@@ -14,9 +14,9 @@ CLUSTERLOG ON [<severity>] ...         Enable Cluster logging
 CLUSTERLOG OFF [<severity>] ...        Disable Cluster logging
 CLUSTERLOG TOGGLE [<severity>] ...     Toggle severity filter on/off
 CLUSTERLOG INFO                        Print cluster log information
-<id> START                             Start data node (started with -n)
+<id> START                             Start a stopped data node
 <id> RESTART [-n] [-i] [-a] [-f]       Restart data node (or ALL: system restart)
-<id> STOP [-a] [-f]                    Stop data node (needs node recovery)
+<id> STOP [-a] [-f]                    Stop data node (START copies it back)
 ROLLING RESTART                        Restart the data nodes one at a time
 ENTER SINGLE USER MODE <id>            Enter single user mode
 EXIT SINGLE USER MODE                  Exit single user mode
@@ -90,14 +90,16 @@ pub fn topic(name: &str) -> Option<&'static str> {
         }
         "START" => {
             "<id> START\n\
-             Start a data node that was restarted with -n. Data nodes here are always\n\
-             started, so this only reports that."
+             Start a stopped data node (STOP, or RESTART -n): its data is copied back\n\
+             from the live replicas while the cluster serves; ALL STATUS shows it\n\
+             starting until it is started."
         }
         "STOP" => {
             "<id> STOP [-a] [-f]\n\
-             Stop a data node. Refused: a stopped node can only rejoin through node\n\
-             recovery (copying its fragments from the live replica), which rndb does\n\
-             not have yet. SHUTDOWN stops the whole cluster."
+             Stop a data node: its replicas are left out and the partitions go on\n\
+             with the others; the last live node of a node group is refused. START\n\
+             brings it back. Refused with a data directory for now. SHUTDOWN stops the\n\
+             whole cluster."
         }
         "RESTART" => {
             "<id> RESTART [-n] [-i] [-a] [-f] | ALL RESTART [...]\n\
