@@ -320,6 +320,22 @@ impl ScansLeft {
             self.zero.wait(&mut left);
         }
     }
+
+    /// No scan is left to wait for (the pool returned, or is unwinding): a fragment
+    /// whose work never ran must not keep the global checkpoint's thread waiting.
+    fn release_all(&self) {
+        *self.left.lock() = 0;
+        self.zero.notify_all();
+    }
+}
+
+/// Calls [`ScansLeft::release_all`] when dropped, also while unwinding.
+struct ReleaseScans<'a>(&'a ScansLeft);
+
+impl Drop for ReleaseScans<'_> {
+    fn drop(&mut self) {
+        self.0.release_all();
+    }
 }
 
 struct ScanDone<'a>(Option<&'a ScansLeft>);
@@ -328,7 +344,8 @@ impl ScanDone<'_> {
     fn done(&mut self) {
         if let Some(s) = self.0.take() {
             let mut left = s.left.lock();
-            *left -= 1;
+            // Saturating: `release_all` may have run first (the pool unwinding).
+            *left = left.saturating_sub(1);
             if *left == 0 {
                 s.zero.notify_all();
             }
@@ -654,9 +671,11 @@ impl ClusterInner {
                 let scans_end = Instant::now();
                 (self.force_gcp().map(|_| micros(scans_end)), scans_end)
             });
+            let release = ReleaseScans(&scans_left);
             let scanned = run_parallel(jobs.iter().collect(), LCP_IO_THREADS, |_, job: &Job| {
                 self.lcp_scan_fragment(&rounds[job.node], job, lcp_id, &scans_left)
             });
+            drop(release);
             let (gcp, scans_end) = gcp.join().unwrap_or_else(|_| {
                 (
                     Err(crate::error::codes::internal(
