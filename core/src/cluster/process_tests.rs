@@ -128,8 +128,12 @@ fn a_crashed_node_is_declared_dead_and_rejoins() {
         "{log}"
     );
     let b = data_node(&m, 3, false);
-    wait_until("rejoined", 10, || b.status().state == NodeState::Started);
-    assert_eq!(a.status().view.node_ids(), vec![2, 3]);
+    // Node 3 may report started (it installed the view) a moment before node 2's
+    // status shows the same view: both are waited for.
+    wait_until("rejoined", 10, || {
+        b.status().state == NodeState::Started && a.status().view.node_ids() == vec![2, 3]
+    });
+    assert_eq!(b.status().view.node_ids(), vec![2, 3]);
     let v = a.status().view;
     assert!(
         v.dynamic_id(3) > v.dynamic_id(2),
