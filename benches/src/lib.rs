@@ -75,6 +75,52 @@ pub fn value_b(i: u64) -> String {
     format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
+/// Characters of [`restart_value`].
+pub const RESTART_VALUE_CHARS: usize = 160;
+
+/// The restart benchmarks' table (seeds 004's ~200-byte rows): BIGINT UNSIGNED key `id`,
+/// INT `a`, VARCHAR(200) `b` holding [`restart_value`].
+pub fn restart_table(ndb: &Ndb, name: &str) -> rndb::Result<Arc<TableRuntime>> {
+    ndb.create_table(TableSpec::new(
+        name,
+        vec![
+            Column::new(
+                "id",
+                ColumnType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                },
+            )
+            .primary_key(),
+            Column::new(
+                "a",
+                ColumnType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+            ),
+            Column::new(
+                "b",
+                ColumnType::Varchar {
+                    len: 200,
+                    charset: Charset::Latin1,
+                },
+            ),
+        ],
+    ))
+}
+
+/// Column b of row `i` of [`restart_table`]: 160 pseudo-random hex characters (not
+/// compressible by repeats).
+pub fn restart_value(i: u64) -> String {
+    let mut r = Rng::new(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut s = String::with_capacity(RESTART_VALUE_CHARS);
+    while s.len() < RESTART_VALUE_CHARS {
+        s.push_str(&format!("{:016x}", r.next_u64()));
+    }
+    s
+}
+
 /// Median of measurements.
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

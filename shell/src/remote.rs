@@ -7,12 +7,11 @@
 //! A connection that breaks is opened again once, at the next command.
 
 use crate::input::{self, Kind, Splitter};
-use crate::shell::{DEFAULT_PROMPT, Outcome, Runner};
+use crate::shell::{DEFAULT_PROMPT, Outcome, Runner, print_err, print_out};
 use rndb::cluster::client::{ConnectString, MgmConnection};
 use rndb::transport::Role;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
-use std::io::Write;
 use std::time::Duration;
 
 /// How long connecting to the management server may take.
@@ -23,20 +22,6 @@ pub struct RemoteShell {
     cs: ConnectString,
     conn: Option<MgmConnection>,
     pub prompt: String,
-}
-
-fn out(text: &str) {
-    if !text.is_empty() {
-        let mut o = std::io::stdout().lock();
-        let _ = writeln!(o, "{text}");
-        let _ = o.flush();
-    }
-}
-
-fn err(text: &str) {
-    let mut e = std::io::stderr().lock();
-    let _ = writeln!(e, "{text}");
-    let _ = e.flush();
 }
 
 impl RemoteShell {
@@ -87,7 +72,7 @@ impl RemoteShell {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
-                err(&format!("SOURCE {path}: {e}"));
+                print_err(&format!("SOURCE {path}: {e}"));
                 return Outcome::Failed;
             }
         };
@@ -118,17 +103,17 @@ impl Runner for RemoteShell {
                     .eq_ignore_ascii_case("SHUTDOWN");
                 match self.command(text.trim_end_matches(';')) {
                     Ok(t) => {
-                        out(&t);
+                        print_out(&t);
                         if shutdown { Outcome::Quit } else { Outcome::Ok }
                     }
                     Err(e) => {
-                        err(&e);
+                        print_err(&e);
                         Outcome::Failed
                     }
                 }
             }
             Kind::Sql => {
-                err(
+                print_err(
                     "ERROR 2006 (HY000): SQL needs the data nodes' transaction protocol over the network, the next part of issue 7; connected to a management server, this client runs management commands (SHOW, ALL STATUS, <id> START/STOP/RESTART, SHUTDOWN)",
                 );
                 Outcome::Failed
@@ -148,7 +133,7 @@ impl Runner for RemoteShell {
                     .nth(1)
                     .map(str::to_string);
                 let Some(target) = target else {
-                    err("CONNECT needs a connectstring: CONNECT host[:port]");
+                    print_err("CONNECT needs a connectstring: CONNECT host[:port]");
                     return Outcome::Failed;
                 };
                 match RemoteShell::connect(&target) {
@@ -156,11 +141,11 @@ impl Runner for RemoteShell {
                         let prompt = std::mem::take(&mut self.prompt);
                         *self = s;
                         self.prompt = prompt;
-                        out(&format!("Connected to Management Server at: {target}"));
+                        print_out(&format!("Connected to Management Server at: {target}"));
                         Outcome::Ok
                     }
                     Err(e) => {
-                        err(&e);
+                        print_err(&e);
                         Outcome::Failed
                     }
                 }
@@ -169,7 +154,7 @@ impl Runner for RemoteShell {
                 let hint = input::suggestion(text)
                     .map(|s| format!(" Did you mean {s}?"))
                     .unwrap_or_default();
-                err(&format!(
+                print_err(&format!(
                     "Invalid command: {}.{hint} Type HELP for help.",
                     rndb::mgm::parse::shorten(text)
                 ));

@@ -60,7 +60,8 @@ pub struct Shell {
     depth: usize,
 }
 
-fn print_out(text: &str) {
+/// One line (or block) of output to stdout, flushed; nothing for empty text.
+pub(crate) fn print_out(text: &str) {
     if text.is_empty() {
         return;
     }
@@ -69,7 +70,8 @@ fn print_out(text: &str) {
     let _ = o.flush();
 }
 
-fn print_err(text: &str) {
+/// One line (or block) to stderr, flushed.
+pub(crate) fn print_err(text: &str) {
     let mut e = std::io::stderr().lock();
     let _ = writeln!(e, "{text}");
     let _ = e.flush();
@@ -191,11 +193,10 @@ impl Shell {
             return Outcome::Failed;
         }
         if flags.nostart {
-            print_err(if flags.initial {
-                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART -i"
-            } else {
-                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART"
-            });
+            print_err(&format!(
+                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART{}",
+                if flags.initial { " -i" } else { "" }
+            ));
             return Outcome::Failed;
         }
         let config = inner.config.read().clone();

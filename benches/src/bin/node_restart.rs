@@ -19,11 +19,10 @@
 //! Usage: `cargo run --release -p rndb-benches --bin node_restart -- [sizes_gb]`
 //! (default `0.5,1,2`).
 
-use rndb::api::{Cluster, Ndb, TableRuntime, TableSpec};
+use rndb::api::{Cluster, Ndb, TableRuntime};
 use rndb::config::ClusterConfig;
-use rndb::schema::{Charset, Column, ColumnType};
 use rndb::{AbortOption, ExecType, OpKind, Value};
-use rndb_benches::Rng;
+use rndb_benches::{Rng, restart_table, restart_value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -33,48 +32,7 @@ type AnyResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sy
 const TABLES: usize = 5;
 const ROWS_PER_GB_PER_TABLE: f64 = 1_000_000.0;
 const CHUNK: u64 = 50_000;
-const VALUE_CHARS: usize = 160;
 const RESTARTED_NODE: u32 = 3;
-
-fn table(ndb: &Ndb, name: &str) -> rndb::Result<Arc<TableRuntime>> {
-    ndb.create_table(TableSpec::new(
-        name,
-        vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    unsigned: true,
-                },
-            )
-            .primary_key(),
-            Column::new(
-                "a",
-                ColumnType::Int {
-                    bytes: 4,
-                    unsigned: false,
-                },
-            ),
-            Column::new(
-                "b",
-                ColumnType::Varchar {
-                    len: 200,
-                    charset: Charset::Latin1,
-                },
-            ),
-        ],
-    ))
-}
-
-/// Column b of row `i`: 160 pseudo-random hex characters.
-fn value_b(i: u64) -> String {
-    let mut r = Rng::new(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let mut s = String::with_capacity(VALUE_CHARS);
-    while s.len() < VALUE_CHARS {
-        s.push_str(&format!("{:016x}", r.next_u64()));
-    }
-    s
-}
 
 fn load(ndb: &Ndb, tables: &[Arc<TableRuntime>], rows: u64) -> AnyResult<()> {
     for t in tables {
@@ -85,7 +43,7 @@ fn load(ndb: &Ndb, tables: &[Arc<TableRuntime>], rows: u64) -> AnyResult<()> {
                     vec![
                         Value::UInt(k),
                         Value::Int((k % 1000) as i64),
-                        Value::Str(value_b(k)),
+                        Value::Str(restart_value(k)),
                     ]
                 })
                 .collect();
@@ -182,7 +140,7 @@ fn run_size(gb: f64) -> AnyResult<()> {
     let cluster = Cluster::embedded(cfg)?;
     let ndb = cluster.ndb("test");
     let tables: Vec<Arc<TableRuntime>> = (0..TABLES)
-        .map(|i| table(&ndb, &format!("t{i}")))
+        .map(|i| restart_table(&ndb, &format!("t{i}")))
         .collect::<rndb::Result<_>>()?;
     let t0 = Instant::now();
     load(&ndb, &tables, rows)?;

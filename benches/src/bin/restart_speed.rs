@@ -36,11 +36,10 @@
 //! `RNDB_BENCH_PERF=<file>` one more restart runs under `perf record` (not reported as
 //! a figure).
 
-use rndb::api::{Cluster, Ndb, TableRuntime, TableSpec};
+use rndb::api::{Cluster, Ndb, TableRuntime};
 use rndb::config::ClusterConfig;
-use rndb::schema::{Charset, Column, ColumnType};
 use rndb::{AbortOption, ExecType, OpKind, Value};
-use rndb_benches::Rng;
+use rndb_benches::{Rng, restart_table, restart_value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -51,7 +50,6 @@ type AnyResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sy
 
 const CHILD_ENV: &str = "RNDB_RESTART_CHILD";
 const CHUNK: u64 = 100_000;
-const VALUE_CHARS: usize = 160;
 
 fn config(gb: u64) -> AnyResult<ClusterConfig> {
     let mut cfg = ClusterConfig::embedded(1, 1)?;
@@ -71,46 +69,6 @@ fn config(gb: u64) -> AnyResult<ClusterConfig> {
         cfg.set_data_node_param(k, &v)?;
     }
     Ok(cfg)
-}
-
-fn table(ndb: &Ndb) -> rndb::Result<Arc<TableRuntime>> {
-    ndb.create_table(TableSpec::new(
-        "t",
-        vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    unsigned: true,
-                },
-            )
-            .primary_key(),
-            Column::new(
-                "a",
-                ColumnType::Int {
-                    bytes: 4,
-                    unsigned: false,
-                },
-            ),
-            Column::new(
-                "b",
-                ColumnType::Varchar {
-                    len: 200,
-                    charset: Charset::Latin1,
-                },
-            ),
-        ],
-    ))
-}
-
-/// Column b of row `i`: 160 pseudo-random hex characters (not compressible by repeats).
-fn value_b(i: u64) -> String {
-    let mut r = Rng::new(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let mut s = String::with_capacity(VALUE_CHARS);
-    while s.len() < VALUE_CHARS {
-        s.push_str(&format!("{:016x}", r.next_u64()));
-    }
-    s
 }
 
 fn used_bytes(cluster: &Cluster) -> u64 {
@@ -180,7 +138,7 @@ fn child(mode: &str, dir: &Path, gb: u64, rows: u64, traffic_secs: u64) -> AnyRe
         "load" => {
             let cluster = Cluster::embedded_in(config(gb)?, dir.to_path_buf())?;
             let ndb = cluster.ndb("test");
-            let t = table(&ndb)?;
+            let t = restart_table(&ndb, "t")?;
             let target = gb << 30;
             let t0 = Instant::now();
             let mut n = 0u64;
@@ -190,7 +148,7 @@ fn child(mode: &str, dir: &Path, gb: u64, rows: u64, traffic_secs: u64) -> AnyRe
                         vec![
                             Value::UInt(k),
                             Value::Int((k % 1000) as i64),
-                            Value::Str(value_b(k)),
+                            Value::Str(restart_value(k)),
                         ]
                     })
                     .collect();
@@ -480,7 +438,7 @@ fn redis_run(rows: u64, port: u16) -> AnyResult<()> {
     while i < rows {
         let end = (i + 1000).min(rows);
         let kvs: Vec<(String, String)> = (i..end)
-            .map(|k| (k.to_string(), format!("{}:{}", k % 1000, value_b(k))))
+            .map(|k| (k.to_string(), format!("{}:{}", k % 1000, restart_value(k))))
             .collect();
         let mut parts: Vec<&[u8]> = vec![b"MSET"];
         for (k, v) in &kvs {

@@ -115,6 +115,18 @@ fn assert_replicas_equal(c: &Cluster) {
 const SCHEMA: &str = "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(40), \
     u INT, txt TEXT, INDEX ix_a (a), UNIQUE KEY uk (u)) ENGINE=ndbcluster";
 
+/// Every row of `t`, the TEXT column by its length.
+const ALL_ROWS: &str = "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id";
+
+/// A cluster with `t` created and `n` rows loaded, and a session on it.
+fn loaded(data_nodes: u32, replicas: u32, n: i64) -> (Cluster, Session) {
+    let c = cluster(data_nodes, replicas);
+    let mut s = Session::new(c.ndb("test"));
+    sql(&mut s, SCHEMA);
+    load(&mut s, n);
+    (c, s)
+}
+
 fn load(s: &mut Session, n: i64) {
     for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
         let values: Vec<String> = chunk
@@ -140,11 +152,8 @@ fn load(s: &mut Session, n: i64) {
 
 #[test]
 fn a_stopped_node_is_left_out_and_a_restart_copies_it_back() {
-    let c = cluster(2, 2);
-    let mut s = Session::new(c.ndb("test"));
-    sql(&mut s, SCHEMA);
-    load(&mut s, 2_000);
-    let before = rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id");
+    let (c, mut s) = loaded(2, 2, 2_000);
+    let before = rows(&mut s, ALL_ROWS);
 
     assert_eq!(
         mgm(&c, "3 STOP"),
@@ -161,10 +170,7 @@ fn a_stopped_node_is_left_out_and_a_restart_copies_it_back() {
         "a stopped node's memory is free"
     );
     // Reads, writes and scans go on with node 2 alone.
-    assert_eq!(
-        rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id"),
-        before
-    );
+    assert_eq!(rows(&mut s, ALL_ROWS), before);
     sql(&mut s, "UPDATE t SET a = a + 100 WHERE id < 100");
     sql(&mut s, "DELETE FROM t WHERE id >= 1900");
     sql(
@@ -185,13 +191,10 @@ fn a_stopped_node_is_left_out_and_a_restart_copies_it_back() {
     wait_started(&c, 3);
     assert!(mgm(&c, "ALL STATUS").contains("Node 3: started"));
     assert_replicas_equal(&c);
-    let expected = rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id");
+    let expected = rows(&mut s, ALL_ROWS);
     // Node 2 stops: node 3 alone serves what both held.
     mgm(&c, "2 STOP");
-    assert_eq!(
-        rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id"),
-        expected
-    );
+    assert_eq!(rows(&mut s, ALL_ROWS), expected);
     assert_eq!(
         rows(&mut s, "SELECT COUNT(*) FROM t WHERE a >= 100"),
         vec![vec![Value::Int(100)]]
@@ -333,21 +336,15 @@ fn a_restart_under_concurrent_writes_ends_with_identical_replicas() {
 
 #[test]
 fn a_rolling_restart_restarts_every_node_while_the_cluster_serves() {
-    let c = cluster(4, 2);
-    let mut s = Session::new(c.ndb("test"));
-    sql(&mut s, SCHEMA);
-    load(&mut s, 1_000);
-    let before = rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id");
+    let (c, mut s) = loaded(4, 2, 1_000);
+    let before = rows(&mut s, ALL_ROWS);
     let out = mgm(&c, "ROLLING RESTART");
     for id in 2..=5 {
         assert!(out.contains(&format!("Node {id}: restarted in")), "{out}");
     }
     assert!(out.ends_with("Rolling restart completed."), "{out}");
     assert_replicas_equal(&c);
-    assert_eq!(
-        rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id"),
-        before
-    );
+    assert_eq!(rows(&mut s, ALL_ROWS), before);
     // A table created while a node is stopped gets its replica at the restart.
     mgm(&c, "4 STOP");
     sql(
@@ -377,11 +374,8 @@ fn a_rolling_restart_restarts_every_node_while_the_cluster_serves() {
 
 #[test]
 fn data_memory_changes_by_rolling_restart() {
-    let c = cluster(2, 2);
-    let mut s = Session::new(c.ndb("test"));
-    sql(&mut s, SCHEMA);
-    load(&mut s, 2_000);
-    let before = rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id");
+    let (c, mut s) = loaded(2, 2, 2_000);
+    let before = rows(&mut s, ALL_ROWS);
     let pages = |id: u32| c.inner().pool_of(id).total_pages();
     assert_eq!((pages(2), pages(3)), (2048, 2048), "64M");
     let out = mgm(&c, "SET DataMemory=96M");
@@ -399,10 +393,7 @@ fn data_memory_changes_by_rolling_restart() {
         mgm(&c, "ALL REPORT MEMORYUSAGE")
     );
     assert_replicas_equal(&c);
-    assert_eq!(
-        rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id"),
-        before
-    );
+    assert_eq!(rows(&mut s, ALL_ROWS), before);
     // Too small for the data: the copy fails with DataMemory full, the node stays
     // stopped and the rolling restart stops there; the other node serves throughout.
     let used = c.inner().pool_of(2).used_pages();
@@ -429,10 +420,7 @@ fn data_memory_changes_by_rolling_restart() {
             .any(|l| l.contains("Node restart failed")),
         "cluster log"
     );
-    assert_eq!(
-        rows(&mut s, "SELECT id, a, b, u, LENGTH(txt) FROM t ORDER BY id"),
-        before
-    );
+    assert_eq!(rows(&mut s, ALL_ROWS), before);
     // A table created while the node is stopped takes none of its pages.
     sql(
         &mut s,

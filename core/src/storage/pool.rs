@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Size of one DataMemory page (NDB's GLOBAL_PAGE_SIZE).
 pub const PAGE_SIZE: usize = 32768;
@@ -219,7 +219,6 @@ pub struct PagePool {
     /// (double-free check). The mapping changes only in [`PagePool::resize`], while no
     /// page is handed out.
     free: Mutex<PoolState>,
-    total_pages: AtomicU32,
     used_by_kind: [AtomicU64; KINDS],
     high_water_pages: AtomicU64,
     /// Set (under `free`'s lock) when the node shuts down: no page is handed out any
@@ -259,7 +258,6 @@ impl PagePool {
     pub fn try_new(total_pages: u32) -> std::io::Result<PagePool> {
         Ok(PagePool {
             free: Mutex::new(PoolState::new(total_pages)?),
-            total_pages: AtomicU32::new(total_pages),
             used_by_kind: Default::default(),
             high_water_pages: AtomicU64::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -327,7 +325,7 @@ impl PagePool {
     }
 
     pub fn total_pages(&self) -> u32 {
-        self.total_pages.load(Ordering::Relaxed)
+        self.free.lock().region.pages
     }
 
     pub fn free_pages(&self) -> u32 {
@@ -352,7 +350,6 @@ impl PagePool {
             )));
         }
         *g = PoolState::new(total_pages)?;
-        self.total_pages.store(total_pages, Ordering::Relaxed);
         self.high_water_pages.store(0, Ordering::Relaxed);
         Ok(())
     }

@@ -70,7 +70,11 @@ pub struct LcpScan {
 enum SlotVerdict {
     Skip,
     Delete,
-    Row(Option<u32>),
+    /// A committed row: its GCI and its var part's reference.
+    Row {
+        gci: u32,
+        var: Option<u32>,
+    },
 }
 
 /// How many slots ahead the row pass's loads are started: the rows of a changed
@@ -230,11 +234,11 @@ impl Fragment {
                         if gci < min_gci {
                             SlotVerdict::Skip
                         } else {
-                            let v = layout.var_ref(f);
-                            if let Some(v) = v {
+                            let var = layout.var_ref(f);
+                            if let Some(v) = var {
                                 self.var.prefetch_dir(v);
                             }
-                            SlotVerdict::Row(v)
+                            SlotVerdict::Row { gci, var }
                         }
                     }
                     _ if deletes => SlotVerdict::Delete,
@@ -243,7 +247,7 @@ impl Fragment {
             }
             if i >= 2 * D
                 && i - 2 * D < n
-                && let SlotVerdict::Row(Some(v)) = verdicts[i - 2 * D]
+                && let SlotVerdict::Row { var: Some(v), .. } = verdicts[i - 2 * D]
             {
                 self.var.prefetch(v);
             }
@@ -251,9 +255,8 @@ impl Fragment {
                 let j = i - 3 * D;
                 let row = RowId::new(lp, slots[j]);
                 match verdicts[j] {
-                    SlotVerdict::Row(v) => {
+                    SlotVerdict::Row { gci, var: v } => {
                         let f = self.fixed.get(row);
-                        let gci = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
                         scan.max_gci = scan.max_gci.max(gci);
                         let var: &[u8] = v.map_or(&[], |v| self.var.get(v));
                         sink.row(row.0, f, var);
