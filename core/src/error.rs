@@ -47,6 +47,33 @@ pub enum ErrorClassification {
 }
 
 impl ErrorClassification {
+    /// The classification with NdbError.hpp's value `v` (UnknownErrorCode otherwise).
+    pub fn from_u8(v: u8) -> ErrorClassification {
+        use ErrorClassification::*;
+        [
+            NoError,
+            ApplicationError,
+            NoDataFound,
+            ConstraintViolation,
+            SchemaError,
+            UserDefinedError,
+            InsufficientSpace,
+            TemporaryResourceError,
+            NodeRecoveryError,
+            OverloadError,
+            TimeoutExpired,
+            UnknownResultError,
+            InternalError,
+            FunctionNotImplemented,
+            UnknownErrorCode,
+            NodeShutdown,
+        ]
+        .into_iter()
+        .chain([SchemaObjectExists, InternalTemporary])
+        .find(|c| *c as u8 == v)
+        .unwrap_or(UnknownErrorCode)
+    }
+
     /// The status NDB derives from a classification.
     pub fn status(self) -> ErrorStatus {
         use ErrorClassification::*;
@@ -344,6 +371,16 @@ pub mod codes {
             NodeRecoveryError,
             "Node failure caused abort of transaction",
         )
+    }
+    /// 4012: a request sent to a data node got no answer in time, or its node was lost
+    /// after the commit was sent (the outcome is unknown: read back before retrying).
+    pub fn request_timeout(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            4012,
+            UnknownResultError,
+            "Request ndbd time-out, maybe due to high load or communication problems",
+        )
+        .detail(detail)
     }
     /// 4009 for a partition none of whose replicas' nodes runs.
     pub fn node_group_down(detail: impl std::fmt::Display) -> NdbError {

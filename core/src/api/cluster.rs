@@ -102,6 +102,10 @@ pub struct ClusterInner {
     /// a transaction that chose a partition's replicas under an older value chooses
     /// again (`node_restart`).
     pub(crate) replica_epoch: AtomicU64,
+    /// Partitions of a new table when set (non-zero): a data node process's local
+    /// engine holds its replicas of a cluster with more node groups than itself
+    /// ([`ClusterInner::set_default_partitions`]).
+    partitions_override: AtomicU32,
 }
 
 /// The `[mysqld]`/`[api]` node ids of the configuration and how many `Ndb` objects hold
@@ -333,6 +337,7 @@ impl ClusterInner {
             gcp_driver: Mutex::new(None),
             lcp_lock: Mutex::new(()),
             lcp_next_id: AtomicU32::new(1),
+            partitions_override: AtomicU32::new(0),
             last_lcp: Mutex::new(None),
             lcp_driver: Mutex::new(None),
             lcp_wakeup: Arc::default(),
@@ -367,6 +372,17 @@ impl ClusterInner {
     /// This cluster's handle (None while it is being dropped).
     pub(crate) fn arc(&self) -> Option<Arc<ClusterInner>> {
         self.me.get().and_then(std::sync::Weak::upgrade)
+    }
+
+    /// Makes every new table have `partitions` partitions (0: NDB's default, one per
+    /// LDM per node group).
+    pub fn set_default_partitions(&self, partitions: u32) {
+        self.partitions_override
+            .store(partitions, Ordering::Release);
+    }
+
+    pub(crate) fn partitions_override(&self) -> u32 {
+        self.partitions_override.load(Ordering::Acquire)
     }
 
     pub fn next_txn_id(&self) -> u64 {

@@ -25,9 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// NDB's default hash map size: a key's hash picks one of these buckets, the bucket
-/// picks the partition, so partitions can later be added by moving buckets.
-pub const HASH_MAP_BUCKETS: u64 = 3840;
+pub use crate::cluster::layout::HASH_MAP_BUCKETS;
 /// Column holding the part number in a BLOB parts table.
 pub const BLOB_PART_COLUMN: &str = "NDB$PART";
 pub const BLOB_DATA_COLUMN: &str = "NDB$DATA";
@@ -54,7 +52,7 @@ impl TableRuntime {
     /// Partition of a key hash.
     #[inline]
     pub fn partition_of(&self, h: u64) -> usize {
-        ((h % HASH_MAP_BUCKETS) % self.fragments.len() as u64) as usize
+        crate::cluster::layout::partition_of_hash(h, self.fragments.len())
     }
 
     pub fn name(&self) -> &str {
@@ -397,7 +395,8 @@ impl ClusterInner {
                 // Rotate the primary over the group's nodes, as NDB spreads primaries.
                 (0..n)
                     .map(|r| {
-                        let node = &group[(p as usize / groups.len() + r) % n];
+                        let node = &group
+                            [crate::cluster::layout::replica_slot(p as usize, r, groups.len(), n)];
                         let mut fragment = Fragment::new(
                             def.clone(),
                             p,
@@ -542,6 +541,10 @@ impl ClusterInner {
 
     /// Partitions of a new table: one per LDM per node group (NDB's default).
     pub fn default_partitions(&self) -> u32 {
+        let set = self.partitions_override();
+        if set != 0 {
+            return set;
+        }
         self.node_groups.len() as u32 * self.ldm_per_node
     }
 

@@ -356,6 +356,23 @@ impl Server {
                     }
                 }
             }
+            Message::Data(crate::transport::data::DataMsg::ClusterReq) => {
+                let nodes: Vec<(NodeId, String)> = self
+                    .shared
+                    .nodes
+                    .lock()
+                    .iter()
+                    .filter(|(_, e)| e.connected && !e.listen.is_empty())
+                    .map(|(&n, e)| (n, e.listen.clone()))
+                    .collect();
+                self.transport.send(
+                    from,
+                    &Message::Data(crate::transport::data::DataMsg::ClusterConf {
+                        config_text: self.config_text.clone(),
+                        nodes,
+                    }),
+                );
+            }
             Message::MgmCommand { text } => {
                 let reply = match self.command(&text) {
                     Ok(t) => Message::MgmReply { ok: true, text: t },

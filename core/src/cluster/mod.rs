@@ -8,11 +8,16 @@
 
 pub mod arbit;
 pub mod client;
+pub mod datapath;
+#[cfg(test)]
+mod datapath_tests;
+pub mod layout;
 pub mod mgmd;
 pub mod ndbd;
 #[cfg(test)]
 mod process_tests;
 pub mod qmgr;
+pub mod remote;
 pub mod sim;
 #[cfg(test)]
 mod sim_tests;

@@ -11,10 +11,11 @@
 //! `RESTART [-n]` (NDB's angel restart inside the process: a new incarnation joins
 //! again, or waits for START with `-n`).
 //!
-//! Data (fragments, transactions over the network, node-restart copy) is the next part
-//! of issue 7; this node holds none yet.
+//! Data: the node's [`DataPath`] (its local engine, TC and LQH) gets every data
+//! message and every installed view; see `cluster::datapath`.
 
 use super::client::{ConnectString, fetch_config};
+use super::datapath::DataPath;
 use super::mgmd::resolve;
 use super::qmgr::{MembershipConfig, Phase, Qmgr};
 use super::{Event, Outbox};
@@ -74,6 +75,7 @@ pub struct DataNodeProcess {
     status: Arc<Mutex<NodeStatus>>,
     thread: Option<JoinHandle<i32>>,
     transport: TcpTransport,
+    data: Arc<DataPath>,
 }
 
 fn now_nonce() -> u64 {
@@ -153,7 +155,9 @@ impl DataNodeProcess {
             stop_reason: None,
         }));
         let mcfg = MembershipConfig::from_cluster(&cfg);
+        let data = DataPath::start(&cfg, node_id, mgm_id, Arc::new(transport.clone()))?;
         let mut node = NodeLoop {
+            data: data.clone(),
             me: node_id,
             node_group: me.node_group,
             mgm_id,
@@ -190,6 +194,7 @@ impl DataNodeProcess {
             status,
             thread: Some(thread),
             transport,
+            data,
         })
     }
 
@@ -197,11 +202,17 @@ impl DataNodeProcess {
         self.status.lock().clone()
     }
 
+    /// The node's data path (its local engine holds the node's replicas).
+    pub fn data(&self) -> &Arc<DataPath> {
+        &self.data
+    }
+
     /// Waits for the node to end (STOP, SHUTDOWN, or a forced shutdown); its exit
     /// status: 0 after a graceful stop, 1 after a forced one.
     pub fn wait(mut self) -> i32 {
         let code = self.thread.take().map_or(0, |t| t.join().unwrap_or(2));
         self.transport.close();
+        self.data.stop();
         code
     }
 
@@ -228,11 +239,13 @@ impl Drop for DataNodeProcess {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        self.data.stop();
     }
 }
 
 /// The node's loop state (owned by its thread).
 struct NodeLoop {
+    data: Arc<DataPath>,
     me: NodeId,
     node_group: u32,
     mgm_id: NodeId,
@@ -328,7 +341,10 @@ impl NodeLoop {
         for e in out.events {
             match e {
                 Event::Log { severity, text, .. } => self.log(severity, &text),
-                Event::ViewInstalled(_) => self.next_status_ms = 0,
+                Event::ViewInstalled(view) => {
+                    self.next_status_ms = 0;
+                    self.data.on_view(&view);
+                }
                 Event::Shutdown { code, reason } => {
                     self.status.lock().stop_reason = Some(format!("error {code}: {reason}"));
                     stopped = Some(1);
@@ -422,6 +438,7 @@ impl NodeLoop {
                     "RESTART" | "RESTART -n" => {
                         self.log(Severity::Info, "Node restart initiated");
                         self.qmgr = None;
+                        self.data.on_view(&View::default());
                         if text == "RESTART" {
                             self.begin();
                         }
@@ -432,6 +449,10 @@ impl NodeLoop {
                 // Arbitration answers.
                 other => return self.deliver_to_qmgr(from, other),
             },
+            Incoming::Message {
+                from,
+                msg: Message::Data(d),
+            } => self.data.on_message(from, d),
             Incoming::Message { from, msg } => return self.deliver_to_qmgr(from, msg),
             _ => {}
         }

@@ -9,7 +9,7 @@ use crate::config::ClusterConfig;
 use crate::transport::{NodeState, Role};
 use std::time::{Duration, Instant};
 
-fn config(data_nodes: u32, replicas: u32) -> ClusterConfig {
+pub(super) fn config(data_nodes: u32, replicas: u32) -> ClusterConfig {
     let mut text = String::from("[ndbd default]\n");
     text.push_str(&format!(
         "NoOfReplicas={replicas}\nHeartbeatIntervalDbDb=100\nArbitrationTimeout=1000\nDataMemory=16M\n"
@@ -22,7 +22,7 @@ fn config(data_nodes: u32, replicas: u32) -> ClusterConfig {
     ClusterConfig::parse(&text, "test.ini").expect("config")
 }
 
-fn mgm(cfg: &ClusterConfig) -> MgmServer {
+pub(super) fn mgm(cfg: &ClusterConfig) -> MgmServer {
     MgmServer::start(
         cfg.clone(),
         1,
@@ -32,7 +32,7 @@ fn mgm(cfg: &ClusterConfig) -> MgmServer {
     .expect("mgmd")
 }
 
-fn data_node(m: &MgmServer, id: u32, nostart: bool) -> DataNodeProcess {
+pub(super) fn data_node(m: &MgmServer, id: u32, nostart: bool) -> DataNodeProcess {
     DataNodeProcess::start(DataNodeOptions {
         connectstring: ConnectString::parse(&m.addr().to_string()).expect("cs"),
         node_id: Some(id),
@@ -44,7 +44,7 @@ fn data_node(m: &MgmServer, id: u32, nostart: bool) -> DataNodeProcess {
     .expect("data node")
 }
 
-fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+pub(super) fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -165,6 +165,10 @@ impl Enc<'_> {
         self.u32(s.len() as u32);
         self.out.extend_from_slice(s.as_bytes());
     }
+    /// Bytes as they are (a body encoded elsewhere; it runs to the payload's end).
+    pub fn raw(&mut self, b: &[u8]) {
+        self.out.extend_from_slice(b);
+    }
     /// A list of u32: u32 count, then the values.
     pub fn u32s(&mut self, v: &[u32]) {
         self.u32(v.len() as u32);

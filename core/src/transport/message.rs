@@ -146,7 +146,7 @@ impl NodeState {
 }
 
 /// Every message of every block.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     /// First frame on a connection, both ways: who is at this end.
     Hello {
@@ -267,6 +267,8 @@ pub enum Message {
         ok: bool,
         text: String,
     },
+    /// The data path (frame kinds 100..=149, `transport::data`).
+    Data(super::data::DataMsg),
 }
 
 /// Message kinds on the wire.
@@ -319,6 +321,7 @@ impl Message {
             Message::Event { .. } => EVENT,
             Message::MgmCommand { .. } => MGM_COMMAND,
             Message::MgmReply { .. } => MGM_REPLY,
+            Message::Data(d) => d.kind(),
         }
     }
 
@@ -445,12 +448,16 @@ impl Message {
                 e.bool(*ok);
                 e.str(text);
             }
+            Message::Data(d) => e.raw(&d.encode_body()),
         }
     }
 
     /// Decodes the payload of a frame of `kind` (its checksum already verified).
     pub fn decode(kind: u16, payload: &[u8]) -> Result<Message, WireError> {
         use kind::*;
+        if super::data::KINDS.contains(&kind) {
+            return super::data::DataMsg::decode(kind, payload).map(Message::Data);
+        }
         let mut d = Dec::new(payload);
         let m = match kind {
             HELLO => Message::Hello {

@@ -19,6 +19,7 @@
 //! at most [`INBOX_CAPACITY`] messages (a reader blocks when it is full: back-pressure
 //! on the sending peer through TCP).
 
+pub mod data;
 pub mod frame;
 pub mod message;
 pub mod tcp;
@@ -33,7 +34,7 @@ pub type NodeId = u32;
 pub const INBOX_CAPACITY: usize = 4096;
 
 /// What a node's loop receives from its transport.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
     Message {
         from: NodeId,

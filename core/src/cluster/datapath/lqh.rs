@@ -1,0 +1,738 @@
+//! The LQH role (NDB's DBLQH): a transaction's operations on this node's replicas, in
+//! a local transaction of the node's engine that holds their row locks until commit or
+//! abort.
+//!
+//! - As **primary**: run the operations (reads give their rows), read back the
+//!   after-image of every row written (its full values, or "deleted"), send those to
+//!   the partitions' live backups, answer the TC once every backup prepared. At
+//!   `LqhCommit`: the backups commit first, then this node; then the TC is answered.
+//! - As **backup**: apply after-images (a Write of the whole row, or a delete of the
+//!   row if present) and answer the primary; commit when told.
+//! - **Takeover** (the TC failed while this node held the transaction prepared and the
+//!   decision is unknown here): ask every live data node what it knows; a node that
+//!   committed it means commit, otherwise abort once every node answered. A node asked
+//!   about a transaction it holds prepared *freezes* it: messages about it from its TC
+//!   are ignored from then on, so its answer cannot be overtaken.
+
+use super::{DataPath, err_parts};
+use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, Transaction};
+use crate::error::{NdbError, Result, codes};
+use crate::schema::Value;
+use crate::transport::NodeId;
+use crate::transport::data::{DataMsg, KeyOp, OpResult, OpType, TxnKey, TxnState};
+use crate::txn::lock::LockMode;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the backups' prepare answers.
+    PreparingBackups,
+    /// Prepared everywhere; the TC decides.
+    Prepared,
+    /// Told to commit; waiting for the backups' commit answers.
+    CommittingBackups,
+}
+
+enum Role {
+    Primary {
+        tc: NodeId,
+        backups: BTreeSet<NodeId>,
+        waiting: BTreeSet<NodeId>,
+        phase: Phase,
+        reads: Vec<(u32, OpResult)>,
+        error: Option<NdbError>,
+        /// Who asked for the commit (the TC, or a takeover).
+        commit_to: NodeId,
+    },
+    Backup {
+        primary: NodeId,
+    },
+}
+
+pub(crate) struct LqhTxn {
+    tx: Transaction,
+    role: Role,
+    /// A takeover's unanswered queries (None: no takeover running).
+    takeover: Option<BTreeSet<NodeId>>,
+    frozen: bool,
+}
+
+fn op_kind(t: OpType) -> OpKind {
+    match t {
+        OpType::ReadCommitted => OpKind::Read(LockMode::CommittedRead),
+        OpType::ReadShared => OpKind::Read(LockMode::Read),
+        OpType::ReadExclusive => OpKind::Read(LockMode::Exclusive),
+        OpType::Insert => OpKind::Insert,
+        OpType::Update => OpKind::Update,
+        OpType::Write => OpKind::Write,
+        OpType::Delete => OpKind::Delete,
+    }
+}
+
+impl DataPath {
+    /// Defines `op` in `tx`.
+    fn define(&self, tx: &mut Transaction, op: &KeyOp) -> Result<()> {
+        let rt = self.engine.inner().table(&op.database, &op.table)?;
+        let def = &rt.def;
+        if op.key.len() != def.primary_key.len() {
+            return Err(codes::key_not_complete(format!(
+                "{} key values for {} primary-key columns",
+                op.key.len(),
+                def.primary_key.len()
+            )));
+        }
+        let key: Vec<(usize, Value)> = def
+            .primary_key
+            .iter()
+            .copied()
+            .zip(op.key.iter().cloned())
+            .collect();
+        let mut values = Vec::with_capacity(op.values.len());
+        for (c, v) in &op.values {
+            let c = *c as usize;
+            if c >= def.columns.len() {
+                return Err(codes::no_such_column(&format!("#{c}")));
+            }
+            values.push((c, v.clone()));
+        }
+        let cols = if op.columns.is_empty() {
+            None
+        } else {
+            let cols: Vec<usize> = op.columns.iter().map(|&c| c as usize).collect();
+            if let Some(&c) = cols.iter().find(|&&c| c >= def.columns.len()) {
+                return Err(codes::no_such_column(&format!("#{c}")));
+            }
+            Some(cols)
+        };
+        tx.define_by_pos(&rt, op_kind(op.op), key, values, cols)?;
+        Ok(())
+    }
+
+    /// Runs `ops` in `tx` (NoCommit): the reads' results, or the first failure (a read
+    /// or a backup's delete of a missing row is not one).
+    fn run_ops(
+        &self,
+        tx: &mut Transaction,
+        ops: &[(u32, KeyOp)],
+        backup: bool,
+    ) -> Result<Vec<(u32, OpResult)>> {
+        let first = tx.op_count();
+        for (_, op) in ops {
+            self.define(tx, op)?;
+        }
+        tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
+        let mut reads = Vec::new();
+        for (k, (i, op)) in ops.iter().enumerate() {
+            match tx.outcome(OpId(first + k)) {
+                Some(OpOutcome::Row(vals)) => reads.push((*i, Some(vals.clone()))),
+                Some(OpOutcome::Failed(e)) if e.code == 626 && op.op.is_read() => {
+                    reads.push((*i, None))
+                }
+                Some(OpOutcome::Failed(e)) if e.code == 626 && backup => {}
+                Some(OpOutcome::Failed(e)) => return Err(e.clone()),
+                _ => {}
+            }
+        }
+        Ok(reads)
+    }
+
+    /// The after-images of the rows `ops` wrote, per backup node.
+    fn after_images(
+        &self,
+        tx: &mut Transaction,
+        ops: &[(u32, KeyOp)],
+    ) -> Result<BTreeMap<NodeId, Vec<(u32, KeyOp)>>> {
+        // The last write of each row decides its image.
+        let mut rows: Vec<(u32, &KeyOp, usize)> = Vec::new();
+        let mut seen: BTreeSet<(String, String, Vec<u8>)> = BTreeSet::new();
+        for (i, op) in ops.iter().rev() {
+            if op.op.is_read() {
+                continue;
+            }
+            let mut e = crate::schema::codec::Encoder::new();
+            for v in &op.key {
+                crate::schema::codec::encode_value(&mut e, v);
+            }
+            let k = e.into_bytes();
+            if seen.insert((op.database.clone(), op.table.clone(), k)) {
+                let part = self.partition_of_op(op)?;
+                rows.push((*i, op, part));
+            }
+        }
+        rows.reverse();
+        let mut out: BTreeMap<NodeId, Vec<(u32, KeyOp)>> = BTreeMap::new();
+        if rows.is_empty() {
+            return Ok(out);
+        }
+        let first = tx.op_count();
+        let mut reads = Vec::with_capacity(rows.len());
+        for (i, op, _) in &rows {
+            let rt = self.engine.inner().table(&op.database, &op.table)?;
+            let all: Vec<u32> = (0..rt.def.columns.len() as u32).collect();
+            let read = KeyOp {
+                op: OpType::ReadExclusive,
+                database: op.database.clone(),
+                table: op.table.clone(),
+                key: op.key.clone(),
+                values: Vec::new(),
+                columns: all,
+            };
+            self.define(tx, &read)?;
+            reads.push((*i, read));
+        }
+        tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
+        for (k, ((i, op, part), (_, read))) in rows.iter().zip(reads).enumerate() {
+            let image = match tx.outcome(OpId(first + k)) {
+                Some(OpOutcome::Row(vals)) => KeyOp {
+                    op: OpType::Write,
+                    values: vals
+                        .iter()
+                        .cloned()
+                        .enumerate()
+                        .map(|(c, v)| (c as u32, v))
+                        .collect(),
+                    columns: Vec::new(),
+                    ..read
+                },
+                Some(OpOutcome::Failed(e)) if e.code == 626 => KeyOp {
+                    op: OpType::Delete,
+                    columns: Vec::new(),
+                    ..read
+                },
+                Some(OpOutcome::Failed(e)) => return Err(e.clone()),
+                _ => return Err(codes::internal("after-image read did not run")),
+            };
+            let _ = op;
+            for b in self.live_replicas(*part) {
+                if b != self.me {
+                    out.entry(b).or_default().push((*i, image.clone()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn prepared_msg(txn: TxnKey, backup: bool, r: &Result<Vec<(u32, OpResult)>>) -> DataMsg {
+        match r {
+            Ok(reads) => DataMsg::LqhPrepared {
+                txn,
+                backup,
+                code: 0,
+                class: 0,
+                message: String::new(),
+                reads: reads.clone(),
+            },
+            Err(e) => {
+                let (code, class, message) = err_parts(e);
+                DataMsg::LqhPrepared {
+                    txn,
+                    backup,
+                    code,
+                    class,
+                    message,
+                    reads: Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// LQHKEYREQ: see the module notes.
+    pub(super) fn lqh_prepare(
+        &self,
+        worker: usize,
+        from: NodeId,
+        txn: TxnKey,
+        backup: bool,
+        ops: Vec<(u32, KeyOp)>,
+    ) {
+        if self.lqh.lock().contains_key(&(txn, backup)) {
+            // One prepare per transaction, node and role: a second is a protocol error.
+            let e = codes::internal(format!(
+                "transaction {}:{} prepared twice on node {}",
+                txn.tc, txn.id, self.me
+            ));
+            self.send_from(worker, from, Self::prepared_msg(txn, backup, &Err(e)));
+            return;
+        }
+        let mut tx = match self.engine.ndb("rndb").start_transaction() {
+            Ok(t) => t,
+            Err(e) => {
+                self.send_from(worker, from, Self::prepared_msg(txn, backup, &Err(e)));
+                return;
+            }
+        };
+        if !backup {
+            // Only the primary of a partition in this node's view runs its operations.
+            for (_, op) in &ops {
+                let not_primary = match self.partition_of_op(op) {
+                    Ok(p) => self.live_replicas(p).first() != Some(&self.me),
+                    Err(_) => false,
+                };
+                if not_primary {
+                    let e = codes::node_failure_abort().detail(format!(
+                        "node {} is not the primary of a partition of {} (a view change is under way)",
+                        self.me, op.table
+                    ));
+                    self.send_from(worker, from, Self::prepared_msg(txn, false, &Err(e)));
+                    return;
+                }
+            }
+        }
+        let r = self.run_ops(&mut tx, &ops, backup);
+        let images = match (&r, backup) {
+            (Ok(_), false) => self.after_images(&mut tx, &ops).map(Some),
+            _ => Ok(None),
+        };
+        let (r, images) = match images {
+            Ok(i) => (r, i.unwrap_or_default()),
+            Err(e) => (Err(e), BTreeMap::new()),
+        };
+        if r.is_err() {
+            let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
+            self.send_from(worker, from, Self::prepared_msg(txn, backup, &r));
+            return;
+        }
+        let reads = r.unwrap_or_default();
+        if backup {
+            self.lqh.lock().insert(
+                (txn, true),
+                LqhTxn {
+                    tx,
+                    role: Role::Backup { primary: from },
+                    takeover: None,
+                    frozen: false,
+                },
+            );
+            self.send_from(worker, from, Self::prepared_msg(txn, true, &Ok(Vec::new())));
+            return;
+        }
+        let backups: BTreeSet<NodeId> = images.keys().copied().collect();
+        let done = backups.is_empty();
+        self.lqh.lock().insert(
+            (txn, false),
+            LqhTxn {
+                tx,
+                role: Role::Primary {
+                    tc: from,
+                    waiting: backups.clone(),
+                    backups,
+                    phase: if done {
+                        Phase::Prepared
+                    } else {
+                        Phase::PreparingBackups
+                    },
+                    reads: if done { Vec::new() } else { reads.clone() },
+                    error: None,
+                    commit_to: from,
+                },
+                takeover: None,
+                frozen: false,
+            },
+        );
+        if done {
+            self.send_from(worker, from, Self::prepared_msg(txn, false, &Ok(reads)));
+            return;
+        }
+        for (b, ops) in images {
+            self.send_from(
+                worker,
+                b,
+                DataMsg::LqhPrepare {
+                    txn,
+                    backup: true,
+                    ops,
+                },
+            );
+        }
+    }
+
+    /// A backup's prepare answer (or its loss: `from` left the view).
+    pub(super) fn lqh_backup_prepared(
+        &self,
+        worker: usize,
+        from: NodeId,
+        txn: TxnKey,
+        err: Option<NdbError>,
+    ) {
+        let key = (txn, false);
+        let mut map = self.lqh.lock();
+        let Some(rec) = map.get_mut(&key) else { return };
+        let Role::Primary {
+            tc,
+            backups,
+            waiting,
+            phase,
+            reads,
+            error,
+            ..
+        } = &mut rec.role
+        else {
+            return;
+        };
+        if *phase != Phase::PreparingBackups || !waiting.remove(&from) {
+            return;
+        }
+        if let Some(e) = err {
+            backups.remove(&from);
+            error.get_or_insert(e);
+        }
+        if !waiting.is_empty() {
+            return;
+        }
+        let tc = *tc;
+        if let Some(e) = error.take() {
+            let Some(mut rec) = map.remove(&key) else {
+                return;
+            };
+            drop(map);
+            self.abort_record(worker, txn, &mut rec);
+            self.send_from(worker, tc, Self::prepared_msg(txn, false, &Err(e)));
+            return;
+        }
+        *phase = Phase::Prepared;
+        let reads = std::mem::take(reads);
+        drop(map);
+        self.send_from(worker, tc, Self::prepared_msg(txn, false, &Ok(reads)));
+    }
+
+    /// Commits the local transaction of a record taken out of the map.
+    fn commit_local(&self, txn: TxnKey, rec: &mut LqhTxn) -> u64 {
+        if let Err(e) = rec.tx.execute(ExecType::Commit, AbortOption::AbortOnError) {
+            // The other replicas committed: this one cannot refuse now. NDB would
+            // shut the node down; the log says which transaction diverged.
+            self.log(
+                crate::mgm::log::Severity::Alert,
+                &format!(
+                    "commit of transaction {}:{} failed on this replica: {e}",
+                    txn.tc, txn.id
+                ),
+            );
+        }
+        self.note_committed(txn);
+        rec.tx.gci().unwrap_or(0)
+    }
+
+    /// Commits a backup record now (its primary told it, or the primary is gone and
+    /// the TC or a takeover decided); the GCI, None when there is no such record.
+    fn commit_backup_record(&self, txn: TxnKey) -> Option<u64> {
+        let mut rec = self.lqh.lock().remove(&(txn, true))?;
+        Some(self.commit_local(txn, &mut rec))
+    }
+
+    /// COMMIT (see [`DataMsg::LqhCommit`]): `backup` from a primary to its backup
+    /// record; else from the TC (or a takeover) to the primary record, and to a backup
+    /// record whose primary failed.
+    pub(super) fn lqh_commit(&self, worker: usize, from: NodeId, txn: TxnKey, backup: bool) {
+        let frozen_from_tc = |r: &LqhTxn| r.frozen && from == txn.tc;
+        if backup {
+            if self
+                .lqh
+                .lock()
+                .get(&(txn, true))
+                .is_some_and(frozen_from_tc)
+            {
+                return;
+            }
+            // No record and not committed would be a protocol error; the primary is
+            // answered anyway so that it never waits for nothing.
+            let gci = self.commit_backup_record(txn).unwrap_or(0);
+            self.send_from(worker, from, DataMsg::LqhCommitted { txn, backup, gci });
+            return;
+        }
+        // A backup record whose primary is gone commits with the TC's decision.
+        let orphan = self.lqh.lock().get(&(txn, true)).is_some_and(|r| {
+            matches!(r.role, Role::Backup { primary } if !self.is_live(primary))
+                && !frozen_from_tc(r)
+        });
+        let orphan_gci = if orphan {
+            self.commit_backup_record(txn)
+        } else {
+            None
+        };
+        let key = (txn, false);
+        let mut map = self.lqh.lock();
+        let Some(rec) = map.get_mut(&key) else {
+            drop(map);
+            let gci = orphan_gci.unwrap_or(0);
+            self.send_from(worker, from, DataMsg::LqhCommitted { txn, backup, gci });
+            return;
+        };
+        if frozen_from_tc(rec) {
+            return;
+        }
+        match &mut rec.role {
+            Role::Primary {
+                backups,
+                waiting,
+                phase,
+                commit_to,
+                ..
+            } if *phase == Phase::Prepared && !backups.is_empty() => {
+                *phase = Phase::CommittingBackups;
+                *commit_to = from;
+                *waiting = backups.clone();
+                let to: Vec<NodeId> = backups.iter().copied().collect();
+                drop(map);
+                for b in to {
+                    self.send_from(worker, b, DataMsg::LqhCommit { txn, backup: true });
+                }
+            }
+            Role::Primary { phase, .. } if *phase == Phase::CommittingBackups => {}
+            _ => {
+                let Some(mut rec) = map.remove(&key) else {
+                    return;
+                };
+                drop(map);
+                let gci = self.commit_local(txn, &mut rec);
+                self.send_from(worker, from, DataMsg::LqhCommitted { txn, backup, gci });
+            }
+        }
+    }
+
+    /// A backup committed (or left the view).
+    pub(super) fn lqh_backup_committed(&self, worker: usize, from: NodeId, txn: TxnKey) {
+        let key = (txn, false);
+        let mut map = self.lqh.lock();
+        let Some(rec) = map.get_mut(&key) else { return };
+        let Role::Primary {
+            waiting,
+            phase,
+            commit_to,
+            ..
+        } = &mut rec.role
+        else {
+            return;
+        };
+        if *phase != Phase::CommittingBackups || !waiting.remove(&from) || !waiting.is_empty() {
+            return;
+        }
+        let to = *commit_to;
+        let Some(mut rec) = map.remove(&key) else {
+            return;
+        };
+        drop(map);
+        let gci = self.commit_local(txn, &mut rec);
+        self.send_from(
+            worker,
+            to,
+            DataMsg::LqhCommitted {
+                txn,
+                backup: false,
+                gci,
+            },
+        );
+    }
+
+    /// ABORT: both of this node's records of `txn` (a primary's backups are told).
+    pub(super) fn lqh_abort(&self, worker: usize, from: NodeId, txn: TxnKey) {
+        for backup in [false, true] {
+            let rec = {
+                let mut map = self.lqh.lock();
+                if map
+                    .get(&(txn, backup))
+                    .is_some_and(|r| r.frozen && from == txn.tc)
+                {
+                    continue;
+                }
+                map.remove(&(txn, backup))
+            };
+            if let Some(mut rec) = rec {
+                self.abort_record(worker, txn, &mut rec);
+            }
+        }
+    }
+
+    fn abort_record(&self, worker: usize, txn: TxnKey, rec: &mut LqhTxn) {
+        let _ = rec
+            .tx
+            .execute(ExecType::Rollback, AbortOption::AbortOnError);
+        if let Role::Primary { backups, .. } = &rec.role {
+            for &b in backups {
+                self.send_from(worker, b, DataMsg::LqhAbort { txn });
+            }
+        }
+    }
+
+    /// What this node knows of `txn`, for another node's takeover.
+    pub(super) fn txn_state(&self, txn: &TxnKey) -> TxnState {
+        if self.was_committed(txn) {
+            return TxnState::Committed;
+        }
+        let mut map = self.lqh.lock();
+        let mut state = TxnState::Unknown;
+        for backup in [false, true] {
+            if let Some(rec) = map.get_mut(&(*txn, backup)) {
+                if matches!(
+                    rec.role,
+                    Role::Primary {
+                        phase: Phase::CommittingBackups,
+                        ..
+                    }
+                ) {
+                    return TxnState::Committed;
+                }
+                rec.frozen = true;
+                state = TxnState::Prepared;
+            }
+        }
+        state
+    }
+
+    fn start_takeover(&self, worker: usize, txn: TxnKey) {
+        let peers: BTreeSet<NodeId> = {
+            let m = self.members.read();
+            m.live.iter().copied().filter(|&n| n != self.me).collect()
+        };
+        {
+            let mut map = self.lqh.lock();
+            let mut started = false;
+            for backup in [false, true] {
+                if let Some(rec) = map.get_mut(&(txn, backup)) {
+                    started |= rec.takeover.is_some();
+                    rec.frozen = true;
+                    rec.takeover = Some(peers.clone());
+                }
+            }
+            if started {
+                return;
+            }
+        }
+        if peers.is_empty() {
+            return self.takeover_decide(worker, txn, false);
+        }
+        for p in peers {
+            self.send_from(worker, p, DataMsg::TxnStateReq { txn });
+        }
+    }
+
+    pub(super) fn takeover_answer(&self, worker: usize, from: NodeId, txn: TxnKey, s: TxnState) {
+        let decide = {
+            let mut map = self.lqh.lock();
+            let mut decide = None;
+            for backup in [false, true] {
+                let Some(rec) = map.get_mut(&(txn, backup)) else {
+                    continue;
+                };
+                let Some(w) = rec.takeover.as_mut() else {
+                    continue;
+                };
+                if !w.remove(&from) {
+                    continue;
+                }
+                if s == TxnState::Committed {
+                    decide = Some(true);
+                } else if w.is_empty() && decide.is_none() {
+                    decide = Some(false);
+                }
+            }
+            decide
+        };
+        if let Some(commit) = decide {
+            self.takeover_decide(worker, txn, commit);
+        }
+    }
+
+    fn takeover_decide(&self, worker: usize, txn: TxnKey, commit: bool) {
+        let mut any = false;
+        for backup in [false, true] {
+            if let Some(rec) = self.lqh.lock().get_mut(&(txn, backup)) {
+                rec.takeover = None;
+                rec.frozen = false;
+                any = true;
+            }
+        }
+        if !any {
+            return;
+        }
+        self.log(
+            crate::mgm::log::Severity::Info,
+            &format!(
+                "Transaction {}:{} of failed node {} taken over: {}",
+                txn.tc,
+                txn.id,
+                txn.tc,
+                if commit { "committed" } else { "aborted" }
+            ),
+        );
+        if commit {
+            // As if the TC had said commit (its answer goes nowhere: the TC is gone).
+            self.commit_backup_record(txn);
+            self.lqh_commit(worker, txn.tc, txn, false);
+        } else {
+            self.lqh_abort(worker, self.me, txn);
+        }
+    }
+
+    /// A view change left `nodes` out: see the module notes.
+    pub(super) fn lqh_nodes_failed(&self, worker: usize, nodes: &[NodeId]) {
+        let mine: Vec<(TxnKey, bool)> = self
+            .lqh
+            .lock()
+            .keys()
+            .filter(|(k, _)| Self::worker_of(k) == worker)
+            .copied()
+            .collect();
+        let mut takeovers = BTreeSet::new();
+        for key in mine {
+            let txn = key.0;
+            let (lost_backups, phase, takeover) = {
+                let mut map = self.lqh.lock();
+                let Some(rec) = map.get_mut(&key) else {
+                    continue;
+                };
+                match &mut rec.role {
+                    Role::Primary {
+                        backups,
+                        waiting,
+                        phase,
+                        tc,
+                        ..
+                    } => {
+                        // Lost backups: their answers will not come.
+                        let lost: Vec<NodeId> = waiting
+                            .iter()
+                            .filter(|n| nodes.contains(n))
+                            .copied()
+                            .collect();
+                        backups.retain(|b| !nodes.contains(b));
+                        let takeover = nodes.contains(tc) && *phase != Phase::CommittingBackups;
+                        (lost, *phase, takeover)
+                    }
+                    Role::Backup { primary } => {
+                        // The primary drives its backups, the TC drives a backup whose
+                        // primary failed; with both gone this node asks the others.
+                        let both = nodes.contains(primary)
+                            && (nodes.contains(&txn.tc) || !self.is_live(txn.tc));
+                        (Vec::new(), Phase::Prepared, both)
+                    }
+                }
+            };
+            for b in lost_backups {
+                match phase {
+                    Phase::PreparingBackups => self.lqh_backup_prepared(worker, b, txn, None),
+                    Phase::CommittingBackups => self.lqh_backup_committed(worker, b, txn),
+                    Phase::Prepared => {}
+                }
+            }
+            if takeover {
+                takeovers.insert(txn);
+            }
+        }
+        for txn in takeovers {
+            self.start_takeover(worker, txn);
+        }
+        // Takeovers waiting for answers from nodes now gone.
+        let waiting: BTreeSet<TxnKey> = self
+            .lqh
+            .lock()
+            .iter()
+            .filter(|((k, _), r)| Self::worker_of(k) == worker && r.takeover.is_some())
+            .map(|((k, _), _)| *k)
+            .collect();
+        for txn in waiting {
+            for &n in nodes {
+                self.takeover_answer(worker, n, txn, TxnState::Unknown);
+            }
+        }
+    }
+}

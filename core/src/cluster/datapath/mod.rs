@@ -1,0 +1,531 @@
+//! The data path of a data node process (`rndbd`): its local engine holding the node's
+//! fragment replicas, and NDB's TC and LQH roles over the transport (`docs/cluster.md`
+//! §6, messages in `transport::data`).
+//!
+//! - **Local engine**: a one-node [`Cluster`] (NoOfReplicas=1) sized from this node's
+//!   `[ndbd]` section, with as many partitions per table as the whole cluster has (one
+//!   per LDM per node group), so a key's partition is the same everywhere
+//!   (`cluster::layout`). The node's replicas live in it; partitions of other node
+//!   groups stay empty.
+//! - **TC** (`tc.rs`): a transaction from an API node goes to one data node's TC, which
+//!   sends each operation to its partition's primary (by this node's view of the live
+//!   nodes), commits once every primary prepared, and answers once every primary
+//!   committed.
+//! - **LQH** (`lqh.rs`): a primary runs the operations in a local transaction, holding
+//!   the locks, and sends the after-images (full rows, or deletes) to the partition's
+//!   live backups; it answers the TC when every backup prepared. At commit the
+//!   backups commit first, then the primary — so a primary releases a row's lock only
+//!   once every replica has the change, and the next change of that row reaches each
+//!   backup, over the same connection, after it.
+//! - **Failure**: at a view change the TC aborts (4010) what it had not decided, asks
+//!   the surviving replicas to commit what it had; a prepared transaction whose TC died
+//!   is decided by asking every live node (any committed: commit, else abort).
+//! - **Reads**: committed reads of many keys run at the primary, on the node's loop.
+//!
+//! Threads: the node's loop delivers messages ([`DataPath::on_message`]); reads and
+//! table lookups run there; everything of one transaction runs on one of
+//! [`WORKERS`] worker threads chosen by its [`TxnKey`], in arrival order, so a
+//! transaction's records are never touched by two threads at once. A worker may wait
+//! for a row lock (TransactionDeadlockDetectionTimeout bounds the wait).
+//!
+//! Lock order: `tc` map, then `lqh` map, then `recent`; no map lock is held while a
+//! message is delivered or the engine is called.
+//!
+//! Left for later (refused with a reason, never silently wrong): SQL DML over the
+//! transport (key operations carry the data), scans, and node restart of a process by
+//! copy (a restarted data node rejoins empty).
+
+mod lqh;
+mod schema;
+mod tc;
+
+use crate::api::Cluster;
+use crate::config::ClusterConfig;
+use crate::error::{NdbError, Result, codes};
+use crate::schema::Value;
+use crate::transport::data::{DataMsg, TxnKey};
+use crate::transport::{Message, NodeId, Transport};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+/// Worker threads per data node for transactions.
+pub const WORKERS: usize = 8;
+/// Jobs waiting per worker, at most (the loop waits for room: back-pressure).
+pub const WORKER_QUEUE: usize = 4096;
+/// Committed transactions remembered for takeover queries.
+pub const RECENT_COMMITTED: usize = 1 << 20;
+
+/// A job for a worker.
+enum Job {
+    Msg(NodeId, DataMsg),
+    /// A transaction from an API node, with the id this node gave it.
+    Begin(NodeId, TxnKey, u64, Vec<crate::transport::data::KeyOp>),
+    /// These data nodes left the view.
+    NodesFailed(Vec<NodeId>),
+    Stop,
+}
+
+/// Ids of recently committed transactions (bounded, oldest forgotten first).
+#[derive(Default)]
+struct Recent {
+    order: VecDeque<TxnKey>,
+    set: BTreeSet<TxnKey>,
+}
+
+impl Recent {
+    fn insert(&mut self, t: TxnKey) {
+        if self.set.insert(t) {
+            self.order.push_back(t);
+            if self.order.len() > RECENT_COMMITTED
+                && let Some(old) = self.order.pop_front()
+            {
+                self.set.remove(&old);
+            }
+        }
+    }
+}
+
+/// The node's view of the cluster's data nodes.
+#[derive(Default)]
+struct Membership {
+    /// Data nodes in the current view (this node included once it is a member).
+    live: BTreeSet<NodeId>,
+    /// Nodes whose replicas are up to date, with the order they became so (0: since
+    /// the cluster started). A partition's primary is its live ready replica that has
+    /// been ready longest (then layout order), so a restarted node never takes a
+    /// primary role from a node holding locks.
+    ready: BTreeMap<NodeId, u64>,
+    /// Nodes being copied to: backups that get every after-image but serve nothing.
+    joining: BTreeSet<NodeId>,
+    /// Whether this node installed a view since it (re)started.
+    in_cluster: bool,
+}
+
+/// See the module notes.
+pub struct DataPath {
+    pub(crate) me: NodeId,
+    /// Where cluster log lines go (the management server).
+    mgm_id: NodeId,
+    pub(crate) engine: Cluster,
+    out: Arc<dyn Transport>,
+    /// The cluster's node groups (data node ids in config order).
+    pub(crate) groups: Vec<Vec<NodeId>>,
+    members: RwLock<Membership>,
+    next_txn: AtomicU64,
+    next_req: AtomicU64,
+    tc: Mutex<BTreeMap<TxnKey, tc::TcTxn>>,
+    /// By transaction and role (true: backup): a node may be primary of some of a
+    /// transaction's partitions and backup of others.
+    lqh: Mutex<BTreeMap<(TxnKey, bool), lqh::LqhTxn>>,
+    recent: Mutex<Recent>,
+    schema_waits: Mutex<BTreeMap<u64, schema::SchemaWait>>,
+    workers: Vec<SyncSender<Job>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A data node's local engine configuration: this node alone, one replica.
+pub fn local_config(cfg: &ClusterConfig, me: NodeId) -> Result<ClusterConfig> {
+    let node = cfg
+        .data_node(me)
+        .ok_or_else(|| codes::bad_config(format!("node {me} is not a data node")))?
+        .clone();
+    let mut local = cfg.clone();
+    let mut node = node;
+    node.no_of_replicas = 1;
+    node.node_group = 0;
+    local.data_nodes = vec![node];
+    Ok(local)
+}
+
+/// 4035 from a node whose replicas are not up to date (starting, or restarting).
+pub(crate) fn not_ready(me: NodeId) -> NdbError {
+    NdbError::new(
+        4035,
+        crate::error::ErrorClassification::TemporaryResourceError,
+        "Cluster temporary unavailable",
+    )
+    .detail(format!(
+        "data node {me} is starting (its replicas are not up to date)"
+    ))
+}
+
+/// (code, classification, message) of an error, for a data message.
+pub(crate) fn err_parts(e: &NdbError) -> (u32, u8, String) {
+    (e.code, e.classification as u8, e.message.clone())
+}
+
+/// The error a data message carried.
+pub fn err_from(code: u32, class: u8, message: &str) -> NdbError {
+    NdbError::new(
+        code,
+        crate::error::ErrorClassification::from_u8(class),
+        message.to_string(),
+    )
+}
+
+impl DataPath {
+    /// Starts the local engine and the workers. `out` sends to other nodes.
+    pub fn start(
+        cfg: &ClusterConfig,
+        me: NodeId,
+        mgm_id: NodeId,
+        out: Arc<dyn Transport>,
+    ) -> Result<Arc<Self>> {
+        let local = local_config(cfg, me)?;
+        let engine = Cluster::embedded(local)?;
+        let groups: Vec<Vec<NodeId>> = cfg.node_groups();
+        let ldm = engine.inner().ldm_per_node;
+        engine
+            .inner()
+            .set_default_partitions(ldm * groups.len().max(1) as u32);
+        let mut senders = Vec::with_capacity(WORKERS);
+        let mut receivers = Vec::with_capacity(WORKERS);
+        for _ in 0..WORKERS {
+            let (tx, rx) = sync_channel::<Job>(WORKER_QUEUE);
+            senders.push(tx);
+            receivers.push(rx);
+        }
+        let dp = Arc::new(DataPath {
+            me,
+            mgm_id,
+            engine,
+            out,
+            groups,
+            members: RwLock::new(Membership::default()),
+            next_txn: AtomicU64::new(1),
+            next_req: AtomicU64::new(1),
+            tc: Mutex::new(BTreeMap::new()),
+            lqh: Mutex::new(BTreeMap::new()),
+            recent: Mutex::new(Recent::default()),
+            schema_waits: Mutex::new(BTreeMap::new()),
+            workers: senders,
+            threads: Mutex::new(Vec::new()),
+        });
+        for (i, rx) in receivers.into_iter().enumerate() {
+            let weak = Arc::downgrade(&dp);
+            let t = std::thread::Builder::new()
+                .name(format!("rndbd-{me}-w{i}"))
+                .spawn(move || {
+                    while let Ok(job) = rx.recv() {
+                        let Some(dp) = weak.upgrade() else { return };
+                        match job {
+                            Job::Stop => return,
+                            Job::Msg(from, m) => dp.handle(i, from, m),
+                            Job::Begin(from, txn, req, ops) => dp.tc_begin(i, from, txn, req, ops),
+                            Job::NodesFailed(nodes) => dp.nodes_failed(i, &nodes),
+                        }
+                    }
+                })
+                .map_err(|e| codes::internal(format!("data path worker: {e}")))?;
+            dp.threads.lock().push(t);
+        }
+        Ok(dp)
+    }
+
+    /// Stops the workers and the local engine.
+    pub fn stop(&self) {
+        for w in &self.workers {
+            let _ = w.send(Job::Stop);
+        }
+        let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        self.engine.shutdown();
+    }
+
+    fn worker_of(txn: &TxnKey) -> usize {
+        ((txn.id ^ (u64::from(txn.tc) << 40)) % WORKERS as u64) as usize
+    }
+
+    pub(crate) fn is_live(&self, n: NodeId) -> bool {
+        self.members.read().live.contains(&n)
+    }
+
+    /// Whether this node's replicas are up to date (it may serve reads and be primary).
+    pub(crate) fn is_ready(&self) -> bool {
+        let m = self.members.read();
+        m.live.contains(&self.me) && m.ready.contains_key(&self.me)
+    }
+
+    /// The live replicas of `partition` to write: the ready ones, primary first, then
+    /// the joining ones.
+    pub(crate) fn live_replicas(&self, partition: usize) -> Vec<NodeId> {
+        let m = self.members.read();
+        let layout = super::layout::replica_nodes(partition, &self.groups);
+        let mut ready: Vec<(u64, usize, NodeId)> = layout
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| m.live.contains(n))
+            .filter_map(|(i, n)| m.ready.get(n).map(|&seq| (seq, i, *n)))
+            .collect();
+        ready.sort_unstable();
+        let mut out: Vec<NodeId> = ready.into_iter().map(|(_, _, n)| n).collect();
+        let joining: Vec<NodeId> = layout
+            .iter()
+            .filter(|n| m.live.contains(n) && m.joining.contains(n) && !out.contains(n))
+            .copied()
+            .collect();
+        out.extend(joining);
+        out
+    }
+
+    /// A new view (empty: this node left the cluster, e.g. an angel restart).
+    pub fn on_view(&self, view: &crate::transport::View) {
+        let failed: Vec<NodeId> = {
+            let mut m = self.members.write();
+            let new: BTreeSet<NodeId> = view.members.iter().map(|&(n, _)| n).collect();
+            let failed: Vec<NodeId> = m.live.difference(&new).copied().collect();
+            if new.is_empty() {
+                *m = Membership::default();
+            } else if !m.in_cluster {
+                // This node's first view: at the cluster's first view every node starts
+                // empty, so every member is up to date; joining a running cluster, this
+                // node is not (its replicas come by copy) while the members are.
+                m.in_cluster = true;
+                m.ready = new
+                    .iter()
+                    .filter(|&&n| view.id == 1 || n != self.me)
+                    .map(|&n| (n, 0))
+                    .collect();
+                m.live = new;
+            } else {
+                // Nodes that join now are not up to date; nodes gone are not either.
+                let joined: Vec<NodeId> = new.difference(&m.live).copied().collect();
+                for n in joined.iter().chain(&failed) {
+                    m.ready.remove(n);
+                    m.joining.remove(n);
+                }
+                m.live = new;
+            }
+            failed
+        };
+        if !failed.is_empty() {
+            for w in &self.workers {
+                let _ = w.send(Job::NodesFailed(failed.clone()));
+            }
+            self.schema_nodes_failed(&failed);
+        }
+    }
+
+    /// A message from the transport (the node's loop calls this).
+    pub fn on_message(&self, from: NodeId, msg: DataMsg) {
+        // Data nodes outside the view are not heard (a node declared dead may still
+        // have frames in flight); API nodes are anonymous peers above every data node id.
+        let from_data_node = self.groups.iter().flatten().any(|&n| n == from);
+        if from_data_node && !self.is_live(from) {
+            return;
+        }
+        match msg {
+            DataMsg::ReadReq {
+                req,
+                database,
+                table,
+                columns,
+                keys,
+            } => {
+                let reply = self.read(req, &database, &table, &columns, &keys);
+                self.send(from, reply);
+            }
+            DataMsg::TableReq {
+                req,
+                database,
+                table,
+            } => {
+                let reply = self.table_def(req, &database, &table);
+                self.send(from, reply);
+            }
+            DataMsg::SqlConf {
+                req,
+                code,
+                class,
+                text,
+            } => self.schema_answer(from, req, code, class, text),
+            m @ (DataMsg::SqlReq { .. } | DataMsg::SchemaReq { .. }) => {
+                let _ = self.workers[0].send(Job::Msg(from, m));
+            }
+            DataMsg::TcKeyReq { req, ops } => {
+                let txn = TxnKey {
+                    tc: self.me,
+                    id: self.next_txn.fetch_add(1, Ordering::Relaxed),
+                };
+                let w = Self::worker_of(&txn);
+                let _ = self.workers[w].send(Job::Begin(from, txn, req, ops));
+            }
+            m => {
+                let txn = match &m {
+                    DataMsg::LqhPrepare { txn, .. }
+                    | DataMsg::LqhPrepared { txn, .. }
+                    | DataMsg::LqhCommit { txn, .. }
+                    | DataMsg::LqhCommitted { txn, .. }
+                    | DataMsg::LqhAbort { txn }
+                    | DataMsg::TxnStateReq { txn }
+                    | DataMsg::TxnStateConf { txn, .. } => *txn,
+                    _ => return,
+                };
+                let _ = self.workers[Self::worker_of(&txn)].send(Job::Msg(from, m));
+            }
+        }
+    }
+
+    /// Sends to another node, or handles a message to this node at once (on the
+    /// calling worker: a transaction's messages to itself stay on its worker).
+    pub(crate) fn send(&self, to: NodeId, msg: DataMsg) {
+        self.send_from(usize::MAX, to, msg);
+    }
+
+    pub(crate) fn send_from(&self, worker: usize, to: NodeId, msg: DataMsg) {
+        if to == self.me {
+            self.handle(worker, to, msg);
+        } else {
+            self.out.send(to, &Message::Data(msg));
+        }
+    }
+
+    fn handle(&self, worker: usize, from: NodeId, msg: DataMsg) {
+        match msg {
+            DataMsg::LqhPrepare { txn, backup, ops } => {
+                self.lqh_prepare(worker, from, txn, backup, ops)
+            }
+            DataMsg::LqhPrepared {
+                txn,
+                backup,
+                code,
+                class,
+                message,
+                reads,
+            } => {
+                let err = (code != 0).then(|| err_from(code, class, &message));
+                if backup {
+                    self.lqh_backup_prepared(worker, from, txn, err);
+                } else {
+                    self.tc_prepared(worker, from, txn, err, reads);
+                }
+            }
+            DataMsg::LqhCommit { txn, backup } => self.lqh_commit(worker, from, txn, backup),
+            DataMsg::LqhCommitted { txn, backup, gci } => {
+                if backup {
+                    self.lqh_backup_committed(worker, from, txn);
+                } else {
+                    self.tc_committed(worker, from, txn, gci);
+                }
+            }
+            DataMsg::LqhAbort { txn } => self.lqh_abort(worker, from, txn),
+            DataMsg::TxnStateReq { txn } => {
+                let state = self.txn_state(&txn);
+                self.send_from(worker, from, DataMsg::TxnStateConf { txn, state });
+            }
+            DataMsg::TxnStateConf { txn, state } => self.takeover_answer(worker, from, txn, state),
+            DataMsg::SqlReq { req, database, sql } => self.sql(from, req, &database, &sql),
+            DataMsg::SchemaReq { req, database, sql } => {
+                self.schema_apply(from, req, &database, &sql)
+            }
+            _ => {}
+        }
+    }
+
+    fn nodes_failed(&self, worker: usize, nodes: &[NodeId]) {
+        self.tc_nodes_failed(worker, nodes);
+        self.lqh_nodes_failed(worker, nodes);
+    }
+
+    /// A cluster log line of this node.
+    pub(crate) fn log(&self, severity: crate::mgm::log::Severity, text: &str) {
+        self.out.send(
+            self.mgm_id,
+            &Message::Event {
+                severity: severity as u8,
+                text: text.to_string(),
+            },
+        );
+    }
+
+    pub(crate) fn note_committed(&self, txn: TxnKey) {
+        self.recent.lock().insert(txn);
+    }
+
+    pub(crate) fn was_committed(&self, txn: &TxnKey) -> bool {
+        self.recent.lock().set.contains(txn)
+    }
+
+    pub(crate) fn next_req(&self) -> u64 {
+        self.next_req.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Committed reads of many keys (this node must hold their partitions).
+    fn read(
+        &self,
+        req: u64,
+        database: &str,
+        table: &str,
+        columns: &[u32],
+        keys: &[Value],
+    ) -> DataMsg {
+        let r = (|| -> Result<(Vec<bool>, Vec<Value>)> {
+            if !self.is_ready() {
+                return Err(not_ready(self.me));
+            }
+            let rt = self.engine.inner().table(database, table)?;
+            let cols: Vec<usize> = if columns.is_empty() {
+                (0..rt.def.columns.len())
+                    .filter(|&c| !rt.def.columns[c].hidden)
+                    .collect()
+            } else {
+                columns.iter().map(|&c| c as usize).collect()
+            };
+            let ndb = self.engine.ndb(database);
+            let (mut out, mut found) = (Vec::new(), Vec::new());
+            ndb.read_batch_into(&rt, keys, &cols, &mut out, &mut found)?;
+            Ok((found, out))
+        })();
+        match r {
+            Ok((found, values)) => DataMsg::ReadConf {
+                req,
+                code: 0,
+                class: 0,
+                message: String::new(),
+                found,
+                values,
+            },
+            Err(e) => {
+                let (code, class, message) = err_parts(&e);
+                DataMsg::ReadConf {
+                    req,
+                    code,
+                    class,
+                    message,
+                    found: Vec::new(),
+                    values: Vec::new(),
+                }
+            }
+        }
+    }
+
+    fn table_def(&self, req: u64, database: &str, table: &str) -> DataMsg {
+        match self.engine.inner().table(database, table) {
+            Ok(rt) if !rt.hidden => DataMsg::TableConf {
+                req,
+                code: 0,
+                class: 0,
+                message: String::new(),
+                def: Some(crate::transport::data::WireTableDef(Box::new(
+                    (*rt.def).clone(),
+                ))),
+            },
+            Ok(_) | Err(_) => {
+                let (code, class, message) = err_parts(&codes::no_such_table(table));
+                DataMsg::TableConf {
+                    req,
+                    code,
+                    class,
+                    message,
+                    def: None,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! SQL from API nodes: DDL (CREATE, DROP, ALTER, TRUNCATE) runs on the receiving node
+//! and then on every other live data node (`SchemaReq`), answered once all did;
+//! read-only statements (SELECT, SHOW, DESCRIBE, EXPLAIN) run on the receiving node's
+//! replicas (every partition when the cluster has one node group). Statements that
+//! change rows are refused: over the transport rows change through key operations,
+//! which the TC replicates.
+
+use super::{DataPath, err_parts};
+use crate::error::{NdbError, Result, codes};
+use crate::transport::NodeId;
+use crate::transport::data::DataMsg;
+use std::collections::BTreeSet;
+
+/// A DDL waiting for the other data nodes.
+pub(crate) struct SchemaWait {
+    api: NodeId,
+    api_req: u64,
+    waiting: BTreeSet<NodeId>,
+    text: String,
+    failures: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ddl,
+    ReadOnly,
+    Refused,
+}
+
+fn kind_of(sql: &str) -> Kind {
+    let word: String = sql
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase();
+    match word.as_str() {
+        "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => Kind::Ddl,
+        "SELECT" | "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "USE" => Kind::ReadOnly,
+        _ => Kind::Refused,
+    }
+}
+
+impl DataPath {
+    fn run_sql(&self, database: &str, sql: &str) -> Result<String> {
+        let mut session = crate::sql::Session::new(self.engine.ndb(database));
+        let t0 = std::time::Instant::now();
+        let results = session.execute(sql)?;
+        let elapsed = t0.elapsed();
+        Ok(results
+            .iter()
+            .map(|r| crate::sql::render(r, elapsed))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
+    fn sql_reply(req: u64, r: &Result<String>) -> DataMsg {
+        match r {
+            Ok(text) => DataMsg::SqlConf {
+                req,
+                code: 0,
+                class: 0,
+                text: text.clone(),
+            },
+            Err(e) => {
+                let (code, class, text) = err_parts(e);
+                DataMsg::SqlConf {
+                    req,
+                    code,
+                    class,
+                    text,
+                }
+            }
+        }
+    }
+
+    /// SQL from an API node (on worker 0: DDL is serialized).
+    pub(super) fn sql(&self, api: NodeId, req: u64, database: &str, sql: &str) {
+        let kind = kind_of(sql);
+        if kind == Kind::ReadOnly && self.groups.len() > 1 {
+            let e = codes::unsupported(
+                "SELECT over the transport reads one node group's replicas; with several node groups use key operations",
+            );
+            return self.send(api, Self::sql_reply(req, &Err(e)));
+        }
+        if kind == Kind::Refused {
+            let e = codes::unsupported(format!(
+                "'{}' over the transport: rows change through key operations (insert, update, write, delete), which every replica applies",
+                sql.trim().chars().take(40).collect::<String>()
+            ));
+            return self.send(api, Self::sql_reply(req, &Err(e)));
+        }
+        let r = self.run_sql(database, sql);
+        let (Kind::Ddl, Ok(text)) = (kind, &r) else {
+            return self.send(api, Self::sql_reply(req, &r));
+        };
+        let peers: BTreeSet<NodeId> = {
+            let m = self.members.read();
+            m.live.iter().copied().filter(|&n| n != self.me).collect()
+        };
+        if peers.is_empty() {
+            return self.send(api, Self::sql_reply(req, &r));
+        }
+        let id = self.next_req();
+        self.schema_waits.lock().insert(
+            id,
+            SchemaWait {
+                api,
+                api_req: req,
+                waiting: peers.clone(),
+                text: text.clone(),
+                failures: Vec::new(),
+            },
+        );
+        for p in peers {
+            self.send(
+                p,
+                DataMsg::SchemaReq {
+                    req: id,
+                    database: database.to_string(),
+                    sql: sql.to_string(),
+                },
+            );
+        }
+    }
+
+    /// DDL from another data node.
+    pub(super) fn schema_apply(&self, from: NodeId, req: u64, database: &str, sql: &str) {
+        let r = if kind_of(sql) == Kind::Ddl {
+            self.run_sql(database, sql)
+        } else {
+            Err(codes::bad_argument(
+                "only DDL is applied from another data node",
+            ))
+        };
+        self.send(from, Self::sql_reply(req, &r));
+    }
+
+    /// A data node's answer to our `SchemaReq` (or its loss, with `failed`).
+    pub(super) fn schema_answer(&self, from: NodeId, req: u64, code: u32, class: u8, text: String) {
+        let done = {
+            let mut waits = self.schema_waits.lock();
+            let Some(w) = waits.get_mut(&req) else { return };
+            if !w.waiting.remove(&from) {
+                return;
+            }
+            if code != 0 {
+                w.failures.push(format!(
+                    "node {from}: {}",
+                    super::err_from(code, class, &text)
+                ));
+            }
+            if !w.waiting.is_empty() {
+                return;
+            }
+            waits.remove(&req)
+        };
+        if let Some(w) = done {
+            let r = if w.failures.is_empty() {
+                Ok(w.text)
+            } else {
+                Err(NdbError::new(
+                    4009,
+                    crate::error::ErrorClassification::InternalError,
+                    "Schema change applied on some data nodes only",
+                )
+                .detail(w.failures.join("; ")))
+            };
+            self.send(w.api, Self::sql_reply(w.api_req, &r));
+        }
+    }
+
+    pub(super) fn schema_nodes_failed(&self, nodes: &[NodeId]) {
+        let reqs: Vec<u64> = self.schema_waits.lock().keys().copied().collect();
+        for req in reqs {
+            for &n in nodes {
+                self.schema_answer(n, req, 0, 0, String::new());
+            }
+        }
+    }
+}

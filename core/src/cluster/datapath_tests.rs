@@ -1,0 +1,281 @@
+//! The data path over TCP on loopback, in this process: a management server, data
+//! nodes (`DataNodeProcess`) and an API connection (`RemoteCluster`). DDL reaches every
+//! node, writes reach every replica before they are acknowledged, transactions are
+//! atomic, errors come back with NDB's codes, and a data node's failure under a write
+//! load loses no acknowledged write.
+
+use super::datapath::DataPath;
+use super::mgmd::MgmServer;
+use super::ndbd::DataNodeProcess;
+use super::process_tests::{config, data_node, mgm, wait_until};
+use super::remote::RemoteCluster;
+use crate::schema::Value;
+use crate::transport::NodeState;
+use crate::transport::data::{KeyOp, OpType};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+const DB: &str = "test";
+
+fn started(nodes: &[&DataNodeProcess]) -> bool {
+    nodes.iter().all(|n| n.status().state == NodeState::Started)
+}
+
+fn cluster(n: u32, replicas: u32) -> (MgmServer, Vec<DataNodeProcess>, RemoteCluster) {
+    let cfg = config(n, replicas);
+    let m = mgm(&cfg);
+    let nodes: Vec<DataNodeProcess> = (0..n).map(|i| data_node(&m, i + 2, false)).collect();
+    wait_until("data nodes started", 20, || {
+        started(&nodes.iter().collect::<Vec<_>>())
+    });
+    let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+    assert_eq!(api.connected_nodes().len(), n as usize);
+    (m, nodes, api)
+}
+
+fn op(t: OpType, id: i64, v: Option<&str>) -> KeyOp {
+    KeyOp {
+        op: t,
+        database: DB.into(),
+        table: "kv".into(),
+        key: vec![Value::Int(id)],
+        values: v
+            .map(|v| vec![(1, Value::Str(v.to_string()))])
+            .unwrap_or_default(),
+        columns: Vec::new(),
+    }
+}
+
+fn local_rows(dp: &DataPath) -> u64 {
+    dp.engine
+        .inner()
+        .table(DB, "kv")
+        .map(|t| t.row_count())
+        .unwrap_or(0)
+}
+
+fn create_kv(api: &RemoteCluster) {
+    api.sql(
+        DB,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
+    )
+    .expect("create");
+}
+
+#[test]
+fn ddl_and_writes_reach_every_replica_and_reads_see_them() {
+    let (_m, nodes, api) = cluster(2, 2);
+    create_kv(&api);
+    // Every node has the table.
+    for n in &nodes {
+        assert!(n.data().engine.inner().table(DB, "kv").is_ok());
+    }
+    let ops: Vec<KeyOp> = (0..200)
+        .map(|i| op(OpType::Insert, i, Some(&format!("v{i}"))))
+        .collect();
+    let c = api.execute(ops).expect("insert");
+    assert!(c.gci > 0, "a commit has a GCI");
+    for n in &nodes {
+        assert_eq!(
+            local_rows(n.data()),
+            200,
+            "node {} holds every row",
+            n.node_id
+        );
+    }
+    let keys: Vec<Vec<Value>> = (0..210).map(|i| vec![Value::Int(i)]).collect();
+    let rows = api.read_batch(DB, "kv", &keys, &[]).expect("read");
+    for (i, r) in rows.iter().enumerate() {
+        if i < 200 {
+            assert_eq!(
+                r.as_ref().expect("row"),
+                &vec![Value::Int(i as i64), Value::Str(format!("v{i}"))]
+            );
+        } else {
+            assert!(r.is_none(), "key {i} was never written");
+        }
+    }
+    // Reads inside a transaction, updates and deletes.
+    let c = api
+        .execute(vec![
+            op(OpType::Update, 1, Some("one")),
+            op(OpType::ReadExclusive, 1, None),
+            op(OpType::Delete, 2, None),
+            op(OpType::ReadCommitted, 2, None),
+            op(OpType::Write, 500, Some("w")),
+        ])
+        .expect("mixed");
+    assert_eq!(
+        c.results[1],
+        Some(vec![Value::Int(1), Value::Str("one".into())])
+    );
+    assert_eq!(c.results[3], None, "a read of a deleted row finds nothing");
+    for n in &nodes {
+        assert_eq!(local_rows(n.data()), 200, "node {}: -1 +1", n.node_id);
+        let t = n.data().engine.inner().table(DB, "kv").expect("kv");
+        let ndb = n.data().engine.ndb(DB);
+        let got = ndb
+            .read_batch(&t, &[vec![Value::Int(1)], vec![Value::Int(2)]], &[1])
+            .expect("local read");
+        assert_eq!(got[0], Some(vec![Value::Str("one".into())]));
+        assert_eq!(got[1], None);
+    }
+    // SQL that changes rows is refused with the reason; SELECT sees the rows.
+    let e = api
+        .sql(DB, "INSERT INTO kv VALUES (9999, 'x')")
+        .expect_err("dml");
+    assert!(e.message.contains("key operations"), "{}", e.message);
+    let out = api.sql(DB, "SELECT COUNT(*) FROM kv").expect("select");
+    assert!(out.contains("200"), "{out}");
+}
+
+#[test]
+fn errors_come_back_with_ndb_codes_and_abort_the_whole_transaction() {
+    let (_m, nodes, api) = cluster(2, 2);
+    create_kv(&api);
+    api.execute(vec![op(OpType::Insert, 1, Some("a"))])
+        .expect("insert");
+    let e = api
+        .execute(vec![
+            op(OpType::Insert, 2, Some("b")),
+            op(OpType::Insert, 3, Some("c")),
+            op(OpType::Insert, 1, Some("dup")),
+        ])
+        .expect_err("duplicate");
+    assert_eq!(e.code, 630, "{e}");
+    let e = api
+        .execute(vec![op(OpType::Update, 77, Some("x"))])
+        .expect_err("missing");
+    assert_eq!(e.code, 626, "{e}");
+    let e = api
+        .execute(vec![KeyOp {
+            table: "nope".into(),
+            ..op(OpType::Insert, 1, Some("a"))
+        }])
+        .expect_err("no table");
+    assert_eq!(e.code, 723, "{e}");
+    let e = api
+        .execute(vec![KeyOp {
+            key: vec![],
+            ..op(OpType::Insert, 1, Some("a"))
+        }])
+        .expect_err("no key");
+    assert_eq!(e.code, 4264, "{e}");
+    // Nothing of the failed transaction is anywhere.
+    for n in &nodes {
+        assert_eq!(local_rows(n.data()), 1, "node {}", n.node_id);
+    }
+    let rows = api
+        .read_batch(DB, "kv", &[vec![Value::Int(2)], vec![Value::Int(3)]], &[])
+        .expect("read");
+    assert_eq!(rows, vec![None, None]);
+    let e = api
+        .sql(DB, "CREATE TABLE kv (id INT PRIMARY KEY) ENGINE=NDB")
+        .expect_err("exists");
+    assert_eq!(e.code, 4118, "{e}");
+}
+
+/// key -> (acknowledged value, value that may have committed), and the error codes
+/// the writer saw.
+type WriteModel = (BTreeMap<i64, (u64, Option<u64>)>, Vec<u32>);
+
+/// A writer loop: each key is written with increasing values; the model keeps what
+/// was acknowledged and what may have committed (4012).
+fn write_load(
+    api: Arc<RemoteCluster>,
+    stop: Arc<AtomicBool>,
+    base: i64,
+) -> std::thread::JoinHandle<WriteModel> {
+    std::thread::spawn(move || {
+        // key -> (acknowledged value, value that may have committed)
+        let mut model: BTreeMap<i64, (u64, Option<u64>)> = BTreeMap::new();
+        let mut errors = Vec::new();
+        let mut round = 0u64;
+        while !stop.load(Ordering::Acquire) {
+            round += 1;
+            let keys: Vec<i64> = (0..20)
+                .map(|i| base + ((round as i64 * 7 + i) % 200))
+                .collect();
+            let ops: Vec<KeyOp> = keys
+                .iter()
+                .map(|&k| op(OpType::Write, k, Some(&round.to_string())))
+                .collect();
+            match api.execute(ops) {
+                Ok(_) => {
+                    for k in keys {
+                        model.insert(k, (round, None));
+                    }
+                }
+                Err(e) => {
+                    assert!(
+                        e.is_temporary() || e.code == 4012 || e.code == 4009,
+                        "only temporary errors under a node failure, got {e}"
+                    );
+                    errors.push(e.code);
+                    if e.code == 4012 {
+                        for k in keys {
+                            let acked = model.get(&k).map_or(0, |m| m.0);
+                            model.insert(k, (acked, Some(round)));
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+        (model, errors)
+    })
+}
+
+#[test]
+fn a_data_node_killed_under_writes_loses_no_acknowledged_write() {
+    let (_m, mut nodes, api) = cluster(2, 2);
+    create_kv(&api);
+    let api = Arc::new(api);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = write_load(api.clone(), stop.clone(), 0);
+    std::thread::sleep(Duration::from_millis(400));
+    let victim = nodes.remove(0);
+    victim.kill();
+    let survivor = &nodes[0];
+    wait_until("the survivor alone in its view", 10, || {
+        survivor.status().view.node_ids() == vec![survivor.node_id]
+    });
+    // Writes go on with the survivor as primary of every partition.
+    std::thread::sleep(Duration::from_millis(600));
+    stop.store(true, Ordering::Release);
+    let (model, errors) = writer.join().expect("writer");
+    assert!(
+        model.len() > 100,
+        "the load wrote most keys: {}",
+        model.len()
+    );
+    let keys: Vec<i64> = model.keys().copied().collect();
+    let rows = api
+        .read_batch(
+            DB,
+            "kv",
+            &keys
+                .iter()
+                .map(|&k| vec![Value::Int(k)])
+                .collect::<Vec<_>>(),
+            &[1],
+        )
+        .expect("read after failover");
+    for (k, row) in keys.iter().zip(rows) {
+        let (acked, maybe) = model[k];
+        let got: u64 = match row {
+            Some(r) => match &r[0] {
+                Value::Str(s) => s.parse().expect("number"),
+                other => panic!("{other:?}"),
+            },
+            None => 0,
+        };
+        assert!(
+            got == acked || Some(got) == maybe || maybe.is_some_and(|m| got > acked && got <= m),
+            "key {k}: acknowledged {acked}, maybe {maybe:?}, cluster has {got}"
+        );
+    }
+    eprintln!("errors seen under the failure: {errors:?}");
+}

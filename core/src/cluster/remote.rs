@@ -1,0 +1,560 @@
+//! An API node's connection to a cluster of `rndbd` processes (NDB API's
+//! `Ndb_cluster_connection` with a `host:port` connectstring).
+//!
+//! Connecting asks the management server for the configuration and where each data
+//! node listens, then opens a transporter connection to every data node (as an
+//! anonymous API peer). Requests carry an id; a receiver thread hands each answer to
+//! its waiter. Routing follows `cluster::layout`: a key's reads go to its partition's
+//! primary (the first replica in layout order that is connected and not known to be
+//! starting), a transaction to the primary of its first key's partition (NDB's
+//! startTransaction hint); the data node's TC routes the rest.
+//!
+//! Errors: a data node lost under a request fails it with 4010 (prepare not known to
+//! have committed) or 4012 (the transaction's commit may have happened: read back
+//! before retrying); no answer within the connection's timeout is 4012 too. A node
+//! answering 4035 (starting) is skipped for reads for [`NOT_READY_BACKOFF`].
+//!
+//! Limits: at most [`MAX_PENDING`] requests outstanding per connection (more wait).
+
+use super::client::{ConnectString, MgmConnection};
+use super::datapath::err_from;
+use super::layout::{partition_of_hash, replica_nodes};
+use crate::config::ClusterConfig;
+use crate::error::{NdbError, Result, codes};
+use crate::schema::layout::key_hash;
+use crate::schema::{TableDef, Value};
+use crate::transport::data::{DataMsg, KeyOp, OpResult};
+use crate::transport::tcp::TcpTransport;
+use crate::transport::{Incoming, Message, NodeId, Role, Transport};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Requests outstanding at once, at most.
+pub const MAX_PENDING: usize = 65_536;
+/// How long a node that said "starting" is skipped for reads.
+pub const NOT_READY_BACKOFF: Duration = Duration::from_millis(500);
+
+struct Waiter {
+    node: NodeId,
+    /// A transaction (its loss is 4012, outcome unknown) rather than a read.
+    commit: bool,
+    tx: SyncSender<Result<DataMsg>>,
+}
+
+#[derive(Default)]
+struct Shared {
+    pending: Mutex<BTreeMap<u64, Waiter>>,
+    room: Condvar,
+    connected: Mutex<BTreeSet<NodeId>>,
+    not_ready: Mutex<BTreeMap<NodeId, Instant>>,
+    closed: AtomicBool,
+}
+
+/// An answer to come.
+pub struct Pending {
+    rx: Receiver<Result<DataMsg>>,
+    req: u64,
+    deadline: Instant,
+    shared: Arc<Shared>,
+}
+
+impl Pending {
+    /// Waits for the answer (4012 after the connection's timeout).
+    pub fn wait(self) -> Result<DataMsg> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(left) {
+            Ok(r) => r,
+            Err(_) => {
+                self.shared.pending.lock().remove(&self.req);
+                self.shared.room.notify_one();
+                Err(codes::request_timeout(format!(
+                    "no answer to request {} within the timeout",
+                    self.req
+                )))
+            }
+        }
+    }
+}
+
+/// Reads of one table in flight: one request per data node.
+pub struct ReadPending {
+    parts: Vec<(Vec<usize>, Pending)>,
+    n: usize,
+    ncols: usize,
+}
+
+impl ReadPending {
+    /// The rows in key order (None: no row with that key).
+    pub fn wait(self) -> Result<Vec<Option<Vec<Value>>>> {
+        let mut out: Vec<Option<Vec<Value>>> = vec![None; self.n];
+        for (slots, p) in self.parts {
+            match p.wait()? {
+                DataMsg::ReadConf {
+                    code: 0,
+                    found,
+                    values,
+                    ..
+                } => {
+                    if found.len() != slots.len() || values.len() != slots.len() * self.ncols {
+                        return Err(codes::internal("read answer does not match its request"));
+                    }
+                    let mut it = values.into_iter();
+                    for (&slot, f) in slots.iter().zip(found) {
+                        let row: Vec<Value> = it.by_ref().take(self.ncols).collect();
+                        out[slot] = f.then_some(row);
+                    }
+                }
+                DataMsg::ReadConf {
+                    code,
+                    class,
+                    message,
+                    ..
+                } => return Err(err_from(code, class, &message)),
+                _ => return Err(codes::internal("unexpected answer to a read")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A committed transaction: its GCI and one result per operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Committed {
+    pub gci: u64,
+    pub results: Vec<OpResult>,
+}
+
+/// See the module notes.
+pub struct RemoteCluster {
+    pub connectstring: ConnectString,
+    pub config: ClusterConfig,
+    groups: Vec<Vec<NodeId>>,
+    transport: TcpTransport,
+    shared: Arc<Shared>,
+    receiver: Mutex<Option<JoinHandle<()>>>,
+    tables: Mutex<BTreeMap<(String, String), Arc<TableDef>>>,
+    next_req: AtomicU64,
+    timeout: Duration,
+}
+
+fn answer_req(m: &DataMsg) -> Option<u64> {
+    match m {
+        DataMsg::SqlConf { req, .. }
+        | DataMsg::TableConf { req, .. }
+        | DataMsg::TcKeyConf { req, .. }
+        | DataMsg::TcKeyRef { req, .. }
+        | DataMsg::ReadConf { req, .. } => Some(*req),
+        _ => None,
+    }
+}
+
+fn receive(shared: &Shared, rx: &Receiver<Incoming>) {
+    loop {
+        if shared.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let ev = match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(ev) => ev,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        match ev {
+            Incoming::Message {
+                msg: Message::Data(d),
+                ..
+            } => {
+                let Some(req) = answer_req(&d) else { continue };
+                let w = shared.pending.lock().remove(&req);
+                shared.room.notify_one();
+                if let Some(w) = w {
+                    let _ = w.tx.try_send(Ok(d));
+                }
+            }
+            Incoming::Connected { peer, .. } => {
+                shared.connected.lock().insert(peer);
+            }
+            Incoming::Disconnected { peer, reason } => {
+                shared.connected.lock().remove(&peer);
+                let lost: Vec<Waiter> = {
+                    let mut p = shared.pending.lock();
+                    let ids: Vec<u64> = p
+                        .iter()
+                        .filter(|(_, w)| w.node == peer)
+                        .map(|(&k, _)| k)
+                        .collect();
+                    ids.iter().filter_map(|k| p.remove(k)).collect()
+                };
+                shared.room.notify_all();
+                for w in lost {
+                    let e = if w.commit {
+                        codes::request_timeout(format!(
+                            "data node {peer} was lost with the transaction ({reason}); it may have committed"
+                        ))
+                    } else {
+                        codes::node_failure_abort()
+                            .detail(format!("data node {peer} was lost ({reason})"))
+                    };
+                    let _ = w.tx.try_send(Err(e));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl RemoteCluster {
+    /// Connects (see the module notes); waits up to `timeout` for every data node the
+    /// management server knows, and fails when none could be reached.
+    pub fn connect(connectstring: &str, timeout: Duration) -> Result<RemoteCluster> {
+        let cs = ConnectString::parse(connectstring)?;
+        let mut mgm = MgmConnection::open(&cs, Role::Api, timeout)?;
+        let (config_text, nodes) = match mgm.request(&Message::Data(DataMsg::ClusterReq))? {
+            Message::Data(DataMsg::ClusterConf { config_text, nodes }) => (config_text, nodes),
+            _ => {
+                return Err(codes::internal(
+                    "management server: unexpected reply to ClusterReq",
+                ));
+            }
+        };
+        let config =
+            ClusterConfig::parse(&config_text, "<from the management server>").map_err(|e| {
+                codes::bad_config(format!("configuration from the management server: {e}"))
+            })?;
+        let (tx, rx) = sync_channel(crate::transport::INBOX_CAPACITY);
+        let transport = TcpTransport::new(0, Role::Api, tx);
+        let shared = Arc::new(Shared::default());
+        let s2 = shared.clone();
+        let receiver = std::thread::Builder::new()
+            .name("rndb-api-recv".into())
+            .spawn(move || receive(&s2, &rx))
+            .map_err(|e| codes::internal(format!("receiver thread: {e}")))?;
+        for (n, addr) in &nodes {
+            if let Ok(a) = addr.parse() {
+                transport
+                    .dial(*n, a)
+                    .map_err(|e| codes::internal(format!("dialer thread: {e}")))?;
+            }
+        }
+        let rc = RemoteCluster {
+            connectstring: cs,
+            groups: config.node_groups(),
+            config,
+            transport,
+            shared,
+            receiver: Mutex::new(Some(receiver)),
+            tables: Mutex::new(BTreeMap::new()),
+            next_req: AtomicU64::new(1),
+            timeout: timeout.max(Duration::from_secs(1)),
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            let up = rc.shared.connected.lock().len();
+            if up == nodes.len() && up > 0 {
+                break;
+            }
+            if Instant::now() >= deadline {
+                if up > 0 {
+                    break;
+                }
+                return Err(NdbError::new(
+                    4009,
+                    crate::error::ErrorClassification::UnknownResultError,
+                    "Cluster Failure",
+                )
+                .detail(format!(
+                    "no data node reachable through {connectstring} ({} known to the management server)",
+                    nodes.len()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(rc)
+    }
+
+    /// Data nodes this connection reaches now.
+    pub fn connected_nodes(&self) -> Vec<NodeId> {
+        self.shared.connected.lock().iter().copied().collect()
+    }
+
+    /// How long a request may wait for its answer.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    fn submit(
+        &self,
+        node: NodeId,
+        commit: bool,
+        make: impl FnOnce(u64) -> DataMsg,
+    ) -> Result<Pending> {
+        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = sync_channel(1);
+        {
+            let mut p = self.shared.pending.lock();
+            while p.len() >= MAX_PENDING {
+                self.shared.room.wait_for(&mut p, Duration::from_millis(10));
+            }
+            p.insert(req, Waiter { node, commit, tx });
+        }
+        let pending = Pending {
+            rx,
+            req,
+            deadline: Instant::now() + self.timeout,
+            shared: self.shared.clone(),
+        };
+        if !self.transport.send(node, &Message::Data(make(req))) {
+            self.shared.pending.lock().remove(&req);
+            return Err(
+                codes::node_failure_abort().detail(format!("data node {node} is not connected"))
+            );
+        }
+        Ok(pending)
+    }
+
+    fn usable(&self, n: NodeId) -> bool {
+        if !self.shared.connected.lock().contains(&n) {
+            return false;
+        }
+        let mut nr = self.shared.not_ready.lock();
+        match nr.get(&n) {
+            Some(&until) if Instant::now() < until => false,
+            Some(_) => {
+                nr.remove(&n);
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// The node to send a key's partition to: its first usable replica.
+    fn node_for(&self, partition: usize) -> Result<NodeId> {
+        let reps = replica_nodes(partition, &self.groups);
+        reps.iter()
+            .copied()
+            .find(|&n| self.usable(n))
+            .or_else(|| {
+                let c = self.shared.connected.lock();
+                reps.iter().copied().find(|n| c.contains(n))
+            })
+            .ok_or_else(|| {
+                codes::node_group_down(format!(
+                    "no data node of partition {partition}'s node group is connected"
+                ))
+            })
+    }
+
+    fn any_node(&self) -> Result<NodeId> {
+        self.connected_nodes()
+            .into_iter()
+            .next()
+            .ok_or_else(|| codes::node_group_down("no data node is connected"))
+    }
+
+    /// Runs SQL on a data node (DDL reaches every data node); the rendered results.
+    pub fn sql(&self, database: &str, sql: &str) -> Result<String> {
+        let node = self.any_node()?;
+        let p = self.submit(node, false, |req| DataMsg::SqlReq {
+            req,
+            database: database.into(),
+            sql: sql.into(),
+        })?;
+        let upper = sql.trim_start().to_ascii_uppercase();
+        if ["DROP", "ALTER", "TRUNCATE", "RENAME", "CREATE"]
+            .iter()
+            .any(|w| upper.starts_with(w))
+        {
+            self.tables.lock().clear();
+        }
+        match p.wait()? {
+            DataMsg::SqlConf { code: 0, text, .. } => Ok(text),
+            DataMsg::SqlConf {
+                code, class, text, ..
+            } => Err(err_from(code, class, &text)),
+            _ => Err(codes::internal("unexpected answer to SQL")),
+        }
+    }
+
+    /// A table's definition (cached until this connection runs DDL).
+    pub fn table(&self, database: &str, name: &str) -> Result<Arc<TableDef>> {
+        let k = (database.to_string(), name.to_ascii_lowercase());
+        if let Some(t) = self.tables.lock().get(&k) {
+            return Ok(t.clone());
+        }
+        let node = self.any_node()?;
+        let p = self.submit(node, false, |req| DataMsg::TableReq {
+            req,
+            database: database.into(),
+            table: name.into(),
+        })?;
+        match p.wait()? {
+            DataMsg::TableConf { def: Some(def), .. } => {
+                let def: Arc<TableDef> = Arc::from(def.0);
+                self.tables.lock().insert(k, def.clone());
+                Ok(def)
+            }
+            DataMsg::TableConf {
+                code,
+                class,
+                message,
+                ..
+            } => Err(err_from(code, class, &message)),
+            _ => Err(codes::internal("unexpected answer to a table request")),
+        }
+    }
+
+    /// The partition of a key of `def` (values in primary-key order).
+    pub fn partition_of(def: &TableDef, key: &[Value]) -> Result<usize> {
+        if key.len() != def.primary_key.len() {
+            return Err(codes::key_not_complete(format!(
+                "{} key values for the {} primary-key columns of {}",
+                key.len(),
+                def.primary_key.len(),
+                def.name
+            )));
+        }
+        let coerced: Vec<Value> = key
+            .iter()
+            .zip(&def.primary_key)
+            .map(|(v, &p)| {
+                let c = &def.columns[p];
+                crate::schema::value::coerce(v.clone(), &c.ty, &c.name)
+            })
+            .collect::<Result<_>>()?;
+        let mut buf = Vec::new();
+        def.layout.key_from_values(&coerced, &mut buf);
+        Ok(partition_of_hash(key_hash(&buf), def.partitions as usize))
+    }
+
+    /// Sends committed reads of `keys` (each in primary-key order), one request per data
+    /// node; `columns` empty reads every column.
+    pub fn read_submit(
+        &self,
+        database: &str,
+        table: &str,
+        keys: &[Vec<Value>],
+        columns: &[u32],
+    ) -> Result<ReadPending> {
+        let def = self.table(database, table)?;
+        let ncols = if columns.is_empty() {
+            def.columns.iter().filter(|c| !c.hidden).count()
+        } else {
+            columns.len()
+        };
+        let mut per_node: BTreeMap<NodeId, (Vec<usize>, Vec<Value>)> = BTreeMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            let node = self.node_for(Self::partition_of(&def, k)?)?;
+            let e = per_node.entry(node).or_default();
+            e.0.push(i);
+            e.1.extend(k.iter().cloned());
+        }
+        let mut parts = Vec::with_capacity(per_node.len());
+        for (node, (slots, flat)) in per_node {
+            let p = self.submit(node, false, |req| DataMsg::ReadReq {
+                req,
+                database: database.into(),
+                table: table.into(),
+                columns: columns.to_vec(),
+                keys: flat,
+            })?;
+            parts.push((slots, p));
+        }
+        Ok(ReadPending {
+            parts,
+            n: keys.len(),
+            ncols,
+        })
+    }
+
+    /// Committed reads (see [`RemoteCluster::read_submit`]); a node that answers
+    /// "starting" is skipped and its keys are read from another replica.
+    pub fn read_batch(
+        &self,
+        database: &str,
+        table: &str,
+        keys: &[Vec<Value>],
+        columns: &[u32],
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let mut tries = 0;
+        loop {
+            match self.read_submit(database, table, keys, columns)?.wait() {
+                Err(e) if e.code == 4035 && tries < 3 => {
+                    tries += 1;
+                    self.note_not_ready(&e);
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn note_not_ready(&self, e: &NdbError) {
+        // "data node N is starting": skip N for a while.
+        if let Some(n) = e
+            .message
+            .split("data node ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse::<NodeId>().ok())
+        {
+            self.shared
+                .not_ready
+                .lock()
+                .insert(n, Instant::now() + NOT_READY_BACKOFF);
+        }
+    }
+
+    /// Sends one transaction (committed whole, or aborted) to the TC on the primary of
+    /// its first operation's partition.
+    pub fn execute_submit(&self, ops: Vec<KeyOp>) -> Result<Pending> {
+        let first = ops
+            .first()
+            .ok_or_else(|| codes::bad_argument("a transaction needs at least one operation"))?;
+        let def = self.table(&first.database, &first.table)?;
+        let node = self.node_for(Self::partition_of(&def, &first.key)?)?;
+        self.submit(node, true, move |req| DataMsg::TcKeyReq { req, ops })
+    }
+
+    /// The answer to [`RemoteCluster::execute_submit`].
+    pub fn execute_wait(p: Pending) -> Result<Committed> {
+        match p.wait()? {
+            DataMsg::TcKeyConf { gci, results, .. } => Ok(Committed { gci, results }),
+            DataMsg::TcKeyRef {
+                code,
+                class,
+                message,
+                ..
+            } => Err(err_from(code, class, &message)),
+            _ => Err(codes::internal("unexpected answer to a transaction")),
+        }
+    }
+
+    /// Runs one transaction and waits for it.
+    pub fn execute(&self, ops: Vec<KeyOp>) -> Result<Committed> {
+        let r = Self::execute_wait(self.execute_submit(ops)?);
+        if let Err(e) = &r
+            && e.code == 4035
+        {
+            self.note_not_ready(e);
+        }
+        r
+    }
+
+    /// Closes every connection.
+    pub fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.transport.close();
+        if let Some(t) = self.receiver.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for RemoteCluster {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

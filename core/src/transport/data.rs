@@ -1,0 +1,836 @@
+//! Messages of the data path (NDB's TCKEYREQ/LQHKEYREQ family, DICT and the schema
+//! broadcast), carried as [`super::Message::Data`]: frame kinds 100..=149, bodies in
+//! the schema codec's little-endian encoding (`crate::schema::codec`: values bit for
+//! bit, table definitions whole). Byte layout: `docs/wire-format.md` "Data path".
+//!
+//! Limits: every list is at most [`MAX_LIST`] entries (an op batch is further bounded
+//! by the frame's 16 MiB); a length that points past the payload is an error, never an
+//! allocation of that size. Decoding never panics.
+
+use super::frame::WireError;
+use crate::schema::codec::{self, Decoder, Encoder};
+use crate::schema::{TableDef, Value};
+
+/// Largest count of any list in a data message.
+pub const MAX_LIST: usize = 1 << 20;
+
+/// A transaction id across the cluster: the coordinating data node and its counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TxnKey {
+    pub tc: u32,
+    pub id: u64,
+}
+
+/// What a key operation does (NDB's operation types; reads carry their lock mode as in
+/// `txn::LockMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum OpType {
+    ReadCommitted = 0,
+    ReadShared = 1,
+    ReadExclusive = 2,
+    Insert = 3,
+    Update = 4,
+    Write = 5,
+    Delete = 6,
+}
+
+impl OpType {
+    fn from_u8(v: u8) -> Result<OpType, WireError> {
+        Ok(match v {
+            0 => OpType::ReadCommitted,
+            1 => OpType::ReadShared,
+            2 => OpType::ReadExclusive,
+            3 => OpType::Insert,
+            4 => OpType::Update,
+            5 => OpType::Write,
+            6 => OpType::Delete,
+            _ => return Err(WireError::BadValue("operation type")),
+        })
+    }
+
+    pub fn is_read(self) -> bool {
+        (self as u8) <= 2
+    }
+}
+
+/// One key operation of a transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyOp {
+    pub op: OpType,
+    pub database: String,
+    pub table: String,
+    /// Primary-key values, in primary-key order.
+    pub key: Vec<Value>,
+    /// (column position, value) to set (writes).
+    pub values: Vec<(u32, Value)>,
+    /// Columns to return (reads; empty: every column).
+    pub columns: Vec<u32>,
+}
+
+/// What one operation returned: a read's row (None: no row with that key).
+pub type OpResult = Option<Vec<Value>>;
+
+/// Where a transaction's state is, for a takeover query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TxnState {
+    /// The node never saw it (or aborted and forgot it).
+    Unknown = 0,
+    Prepared = 1,
+    Committed = 2,
+}
+
+/// A table definition on the wire (compared by its encoding: `TableDef` itself has
+/// no equality).
+#[derive(Debug, Clone)]
+pub struct WireTableDef(pub Box<TableDef>);
+
+impl PartialEq for WireTableDef {
+    fn eq(&self, other: &Self) -> bool {
+        let enc = |t: &TableDef| {
+            let mut e = Encoder::new();
+            codec::encode_table_def(&mut e, t);
+            e.into_bytes()
+        };
+        enc(&self.0) == enc(&other.0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataMsg {
+    /// API → management server: the configuration and where the data nodes listen.
+    ClusterReq,
+    ClusterConf {
+        config_text: String,
+        nodes: Vec<(u32, String)>,
+    },
+    /// API → data node: SQL (DDL is applied on every live data node).
+    SqlReq {
+        req: u64,
+        database: String,
+        sql: String,
+    },
+    /// Answer to `SqlReq` / `SchemaReq`: code 0 and the rendered results, or NDB's
+    /// error.
+    SqlConf {
+        req: u64,
+        code: u32,
+        /// The error's `ErrorClassification` (0 with code 0).
+        class: u8,
+        text: String,
+    },
+    /// Data node → data node: apply this DDL locally.
+    SchemaReq {
+        req: u64,
+        database: String,
+        sql: String,
+    },
+    /// API → data node: a table's definition (as the dictionary has it).
+    TableReq {
+        req: u64,
+        database: String,
+        table: String,
+    },
+    TableConf {
+        req: u64,
+        code: u32,
+        /// The error's `ErrorClassification` (0 with code 0).
+        class: u8,
+        message: String,
+        def: Option<WireTableDef>,
+    },
+    /// API → a data node's TC: one transaction, committed (or aborted) whole.
+    TcKeyReq {
+        req: u64,
+        ops: Vec<KeyOp>,
+    },
+    /// The transaction committed at every live replica; one result per op.
+    TcKeyConf {
+        req: u64,
+        gci: u64,
+        results: Vec<OpResult>,
+    },
+    TcKeyRef {
+        req: u64,
+        code: u32,
+        /// The error's `ErrorClassification` (0 with code 0).
+        class: u8,
+        message: String,
+    },
+    /// API → the primary's node: committed reads of many keys of one table.
+    ReadReq {
+        req: u64,
+        database: String,
+        table: String,
+        columns: Vec<u32>,
+        /// Keys flattened (primary-key columns per key).
+        keys: Vec<Value>,
+    },
+    ReadConf {
+        req: u64,
+        code: u32,
+        /// The error's `ErrorClassification` (0 with code 0).
+        class: u8,
+        message: String,
+        found: Vec<bool>,
+        /// `columns.len()` values per key (NULLs for keys not found).
+        values: Vec<Value>,
+    },
+    /// TC → primary (`backup` false), primary → backup (`backup` true): prepare these
+    /// operations (op index, op). A backup gets after-images only (Write or Delete).
+    LqhPrepare {
+        txn: TxnKey,
+        backup: bool,
+        ops: Vec<(u32, KeyOp)>,
+    },
+    /// Prepared (code 0, with the reads' results by op index) or refused; `backup`:
+    /// a backup answers its primary (else a primary answers the TC).
+    LqhPrepared {
+        txn: TxnKey,
+        backup: bool,
+        code: u32,
+        /// The error's `ErrorClassification` (0 with code 0).
+        class: u8,
+        message: String,
+        reads: Vec<(u32, OpResult)>,
+    },
+    /// Commit (`backup`: a primary to its backup; else from the TC). The answer
+    /// carries the same `backup`.
+    LqhCommit {
+        txn: TxnKey,
+        backup: bool,
+    },
+    LqhCommitted {
+        txn: TxnKey,
+        backup: bool,
+        gci: u64,
+    },
+    LqhAbort {
+        txn: TxnKey,
+    },
+    /// Takeover after a TC's failure: what does the receiver know of `txn`?
+    TxnStateReq {
+        txn: TxnKey,
+    },
+    TxnStateConf {
+        txn: TxnKey,
+        state: TxnState,
+    },
+}
+
+mod kind {
+    pub const CLUSTER_REQ: u16 = 100;
+    pub const CLUSTER_CONF: u16 = 101;
+    pub const SQL_REQ: u16 = 102;
+    pub const SQL_CONF: u16 = 103;
+    pub const SCHEMA_REQ: u16 = 104;
+    pub const TABLE_REQ: u16 = 105;
+    pub const TABLE_CONF: u16 = 106;
+    pub const TC_KEY_REQ: u16 = 110;
+    pub const TC_KEY_CONF: u16 = 111;
+    pub const TC_KEY_REF: u16 = 112;
+    pub const READ_REQ: u16 = 113;
+    pub const READ_CONF: u16 = 114;
+    pub const LQH_PREPARE: u16 = 120;
+    pub const LQH_PREPARED: u16 = 121;
+    pub const LQH_COMMIT: u16 = 122;
+    pub const LQH_COMMITTED: u16 = 123;
+    pub const LQH_ABORT: u16 = 124;
+    pub const TXN_STATE_REQ: u16 = 125;
+    pub const TXN_STATE_CONF: u16 = 126;
+}
+
+/// Frame kinds of data messages.
+pub const KINDS: std::ops::RangeInclusive<u16> = 100..=149;
+
+fn bad(_: crate::error::NdbError) -> WireError {
+    WireError::BadValue("data message field")
+}
+
+fn count(d: &mut Decoder<'_>, what: &'static str) -> Result<usize, WireError> {
+    let n = d.u32().map_err(|_| WireError::Truncated(what))? as usize;
+    // Every entry takes at least one byte.
+    if n > MAX_LIST || n > d.remaining() {
+        return Err(WireError::BadValue(what));
+    }
+    Ok(n)
+}
+
+fn enc_values(e: &mut Encoder, vs: &[Value]) {
+    e.u32(vs.len() as u32);
+    for v in vs {
+        codec::encode_value(e, v);
+    }
+}
+
+fn dec_values(d: &mut Decoder<'_>) -> Result<Vec<Value>, WireError> {
+    let n = count(d, "values")?;
+    (0..n)
+        .map(|_| codec::decode_value(d).map_err(bad))
+        .collect()
+}
+
+fn enc_u32s(e: &mut Encoder, vs: &[u32]) {
+    e.u32(vs.len() as u32);
+    for &v in vs {
+        e.u32(v);
+    }
+}
+
+fn dec_u32s(d: &mut Decoder<'_>) -> Result<Vec<u32>, WireError> {
+    let n = count(d, "u32 list")?;
+    (0..n).map(|_| d.u32().map_err(bad)).collect()
+}
+
+fn enc_txn(e: &mut Encoder, t: &TxnKey) {
+    e.u32(t.tc);
+    e.u64(t.id);
+}
+
+fn dec_txn(d: &mut Decoder<'_>) -> Result<TxnKey, WireError> {
+    Ok(TxnKey {
+        tc: d.u32().map_err(bad)?,
+        id: d.u64().map_err(bad)?,
+    })
+}
+
+fn enc_op(e: &mut Encoder, op: &KeyOp) {
+    e.u8(op.op as u8);
+    e.str(&op.database);
+    e.str(&op.table);
+    enc_values(e, &op.key);
+    e.u32(op.values.len() as u32);
+    for (c, v) in &op.values {
+        e.u32(*c);
+        codec::encode_value(e, v);
+    }
+    enc_u32s(e, &op.columns);
+}
+
+fn dec_op(d: &mut Decoder<'_>) -> Result<KeyOp, WireError> {
+    let op = OpType::from_u8(d.u8().map_err(bad)?)?;
+    let database = d.str().map_err(bad)?;
+    let table = d.str().map_err(bad)?;
+    let key = dec_values(d)?;
+    let n = count(d, "set values")?;
+    let mut values = Vec::with_capacity(n);
+    for _ in 0..n {
+        let c = d.u32().map_err(bad)?;
+        values.push((c, codec::decode_value(d).map_err(bad)?));
+    }
+    Ok(KeyOp {
+        op,
+        database,
+        table,
+        key,
+        values,
+        columns: dec_u32s(d)?,
+    })
+}
+
+fn enc_result(e: &mut Encoder, r: &OpResult) {
+    match r {
+        None => e.u8(0),
+        Some(vs) => {
+            e.u8(1);
+            enc_values(e, vs);
+        }
+    }
+}
+
+fn dec_result(d: &mut Decoder<'_>) -> Result<OpResult, WireError> {
+    match d.u8().map_err(bad)? {
+        0 => Ok(None),
+        1 => Ok(Some(dec_values(d)?)),
+        _ => Err(WireError::BadValue("result tag")),
+    }
+}
+
+impl DataMsg {
+    pub fn kind(&self) -> u16 {
+        use kind::*;
+        match self {
+            DataMsg::ClusterReq => CLUSTER_REQ,
+            DataMsg::ClusterConf { .. } => CLUSTER_CONF,
+            DataMsg::SqlReq { .. } => SQL_REQ,
+            DataMsg::SqlConf { .. } => SQL_CONF,
+            DataMsg::SchemaReq { .. } => SCHEMA_REQ,
+            DataMsg::TableReq { .. } => TABLE_REQ,
+            DataMsg::TableConf { .. } => TABLE_CONF,
+            DataMsg::TcKeyReq { .. } => TC_KEY_REQ,
+            DataMsg::TcKeyConf { .. } => TC_KEY_CONF,
+            DataMsg::TcKeyRef { .. } => TC_KEY_REF,
+            DataMsg::ReadReq { .. } => READ_REQ,
+            DataMsg::ReadConf { .. } => READ_CONF,
+            DataMsg::LqhPrepare { .. } => LQH_PREPARE,
+            DataMsg::LqhPrepared { .. } => LQH_PREPARED,
+            DataMsg::LqhCommit { .. } => LQH_COMMIT,
+            DataMsg::LqhCommitted { .. } => LQH_COMMITTED,
+            DataMsg::LqhAbort { .. } => LQH_ABORT,
+            DataMsg::TxnStateReq { .. } => TXN_STATE_REQ,
+            DataMsg::TxnStateConf { .. } => TXN_STATE_CONF,
+        }
+    }
+
+    /// The payload bytes.
+    pub fn encode_body(&self) -> Vec<u8> {
+        let mut e = Encoder::new();
+        match self {
+            DataMsg::ClusterReq => {}
+            DataMsg::ClusterConf { config_text, nodes } => {
+                e.str(config_text);
+                e.u32(nodes.len() as u32);
+                for (n, a) in nodes {
+                    e.u32(*n);
+                    e.str(a);
+                }
+            }
+            DataMsg::SqlReq { req, database, sql } | DataMsg::SchemaReq { req, database, sql } => {
+                e.u64(*req);
+                e.str(database);
+                e.str(sql);
+            }
+            DataMsg::SqlConf {
+                req,
+                code,
+                class,
+                text,
+            } => {
+                e.u64(*req);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(text);
+            }
+            DataMsg::TableReq {
+                req,
+                database,
+                table,
+            } => {
+                e.u64(*req);
+                e.str(database);
+                e.str(table);
+            }
+            DataMsg::TableConf {
+                req,
+                code,
+                class,
+                message,
+                def,
+            } => {
+                e.u64(*req);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(message);
+                match def {
+                    None => e.u8(0),
+                    Some(d) => {
+                        e.u8(1);
+                        codec::encode_table_def(&mut e, &d.0);
+                    }
+                }
+            }
+            DataMsg::TcKeyReq { req, ops } => {
+                e.u64(*req);
+                e.u32(ops.len() as u32);
+                for op in ops {
+                    enc_op(&mut e, op);
+                }
+            }
+            DataMsg::TcKeyConf { req, gci, results } => {
+                e.u64(*req);
+                e.u64(*gci);
+                e.u32(results.len() as u32);
+                for r in results {
+                    enc_result(&mut e, r);
+                }
+            }
+            DataMsg::TcKeyRef {
+                req,
+                code,
+                class,
+                message,
+            } => {
+                e.u64(*req);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(message);
+            }
+            DataMsg::ReadReq {
+                req,
+                database,
+                table,
+                columns,
+                keys,
+            } => {
+                e.u64(*req);
+                e.str(database);
+                e.str(table);
+                enc_u32s(&mut e, columns);
+                enc_values(&mut e, keys);
+            }
+            DataMsg::ReadConf {
+                req,
+                code,
+                class,
+                message,
+                found,
+                values,
+            } => {
+                e.u64(*req);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(message);
+                e.u32(found.len() as u32);
+                for &f in found {
+                    e.bool(f);
+                }
+                enc_values(&mut e, values);
+            }
+            DataMsg::LqhPrepare { txn, backup, ops } => {
+                enc_txn(&mut e, txn);
+                e.bool(*backup);
+                e.u32(ops.len() as u32);
+                for (i, op) in ops {
+                    e.u32(*i);
+                    enc_op(&mut e, op);
+                }
+            }
+            DataMsg::LqhPrepared {
+                txn,
+                backup,
+                code,
+                class,
+                message,
+                reads,
+            } => {
+                enc_txn(&mut e, txn);
+                e.bool(*backup);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(message);
+                e.u32(reads.len() as u32);
+                for (i, r) in reads {
+                    e.u32(*i);
+                    enc_result(&mut e, r);
+                }
+            }
+            DataMsg::LqhCommit { txn, backup } => {
+                enc_txn(&mut e, txn);
+                e.bool(*backup);
+            }
+            DataMsg::LqhAbort { txn } => enc_txn(&mut e, txn),
+            DataMsg::TxnStateReq { txn } => enc_txn(&mut e, txn),
+            DataMsg::LqhCommitted { txn, backup, gci } => {
+                enc_txn(&mut e, txn);
+                e.bool(*backup);
+                e.u64(*gci);
+            }
+            DataMsg::TxnStateConf { txn, state } => {
+                enc_txn(&mut e, txn);
+                e.u8(*state as u8);
+            }
+        }
+        e.into_bytes()
+    }
+
+    /// Decodes the payload of a frame of `kind` (checksum verified).
+    pub fn decode(kind: u16, payload: &[u8]) -> Result<DataMsg, WireError> {
+        use kind::*;
+        let mut d = Decoder::new(payload);
+        let d = &mut d;
+        let s = |d: &mut Decoder<'_>| d.str().map_err(bad);
+        let u64_ = |d: &mut Decoder<'_>| d.u64().map_err(bad);
+        let u32_ = |d: &mut Decoder<'_>| d.u32().map_err(bad);
+        let m = match kind {
+            CLUSTER_REQ => DataMsg::ClusterReq,
+            CLUSTER_CONF => {
+                let config_text = s(d)?;
+                let n = count(d, "node count")?;
+                if n > 255 {
+                    return Err(WireError::BadValue("node count"));
+                }
+                let mut nodes = Vec::with_capacity(n);
+                for _ in 0..n {
+                    nodes.push((u32_(d)?, s(d)?));
+                }
+                DataMsg::ClusterConf { config_text, nodes }
+            }
+            SQL_REQ => DataMsg::SqlReq {
+                req: u64_(d)?,
+                database: s(d)?,
+                sql: s(d)?,
+            },
+            SCHEMA_REQ => DataMsg::SchemaReq {
+                req: u64_(d)?,
+                database: s(d)?,
+                sql: s(d)?,
+            },
+            SQL_CONF => DataMsg::SqlConf {
+                req: u64_(d)?,
+                code: u32_(d)?,
+                class: d.u8().map_err(bad)?,
+                text: s(d)?,
+            },
+            TABLE_REQ => DataMsg::TableReq {
+                req: u64_(d)?,
+                database: s(d)?,
+                table: s(d)?,
+            },
+            TABLE_CONF => DataMsg::TableConf {
+                req: u64_(d)?,
+                code: u32_(d)?,
+                class: d.u8().map_err(bad)?,
+                message: s(d)?,
+                def: match d.u8().map_err(bad)? {
+                    0 => None,
+                    1 => Some(WireTableDef(Box::new(
+                        codec::decode_table_def(d).map_err(bad)?,
+                    ))),
+                    _ => return Err(WireError::BadValue("definition tag")),
+                },
+            },
+            TC_KEY_REQ => {
+                let req = u64_(d)?;
+                let n = count(d, "operations")?;
+                let mut ops = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ops.push(dec_op(d)?);
+                }
+                DataMsg::TcKeyReq { req, ops }
+            }
+            TC_KEY_CONF => {
+                let (req, gci) = (u64_(d)?, u64_(d)?);
+                let n = count(d, "results")?;
+                let mut results = Vec::with_capacity(n);
+                for _ in 0..n {
+                    results.push(dec_result(d)?);
+                }
+                DataMsg::TcKeyConf { req, gci, results }
+            }
+            TC_KEY_REF => DataMsg::TcKeyRef {
+                req: u64_(d)?,
+                code: u32_(d)?,
+                class: d.u8().map_err(bad)?,
+                message: s(d)?,
+            },
+            READ_REQ => DataMsg::ReadReq {
+                req: u64_(d)?,
+                database: s(d)?,
+                table: s(d)?,
+                columns: dec_u32s(d)?,
+                keys: dec_values(d)?,
+            },
+            READ_CONF => {
+                let (req, code, class, message) = (u64_(d)?, u32_(d)?, d.u8().map_err(bad)?, s(d)?);
+                let n = count(d, "found")?;
+                let mut found = Vec::with_capacity(n);
+                for _ in 0..n {
+                    found.push(d.bool().map_err(bad)?);
+                }
+                DataMsg::ReadConf {
+                    req,
+                    code,
+                    class,
+                    message,
+                    found,
+                    values: dec_values(d)?,
+                }
+            }
+            LQH_PREPARE => {
+                let txn = dec_txn(d)?;
+                let backup = d.bool().map_err(bad)?;
+                let n = count(d, "operations")?;
+                let mut ops = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let i = u32_(d)?;
+                    ops.push((i, dec_op(d)?));
+                }
+                DataMsg::LqhPrepare { txn, backup, ops }
+            }
+            LQH_PREPARED => {
+                let txn = dec_txn(d)?;
+                let backup = d.bool().map_err(bad)?;
+                let (code, class, message) = (u32_(d)?, d.u8().map_err(bad)?, s(d)?);
+                let n = count(d, "reads")?;
+                let mut reads = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let i = u32_(d)?;
+                    reads.push((i, dec_result(d)?));
+                }
+                DataMsg::LqhPrepared {
+                    txn,
+                    backup,
+                    code,
+                    class,
+                    message,
+                    reads,
+                }
+            }
+            LQH_COMMIT => DataMsg::LqhCommit {
+                txn: dec_txn(d)?,
+                backup: d.bool().map_err(bad)?,
+            },
+            LQH_ABORT => DataMsg::LqhAbort { txn: dec_txn(d)? },
+            TXN_STATE_REQ => DataMsg::TxnStateReq { txn: dec_txn(d)? },
+            LQH_COMMITTED => DataMsg::LqhCommitted {
+                txn: dec_txn(d)?,
+                backup: d.bool().map_err(bad)?,
+                gci: u64_(d)?,
+            },
+            TXN_STATE_CONF => DataMsg::TxnStateConf {
+                txn: dec_txn(d)?,
+                state: match d.u8().map_err(bad)? {
+                    0 => TxnState::Unknown,
+                    1 => TxnState::Prepared,
+                    2 => TxnState::Committed,
+                    _ => return Err(WireError::BadValue("transaction state")),
+                },
+            },
+            k => return Err(WireError::UnknownKind(k)),
+        };
+        if d.remaining() != 0 {
+            return Err(WireError::Trailing(d.remaining()));
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(t: OpType) -> KeyOp {
+        KeyOp {
+            op: t,
+            database: "test".into(),
+            table: "t1".into(),
+            key: vec![Value::Int(7)],
+            values: vec![(1, Value::Str("x".into())), (2, Value::Null)],
+            columns: vec![0, 1],
+        }
+    }
+
+    pub(crate) fn every_data_message() -> Vec<DataMsg> {
+        let txn = TxnKey { tc: 2, id: 99 };
+        vec![
+            DataMsg::ClusterReq,
+            DataMsg::ClusterConf {
+                config_text: "[ndbd]\n".into(),
+                nodes: vec![(2, "127.0.0.1:1".into())],
+            },
+            DataMsg::SqlReq {
+                req: 1,
+                database: "test".into(),
+                sql: "CREATE TABLE t (a INT PRIMARY KEY)".into(),
+            },
+            DataMsg::SqlConf {
+                req: 1,
+                code: 0,
+                class: 0,
+                text: "Query OK".into(),
+            },
+            DataMsg::SchemaReq {
+                req: 1,
+                database: "test".into(),
+                sql: "DROP TABLE t".into(),
+            },
+            DataMsg::TableReq {
+                req: 3,
+                database: "test".into(),
+                table: "t".into(),
+            },
+            DataMsg::TableConf {
+                req: 3,
+                code: 723,
+                class: 1,
+                message: "No such table existed".into(),
+                def: None,
+            },
+            DataMsg::TcKeyReq {
+                req: 4,
+                ops: vec![op(OpType::Insert), op(OpType::ReadCommitted)],
+            },
+            DataMsg::TcKeyConf {
+                req: 4,
+                gci: 17,
+                results: vec![None, Some(vec![Value::UInt(3), Value::Double(1.5)])],
+            },
+            DataMsg::TcKeyRef {
+                req: 4,
+                code: 630,
+                class: 1,
+                message: "Tuple already existed when attempting to insert".into(),
+            },
+            DataMsg::ReadReq {
+                req: 5,
+                database: "test".into(),
+                table: "t".into(),
+                columns: vec![1],
+                keys: vec![Value::Int(1), Value::Int(2)],
+            },
+            DataMsg::ReadConf {
+                req: 5,
+                code: 0,
+                class: 0,
+                message: String::new(),
+                found: vec![true, false],
+                values: vec![Value::Bytes(vec![1, 2]), Value::Null],
+            },
+            DataMsg::LqhPrepare {
+                txn,
+                backup: true,
+                ops: vec![(3, op(OpType::Write))],
+            },
+            DataMsg::LqhPrepared {
+                txn,
+                backup: false,
+                code: 0,
+                class: 0,
+                message: String::new(),
+                reads: vec![(0, None), (1, Some(vec![Value::Int(-1)]))],
+            },
+            DataMsg::LqhCommit { txn, backup: true },
+            DataMsg::LqhCommitted {
+                txn,
+                backup: true,
+                gci: 5,
+            },
+            DataMsg::LqhAbort { txn },
+            DataMsg::TxnStateReq { txn },
+            DataMsg::TxnStateConf {
+                txn,
+                state: TxnState::Committed,
+            },
+        ]
+    }
+
+    #[test]
+    fn data_messages_round_trip_and_reject_damage() {
+        for m in every_data_message() {
+            let body = m.encode_body();
+            assert_eq!(DataMsg::decode(m.kind(), &body).expect("decode"), m);
+            for cut in 0..body.len() {
+                assert!(
+                    DataMsg::decode(m.kind(), &body[..cut]).is_err(),
+                    "{m:?} cut at {cut} decoded"
+                );
+            }
+            let mut longer = body.clone();
+            longer.push(0);
+            assert!(DataMsg::decode(m.kind(), &longer).is_err());
+        }
+    }
+
+    #[test]
+    fn huge_counts_are_refused_without_allocating() {
+        let mut e = Encoder::new();
+        e.u64(1);
+        e.u32(u32::MAX);
+        let body = e.into_bytes();
+        assert!(matches!(
+            DataMsg::decode(kind::TC_KEY_REQ, &body),
+            Err(WireError::BadValue(_))
+        ));
+    }
+}
