@@ -377,7 +377,10 @@ impl NodeLoop {
                     if let Some(code) = self.on_incoming(ev, stop) {
                         return code;
                     }
-                    continue;
+                    // A steady stream of messages must not starve the tick (heartbeats).
+                    if Instant::now() < next_tick {
+                        continue;
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return 1,
@@ -388,6 +391,7 @@ impl NodeLoop {
             if let Some(q) = &mut self.qmgr {
                 q.on_tick(now, &mut out);
             }
+            self.data.on_tick(now);
             if let Some(code) = self.flush(out) {
                 self.send_status();
                 return code;

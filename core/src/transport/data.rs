@@ -217,6 +217,66 @@ pub enum DataMsg {
         txn: TxnKey,
         state: TxnState,
     },
+    /// A node that joined a running cluster asks which nodes are up to date.
+    ReadyQuery,
+    /// The sender's up-to-date nodes, each with the order it became so.
+    ReadySet {
+        ready: Vec<(u32, u64)>,
+    },
+    /// Node restart (`cluster::datapath::copy`): the joining node asks an up-to-date
+    /// node of its group for every row.
+    CopyReq {
+        /// Grows with each attempt of the joining node; every copy message carries
+        /// it, and messages of an older attempt are ignored.
+        attempt: u64,
+    },
+    /// Source to every live node: stop (`mark` false) or start (true) sending
+    /// after-images to `node`; answered once no transaction from before is left.
+    CopyMark {
+        node: u32,
+        mark: bool,
+    },
+    CopyMarked {
+        node: u32,
+        mark: bool,
+    },
+    /// Source to the joining node: the databases and tables, as SQL, to make anew.
+    CopySchema {
+        attempt: u64,
+        statements: Vec<(String, String)>,
+    },
+    /// The joining node's answer to `CopySchema` and to each `CopyRows` (the source
+    /// keeps a few batches in flight, so a slow joiner slows the copy, not the
+    /// heartbeats).
+    CopyAck {
+        attempt: u64,
+        code: u32,
+        class: u8,
+        message: String,
+    },
+    /// Source to the joining node: whole rows (every column) of one table.
+    CopyRows {
+        attempt: u64,
+        database: String,
+        table: String,
+        rows: Vec<Vec<Value>>,
+    },
+    /// Source to the joining node: every row was sent; `seq` orders the node among the
+    /// up-to-date ones.
+    CopyDone {
+        attempt: u64,
+        seq: u64,
+    },
+    /// The copy cannot go on (the joining node starts it again).
+    CopyAbort {
+        attempt: u64,
+        reason: String,
+    },
+    /// The joining node is up to date (to every live node).
+    NodeReady {
+        node: u32,
+        seq: u64,
+    },
 }
 
 mod kind {
@@ -239,6 +299,17 @@ mod kind {
     pub const LQH_ABORT: u16 = 124;
     pub const TXN_STATE_REQ: u16 = 125;
     pub const TXN_STATE_CONF: u16 = 126;
+    pub const READY_QUERY: u16 = 130;
+    pub const READY_SET: u16 = 131;
+    pub const COPY_REQ: u16 = 132;
+    pub const COPY_MARK: u16 = 133;
+    pub const COPY_MARKED: u16 = 134;
+    pub const COPY_SCHEMA: u16 = 135;
+    pub const COPY_ACK: u16 = 136;
+    pub const COPY_ROWS: u16 = 137;
+    pub const COPY_DONE: u16 = 138;
+    pub const COPY_ABORT: u16 = 139;
+    pub const NODE_READY: u16 = 140;
 }
 
 /// Frame kinds of data messages.
@@ -370,6 +441,17 @@ impl DataMsg {
             DataMsg::LqhAbort { .. } => LQH_ABORT,
             DataMsg::TxnStateReq { .. } => TXN_STATE_REQ,
             DataMsg::TxnStateConf { .. } => TXN_STATE_CONF,
+            DataMsg::ReadyQuery => READY_QUERY,
+            DataMsg::ReadySet { .. } => READY_SET,
+            DataMsg::CopyReq { .. } => COPY_REQ,
+            DataMsg::CopyMark { .. } => COPY_MARK,
+            DataMsg::CopyMarked { .. } => COPY_MARKED,
+            DataMsg::CopySchema { .. } => COPY_SCHEMA,
+            DataMsg::CopyAck { .. } => COPY_ACK,
+            DataMsg::CopyRows { .. } => COPY_ROWS,
+            DataMsg::CopyDone { .. } => COPY_DONE,
+            DataMsg::CopyAbort { .. } => COPY_ABORT,
+            DataMsg::NodeReady { .. } => NODE_READY,
         }
     }
 
@@ -530,6 +612,67 @@ impl DataMsg {
                 enc_txn(&mut e, txn);
                 e.u8(*state as u8);
             }
+            DataMsg::ReadyQuery => {}
+            DataMsg::CopyReq { attempt } => e.u64(*attempt),
+            DataMsg::ReadySet { ready } => {
+                e.u32(ready.len() as u32);
+                for (n, seq) in ready {
+                    e.u32(*n);
+                    e.u64(*seq);
+                }
+            }
+            DataMsg::CopyMark { node, mark } | DataMsg::CopyMarked { node, mark } => {
+                e.u32(*node);
+                e.bool(*mark);
+            }
+            DataMsg::CopySchema {
+                attempt,
+                statements,
+            } => {
+                e.u64(*attempt);
+                e.u32(statements.len() as u32);
+                for (db, sql) in statements {
+                    e.str(db);
+                    e.str(sql);
+                }
+            }
+            DataMsg::CopyAck {
+                attempt,
+                code,
+                class,
+                message,
+            } => {
+                e.u64(*attempt);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(message);
+            }
+            DataMsg::CopyRows {
+                attempt,
+                database,
+                table,
+                rows,
+            } => {
+                e.u64(*attempt);
+                e.str(database);
+                e.str(table);
+                e.u32(rows.len() as u32);
+                for r in rows {
+                    enc_values(&mut e, r);
+                }
+            }
+            DataMsg::CopyDone { attempt, seq } => {
+                e.u64(*attempt);
+                e.u64(*seq);
+            }
+            DataMsg::CopyAbort { attempt, reason } => {
+                e.u64(*attempt);
+                e.str(reason);
+            }
+            DataMsg::NodeReady { node, seq } => {
+                e.u32(*node);
+                e.u64(*seq);
+            }
         }
         e.into_bytes()
     }
@@ -687,6 +830,72 @@ impl DataMsg {
                     _ => return Err(WireError::BadValue("transaction state")),
                 },
             },
+            READY_QUERY => DataMsg::ReadyQuery,
+            COPY_REQ => DataMsg::CopyReq { attempt: u64_(d)? },
+            READY_SET => {
+                let n = count(d, "ready nodes")?;
+                if n > 255 {
+                    return Err(WireError::BadValue("ready nodes"));
+                }
+                let mut ready = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ready.push((u32_(d)?, u64_(d)?));
+                }
+                DataMsg::ReadySet { ready }
+            }
+            COPY_MARK => DataMsg::CopyMark {
+                node: u32_(d)?,
+                mark: d.bool().map_err(bad)?,
+            },
+            COPY_MARKED => DataMsg::CopyMarked {
+                node: u32_(d)?,
+                mark: d.bool().map_err(bad)?,
+            },
+            COPY_SCHEMA => {
+                let attempt = u64_(d)?;
+                let n = count(d, "statements")?;
+                let mut statements = Vec::with_capacity(n);
+                for _ in 0..n {
+                    statements.push((s(d)?, s(d)?));
+                }
+                DataMsg::CopySchema {
+                    attempt,
+                    statements,
+                }
+            }
+            COPY_ACK => DataMsg::CopyAck {
+                attempt: u64_(d)?,
+                code: u32_(d)?,
+                class: d.u8().map_err(bad)?,
+                message: s(d)?,
+            },
+            COPY_ROWS => {
+                let attempt = u64_(d)?;
+                let (database, table) = (s(d)?, s(d)?);
+                let n = count(d, "rows")?;
+                let mut rows = Vec::with_capacity(n);
+                for _ in 0..n {
+                    rows.push(dec_values(d)?);
+                }
+                DataMsg::CopyRows {
+                    attempt,
+                    database,
+                    table,
+                    rows,
+                }
+            }
+            COPY_DONE => DataMsg::CopyDone {
+                attempt: u64_(d)?,
+                seq: u64_(d)?,
+            },
+            COPY_ABORT => DataMsg::CopyAbort {
+                attempt: u64_(d)?,
+                reason: s(d)?,
+            },
+            NODE_READY => DataMsg::NodeReady {
+                node: u32_(d)?,
+                seq: u64_(d)?,
+            },
             k => return Err(WireError::UnknownKind(k)),
         };
         if d.remaining() != 0 {
@@ -802,6 +1011,41 @@ mod tests {
                 txn,
                 state: TxnState::Committed,
             },
+            DataMsg::ReadyQuery,
+            DataMsg::ReadySet {
+                ready: vec![(2, 0), (3, 7)],
+            },
+            DataMsg::CopyReq { attempt: 2 },
+            DataMsg::CopyMark {
+                node: 3,
+                mark: true,
+            },
+            DataMsg::CopyMarked {
+                node: 3,
+                mark: false,
+            },
+            DataMsg::CopySchema {
+                attempt: 2,
+                statements: vec![("test".into(), "CREATE DATABASE test".into())],
+            },
+            DataMsg::CopyAck {
+                attempt: 2,
+                code: 0,
+                class: 0,
+                message: String::new(),
+            },
+            DataMsg::CopyRows {
+                attempt: 2,
+                database: "test".into(),
+                table: "t".into(),
+                rows: vec![vec![Value::Int(1), Value::Null], vec![]],
+            },
+            DataMsg::CopyDone { attempt: 2, seq: 9 },
+            DataMsg::CopyAbort {
+                attempt: 2,
+                reason: "source lost".into(),
+            },
+            DataMsg::NodeReady { node: 3, seq: 9 },
         ]
     }
 

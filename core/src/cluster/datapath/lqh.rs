@@ -55,6 +55,8 @@ pub(crate) struct LqhTxn {
     /// A takeover's unanswered queries (None: no takeover running).
     takeover: Option<BTreeSet<NodeId>>,
     frozen: bool,
+    /// Keys this (joining) backup deletes: settled at commit or abort.
+    tombs: Vec<Vec<u8>>,
 }
 
 fn op_kind(t: OpType) -> OpKind {
@@ -279,6 +281,9 @@ impl DataPath {
             }
         }
         let r = self.run_ops(&mut tx, &ops, backup);
+        // From choosing the backups to holding the record: a copy's mark either sees
+        // this transaction's record or this transaction sees the mark (`copy`).
+        let gate = self.chain_gate.read();
         let images = match (&r, backup) {
             (Ok(_), false) => self.after_images(&mut tx, &ops).map(Some),
             _ => Ok(None),
@@ -288,12 +293,24 @@ impl DataPath {
             Err(e) => (Err(e), BTreeMap::new()),
         };
         if r.is_err() {
+            drop(gate);
             let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
             self.send_from(worker, from, Self::prepared_msg(txn, backup, &r));
             return;
         }
         let reads = r.unwrap_or_default();
         if backup {
+            drop(gate);
+            // A joining node remembers the deletes it prepares (`copy`).
+            let tombs: Vec<Vec<u8>> = if self.is_ready() {
+                Vec::new()
+            } else {
+                ops.iter()
+                    .filter(|(_, op)| op.op == OpType::Delete)
+                    .filter_map(|(_, op)| self.row_key(&op.database, &op.table, &op.key).ok())
+                    .collect()
+            };
+            self.note_tombstones(txn, &tombs);
             self.lqh.lock().insert(
                 (txn, true),
                 LqhTxn {
@@ -301,6 +318,7 @@ impl DataPath {
                     role: Role::Backup { primary: from },
                     takeover: None,
                     frozen: false,
+                    tombs,
                 },
             );
             self.send_from(worker, from, Self::prepared_msg(txn, true, &Ok(Vec::new())));
@@ -327,8 +345,10 @@ impl DataPath {
                 },
                 takeover: None,
                 frozen: false,
+                tombs: Vec::new(),
             },
         );
+        drop(gate);
         if done {
             self.send_from(worker, from, Self::prepared_msg(txn, false, &Ok(reads)));
             return;
@@ -372,9 +392,29 @@ impl DataPath {
         if *phase != Phase::PreparingBackups || !waiting.remove(&from) {
             return;
         }
+        let mut drop_joiner = None;
         if let Some(e) = err {
             backups.remove(&from);
-            error.get_or_insert(e);
+            if self.members.read().joining.contains(&from) {
+                // A joining node's refusal stops its copy, not the transaction.
+                drop_joiner = Some((from, e));
+            } else {
+                error.get_or_insert(e);
+            }
+        }
+        if let Some((n, e)) = drop_joiner.take() {
+            drop(map);
+            self.members.write().joining.remove(&n);
+            self.send_from(
+                worker,
+                n,
+                DataMsg::CopyAbort {
+                    // Whatever attempt runs: the joining node starts another.
+                    attempt: u64::MAX,
+                    reason: format!("an after-image failed there: {e}"),
+                },
+            );
+            return self.lqh_backup_prepared_check(worker, txn);
         }
         if !waiting.is_empty() {
             return;
@@ -416,7 +456,9 @@ impl DataPath {
     /// the TC or a takeover decided); the GCI, None when there is no such record.
     fn commit_backup_record(&self, txn: TxnKey) -> Option<u64> {
         let mut rec = self.lqh.lock().remove(&(txn, true))?;
-        Some(self.commit_local(txn, &mut rec))
+        let gci = self.commit_local(txn, &mut rec);
+        self.settle_tombstones(&rec.tombs, true);
+        Some(gci)
     }
 
     /// COMMIT (see [`DataMsg::LqhCommit`]): `backup` from a primary to its backup
@@ -440,10 +482,16 @@ impl DataPath {
             return;
         }
         // A backup record whose primary is gone commits with the TC's decision.
-        let orphan = self.lqh.lock().get(&(txn, true)).is_some_and(|r| {
-            matches!(r.role, Role::Backup { primary } if !self.is_live(primary))
-                && !frozen_from_tc(r)
-        });
+        // (The map lock is not held while the membership is read: lock order.)
+        let backup_of = self
+            .lqh
+            .lock()
+            .get(&(txn, true))
+            .and_then(|r| match r.role {
+                Role::Backup { primary } if !frozen_from_tc(r) => Some(primary),
+                _ => None,
+            });
+        let orphan = backup_of.is_some_and(|p| !self.is_live(p));
         let orphan_gci = if orphan {
             self.commit_backup_record(txn)
         } else {
@@ -546,6 +594,7 @@ impl DataPath {
         let _ = rec
             .tx
             .execute(ExecType::Rollback, AbortOption::AbortOnError);
+        self.settle_tombstones(&rec.tombs, false);
         if let Role::Primary { backups, .. } = &rec.role {
             for &b in backups {
                 self.send_from(worker, b, DataMsg::LqhAbort { txn });
@@ -734,5 +783,59 @@ impl DataPath {
                 self.takeover_answer(worker, n, txn, TxnState::Unknown);
             }
         }
+    }
+
+    /// Re-evaluates a primary record after one of its backups dropped out.
+    fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
+        let key = (txn, false);
+        let (tc, reads) = {
+            let mut map = self.lqh.lock();
+            let Some(rec) = map.get_mut(&key) else { return };
+            let Role::Primary {
+                tc,
+                waiting,
+                phase,
+                reads,
+                error,
+                ..
+            } = &mut rec.role
+            else {
+                return;
+            };
+            if *phase != Phase::PreparingBackups || !waiting.is_empty() {
+                return;
+            }
+            if let Some(e) = error.take() {
+                let tc = *tc;
+                let Some(mut rec) = map.remove(&key) else {
+                    return;
+                };
+                drop(map);
+                self.abort_record(worker, txn, &mut rec);
+                self.send_from(worker, tc, Self::prepared_msg(txn, false, &Err(e)));
+                return;
+            }
+            *phase = Phase::Prepared;
+            (*tc, std::mem::take(reads))
+        };
+        self.send_from(worker, tc, Self::prepared_msg(txn, false, &Ok(reads)));
+    }
+
+    /// Keys of the records where this node is primary.
+    pub(super) fn primary_records(&self) -> BTreeSet<(TxnKey, bool)> {
+        self.lqh
+            .lock()
+            .iter()
+            .filter(|(_, r)| matches!(r.role, Role::Primary { .. }))
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// Whether a transaction this node is primary of still has `node` as a backup.
+    pub(super) fn has_backup_in_chain(&self, node: NodeId) -> bool {
+        self.lqh.lock().values().any(|r| match &r.role {
+            Role::Primary { backups, .. } => backups.contains(&node),
+            Role::Backup { .. } => false,
+        })
     }
 }

@@ -28,13 +28,15 @@
 //! transaction's records are never touched by two threads at once. A worker may wait
 //! for a row lock (TransactionDeadlockDetectionTimeout bounds the wait).
 //!
-//! Lock order: `tc` map, then `lqh` map, then `recent`; no map lock is held while a
-//! message is delivered or the engine is called.
+//! Lock order: `chain_gate`, then `members`, then the `tc` map, then the `lqh` map,
+//! then `recent` and `tombstones`; no map lock is held while a message is delivered or
+//! the engine is called.
 //!
 //! Left for later (refused with a reason, never silently wrong): SQL DML over the
 //! transport (key operations carry the data), scans, and node restart of a process by
 //! copy (a restarted data node rejoins empty).
 
+mod copy;
 mod lqh;
 mod schema;
 mod tc;
@@ -103,6 +105,8 @@ struct Membership {
     joining: BTreeSet<NodeId>,
     /// Whether this node installed a view since it (re)started.
     in_cluster: bool,
+    /// Whether `ready` is known (the cluster's first view, or a `ReadySet`).
+    ready_known: bool,
 }
 
 /// See the module notes.
@@ -123,8 +127,21 @@ pub struct DataPath {
     lqh: Mutex<BTreeMap<(TxnKey, bool), lqh::LqhTxn>>,
     recent: Mutex<Recent>,
     schema_waits: Mutex<BTreeMap<u64, schema::SchemaWait>>,
+    /// Node restart: this node's copy (joining side), the copy threads for joining
+    /// nodes (source side, by joining node), deletes seen while joining.
+    copy_in: Mutex<copy::CopyIn>,
+    copy_out: Mutex<BTreeMap<NodeId, copy::CopyOut>>,
+    tombstones: Mutex<BTreeMap<Vec<u8>, copy::Tomb>>,
+    /// Held (shared) by a primary from choosing its backups to storing its record,
+    /// (exclusive) by a copy's mark: see `copy`.
+    chain_gate: RwLock<()>,
+    /// The joining side's copy thread (applies schema and rows in order).
+    copy_worker: SyncSender<Job>,
+    /// The joining side's copy attempts so far.
+    join_attempt: AtomicU64,
     workers: Vec<SyncSender<Job>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    me_weak: Mutex<std::sync::Weak<DataPath>>,
 }
 
 /// A data node's local engine configuration: this node alone, one replica.
@@ -189,7 +206,14 @@ impl DataPath {
             senders.push(tx);
             receivers.push(rx);
         }
+        let (copy_tx, copy_rx) = sync_channel::<Job>(copy::COPY_WINDOW * 4 + 64);
         let dp = Arc::new(DataPath {
+            copy_in: Mutex::new(copy::CopyIn::Idle),
+            copy_out: Mutex::new(BTreeMap::new()),
+            tombstones: Mutex::new(BTreeMap::new()),
+            chain_gate: RwLock::new(()),
+            copy_worker: copy_tx,
+            join_attempt: AtomicU64::new(0),
             me,
             mgm_id,
             engine,
@@ -204,7 +228,9 @@ impl DataPath {
             schema_waits: Mutex::new(BTreeMap::new()),
             workers: senders,
             threads: Mutex::new(Vec::new()),
+            me_weak: Mutex::new(std::sync::Weak::new()),
         });
+        *dp.me_weak.lock() = Arc::downgrade(&dp);
         for (i, rx) in receivers.into_iter().enumerate() {
             let weak = Arc::downgrade(&dp);
             let t = std::thread::Builder::new()
@@ -223,12 +249,27 @@ impl DataPath {
                 .map_err(|e| codes::internal(format!("data path worker: {e}")))?;
             dp.threads.lock().push(t);
         }
+        let weak = Arc::downgrade(&dp);
+        let t = std::thread::Builder::new()
+            .name(format!("rndbd-{me}-copy"))
+            .spawn(move || {
+                while let Ok(job) = copy_rx.recv() {
+                    let Some(dp) = weak.upgrade() else { return };
+                    match job {
+                        Job::Msg(from, m) => dp.copy_apply(from, m),
+                        Job::Stop => return,
+                        _ => {}
+                    }
+                }
+            })
+            .map_err(|e| codes::internal(format!("copy thread: {e}")))?;
+        dp.threads.lock().push(t);
         Ok(dp)
     }
 
     /// Stops the workers and the local engine.
     pub fn stop(&self) {
-        for w in &self.workers {
+        for w in self.workers.iter().chain([&self.copy_worker]) {
             let _ = w.send(Job::Stop);
         }
         let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
@@ -276,22 +317,24 @@ impl DataPath {
 
     /// A new view (empty: this node left the cluster, e.g. an angel restart).
     pub fn on_view(&self, view: &crate::transport::View) {
-        let failed: Vec<NodeId> = {
+        let (failed, joined_running, source_lost) = {
             let mut m = self.members.write();
             let new: BTreeSet<NodeId> = view.members.iter().map(|&(n, _)| n).collect();
             let failed: Vec<NodeId> = m.live.difference(&new).copied().collect();
+            let mut joined_running = false;
             if new.is_empty() {
                 *m = Membership::default();
             } else if !m.in_cluster {
                 // This node's first view: at the cluster's first view every node starts
                 // empty, so every member is up to date; joining a running cluster, this
-                // node is not (its replicas come by copy) while the members are.
+                // node learns who is (`ReadySet`) and gets its rows by copy.
                 m.in_cluster = true;
-                m.ready = new
-                    .iter()
-                    .filter(|&&n| view.id == 1 || n != self.me)
-                    .map(|&n| (n, 0))
-                    .collect();
+                if view.id == 1 {
+                    m.ready = new.iter().map(|&n| (n, 0)).collect();
+                    m.ready_known = true;
+                } else {
+                    joined_running = true;
+                }
                 m.live = new;
             } else {
                 // Nodes that join now are not up to date; nodes gone are not either.
@@ -302,8 +345,18 @@ impl DataPath {
                 }
                 m.live = new;
             }
-            failed
+            let source_lost = matches!(*self.copy_in.lock(), copy::CopyIn::Copying { source, .. } if failed.contains(&source));
+            (failed, joined_running, source_lost)
         };
+        if view.members.is_empty() {
+            *self.copy_in.lock() = copy::CopyIn::Idle;
+        }
+        if joined_running {
+            self.begin_join();
+        }
+        if source_lost {
+            self.restart_join("the copy source failed", None);
+        }
         if !failed.is_empty() {
             for w in &self.workers {
                 let _ = w.send(Job::NodesFailed(failed.clone()));
@@ -312,8 +365,16 @@ impl DataPath {
         }
     }
 
+    /// Whether a node restart is under way (schema changes wait, as NDB's 711).
+    pub(crate) fn restart_in_progress(&self) -> bool {
+        let m = self.members.read();
+        !m.joining.is_empty()
+            || m.live.iter().any(|n| !m.ready.contains_key(n))
+            || !self.copy_out.lock().is_empty()
+    }
+
     /// A message from the transport (the node's loop calls this).
-    pub fn on_message(&self, from: NodeId, msg: DataMsg) {
+    pub fn on_message(self: &Arc<Self>, from: NodeId, msg: DataMsg) {
         // Data nodes outside the view are not heard (a node declared dead may still
         // have frames in flight); API nodes are anonymous peers above every data node id.
         let from_data_node = self.groups.iter().flatten().any(|&n| n == from);
@@ -345,6 +406,24 @@ impl DataPath {
                 class,
                 text,
             } => self.schema_answer(from, req, code, class, text),
+            DataMsg::ReadyQuery => {
+                if self.is_ready() {
+                    let ready = self.ready_map();
+                    self.send(from, DataMsg::ReadySet { ready });
+                }
+            }
+            DataMsg::ReadySet { ready } => self.on_ready_set(from, ready),
+            DataMsg::CopyReq { attempt } => self.on_copy_req(from, attempt),
+            DataMsg::CopyMark { node, mark } => self.on_copy_mark(from, node, mark),
+            m @ DataMsg::CopyMarked { node, .. } => self.to_copy_thread(node, from, m),
+            m @ DataMsg::CopyAck { .. } => self.to_copy_thread(from, from, m),
+            m @ (DataMsg::CopySchema { .. }
+            | DataMsg::CopyRows { .. }
+            | DataMsg::CopyDone { .. }) => self.to_copy_worker(from, m),
+            DataMsg::CopyAbort { attempt, reason } => {
+                self.restart_join(&reason, (attempt != u64::MAX).then_some(attempt))
+            }
+            DataMsg::NodeReady { node, seq } => self.on_node_ready(node, seq),
             m @ (DataMsg::SqlReq { .. } | DataMsg::SchemaReq { .. }) => {
                 let _ = self.workers[0].send(Job::Msg(from, m));
             }
@@ -380,7 +459,17 @@ impl DataPath {
 
     pub(crate) fn send_from(&self, worker: usize, to: NodeId, msg: DataMsg) {
         if to == self.me {
-            self.handle(worker, to, msg);
+            match msg {
+                // Messages the loop handles (copy protocol) go through it.
+                m @ (DataMsg::CopyMark { .. }
+                | DataMsg::CopyMarked { .. }
+                | DataMsg::NodeReady { .. }) => {
+                    if let Some(me) = self.me_arc() {
+                        me.on_message(self.me, m);
+                    }
+                }
+                m => self.handle(worker, to, m),
+            }
         } else {
             self.out.send(to, &Message::Data(msg));
         }
@@ -442,6 +531,11 @@ impl DataPath {
                 text: text.to_string(),
             },
         );
+    }
+
+    /// This data path as an `Arc` (for threads it starts).
+    fn me_arc(&self) -> Option<Arc<DataPath>> {
+        self.me_weak.lock().upgrade()
     }
 
     pub(crate) fn note_committed(&self, txn: TxnKey) {

@@ -90,6 +90,14 @@ impl DataPath {
             ));
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
+        if kind == Kind::Ddl && self.restart_in_progress() {
+            let e = NdbError::new(
+                711,
+                crate::error::ErrorClassification::TemporaryResourceError,
+                "System busy with node restart, schema operations not allowed",
+            );
+            return self.send(api, Self::sql_reply(req, &Err(e)));
+        }
         let r = self.run_sql(database, sql);
         let (Kind::Ddl, Ok(text)) = (kind, &r) else {
             return self.send(api, Self::sql_reply(req, &r));

@@ -1,0 +1,693 @@
+//! Issue 7's figure for the data path over TCP: one API client process against a
+//! cluster of real processes on loopback (`rndb_mgmd` and two `rndbd`, NoOfReplicas=2,
+//! one node group), with redis-server measured in the same run as the peer.
+//!
+//! - Table `kv (id BIGINT PRIMARY KEY, v VARBINARY(S)) ENGINE=NDB`, N keys loaded with
+//!   batched Write operations (1000 per transaction, 4 transactions in flight); each
+//!   value is S bytes, the key's 8 bytes (little-endian) then filler.
+//! - Reads: batches of B keys through `RemoteCluster::read_submit` (one request per data
+//!   node: each key goes to its partition's primary), D batches in flight in a ring,
+//!   for T seconds; the value column is read and every row checked (found, S bytes,
+//!   its key in the first 8 bytes).
+//! - Writes: one transaction of B Write operations per batch through
+//!   `RemoteCluster::execute_submit`, D in flight, for T seconds. The batches walk a
+//!   shuffled permutation of the keys, so the D·B keys in flight are distinct (no lock
+//!   waits between the client's own transactions) when D·B ≤ N. The last batch is read
+//!   back and checked at the end.
+//! - Peer: redis-server (`--save '' --appendonly no`) on a free loopback port and
+//!   `redis-benchmark -t set,get -d S -r N -c 1`, once with `-P` = B·D (the same
+//!   requests in flight as the client; capped at 16384) and once with `-P` = B; `-n`
+//!   from a short calibration run, for about T seconds per test. SET runs before GET,
+//!   so every key of the keyspace exists when GET runs.
+//!
+//! CPU seconds of this process, each data node and redis-server over each phase are
+//! read from /proc and reported with the rates: the machine has 2 cores, shared by
+//! the client, both data nodes (and the management server), or by redis-server and
+//! redis-benchmark.
+//!
+//! Every process started is killed when the program ends, on error too (a guard).
+//!
+//! Usage (after `cargo build --release -p rndb-shell`, which builds `rndb_mgmd` and
+//! `rndbd` next to this program):
+//! `cargo run --release -p rndb-benches --bin tcp_throughput -- [--keys N]
+//! [--value-size S] [--batch B] [--depth D] [--seconds T]` (defaults 100000, 100,
+//! 256, 16, 5).
+
+use rndb::cluster::client::{ConnectString, MgmConnection};
+use rndb::cluster::remote::{Pending, ReadPending, RemoteCluster};
+use rndb::schema::Value;
+use rndb::transport::Role;
+use rndb::transport::data::{KeyOp, OpType};
+use rndb_benches::Rng;
+use std::collections::VecDeque;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+type AnyResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+const DB: &str = "test";
+/// NDB 7.4 on a 2-core NUC, one data node, NDB API (perf-anchors.md §0/§1).
+const NDB_ANCHOR_READS: f64 = 589_000.0;
+const LOAD_BATCH: usize = 1000;
+const LOAD_DEPTH: usize = 4;
+const REDIS_PIPELINE_CAP: usize = 16_384;
+
+struct Args {
+    keys: u64,
+    value_size: usize,
+    batch: usize,
+    depth: usize,
+    seconds: f64,
+}
+
+fn parse_args() -> AnyResult<Args> {
+    let mut a = Args {
+        keys: 100_000,
+        value_size: 100,
+        batch: 256,
+        depth: 16,
+        seconds: 5.0,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut val = || -> AnyResult<String> {
+            it.next()
+                .ok_or_else(|| format!("{flag} needs a value").into())
+        };
+        match flag.as_str() {
+            "--keys" => a.keys = val()?.parse()?,
+            "--value-size" => a.value_size = val()?.parse()?,
+            "--batch" => a.batch = val()?.parse()?,
+            "--depth" => a.depth = val()?.parse()?,
+            "--seconds" => a.seconds = val()?.parse()?,
+            "-h" | "--help" => {
+                println!(
+                    "tcp_throughput [--keys N] [--value-size S] [--batch B] [--depth D] [--seconds T]"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    if a.keys == 0 || a.batch == 0 || a.depth == 0 || a.value_size < 8 {
+        return Err("keys, batch and depth must be > 0 and value-size >= 8".into());
+    }
+    Ok(a)
+}
+
+// ---- processes ----
+
+/// Every process this program started, killed (SIGKILL) when dropped; the work
+/// directory is removed unless `keep`.
+struct Procs {
+    dir: PathBuf,
+    children: Vec<(String, Child)>,
+    keep: bool,
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if self.keep {
+            eprintln!("logs kept in {}", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl Procs {
+    fn new(tag: &str) -> AnyResult<Procs> {
+        let dir = std::env::temp_dir().join(format!("rndb-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        Ok(Procs {
+            dir,
+            children: Vec::new(),
+            keep: true,
+        })
+    }
+
+    fn spawn(&mut self, name: &str, bin: &Path, args: &[&str]) -> AnyResult<u32> {
+        let out = std::fs::File::create(self.dir.join(format!("{name}.out")))?;
+        let err = out.try_clone()?;
+        let c = Command::new(bin)
+            .args(args)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", bin.display()))?;
+        let pid = c.id();
+        self.children.push((name.to_string(), c));
+        Ok(pid)
+    }
+
+    fn pid(&self, name: &str) -> Option<u32> {
+        self.children
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.id())
+    }
+
+    /// SIGKILL one process and reap it.
+    fn kill(&mut self, name: &str) -> AnyResult<()> {
+        let i = self
+            .children
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| format!("no process {name}"))?;
+        let (_, mut c) = self.children.remove(i);
+        c.kill()?;
+        c.wait()?;
+        Ok(())
+    }
+}
+
+fn free_port() -> AnyResult<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// `rndb_mgmd` or `rndbd` next to this program (target/release).
+fn sibling_bin(name: &str) -> AnyResult<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let p = exe.parent().ok_or("no parent directory")?.join(name);
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "{} not found: build it first with `cargo build --release -p rndb-shell`",
+            p.display()
+        )
+        .into())
+    }
+}
+
+/// CPU seconds (user + system) of a process so far, from /proc.
+fn cpu_secs(pid: &str) -> f64 {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return f64::NAN;
+    };
+    // Fields after the command name in parentheses: state is field 3, utime 14, stime 15.
+    let rest = match s.rfind(')') {
+        Some(i) => &s[i + 2..],
+        None => return f64::NAN,
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A cluster of processes: rndb_mgmd, data nodes 2 and 3 (NoOfReplicas=2), started.
+struct ProcCluster {
+    procs: Procs,
+    port: u16,
+}
+
+impl ProcCluster {
+    fn start(tag: &str, data_memory_mb: u64, heartbeat_ms: Option<u64>) -> AnyResult<Self> {
+        let mgmd = sibling_bin("rndb_mgmd")?;
+        let ndbd = sibling_bin("rndbd")?;
+        let mut procs = Procs::new(tag)?;
+        let port = free_port()?;
+        let d = procs.dir.display().to_string();
+        let mut t =
+            format!("[ndbd default]\nNoOfReplicas=2\nDataMemory={data_memory_mb}M\nDataDir={d}\n");
+        if let Some(hb) = heartbeat_ms {
+            t.push_str(&format!("HeartbeatIntervalDbDb={hb}\n"));
+        }
+        t.push_str(&format!(
+            "[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={port}\nDataDir={d}\n"
+        ));
+        for id in [2, 3] {
+            t.push_str(&format!("[ndbd]\nNodeId={id}\nHostName=127.0.0.1\n"));
+        }
+        t.push_str("[mysqld]\n");
+        let cfg = procs.dir.join("config.ini");
+        std::fs::write(&cfg, t)?;
+        procs.spawn("mgmd", &mgmd, &["-f", &cfg.to_string_lossy()])?;
+        let cs = format!("127.0.0.1:{port}");
+        for id in [2, 3] {
+            procs.spawn(
+                &format!("n{id}"),
+                &ndbd,
+                &["-c", &cs, &format!("--ndb-nodeid={id}")],
+            )?;
+        }
+        let c = ProcCluster { procs, port };
+        c.wait_started(30)?;
+        Ok(c)
+    }
+
+    fn connectstring(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Waits until `ALL STATUS` shows nodes 2 and 3 started.
+    fn wait_started(&self, secs: u64) -> AnyResult<()> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let cs = ConnectString::parse(&self.connectstring())?;
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            if let Ok(mut m) = MgmConnection::open(&cs, Role::Api, Duration::from_secs(2))
+                && let Ok(s) = m.command("ALL STATUS")
+            {
+                if s.contains("Node 2: started") && s.contains("Node 3: started") {
+                    return Ok(());
+                }
+                last = s;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!("the cluster did not start within {secs} s; last ALL STATUS: {last}").into())
+    }
+}
+
+// ---- rndb ----
+
+fn value_for(key: u64, size: usize, stamp: u8) -> Vec<u8> {
+    let mut v = vec![b'a' + (stamp % 26); size];
+    v[..8].copy_from_slice(&key.to_le_bytes());
+    v
+}
+
+fn write_op(key: u64, size: usize, stamp: u8) -> KeyOp {
+    KeyOp {
+        op: OpType::Write,
+        database: DB.into(),
+        table: "kv".into(),
+        key: vec![Value::Int(key as i64)],
+        values: vec![(1, Value::Bytes(value_for(key, size, stamp)))],
+        columns: Vec::new(),
+    }
+}
+
+fn load(api: &RemoteCluster, a: &Args) -> AnyResult<f64> {
+    let t = Instant::now();
+    let mut ring: VecDeque<Pending> = VecDeque::new();
+    let mut next = 0u64;
+    while next < a.keys || !ring.is_empty() {
+        while next < a.keys && ring.len() < LOAD_DEPTH {
+            let end = (next + LOAD_BATCH as u64).min(a.keys);
+            let ops = (next..end).map(|k| write_op(k, a.value_size, 0)).collect();
+            ring.push_back(api.execute_submit(ops)?);
+            next = end;
+        }
+        if let Some(p) = ring.pop_front() {
+            RemoteCluster::execute_wait(p)?;
+        }
+    }
+    Ok(a.keys as f64 / t.elapsed().as_secs_f64())
+}
+
+/// The keys of batch `i`: consecutive slices of a shuffled permutation, wrapping.
+fn batch_keys(perm: &[u64], i: usize, b: usize) -> impl Iterator<Item = u64> + '_ {
+    let n = perm.len();
+    (0..b).map(move |j| perm[(i * b + j) % n])
+}
+
+struct Phase {
+    ops: u64,
+    secs: f64,
+    errors: Vec<String>,
+}
+
+impl Phase {
+    fn rate(&self) -> f64 {
+        self.ops as f64 / self.secs
+    }
+}
+
+fn check_rows(
+    keys: &[u64],
+    rows: &[Option<Vec<Value>>],
+    size: usize,
+    stamp: Option<u8>,
+) -> AnyResult<()> {
+    for (k, r) in keys.iter().zip(rows) {
+        let v = match r.as_ref().map(|r| &r[..]) {
+            Some([Value::Bytes(v)]) => v,
+            other => return Err(format!("key {k}: read {other:?}").into()),
+        };
+        let ok = v.len() == size
+            && v[..8] == k.to_le_bytes()
+            && stamp.is_none_or(|s| v[8..].iter().all(|&c| c == b'a' + (s % 26)));
+        if !ok {
+            return Err(format!("key {k}: wrong value {v:?}").into());
+        }
+    }
+    Ok(())
+}
+
+fn read_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> {
+    let mut ring: VecDeque<(Vec<u64>, ReadPending)> = VecDeque::new();
+    let mut i = 0usize;
+    let mut ops = 0u64;
+    let mut errors = Vec::new();
+    let t = Instant::now();
+    let until = Duration::from_secs_f64(a.seconds);
+    loop {
+        let submitting = t.elapsed() < until;
+        while submitting && ring.len() < a.depth {
+            let ks: Vec<u64> = batch_keys(perm, i, a.batch).collect();
+            i += 1;
+            let keys: Vec<Vec<Value>> = ks.iter().map(|&k| vec![Value::Int(k as i64)]).collect();
+            ring.push_back((ks, api.read_submit(DB, "kv", &keys, &[1])?));
+        }
+        let Some((ks, p)) = ring.pop_front() else {
+            break;
+        };
+        match p.wait() {
+            Ok(rows) => {
+                check_rows(&ks, &rows, a.value_size, Some(0))?;
+                ops += ks.len() as u64;
+            }
+            Err(e) => errors.push(format!("{} {}", e.code, e.message)),
+        }
+    }
+    Ok(Phase {
+        ops,
+        secs: t.elapsed().as_secs_f64(),
+        errors,
+    })
+}
+
+fn write_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> {
+    let mut ring: VecDeque<Pending> = VecDeque::new();
+    let mut i = 0usize;
+    let mut ops = 0u64;
+    let mut errors = Vec::new();
+    let mut last: Vec<u64> = Vec::new();
+    let t = Instant::now();
+    let until = Duration::from_secs_f64(a.seconds);
+    loop {
+        let submitting = t.elapsed() < until;
+        while submitting && ring.len() < a.depth {
+            last = batch_keys(perm, i, a.batch).collect();
+            i += 1;
+            let ops = last.iter().map(|&k| write_op(k, a.value_size, 1)).collect();
+            ring.push_back(api.execute_submit(ops)?);
+        }
+        let Some(p) = ring.pop_front() else { break };
+        match RemoteCluster::execute_wait(p) {
+            Ok(c) if c.results.len() == a.batch => ops += a.batch as u64,
+            Ok(c) => {
+                return Err(format!("{} results for {} writes", c.results.len(), a.batch).into());
+            }
+            Err(e) => errors.push(format!("{} {}", e.code, e.message)),
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    if errors.is_empty() {
+        let keys: Vec<Vec<Value>> = last.iter().map(|&k| vec![Value::Int(k as i64)]).collect();
+        let rows = api.read_batch(DB, "kv", &keys, &[1])?;
+        check_rows(&last, &rows, a.value_size, Some(1))?;
+    }
+    Ok(Phase { ops, secs, errors })
+}
+
+// ---- redis ----
+
+struct Redis {
+    pid: String,
+    port: u16,
+}
+
+/// (SET/s, GET/s) of one redis-benchmark run.
+fn redis_benchmark(r: &Redis, a: &Args, pipeline: usize, n: u64) -> AnyResult<(f64, f64)> {
+    let out = Command::new("redis-benchmark")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &r.port.to_string(),
+            "-t",
+            "set,get",
+            "-d",
+            &a.value_size.to_string(),
+            "-P",
+            &pipeline.to_string(),
+            "-c",
+            "1",
+            "-n",
+            &n.to_string(),
+            "-r",
+            &a.keys.to_string(),
+            "--csv",
+        ])
+        .stdin(Stdio::null())
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "redis-benchmark failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let rps = |test: &str| -> AnyResult<f64> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("\"{test}\",")))
+            .ok_or_else(|| format!("no {test} line in: {text}"))?;
+        Ok(line
+            .split(',')
+            .nth(1)
+            .ok_or("csv")?
+            .trim_matches('"')
+            .parse()?)
+    };
+    Ok((rps("SET")?, rps("GET")?))
+}
+
+struct RedisRun {
+    pipeline: usize,
+    set: f64,
+    get: f64,
+    cpu_server: f64,
+    secs: f64,
+}
+
+/// A calibration run, then one sized for about `a.seconds` per test.
+fn redis_measure(r: &Redis, a: &Args, pipeline: usize) -> AnyResult<RedisRun> {
+    let (s0, g0) = redis_benchmark(r, a, pipeline, 200_000.max(a.keys * 2))?;
+    let n = (s0.min(g0) * a.seconds) as u64;
+    let c0 = cpu_secs(&r.pid);
+    let t = Instant::now();
+    let (set, get) = redis_benchmark(r, a, pipeline, n.max(a.keys * 2))?;
+    Ok(RedisRun {
+        pipeline,
+        set,
+        get,
+        cpu_server: cpu_secs(&r.pid) - c0,
+        secs: t.elapsed().as_secs_f64(),
+    })
+}
+
+fn redis_ping(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut buf = [0u8; 16];
+    s.write_all(b"PING\r\n").is_ok()
+        && s.read(&mut buf)
+            .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+}
+
+fn fmt_rate(r: f64) -> String {
+    if r >= 1e6 {
+        format!("{:.2}M", r / 1e6)
+    } else {
+        format!("{:.0}k", r / 1e3)
+    }
+}
+
+fn errors_line(p: &Phase) -> String {
+    if p.errors.is_empty() {
+        "no errors".into()
+    } else {
+        format!("{} failed batches, first: {}", p.errors.len(), p.errors[0])
+    }
+}
+
+fn main() -> AnyResult<()> {
+    let a = parse_args()?;
+    let row_bytes = a.value_size as u64 + 64;
+    let data_memory_mb = (a.keys * row_bytes * 3 / (1 << 20)).max(256);
+    println!(
+        "tcp_throughput: {} keys, VARBINARY({}) values of {} bytes, batches of {} keys, {} in flight, {:.1} s per phase",
+        a.keys, a.value_size, a.value_size, a.batch, a.depth, a.seconds
+    );
+    println!(
+        "machine: {} cores, load average {}; the client, both data nodes, the management server \
+         and redis-server + redis-benchmark share them (redis runs after rndb's phases)",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+
+    let mut cluster = ProcCluster::start("tcp-throughput", data_memory_mb, None)?;
+    let api = RemoteCluster::connect(&cluster.connectstring(), Duration::from_secs(10))?;
+    api.sql(
+        DB,
+        &format!(
+            "CREATE TABLE kv (id BIGINT PRIMARY KEY, v VARBINARY({})) ENGINE=NDB",
+            a.value_size
+        ),
+    )?;
+    let load_rate = load(&api, &a)?;
+    println!(
+        "loaded {} rows: {:.0} rows/s (Write, {LOAD_BATCH} per transaction, {LOAD_DEPTH} in flight)",
+        a.keys, load_rate
+    );
+
+    let mut perm: Vec<u64> = (0..a.keys).collect();
+    Rng::new(0x7cb_7e57).shuffle(&mut perm);
+    if (a.batch * a.depth) as u64 > a.keys {
+        println!(
+            "note: B*D = {} > N: writes in flight overlap and may wait for each other's locks",
+            a.batch * a.depth
+        );
+    }
+    let pids: Vec<(&str, String)> = [("client", "self".to_string())]
+        .into_iter()
+        .chain(["n2", "n3"].iter().map(|n| {
+            (
+                *n,
+                cluster.procs.pid(n).map_or("0".into(), |p| p.to_string()),
+            )
+        }))
+        .collect();
+    let cpu_now = || pids.iter().map(|(_, p)| cpu_secs(p)).collect::<Vec<f64>>();
+    let cpu_line = |c0: &[f64], c1: &[f64], secs: f64| {
+        pids.iter()
+            .zip(c0.iter().zip(c1))
+            .map(|((n, _), (a, b))| format!("{n} {:.2}", (b - a) / secs))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+
+    let c0 = cpu_now();
+    let reads = read_phase(&api, &a, &perm)?;
+    let c1 = cpu_now();
+    println!(
+        "rndb reads:  {:>10.0} rows/s ({} rows in {:.2} s; {}); cores busy: {}",
+        reads.rate(),
+        reads.ops,
+        reads.secs,
+        errors_line(&reads),
+        cpu_line(&c0, &c1, reads.secs)
+    );
+    let writes = write_phase(&api, &a, &perm)?;
+    let c2 = cpu_now();
+    println!(
+        "rndb writes: {:>10.0} rows/s ({} rows in {:.2} s; {}); cores busy: {}",
+        writes.rate(),
+        writes.ops,
+        writes.secs,
+        errors_line(&writes),
+        cpu_line(&c1, &c2, writes.secs)
+    );
+    api.close();
+    drop(api);
+    // The cluster's processes stop before redis runs: the peer gets the same 2 cores.
+    for n in ["n2", "n3", "mgmd"] {
+        cluster.procs.kill(n)?;
+    }
+
+    let port = free_port()?;
+    let rdir = cluster.procs.dir.display().to_string();
+    let pid = cluster.procs.spawn(
+        "redis",
+        Path::new("/usr/bin/redis-server"),
+        &[
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            &rdir,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+    )?;
+    let redis = Redis {
+        pid: pid.to_string(),
+        port,
+    };
+    let t = Instant::now();
+    while !redis_ping(port) {
+        if t.elapsed() > Duration::from_secs(10) {
+            return Err("redis-server did not answer PING within 10 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let matched = (a.batch * a.depth).min(REDIS_PIPELINE_CAP);
+    let mut runs = vec![redis_measure(&redis, &a, matched)?];
+    if a.batch != matched {
+        runs.push(redis_measure(&redis, &a, a.batch)?);
+    }
+    for r in &runs {
+        println!(
+            "redis -c 1 -P {:<5}: SET {:>10.0}/s, GET {:>10.0}/s; redis-server busy {:.2} cores over both tests",
+            r.pipeline,
+            r.set,
+            r.get,
+            r.cpu_server / r.secs
+        );
+    }
+    cluster.procs.keep = false;
+
+    println!();
+    println!(
+        "| figure | rndb over TCP (B={}, D={}) | redis -P {} | rndb / redis | redis -P {} | rndb / redis |",
+        a.batch,
+        a.depth,
+        runs[0].pipeline,
+        runs.last().map_or(0, |r| r.pipeline)
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let last = runs.last().ok_or("no redis run")?;
+    println!(
+        "| PK reads / GET per s | {} | {} | {:.2} | {} | {:.2} |",
+        fmt_rate(reads.rate()),
+        fmt_rate(runs[0].get),
+        reads.rate() / runs[0].get,
+        fmt_rate(last.get),
+        reads.rate() / last.get
+    );
+    println!(
+        "| writes / SET per s | {} | {} | {:.2} | {} | {:.2} |",
+        fmt_rate(writes.rate()),
+        fmt_rate(runs[0].set),
+        writes.rate() / runs[0].set,
+        fmt_rate(last.set),
+        writes.rate() / last.set
+    );
+    println!(
+        "| NDB 7.4 anchor, 2-core NUC, reads | 589k | rndb / anchor {:.2} | | | |",
+        reads.rate() / NDB_ANCHOR_READS
+    );
+    println!(
+        "note: 2 cores shared by the client, both data nodes and the management server (rndb) \
+         or by redis-server and redis-benchmark (redis); rndb writes go to both replicas"
+    );
+    if !reads.errors.is_empty() || !writes.errors.is_empty() {
+        return Err("some batches failed (see above)".into());
+    }
+    Ok(())
+}
