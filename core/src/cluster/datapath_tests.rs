@@ -383,3 +383,100 @@ fn a_killed_node_restarts_gets_every_row_by_copy_under_writes_and_serves_again()
     let log = m.log_lines().join("\n");
     assert!(log.contains("Node restart completed"), "{log}");
 }
+
+#[test]
+fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
+    let (m, nodes, api) = cluster(4, 2);
+    create_kv(&api);
+    for chunk in (0..2000).collect::<Vec<i64>>().chunks(400) {
+        let ops = chunk
+            .iter()
+            .map(|&i| op(OpType::Insert, 10_000 + i, Some("old")))
+            .collect();
+        api.execute(ops).expect("load");
+    }
+    let api = Arc::new(api);
+    let stop = Arc::new(AtomicBool::new(false));
+    // Transactions span both node groups (keys of many partitions).
+    let writer = write_load(api.clone(), stop.clone(), 0);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut shell = super::client::MgmConnection::open(
+        &super::client::ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        crate::transport::Role::Api,
+        Duration::from_secs(5),
+    )
+    .expect("shell");
+    // The last started node of a group is not stopped.
+    let out = shell.command("ROLLING RESTART").expect("rolling restart");
+    assert!(out.contains("initiated"), "{out}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !m
+        .log_lines()
+        .iter()
+        .any(|l| l.contains("Rolling restart completed"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rolling restart did not complete; log:\n{}",
+            m.log_lines().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Release);
+    let Ok((model, errors)) = writer.join() else {
+        panic!("the writer failed; log:\n{}", m.log_lines().join("\n"));
+    };
+    eprintln!("errors during the rolling restart: {errors:?}");
+    let log = m.log_lines().join("\n");
+    for id in 2..=5 {
+        assert!(
+            log.contains(&format!("Rolling restart: node {id} started again")),
+            "{log}"
+        );
+    }
+    // Within each group the replicas are equal, and hold what was acknowledged.
+    let by_id = |id: u32| nodes.iter().find(|n| n.node_id == id).expect("node");
+    for (a, b) in [(2, 3), (4, 5)] {
+        let (ta, tb) = (local_table(by_id(a).data()), local_table(by_id(b).data()));
+        assert!(
+            ta == tb,
+            "nodes {a} and {b} differ ({} / {} rows)",
+            ta.len(),
+            tb.len()
+        );
+    }
+    let keys: Vec<Vec<Value>> = (10_000..12_000).map(|k| vec![Value::Int(k)]).collect();
+    let rows = api.read_batch(DB, "kv", &keys, &[1]).expect("read");
+    assert!(
+        rows.iter()
+            .all(|r| r == &Some(vec![Value::Str("old".into())]))
+    );
+    let keys: Vec<i64> = model.keys().copied().collect();
+    let rows = api
+        .read_batch(
+            DB,
+            "kv",
+            &keys
+                .iter()
+                .map(|&k| vec![Value::Int(k)])
+                .collect::<Vec<_>>(),
+            &[1],
+        )
+        .expect("read model keys");
+    for (k, row) in keys.iter().zip(rows) {
+        let (acked, maybe) = model[k];
+        let got: u64 = match row {
+            Some(r) => match &r[0] {
+                Value::Str(s) => s.parse().expect("number"),
+                other => panic!("{other:?}"),
+            },
+            None => 0,
+        };
+        assert!(
+            got == acked || maybe.is_some_and(|m| got > acked && got <= m),
+            "key {k}: acknowledged {acked}, maybe {maybe:?}, cluster has {got}; log:\n{}",
+            m.log_lines().join("\n")
+        );
+    }
+}

@@ -500,6 +500,9 @@ impl Server {
             }
             Command::Stop(t, _) => {
                 let ids = data_targets(t)?;
+                if let Target::Node(id) = t {
+                    refuse_last_of_group(&nodes, id, "Shutdown")?;
+                }
                 let mut out = Vec::new();
                 for id in &ids {
                     if nodes[id].connected {
@@ -554,6 +557,9 @@ impl Server {
                         )));
                     }
                 }
+                if let Target::Node(id) = t {
+                    refuse_last_of_group(&nodes, id, "Restart")?;
+                }
                 for id in &ids {
                     self.transport
                         .send(*id, &Message::MgmCommand { text: verb.into() });
@@ -569,8 +575,25 @@ impl Server {
                 Some(t) => t.to_string(),
                 None => REMOTE_HELP.to_string(),
             }),
+            Command::RollingRestart => {
+                let ids: Vec<NodeId> = nodes
+                    .iter()
+                    .filter(|(_, e)| e.connected)
+                    .map(|(&n, _)| n)
+                    .collect();
+                let (shared, transport, me) =
+                    (self.shared.clone(), self.transport.clone(), self.me);
+                std::thread::Builder::new()
+                    .name("rndb-mgmd-rolling".into())
+                    .spawn(move || rolling_restart(&shared, &transport, me, &ids))
+                    .map_err(|e| codes::internal(format!("rolling restart thread: {e}")))?;
+                Ok(format!(
+                    "Rolling restart of data nodes {} initiated: one node at a time, each once another node of its group is started; progress in the cluster log",
+                    super::qmgr::join(nodes.keys())
+                ))
+            }
             other => Err(crate::mgm::mgm_error(format!(
-                "{}: the data nodes of a distributed cluster hold no tables yet (the transaction protocol over TCP is the next part of issue 7); SHOW, STATUS, START, STOP, RESTART and SHUTDOWN work here",
+                "{}: not available against a management server (SHOW, STATUS, START, STOP, RESTART, ROLLING RESTART and SHUTDOWN are; tables and rows go through an API connection to the data nodes)",
                 command_name(&other)
             ))),
         }
@@ -711,3 +734,100 @@ SHOW                                   Print information about cluster
 SHUTDOWN                               Shutdown all data and management nodes
 
 <id> = ALL | Any database node id";
+
+/// NDB's refusal to stop the last started node of a node group (its rows would be
+/// gone: the data nodes of a distributed cluster keep them in memory).
+fn refuse_last_of_group(nodes: &BTreeMap<NodeId, NodeEntry>, id: NodeId, what: &str) -> Result<()> {
+    let Some(me) = nodes.get(&id) else {
+        return Ok(());
+    };
+    let other_started = nodes.iter().any(|(&n, e)| {
+        n != id
+            && e.connected
+            && e.node_group == me.node_group
+            && e.state == Some(NodeState::Started)
+    });
+    if other_started || me.state != Some(NodeState::Started) {
+        return Ok(());
+    }
+    Err(crate::mgm::mgm_error(format!(
+        "{what} of node {id} failed: Node shutdown would cause system crash (node {id} holds the last started replica of node group {}); use SHUTDOWN to stop the cluster",
+        me.node_group
+    )))
+}
+
+/// How long a rolling restart waits for one node to be started again.
+const ROLLING_NODE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// ROLLING RESTART against a management server: each node in turn is restarted once
+/// another node of its group is started, and the next waits until it is started again
+/// (its copy done) in a newer view.
+fn rolling_restart(shared: &Shared, transport: &TcpTransport, me: NodeId, ids: &[NodeId]) {
+    let log = |sev: Severity, text: &str| shared.log.event(sev, me, text);
+    let t0 = Instant::now();
+    for &id in ids {
+        let deadline = Instant::now() + ROLLING_NODE_TIMEOUT;
+        // Another node of its group must be started first.
+        loop {
+            let ok = {
+                let nodes = shared.nodes.lock();
+                refuse_last_of_group(&nodes, id, "Restart").is_ok()
+            };
+            if ok {
+                break;
+            }
+            if Instant::now() >= deadline {
+                log(
+                    Severity::Alert,
+                    &format!(
+                        "Rolling restart stopped: node {id} is the last started node of its group"
+                    ),
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let before = shared.nodes.lock().get(&id).map_or(0, |e| e.view.id);
+        let t = Instant::now();
+        log(
+            Severity::Info,
+            &format!("Rolling restart: restarting node {id}"),
+        );
+        transport.send(
+            id,
+            &Message::MgmCommand {
+                text: "RESTART".into(),
+            },
+        );
+        loop {
+            let done = shared.nodes.lock().get(&id).is_some_and(|e| {
+                e.connected && e.state == Some(NodeState::Started) && e.view.id > before
+            });
+            if done {
+                break;
+            }
+            if Instant::now() >= deadline || shared.shutdown.load(Ordering::Acquire) {
+                log(
+                    Severity::Alert,
+                    &format!("Rolling restart stopped: node {id} did not start again"),
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        log(
+            Severity::Info,
+            &format!(
+                "Rolling restart: node {id} started again in {:.1} s",
+                t.elapsed().as_secs_f64()
+            ),
+        );
+    }
+    log(
+        Severity::Info,
+        &format!(
+            "Rolling restart completed in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        ),
+    );
+}

@@ -303,6 +303,9 @@ impl NodeLoop {
         match self.qmgr.as_ref().map(|q| q.phase()) {
             None => NodeState::NotStarted,
             Some(Phase::Starting) => NodeState::Starting,
+            // A member whose replicas are still being copied is starting (NDB's
+            // copy runs in start phase 5: "Last completed phase 4").
+            Some(Phase::Member) if !self.data.is_ready() => NodeState::Starting,
             Some(Phase::Member) => NodeState::Started,
             Some(Phase::Stopped) => NodeState::Stopped,
         }
@@ -324,7 +327,11 @@ impl NodeLoop {
             self.mgm_id,
             &Message::NodeStatus {
                 state,
-                start_phase: u8::from(state == NodeState::Starting),
+                start_phase: match (state, self.qmgr.as_ref().map(|q| q.phase())) {
+                    (NodeState::Starting, Some(Phase::Member)) => 4,
+                    (NodeState::Starting, _) => 1,
+                    _ => 0,
+                },
                 node_group: self.node_group,
                 listen: self.listen.to_string(),
                 view,

@@ -66,6 +66,12 @@ pub(crate) struct CopyOut {
     stop: Arc<AtomicBool>,
 }
 
+impl CopyOut {
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
 /// The joining side's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum CopyIn {

@@ -501,8 +501,21 @@ impl DataPath {
         let mut map = self.lqh.lock();
         let Some(rec) = map.get_mut(&key) else {
             drop(map);
-            let gci = orphan_gci.unwrap_or(0);
-            self.send_from(worker, from, DataMsg::LqhCommitted { txn, backup, gci });
+            // Committed here (now, or before with its answer lost): say so. Knowing
+            // nothing of it, say that: the TC must not count this as a commit.
+            if orphan_gci.is_some() || self.was_committed(&txn) {
+                let gci = orphan_gci.unwrap_or(0);
+                self.send_from(worker, from, DataMsg::LqhCommitted { txn, backup, gci });
+            } else {
+                self.send_from(
+                    worker,
+                    from,
+                    DataMsg::TxnStateConf {
+                        txn,
+                        state: TxnState::Unknown,
+                    },
+                );
+            }
             return;
         };
         if frozen_from_tc(rec) {
@@ -837,5 +850,24 @@ impl DataPath {
             Role::Primary { backups, .. } => backups.contains(&node),
             Role::Backup { .. } => false,
         })
+    }
+
+    /// This node left the cluster: its local transactions are rolled back and
+    /// forgotten, telling nobody (see `DataPath::reset_worker`).
+    pub(super) fn lqh_reset(&self, worker: usize) {
+        let mine: Vec<LqhTxn> = {
+            let mut map = self.lqh.lock();
+            let keys: Vec<(TxnKey, bool)> = map
+                .keys()
+                .filter(|(k, _)| Self::worker_of(k) == worker)
+                .copied()
+                .collect();
+            keys.iter().filter_map(|k| map.remove(k)).collect()
+        };
+        for mut rec in mine {
+            let _ = rec
+                .tx
+                .execute(ExecType::Rollback, AbortOption::AbortOnError);
+        }
     }
 }

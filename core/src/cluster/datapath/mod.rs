@@ -68,6 +68,8 @@ enum Job {
     Begin(NodeId, TxnKey, u64, Vec<crate::transport::data::KeyOp>),
     /// These data nodes left the view.
     NodesFailed(Vec<NodeId>),
+    /// This node left the cluster (an angel restart): forget its transactions.
+    Reset,
     Stop,
 }
 
@@ -243,6 +245,7 @@ impl DataPath {
                             Job::Msg(from, m) => dp.handle(i, from, m),
                             Job::Begin(from, txn, req, ops) => dp.tc_begin(i, from, txn, req, ops),
                             Job::NodesFailed(nodes) => dp.nodes_failed(i, &nodes),
+                            Job::Reset => dp.reset_worker(i),
                         }
                     }
                 })
@@ -288,7 +291,7 @@ impl DataPath {
     }
 
     /// Whether this node's replicas are up to date (it may serve reads and be primary).
-    pub(crate) fn is_ready(&self) -> bool {
+    pub fn is_ready(&self) -> bool {
         let m = self.members.read();
         m.live.contains(&self.me) && m.ready.contains_key(&self.me)
     }
@@ -349,7 +352,17 @@ impl DataPath {
             (failed, joined_running, source_lost)
         };
         if view.members.is_empty() {
+            // Leaving the cluster is a crash for the data: nothing of this life is
+            // sent to the other nodes (they already treat it as failed).
             *self.copy_in.lock() = copy::CopyIn::Idle;
+            for o in self.copy_out.lock().values() {
+                o.stop();
+            }
+            self.tombstones.lock().clear();
+            for w in &self.workers {
+                let _ = w.send(Job::Reset);
+            }
+            return;
         }
         if joined_running {
             self.begin_join();
@@ -508,13 +521,23 @@ impl DataPath {
                 let state = self.txn_state(&txn);
                 self.send_from(worker, from, DataMsg::TxnStateConf { txn, state });
             }
-            DataMsg::TxnStateConf { txn, state } => self.takeover_answer(worker, from, txn, state),
+            DataMsg::TxnStateConf { txn, state } => {
+                self.tc_taker_unknown(worker, from, txn, state);
+                self.takeover_answer(worker, from, txn, state)
+            }
             DataMsg::SqlReq { req, database, sql } => self.sql(from, req, &database, &sql),
             DataMsg::SchemaReq { req, database, sql } => {
                 self.schema_apply(from, req, &database, &sql)
             }
             _ => {}
         }
+    }
+
+    /// Drops the records this worker owns without a message to another data node
+    /// (API nodes are told: 4010, or 4012 for a commit under way).
+    fn reset_worker(&self, worker: usize) {
+        self.tc_reset(worker);
+        self.lqh_reset(worker);
     }
 
     fn nodes_failed(&self, worker: usize, nodes: &[NodeId]) {

@@ -33,6 +33,9 @@ pub(crate) struct TcTxn {
     results: Vec<OpResult>,
     error: Option<NdbError>,
     gci: u64,
+    /// A surviving replica asked to commit for a lost participant knew nothing of
+    /// the transaction: the outcome is unknown (4012).
+    unknown: bool,
 }
 
 impl DataPath {
@@ -130,6 +133,7 @@ impl DataPath {
                 results: vec![None; n],
                 error: None,
                 gci: 0,
+                unknown: false,
             },
         );
         for (node, ops) in per_node {
@@ -221,15 +225,80 @@ impl DataPath {
             map.remove(&txn)
         };
         if let Some(t) = done {
-            self.send_from(
-                worker,
-                t.api,
-                DataMsg::TcKeyConf {
-                    req: t.req,
-                    gci: t.gci,
-                    results: t.results,
-                },
+            self.tc_answer(worker, t);
+        }
+    }
+
+    fn tc_answer(&self, worker: usize, t: TcTxn) {
+        if t.unknown {
+            let e = codes::request_timeout(
+                "a data node was lost during the commit and no surviving replica knew the transaction",
             );
+            return self.refuse(worker, t.api, t.req, &e);
+        }
+        self.send_from(
+            worker,
+            t.api,
+            DataMsg::TcKeyConf {
+                req: t.req,
+                gci: t.gci,
+                results: t.results,
+            },
+        );
+    }
+
+    /// A surviving replica asked to commit for a lost participant answered that it
+    /// knows nothing of the transaction.
+    pub(super) fn tc_taker_unknown(
+        &self,
+        worker: usize,
+        from: NodeId,
+        txn: TxnKey,
+        state: crate::transport::data::TxnState,
+    ) {
+        if txn.tc != self.me || state != crate::transport::data::TxnState::Unknown {
+            return;
+        }
+        let done = {
+            let mut map = self.tc.lock();
+            let Some(t) = map.get_mut(&txn) else { return };
+            if t.phase != Phase::Committing || !t.waiting.remove(&from) {
+                return;
+            }
+            t.unknown = true;
+            if !t.waiting.is_empty() {
+                return;
+            }
+            map.remove(&txn)
+        };
+        if let Some(t) = done {
+            self.tc_answer(worker, t);
+        }
+    }
+
+    /// This node left the cluster: its transactions end here; the API nodes hear
+    /// 4010 (not committed) or 4012 (the commit was under way).
+    pub(super) fn tc_reset(&self, worker: usize) {
+        let mine: Vec<TcTxn> = {
+            let mut map = self.tc.lock();
+            let keys: Vec<TxnKey> = map
+                .keys()
+                .filter(|k| Self::worker_of(k) == worker)
+                .copied()
+                .collect();
+            keys.iter().filter_map(|k| map.remove(k)).collect()
+        };
+        for t in mine {
+            let e = match t.phase {
+                Phase::Preparing => {
+                    codes::node_failure_abort().detail(format!("data node {} restarted", self.me))
+                }
+                Phase::Committing => codes::request_timeout(format!(
+                    "data node {} restarted during the commit",
+                    self.me
+                )),
+            };
+            self.refuse(worker, t.api, t.req, &e);
         }
     }
 
