@@ -3,17 +3,27 @@
 //! `<id> STOP`, `<id> START`, `<id> RESTART [-n]`, `SHUTDOWN`) sent over TCP, with the
 //! server's output returned and its refusals raised as `NdbError`.
 //!
-//! Invariant: one request at a time per client (the connection sits behind a mutex,
-//! taken detached from the interpreter, so a slow server never holds the GIL); a
-//! closed client refuses every call.
+//! The same object reaches the data nodes (`rndbd`) for tables and rows
+//! (`cluster::remote::RemoteCluster`, opened at the first such call): `sql()` for DDL
+//! and SELECT, `read_many()` for batched primary-key reads, `transaction()` for key
+//! operations committed together, `insert_many()` for loads.
+//!
+//! Invariant: one management request at a time per client (the connection sits behind
+//! a mutex, taken detached from the interpreter, so a slow server never holds the
+//! GIL); data requests run detached too; a closed client refuses every call.
 
+use crate::convert::{key_values, names, py_to_value, row_to_dict};
 use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
 use rndb::cluster::client::{ConnectString, MgmConnection};
+use rndb::cluster::remote::RemoteCluster;
 use rndb::error::codes;
+use rndb::schema::{TableDef, Value};
 use rndb::transport::Role;
-use std::sync::Mutex;
+use rndb::transport::data::{KeyOp, OpType};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A connection to a management server.
@@ -21,7 +31,76 @@ use std::time::Duration;
 pub struct MgmClient {
     connectstring: String,
     server_node_id: u32,
+    timeout: Duration,
     conn: Mutex<Option<MgmConnection>>,
+    data: Mutex<Option<Arc<RemoteCluster>>>,
+}
+
+impl MgmClient {
+    /// The data nodes' connection, opened at the first use.
+    fn data(&self) -> R<Arc<RemoteCluster>> {
+        if lock_detached(&self.conn).is_none() {
+            return Err(closed());
+        }
+        let mut g = lock_detached(&self.data);
+        if let Some(d) = g.as_ref() {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(RemoteCluster::connect(&self.connectstring, self.timeout)?);
+        *g = Some(d.clone());
+        Ok(d)
+    }
+
+    fn table_def(
+        &self,
+        py: Python<'_>,
+        database: &str,
+        table: &str,
+    ) -> PyResult<(Arc<RemoteCluster>, Arc<TableDef>)> {
+        py.detach(|| {
+            guard(|| {
+                let d = self.data()?;
+                let t = d.table(database, table)?;
+                Ok((d, t))
+            })
+        })
+        .map_err(|e| to_pyerr(py, e))
+    }
+}
+
+/// A row dict's values as (position, value) pairs of `def`.
+fn row_values(def: &TableDef, row: &Bound<'_, PyAny>) -> R<Vec<(u32, Value)>> {
+    let d = row
+        .cast::<PyDict>()
+        .map_err(|_| codes::bad_argument("a row is a dict of column name to value"))?;
+    let mut out = Vec::with_capacity(d.len());
+    for (k, v) in d.iter() {
+        let name: String = k
+            .extract()
+            .map_err(|_| codes::bad_argument("column names are str"))?;
+        let (pos, _) = def.column(&name)?;
+        out.push((pos as u32, py_to_value(&v, &name)?));
+    }
+    Ok(out)
+}
+
+/// The key of a row dict (its primary-key columns).
+fn key_of(def: &TableDef, values: &[(u32, Value)]) -> R<Vec<Value>> {
+    def.primary_key
+        .iter()
+        .map(|&p| {
+            values
+                .iter()
+                .find(|(c, _)| *c as usize == p)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    codes::key_not_complete(format!(
+                        "primary-key column {} missing",
+                        def.columns[p].name
+                    ))
+                })
+        })
+        .collect()
 }
 
 fn closed() -> rndb::NdbError {
@@ -55,9 +134,208 @@ impl MgmClient {
         r.map_err(|e| to_pyerr(py, e))
     }
 
-    /// Closes the connection (later calls raise); closing twice does nothing.
+    /// Closes the connections (later calls raise); closing twice does nothing.
     fn close(&self, py: Python<'_>) {
-        py.detach(|| lock_detached(&self.conn).take());
+        py.detach(|| {
+            lock_detached(&self.conn).take();
+            if let Some(d) = lock_detached(&self.data).take() {
+                d.close();
+            }
+        });
+    }
+
+    /// Runs SQL on a data node: DDL reaches every data node; SELECT/SHOW return the
+    /// rendered result as the mysql client prints it. Statements that change rows are
+    /// refused (use `transaction()` or `insert_many()`).
+    #[pyo3(signature = (sql, database="test"))]
+    fn sql(&self, py: Python<'_>, sql: &str, database: &str) -> PyResult<String> {
+        py.detach(|| guard(|| self.data()?.sql(database, sql)))
+            .map_err(|e| to_pyerr(py, e))
+    }
+
+    /// Committed reads of many primary keys (a dict, a tuple in key order or a bare
+    /// value each), one request per data node: a dict per key, None where no row has
+    /// that key.
+    #[pyo3(signature = (table, keys, columns=None, database="test"))]
+    fn read_many<'py>(
+        &self,
+        py: Python<'py>,
+        table: &str,
+        keys: &Bound<'py, PyAny>,
+        columns: Option<Vec<String>>,
+        database: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let (d, def) = self.table_def(py, database, table)?;
+        let pk = names(py, &def, &def.primary_key);
+        let mut ks = Vec::new();
+        for k in keys.try_iter()? {
+            ks.push(key_values(&def, &pk, &k?).map_err(|e| to_pyerr(py, e))?);
+        }
+        let cols: Vec<usize> = match &columns {
+            None => def.visible_columns().map(|(i, _)| i).collect(),
+            Some(c) => c
+                .iter()
+                .map(|n| def.column(n).map(|(p, _)| p))
+                .collect::<R<_>>()
+                .map_err(|e| to_pyerr(py, e))?,
+        };
+        let wire: Vec<u32> = cols.iter().map(|&c| c as u32).collect();
+        let rows = py
+            .detach(|| guard(|| d.read_batch(database, table, &ks, &wire)))
+            .map_err(|e| to_pyerr(py, e))?;
+        let col_names = names(py, &def, &cols);
+        let out = PyList::empty(py);
+        for r in rows {
+            match r {
+                Some(vals) => out.append(row_to_dict(py, &col_names, vals)?)?,
+                None => out.append(py.None())?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Key operations committed together (or not at all): each a tuple
+    /// `(kind, table, row)` with kind `"insert"`, `"update"`, `"write"`, `"delete"` or
+    /// `"read"` (`row` a dict; for delete and read only its key columns count).
+    /// Returns one entry per operation: the row dict for a read (None: no row), None
+    /// for a write. Errors are `NdbError` with NDB's codes (630 duplicate key, 626 no
+    /// row, 4010 node failure: retry; 4012: outcome unknown).
+    #[pyo3(signature = (ops, database="test"))]
+    fn transaction<'py>(
+        &self,
+        py: Python<'py>,
+        ops: &Bound<'py, PyAny>,
+        database: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut wire = Vec::new();
+        let mut read_names = Vec::new();
+        for item in ops.try_iter()? {
+            let item = item?;
+            let t = item.cast::<PyTuple>().map_err(|_| {
+                to_pyerr(
+                    py,
+                    codes::bad_argument("an operation is a tuple (kind, table, row)"),
+                )
+            })?;
+            if t.len() != 3 {
+                return Err(to_pyerr(
+                    py,
+                    codes::bad_argument("an operation is a tuple (kind, table, row)"),
+                ));
+            }
+            let kind: String = t.get_item(0)?.extract()?;
+            let table: String = t.get_item(1)?.extract()?;
+            let (_, def) = self.table_def(py, database, &table)?;
+            let values = row_values(&def, &t.get_item(2)?).map_err(|e| to_pyerr(py, e))?;
+            let key = key_of(&def, &values).map_err(|e| to_pyerr(py, e))?;
+            let op = match kind.as_str() {
+                "insert" => OpType::Insert,
+                "update" => OpType::Update,
+                "write" => OpType::Write,
+                "delete" => OpType::Delete,
+                "read" => OpType::ReadCommitted,
+                other => {
+                    return Err(to_pyerr(
+                        py,
+                        codes::bad_argument(format!(
+                            "operation kind '{other}': one of insert, update, write, delete, read"
+                        )),
+                    ));
+                }
+            };
+            let (values, columns) = if op.is_read() {
+                let cols: Vec<usize> = def.visible_columns().map(|(i, _)| i).collect();
+                read_names.push(Some(names(py, &def, &cols)));
+                (Vec::new(), cols.iter().map(|&c| c as u32).collect())
+            } else {
+                read_names.push(None);
+                let non_key = if op == OpType::Delete {
+                    Vec::new()
+                } else {
+                    values
+                        .into_iter()
+                        .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
+                        .collect()
+                };
+                (non_key, Vec::new())
+            };
+            wire.push(KeyOp {
+                op,
+                database: database.to_string(),
+                table,
+                key,
+                values,
+                columns,
+            });
+        }
+        let r = py
+            .detach(|| guard(|| self.data()?.execute(wire)))
+            .map_err(|e| to_pyerr(py, e))?;
+        let out = PyList::empty(py);
+        for (res, n) in r.results.into_iter().zip(read_names) {
+            match (res, n) {
+                (Some(vals), Some(n)) => out.append(row_to_dict(py, &n, vals)?)?,
+                _ => out.append(py.None())?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Inserts rows (dicts) in transactions of `batch_size` rows; returns the count.
+    #[pyo3(signature = (table, rows, database="test", batch_size=500))]
+    fn insert_many(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        rows: &Bound<'_, PyAny>,
+        database: &str,
+        batch_size: usize,
+    ) -> PyResult<u64> {
+        if batch_size == 0 {
+            return Err(to_pyerr(
+                py,
+                codes::bad_argument("batch_size must be at least 1"),
+            ));
+        }
+        let (d, def) = self.table_def(py, database, table)?;
+        let mut batch = Vec::with_capacity(batch_size);
+        let mut n = 0u64;
+        let flush = |batch: &mut Vec<KeyOp>| -> PyResult<u64> {
+            let ops = std::mem::take(batch);
+            let k = ops.len() as u64;
+            py.detach(|| guard(|| d.execute(ops)))
+                .map_err(|e| to_pyerr(py, e))?;
+            Ok(k)
+        };
+        for row in rows.try_iter()? {
+            let values = row_values(&def, &row?).map_err(|e| to_pyerr(py, e))?;
+            let key = key_of(&def, &values).map_err(|e| to_pyerr(py, e))?;
+            let values = values
+                .into_iter()
+                .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
+                .collect();
+            batch.push(KeyOp {
+                op: OpType::Insert,
+                database: database.to_string(),
+                table: table.to_string(),
+                key,
+                values,
+                columns: Vec::new(),
+            });
+            if batch.len() >= batch_size {
+                n += flush(&mut batch)?;
+            }
+        }
+        if !batch.is_empty() {
+            n += flush(&mut batch)?;
+        }
+        Ok(n)
+    }
+
+    /// The data nodes this client reaches.
+    fn data_nodes(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        py.detach(|| guard(|| Ok(self.data()?.connected_nodes())))
+            .map_err(|e| to_pyerr(py, e))
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -95,7 +373,9 @@ pub fn connect(py: Python<'_>, connectstring: &str, timeout: f64) -> PyResult<Mg
             Ok(MgmClient {
                 connectstring: connectstring.to_string(),
                 server_node_id: conn.server_node_id,
+                timeout: Duration::from_secs_f64(timeout),
                 conn: Mutex::new(Some(conn)),
+                data: Mutex::new(None),
             })
         })
     });

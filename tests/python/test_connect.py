@@ -124,3 +124,110 @@ def test_connect_errors() -> None:
         rndb.connect("127.0.0.1:1186", timeout=-1)
     with pytest.raises(TypeError):
         rndb.connect(1186)  # type: ignore[arg-type]
+
+
+def test_rows_over_tcp_survive_kill_9_and_a_restart_by_copy(
+    cluster_dir: tuple[Path, int, list[subprocess.Popen[bytes]]],
+) -> None:
+    """Real processes: rows written through the data nodes' TC survive a SIGKILL of one
+    data node under a write load; the restarted node gets every row by copy, and then
+    serves them alone once the other node is killed too."""
+    import threading
+
+    d, port, procs = cluster_dir
+    mgmd_bin, ndbd_bin = binaries()
+    spawn(procs, d, str(mgmd_bin), "-f", str(d / "config.ini"))
+    c = connect_when_up(port)
+    nodes = {
+        n: spawn(procs, d, str(ndbd_bin), "-c", f"127.0.0.1:{port}", f"--ndb-nodeid={n}")
+        for n in (2, 3)
+    }
+
+    def started(*ids: int) -> Callable[[], bool]:
+        return lambda: all(f"Node {i}: started" in c.mgm("ALL STATUS") for i in ids)
+
+    wait_for("both data nodes started", 30, started(2, 3))
+    assert "Query OK" in c.sql("CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(32)) ENGINE=NDB")
+    assert sorted(c.data_nodes()) == [2, 3]
+    assert c.insert_many("kv", ({"id": i, "v": "old"} for i in range(2000))) == 2000
+    rows = c.read_many("kv", [0, 1999, 5000])
+    assert rows == [{"id": 0, "v": "old"}, {"id": 1999, "v": "old"}, None]
+    with pytest.raises(rndb.NdbError) as ei:
+        c.transaction([("insert", "kv", {"id": 5000, "v": "x"}), ("insert", "kv", {"id": 1, "v": "dup"})])
+    assert ei.value.code == 630
+    assert c.read_many("kv", [5000]) == [None], "the failed transaction left nothing"
+    res = c.transaction([("update", "kv", {"id": 1, "v": "one"}), ("read", "kv", {"id": 1})])
+    assert res == [None, {"id": 1, "v": "one"}]
+
+    acked: dict[int, int] = {}
+    maybe: dict[int, set[int]] = {}
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        r = 0
+        try:
+            while not stop.is_set():
+                r += 1
+                keys = [(r * 13 + i) % 2000 for i in range(10)]
+                try:
+                    c.transaction([("write", "kv", {"id": k, "v": str(r)}) for k in keys])
+                    for k in keys:
+                        acked[k] = r
+                        maybe.pop(k, None)
+                except rndb.NdbError as e:
+                    assert e.code in (4010, 4012, 4035, 266, 4009) or e.status == "TemporaryError", e
+                    if e.code == 4012:
+                        for k in keys:
+                            maybe.setdefault(k, set()).add(r)
+                    time.sleep(0.01)
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            failures.append(e)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(0.5)
+    nodes[3].kill()
+    nodes[3].wait(timeout=10)
+    wait_for("node 3 seen gone", 20, lambda: "Node 3: not connected" in c.mgm("ALL STATUS"))
+    time.sleep(0.5)
+    nodes[3] = spawn(procs, d, str(ndbd_bin), "-c", f"127.0.0.1:{port}", "--ndb-nodeid=3")
+    wait_for("node 3 started again after its copy", 60, started(2, 3))
+    time.sleep(0.5)
+    stop.set()
+    t.join(timeout=30)
+    assert not failures, failures
+    assert len(acked) > 100, len(acked)
+
+    def check() -> None:
+        got = c.read_many("kv", list(range(2000)))
+        for k in range(2000):
+            row = got[k]
+            assert row is not None, f"key {k} lost"
+            v = row["v"]
+            if k in acked:
+                ok = v == str(acked[k]) or int(v) in maybe.get(k, set())
+                assert ok, f"key {k}: acknowledged {acked[k]}, maybe {maybe.get(k)}, has {v}"
+
+    check()
+    # Node 3 alone must hold everything: kill node 2.
+    nodes[2].kill()
+    nodes[2].wait(timeout=10)
+    wait_for("node 2 seen gone", 20, lambda: "Node 2: not connected" in c.mgm("ALL STATUS"))
+
+    last = [""]
+
+    def node3_serves() -> bool:
+        try:
+            check()
+            return True
+        except rndb.NdbError as e:
+            assert e.code in (4010, 4035, 4009, 4012), e
+            last[0] = f"{e} / {c.mgm('ALL STATUS')}"
+            return False
+
+    try:
+        wait_for("node 3 serves every row alone", 20, node3_serves)
+    except AssertionError:
+        raise AssertionError(f"node 3 alone: {last[0]}") from None
+    c.close()

@@ -14,6 +14,10 @@
 //! before retrying); no answer within the connection's timeout is 4012 too. A node
 //! answering 4035 (starting) is skipped for reads for [`NOT_READY_BACKOFF`].
 //!
+//! A data node that restarts listens on a new port: while some data node of the
+//! configuration is not connected, a refresher thread asks the management server
+//! where the data nodes listen every [`ADDRESS_REFRESH`] and dials the new addresses.
+//!
 //! Limits: at most [`MAX_PENDING`] requests outstanding per connection (more wait).
 
 use super::client::{ConnectString, MgmConnection};
@@ -36,6 +40,8 @@ use std::time::{Duration, Instant};
 
 /// Requests outstanding at once, at most.
 pub const MAX_PENDING: usize = 65_536;
+/// How often missing data nodes are looked up at the management server.
+pub const ADDRESS_REFRESH: Duration = Duration::from_millis(250);
 /// How long a node that said "starting" is skipped for reads.
 pub const NOT_READY_BACKOFF: Duration = Duration::from_millis(500);
 
@@ -137,6 +143,7 @@ pub struct RemoteCluster {
     transport: TcpTransport,
     shared: Arc<Shared>,
     receiver: Mutex<Option<JoinHandle<()>>>,
+    refresher: Mutex<Option<JoinHandle<()>>>,
     tables: Mutex<BTreeMap<(String, String), Arc<TableDef>>>,
     next_req: AtomicU64,
     timeout: Duration,
@@ -247,6 +254,7 @@ impl RemoteCluster {
             transport,
             shared,
             receiver: Mutex::new(Some(receiver)),
+            refresher: Mutex::new(None),
             tables: Mutex::new(BTreeMap::new()),
             next_req: AtomicU64::new(1),
             timeout: timeout.max(Duration::from_secs(1)),
@@ -273,6 +281,17 @@ impl RemoteCluster {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+        let all: BTreeSet<NodeId> = rc.groups.iter().flatten().copied().collect();
+        let (shared, transport, cs) = (
+            rc.shared.clone(),
+            rc.transport.clone(),
+            rc.connectstring.clone(),
+        );
+        let refresher = std::thread::Builder::new()
+            .name("rndb-api-addr".into())
+            .spawn(move || refresh_addresses(&shared, &transport, &cs, &all))
+            .map_err(|e| codes::internal(format!("refresher thread: {e}")))?;
+        *rc.refresher.lock() = Some(refresher);
         Ok(rc)
     }
 
@@ -549,6 +568,48 @@ impl RemoteCluster {
         self.transport.close();
         if let Some(t) = self.receiver.lock().take() {
             let _ = t.join();
+        }
+        if let Some(t) = self.refresher.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// See the module notes: dials data nodes at the addresses the management server
+/// knows while some are not connected.
+fn refresh_addresses(
+    shared: &Shared,
+    transport: &TcpTransport,
+    cs: &ConnectString,
+    all: &BTreeSet<NodeId>,
+) {
+    let mut mgm: Option<MgmConnection> = None;
+    let mut known: BTreeMap<NodeId, String> = BTreeMap::new();
+    while !shared.closed.load(Ordering::Acquire) {
+        std::thread::sleep(ADDRESS_REFRESH);
+        let missing = {
+            let c = shared.connected.lock();
+            all.iter().any(|n| !c.contains(n))
+        };
+        if !missing {
+            continue;
+        }
+        if mgm.is_none() {
+            mgm = MgmConnection::open(cs, Role::Api, Duration::from_secs(2)).ok();
+        }
+        let Some(m) = mgm.as_mut() else { continue };
+        match m.request(&Message::Data(DataMsg::ClusterReq)) {
+            Ok(Message::Data(DataMsg::ClusterConf { nodes, .. })) => {
+                for (n, addr) in nodes {
+                    if known.get(&n) != Some(&addr)
+                        && let Ok(a) = addr.parse()
+                    {
+                        let _ = transport.dial(n, a);
+                        known.insert(n, addr);
+                    }
+                }
+            }
+            _ => mgm = None,
         }
     }
 }

@@ -97,6 +97,33 @@ class MgmClient:
     def connectstring(self) -> str: ...
     def mgm(self, command: str) -> str: ...
     def close(self) -> None: ...
+    def sql(self, sql: str, database: str = "test") -> str: ...
+    def read_many(
+        self,
+        table: str,
+        keys: Iterable[_Key],
+        columns: Sequence[str] | None = None,
+        database: str = "test",
+    ) -> list[_Row | None]: ...
+    def transaction(
+        self,
+        ops: Iterable[
+            tuple[
+                Literal["insert", "update", "write", "delete", "read"],
+                str,
+                Mapping[str, _InValue],
+            ]
+        ],
+        database: str = "test",
+    ) -> list[_Row | None]: ...
+    def insert_many(
+        self,
+        table: str,
+        rows: Iterable[Mapping[str, _InValue]],
+        database: str = "test",
+        batch_size: int = 500,
+    ) -> int: ...
+    def data_nodes(self) -> list[int]: ...
     def __enter__(self) -> MgmClient: ...
     def __exit__(
         self,
