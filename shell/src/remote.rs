@@ -1,14 +1,18 @@
 //! `rndb_mgm -c host:port`: the management client of a distributed cluster. Commands
 //! go to the management server (`rndb_mgmd`) over one connection and its answers are
 //! printed as ndb_mgm prints them; the same input modes as the embedded shell (`-e`,
-//! scripts, the interactive editor). SQL needs the data nodes' transaction protocol
-//! over the network, the next part of issue 7: it is refused with that reason.
+//! scripts, the interactive editor). SQL goes to the data nodes (an API connection,
+//! `rndb::cluster::remote`, opened at the first statement): DDL reaches every data
+//! node, SELECT and SHOW are answered by one; statements that change rows are refused
+//! by the data nodes with the reason (over TCP rows change through key operations).
+//! `USE db` picks the database of the statements that follow.
 //!
 //! A connection that breaks is opened again once, at the next command.
 
 use crate::input::{self, Kind, Splitter};
 use crate::shell::{DEFAULT_PROMPT, Outcome, Runner, print_err, print_out};
 use rndb::cluster::client::{ConnectString, MgmConnection};
+use rndb::cluster::remote::RemoteCluster;
 use rndb::transport::Role;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
@@ -20,7 +24,12 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The management client of one management server.
 pub struct RemoteShell {
     cs: ConnectString,
+    /// The connectstring as given (for the data nodes' connection).
+    cs_text: String,
     conn: Option<MgmConnection>,
+    /// The data nodes, once a statement needed them.
+    data: Option<RemoteCluster>,
+    database: String,
     pub prompt: String,
 }
 
@@ -31,7 +40,10 @@ impl RemoteShell {
         let conn = MgmConnection::open(&cs, Role::Api, CONNECT_TIMEOUT).map_err(|e| e.message)?;
         Ok(RemoteShell {
             cs,
+            cs_text: connectstring.to_string(),
             conn: Some(conn),
+            data: None,
+            database: "test".to_string(),
             prompt: DEFAULT_PROMPT.to_string(),
         })
     }
@@ -65,6 +77,27 @@ impl RemoteShell {
             }
         }
         Err("management server connection lost".into())
+    }
+
+    /// Runs one SQL statement on the data nodes; its output, or the error as the
+    /// mysql client prints it.
+    fn sql(&mut self, text: &str) -> Result<String, String> {
+        let stmt = text.trim().trim_end_matches(';').trim();
+        let words: Vec<&str> = stmt.split_whitespace().collect();
+        if words.len() == 2 && words[0].eq_ignore_ascii_case("USE") {
+            self.database = words[1].trim_matches('`').to_string();
+            return Ok("Database changed".into());
+        }
+        if self.data.is_none() {
+            let c = RemoteCluster::connect(&self.cs_text, CONNECT_TIMEOUT)
+                .map_err(|e| rndb::sql::render_error(&e))?;
+            self.data = Some(c);
+        }
+        let Some(d) = self.data.as_ref() else {
+            return Err("no data node connection".into());
+        };
+        d.sql(&self.database, stmt)
+            .map_err(|e| rndb::sql::render_error(&e))
     }
 
     fn source(&mut self, path: &str) -> Outcome {
@@ -112,12 +145,16 @@ impl Runner for RemoteShell {
                     }
                 }
             }
-            Kind::Sql => {
-                print_err(
-                    "ERROR 2006 (HY000): SQL needs the data nodes' transaction protocol over the network, the next part of issue 7; connected to a management server, this client runs management commands (SHOW, ALL STATUS, <id> START/STOP/RESTART, SHUTDOWN)",
-                );
-                Outcome::Failed
-            }
+            Kind::Sql => match self.sql(text) {
+                Ok(t) => {
+                    print_out(&t);
+                    Outcome::Ok
+                }
+                Err(e) => {
+                    print_err(&e);
+                    Outcome::Failed
+                }
+            },
             Kind::Source(path) => self.source(&path),
             Kind::Prompt(p) => {
                 self.prompt = match p {

@@ -259,6 +259,16 @@ impl RemoteCluster {
             next_req: AtomicU64::new(1),
             timeout: timeout.max(Duration::from_secs(1)),
         };
+        if nodes.is_empty() {
+            return Err(NdbError::new(
+                4009,
+                crate::error::ErrorClassification::UnknownResultError,
+                "Cluster Failure",
+            )
+            .detail(format!(
+                "the management server at {connectstring} knows no running data node"
+            )));
+        }
         let deadline = Instant::now() + timeout;
         loop {
             let up = rc.shared.connected.lock().len();
