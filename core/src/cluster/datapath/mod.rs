@@ -39,6 +39,8 @@
 mod copy;
 mod lqh;
 mod schema;
+#[cfg(test)]
+mod takeover_tests;
 mod tc;
 
 use crate::api::Cluster;
