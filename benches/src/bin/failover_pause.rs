@@ -1,8 +1,9 @@
 //! Issue 7: how long writes to a partition pause when its primary's process dies.
 //!
 //! Each round starts a fresh cluster of real processes on loopback (`rndb_mgmd`, data
-//! nodes 2 and 3, NoOfReplicas=2, one node group [2, 3], HeartbeatIntervalDbDb=100) —
-//! fresh because a restarted data node cannot rejoin with data yet — and creates
+//! nodes 2 and 3, NoOfReplicas=2, one node group [2, 3], HeartbeatIntervalDbDb=100), so
+//! every round starts from the same state (a killed node could now rejoin by copy, but
+//! the rounds would then differ), and creates
 //! `kv (id BIGINT PRIMARY KEY, v VARBINARY(100))`. A writer thread runs single-row
 //! Write transactions in a tight loop (no pause between attempts, failed or not) on
 //! 64 keys of one partition whose primary is node 2 (`RemoteCluster::partition_of`,
@@ -263,9 +264,13 @@ fn writer(api: Arc<RemoteCluster>, keys: Vec<i64>, progress: Arc<Progress>) -> V
 }
 
 struct Round {
+    /// The cluster log's line declaring the victim dead (how it was detected).
+    dead_line: Option<String>,
     pause_ms: f64,
     view_ms: Option<f64>,
     failed: BTreeMap<u32, u64>,
+    /// The first few failures, with their times relative to the kill.
+    failures: Vec<String>,
     in_flight: String,
     before_median_us: f64,
     after_ok: u64,
@@ -361,9 +366,18 @@ fn round(r: usize, after: Duration) -> AnyResult<Round> {
             Some(c) => format!("{c} after {:.1} ms", ms(a.done - killed)),
         });
     let mut failed: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut failures = Vec::new();
     for a in attempts.iter().filter(|a| a.done >= killed) {
         if let Some(c) = a.error {
             *failed.entry(c).or_default() += 1;
+            if failures.len() < 8 {
+                failures.push(format!(
+                    "{c} (sent {:+.1} ms, answered {:+.1} ms)",
+                    a.submitted.saturating_duration_since(killed).as_secs_f64() * 1e3
+                        - killed.saturating_duration_since(a.submitted).as_secs_f64() * 1e3,
+                    ms(a.done - killed)
+                ));
+            }
         }
     }
     let first_ok = attempts
@@ -418,12 +432,19 @@ fn round(r: usize, after: Duration) -> AnyResult<Round> {
             .into());
         }
     }
+    let log = cluster.cluster_log();
+    let dead_line = log
+        .lines()
+        .find(|l| l.contains(&format!("Node {VICTIM} declared dead")))
+        .map(|l| l.trim().to_string());
     api.close();
     cluster.procs.keep = false;
     Ok(Round {
+        dead_line,
         pause_ms,
         view_ms,
         failed,
+        failures,
         in_flight,
         before_median_us,
         after_ok,
@@ -460,16 +481,25 @@ fn main() -> AnyResult<()> {
         let x = round(r, after)?;
         println!(
             "round {}: pause {:.1} ms; survivor alone in the cluster log after {}; attempt in flight at the kill: {}; \
-             failed attempts after the kill {:?}; {} writes after the kill in {} ms; before the kill a write took {:.0} µs (median)",
+             failed attempts answered after the kill {:?}: {}; {} writes after the kill in {} ms; before the kill a write took {:.0} µs (median)",
             r + 1,
             x.pause_ms,
             x.view_ms.map_or("—".into(), |v| format!("{v:.0} ms")),
             x.in_flight,
             x.failed,
+            x.failures.join(", "),
             x.after_ok,
             after.as_millis(),
             x.before_median_us
         );
+        if r == 0 {
+            println!(
+                "  cluster log: {}",
+                x.dead_line
+                    .as_deref()
+                    .unwrap_or("(no line declaring node 2 dead)")
+            );
+        }
         for (c, n) in &x.failed {
             *failed_total.entry(*c).or_default() += n;
         }

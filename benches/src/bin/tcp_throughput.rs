@@ -14,7 +14,8 @@
 //!   shuffled permutation of the keys, so the D·B keys in flight are distinct (no lock
 //!   waits between the client's own transactions) when D·B ≤ N. The last batch is read
 //!   back and checked at the end.
-//! - Peer: redis-server (`--save '' --appendonly no`) on a free loopback port and
+//! - Peer, once the cluster's processes are killed (it gets the same 2 cores):
+//!   redis-server (`--save '' --appendonly no`) on a free loopback port and
 //!   `redis-benchmark -t set,get -d S -r N -c 1`, once with `-P` = B·D (the same
 //!   requests in flight as the client; capped at 16384) and once with `-P` = B; `-n`
 //!   from a short calibration run, for about T seconds per test. SET runs before GET,
@@ -30,8 +31,8 @@
 //! Usage (after `cargo build --release -p rndb-shell`, which builds `rndb_mgmd` and
 //! `rndbd` next to this program):
 //! `cargo run --release -p rndb-benches --bin tcp_throughput -- [--keys N]
-//! [--value-size S] [--batch B] [--depth D] [--seconds T]` (defaults 100000, 100,
-//! 256, 16, 5).
+//! [--value-size S] [--batch B] [--depth D] [--seconds T] [--no-redis]` (defaults
+//! 100000, 100, 256, 16, 5; `--no-redis` measures rndb alone).
 
 use rndb::cluster::client::{ConnectString, MgmConnection};
 use rndb::cluster::remote::{Pending, ReadPending, RemoteCluster};
@@ -60,6 +61,8 @@ struct Args {
     batch: usize,
     depth: usize,
     seconds: f64,
+    /// Measure rndb only (no redis).
+    no_redis: bool,
 }
 
 fn parse_args() -> AnyResult<Args> {
@@ -69,6 +72,7 @@ fn parse_args() -> AnyResult<Args> {
         batch: 256,
         depth: 16,
         seconds: 5.0,
+        no_redis: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -82,9 +86,10 @@ fn parse_args() -> AnyResult<Args> {
             "--batch" => a.batch = val()?.parse()?,
             "--depth" => a.depth = val()?.parse()?,
             "--seconds" => a.seconds = val()?.parse()?,
+            "--no-redis" => a.no_redis = true,
             "-h" | "--help" => {
                 println!(
-                    "tcp_throughput [--keys N] [--value-size S] [--batch B] [--depth D] [--seconds T]"
+                    "tcp_throughput [--keys N] [--value-size S] [--batch B] [--depth D] [--seconds T] [--no-redis]"
                 );
                 std::process::exit(0);
             }
@@ -316,11 +321,34 @@ struct Phase {
     ops: u64,
     secs: f64,
     errors: Vec<String>,
+    /// Per batch, from its submit until its wait returned (ms), sorted.
+    latency_ms: Vec<f64>,
 }
 
 impl Phase {
+    fn new(ops: u64, secs: f64, errors: Vec<String>, mut latency_ms: Vec<f64>) -> Phase {
+        latency_ms.sort_by(f64::total_cmp);
+        Phase {
+            ops,
+            secs,
+            errors,
+            latency_ms,
+        }
+    }
     fn rate(&self) -> f64 {
         self.ops as f64 / self.secs
+    }
+    fn latency(&self) -> String {
+        let l = &self.latency_ms;
+        if l.is_empty() {
+            return "no batches".into();
+        }
+        let q = |f: f64| l[((l.len() - 1) as f64 * f) as usize];
+        format!(
+            "batch submit-to-answer median {:.2} ms, p99 {:.2} ms",
+            q(0.5),
+            q(0.99)
+        )
     }
 }
 
@@ -346,10 +374,11 @@ fn check_rows(
 }
 
 fn read_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> {
-    let mut ring: VecDeque<(Vec<u64>, ReadPending)> = VecDeque::new();
+    let mut ring: VecDeque<(Vec<u64>, Instant, ReadPending)> = VecDeque::new();
     let mut i = 0usize;
     let mut ops = 0u64;
     let mut errors = Vec::new();
+    let mut lat = Vec::new();
     let t = Instant::now();
     let until = Duration::from_secs_f64(a.seconds);
     loop {
@@ -358,12 +387,15 @@ fn read_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> {
             let ks: Vec<u64> = batch_keys(perm, i, a.batch).collect();
             i += 1;
             let keys: Vec<Vec<Value>> = ks.iter().map(|&k| vec![Value::Int(k as i64)]).collect();
-            ring.push_back((ks, api.read_submit(DB, "kv", &keys, &[1])?));
+            let sent = Instant::now();
+            ring.push_back((ks, sent, api.read_submit(DB, "kv", &keys, &[1])?));
         }
-        let Some((ks, p)) = ring.pop_front() else {
+        let Some((ks, sent, p)) = ring.pop_front() else {
             break;
         };
-        match p.wait() {
+        let r = p.wait();
+        lat.push(sent.elapsed().as_secs_f64() * 1e3);
+        match r {
             Ok(rows) => {
                 check_rows(&ks, &rows, a.value_size, Some(0))?;
                 ops += ks.len() as u64;
@@ -371,18 +403,15 @@ fn read_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> {
             Err(e) => errors.push(format!("{} {}", e.code, e.message)),
         }
     }
-    Ok(Phase {
-        ops,
-        secs: t.elapsed().as_secs_f64(),
-        errors,
-    })
+    Ok(Phase::new(ops, t.elapsed().as_secs_f64(), errors, lat))
 }
 
 fn write_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> {
-    let mut ring: VecDeque<Pending> = VecDeque::new();
+    let mut ring: VecDeque<(Instant, Pending)> = VecDeque::new();
     let mut i = 0usize;
     let mut ops = 0u64;
     let mut errors = Vec::new();
+    let mut lat = Vec::new();
     let mut last: Vec<u64> = Vec::new();
     let t = Instant::now();
     let until = Duration::from_secs_f64(a.seconds);
@@ -392,10 +421,14 @@ fn write_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> 
             last = batch_keys(perm, i, a.batch).collect();
             i += 1;
             let ops = last.iter().map(|&k| write_op(k, a.value_size, 1)).collect();
-            ring.push_back(api.execute_submit(ops)?);
+            ring.push_back((Instant::now(), api.execute_submit(ops)?));
         }
-        let Some(p) = ring.pop_front() else { break };
-        match RemoteCluster::execute_wait(p) {
+        let Some((sent, p)) = ring.pop_front() else {
+            break;
+        };
+        let r = RemoteCluster::execute_wait(p);
+        lat.push(sent.elapsed().as_secs_f64() * 1e3);
+        match r {
             Ok(c) if c.results.len() == a.batch => ops += a.batch as u64,
             Ok(c) => {
                 return Err(format!("{} results for {} writes", c.results.len(), a.batch).into());
@@ -409,7 +442,7 @@ fn write_phase(api: &RemoteCluster, a: &Args, perm: &[u64]) -> AnyResult<Phase> 
         let rows = api.read_batch(DB, "kv", &keys, &[1])?;
         check_rows(&last, &rows, a.value_size, Some(1))?;
     }
-    Ok(Phase { ops, secs, errors })
+    Ok(Phase::new(ops, secs, errors, lat))
 }
 
 // ---- redis ----
@@ -419,8 +452,26 @@ struct Redis {
     port: u16,
 }
 
-/// (SET/s, GET/s) of one redis-benchmark run.
+/// (SET/s, GET/s) of one redis-benchmark run; a failed run is retried twice (once in
+/// a few runs redis-benchmark 7.0 with a deep pipeline ends with "All clients
+/// disconnected... aborting." while the server logs nothing).
 fn redis_benchmark(r: &Redis, a: &Args, pipeline: usize, n: u64) -> AnyResult<(f64, f64)> {
+    let mut tries = 0;
+    loop {
+        match redis_benchmark_once(r, a, pipeline, n) {
+            Err(e) if tries < 2 => {
+                tries += 1;
+                println!(
+                    "redis-benchmark -P {pipeline} failed, retrying: {}",
+                    e.to_string().replace('\n', " / ")
+                );
+            }
+            res => return res,
+        }
+    }
+}
+
+fn redis_benchmark_once(r: &Redis, a: &Args, pipeline: usize, n: u64) -> AnyResult<(f64, f64)> {
     let out = Command::new("redis-benchmark")
         .args([
             "-h",
@@ -518,6 +569,55 @@ fn errors_line(p: &Phase) -> String {
     }
 }
 
+/// redis-server on a free port (same directory, killed with the other processes),
+/// measured with B·D requests in flight and with B.
+fn redis_runs(procs: &mut Procs, a: &Args) -> AnyResult<Vec<RedisRun>> {
+    let port = free_port()?;
+    let rdir = procs.dir.display().to_string();
+    let pid = procs.spawn(
+        "redis",
+        Path::new("/usr/bin/redis-server"),
+        &[
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            &rdir,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+    )?;
+    let redis = Redis {
+        pid: pid.to_string(),
+        port,
+    };
+    let t = Instant::now();
+    while !redis_ping(port) {
+        if t.elapsed() > Duration::from_secs(10) {
+            return Err("redis-server did not answer PING within 10 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let matched = (a.batch * a.depth).min(REDIS_PIPELINE_CAP);
+    let mut runs = vec![redis_measure(&redis, a, matched)?];
+    if a.batch != matched {
+        runs.push(redis_measure(&redis, a, a.batch)?);
+    }
+    for r in &runs {
+        println!(
+            "redis -c 1 -P {:<5}: SET {:>10.0}/s, GET {:>10.0}/s; redis-server busy {:.2} cores over both tests",
+            r.pipeline,
+            r.set,
+            r.get,
+            r.cpu_server / r.secs
+        );
+    }
+    Ok(runs)
+}
+
 fn main() -> AnyResult<()> {
     let a = parse_args()?;
     let row_bytes = a.value_size as u64 + 64;
@@ -583,21 +683,23 @@ fn main() -> AnyResult<()> {
     let reads = read_phase(&api, &a, &perm)?;
     let c1 = cpu_now();
     println!(
-        "rndb reads:  {:>10.0} rows/s ({} rows in {:.2} s; {}); cores busy: {}",
+        "rndb reads:  {:>10.0} rows/s ({} rows in {:.2} s; {}; {}); cores busy: {}",
         reads.rate(),
         reads.ops,
         reads.secs,
         errors_line(&reads),
+        reads.latency(),
         cpu_line(&c0, &c1, reads.secs)
     );
     let writes = write_phase(&api, &a, &perm)?;
     let c2 = cpu_now();
     println!(
-        "rndb writes: {:>10.0} rows/s ({} rows in {:.2} s; {}); cores busy: {}",
+        "rndb writes: {:>10.0} rows/s ({} rows in {:.2} s; {}; {}); cores busy: {}",
         writes.rate(),
         writes.ops,
         writes.secs,
         errors_line(&writes),
+        writes.latency(),
         cpu_line(&c1, &c2, writes.secs)
     );
     api.close();
@@ -607,79 +709,37 @@ fn main() -> AnyResult<()> {
         cluster.procs.kill(n)?;
     }
 
-    let port = free_port()?;
-    let rdir = cluster.procs.dir.display().to_string();
-    let pid = cluster.procs.spawn(
-        "redis",
-        Path::new("/usr/bin/redis-server"),
-        &[
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            &rdir,
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-    )?;
-    let redis = Redis {
-        pid: pid.to_string(),
-        port,
+    let runs = if a.no_redis {
+        Vec::new()
+    } else {
+        redis_runs(&mut cluster.procs, &a)?
     };
-    let t = Instant::now();
-    while !redis_ping(port) {
-        if t.elapsed() > Duration::from_secs(10) {
-            return Err("redis-server did not answer PING within 10 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let matched = (a.batch * a.depth).min(REDIS_PIPELINE_CAP);
-    let mut runs = vec![redis_measure(&redis, &a, matched)?];
-    if a.batch != matched {
-        runs.push(redis_measure(&redis, &a, a.batch)?);
-    }
-    for r in &runs {
-        println!(
-            "redis -c 1 -P {:<5}: SET {:>10.0}/s, GET {:>10.0}/s; redis-server busy {:.2} cores over both tests",
-            r.pipeline,
-            r.set,
-            r.get,
-            r.cpu_server / r.secs
-        );
-    }
     cluster.procs.keep = false;
 
     println!();
+    let mut head = format!("| figure | rndb over TCP (B={}, D={}) |", a.batch, a.depth);
+    let mut rule = String::from("|---|---:|");
+    for r in &runs {
+        head.push_str(&format!(" redis -P {} | rndb / redis |", r.pipeline));
+        rule.push_str("---:|---:|");
+    }
+    println!("{head}\n{rule}");
+    for (what, rndb, peer) in [
+        (
+            "PK reads / GET per s",
+            reads.rate(),
+            (|r| r.get) as fn(&RedisRun) -> f64,
+        ),
+        ("writes / SET per s", writes.rate(), |r: &RedisRun| r.set),
+    ] {
+        let mut line = format!("| {what} | {} |", fmt_rate(rndb));
+        for r in &runs {
+            line.push_str(&format!(" {} | {:.2} |", fmt_rate(peer(r)), rndb / peer(r)));
+        }
+        println!("{line}");
+    }
     println!(
-        "| figure | rndb over TCP (B={}, D={}) | redis -P {} | rndb / redis | redis -P {} | rndb / redis |",
-        a.batch,
-        a.depth,
-        runs[0].pipeline,
-        runs.last().map_or(0, |r| r.pipeline)
-    );
-    println!("|---|---:|---:|---:|---:|---:|");
-    let last = runs.last().ok_or("no redis run")?;
-    println!(
-        "| PK reads / GET per s | {} | {} | {:.2} | {} | {:.2} |",
-        fmt_rate(reads.rate()),
-        fmt_rate(runs[0].get),
-        reads.rate() / runs[0].get,
-        fmt_rate(last.get),
-        reads.rate() / last.get
-    );
-    println!(
-        "| writes / SET per s | {} | {} | {:.2} | {} | {:.2} |",
-        fmt_rate(writes.rate()),
-        fmt_rate(runs[0].set),
-        writes.rate() / runs[0].set,
-        fmt_rate(last.set),
-        writes.rate() / last.set
-    );
-    println!(
-        "| NDB 7.4 anchor, 2-core NUC, reads | 589k | rndb / anchor {:.2} | | | |",
+        "NDB 7.4 anchor (one data node on a 2-core NUC, NDB API): 589k reads/s; rndb reads / anchor = {:.2}",
         reads.rate() / NDB_ANCHOR_READS
     );
     println!(
