@@ -174,7 +174,7 @@ fn kill_a_data_node_and_restart_it() {
     ));
     let log = cluster_log(d);
     assert!(
-        log.contains("Node 3 declared dead due to missed heartbeats"),
+        log.contains("Node 3 declared dead: the connection to it was lost"),
         "{log}"
     );
     assert!(log.contains("asking the arbitrator (node 1)"), "{log}");

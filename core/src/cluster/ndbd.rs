@@ -465,6 +465,17 @@ impl NodeLoop {
                 msg: Message::Data(d),
             } => self.data.on_message(from, d),
             Incoming::Message { from, msg } => return self.deliver_to_qmgr(from, msg),
+            Incoming::Disconnected { peer, reason } if peer != self.mgm_id => {
+                let now = self.now_ms();
+                let mut out = Outbox::default();
+                if let Some(q) = &mut self.qmgr {
+                    q.on_disconnect(now, peer, &reason, &mut out);
+                }
+                if let Some(code) = self.flush(out) {
+                    self.send_status();
+                    return Some(code);
+                }
+            }
             _ => {}
         }
         None

@@ -398,6 +398,24 @@ impl Qmgr {
         self.propose(view, Vec::new(), now_ms, out);
     }
 
+    /// The transporter lost its connection to `peer` (closed or broken: NDB's
+    /// DISCONNECT_REP). A member is declared dead at once, as NDB does, rather than
+    /// after missed heartbeats; the view change follows at the next tick.
+    pub fn on_disconnect(&mut self, _now_ms: u64, peer: NodeId, reason: &str, out: &mut Outbox) {
+        if self.phase != Phase::Member
+            || peer == self.me
+            || !self.view.contains(peer)
+            || !self.suspected.insert(peer)
+        {
+            return;
+        }
+        self.log(
+            out,
+            Severity::Warning,
+            format!("Node {peer} declared dead: the connection to it was lost ({reason})"),
+        );
+    }
+
     fn tick_member(&mut self, now_ms: u64, out: &mut Outbox) {
         if now_ms >= self.next_heartbeat_ms {
             self.next_heartbeat_ms = now_ms + self.hb();
