@@ -731,7 +731,9 @@ SHOW                                   Print information about cluster
 <id> STOP [-a] [-f]                    Stop data node
 <id> RESTART [-n]                      Restart data node (-n: wait for START)
 <id> STATUS                            Print status
+ROLLING RESTART                        Restart every data node, one at a time
 SHUTDOWN                               Shutdown all data and management nodes
+<SQL statement>;                       DDL on every data node; SELECT/SHOW on one
 
 <id> = ALL | Any database node id";
 
