@@ -1,9 +1,12 @@
 //! Shared helpers of the benchmark programs: a seeded PRNG (no wall clock or OS
-//! randomness in measured loops) and the benchmark table.
+//! randomness in measured loops), the benchmark table, and ([`procs`]) the
+//! processes of the scenario benchmarks.
 
 use rndb::api::{Ndb, TableRuntime, TableSpec};
 use rndb::schema::{Charset, Column, ColumnType, IndexKind};
 use std::sync::Arc;
+
+pub mod procs;
 
 /// xorshift64*: deterministic, fast, good enough to shuffle keys.
 pub struct Rng(u64);

@@ -22,16 +22,12 @@
 //! `cargo run --release -p rndb-benches --bin failover_pause -- [--rounds R]
 //! [--after-ms MS]` (default 3 rounds).
 
-use rndb::cluster::client::{ConnectString, MgmConnection};
 use rndb::cluster::layout::replica_nodes;
 use rndb::cluster::remote::RemoteCluster;
 use rndb::schema::Value;
-use rndb::transport::Role;
 use rndb::transport::data::{KeyOp, OpType};
+use rndb_benches::procs::{DATA_NODES, ProcCluster};
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,161 +38,11 @@ const DB: &str = "test";
 const VALUE_SIZE: usize = 100;
 const KEYS: usize = 64;
 const HEARTBEAT_MS: u64 = 100;
-const VICTIM: u32 = 2;
-const SURVIVOR: u32 = 3;
+const DATA_MEMORY_MB: u64 = 64;
+const VICTIM: u32 = DATA_NODES[0];
+const SURVIVOR: u32 = DATA_NODES[1];
 /// A round fails when no write succeeds this long after the kill.
 const GIVE_UP: Duration = Duration::from_secs(30);
-
-// ---- processes (as in tcp_throughput) ----
-
-/// Every process this program started, killed (SIGKILL) when dropped; the work
-/// directory is removed unless `keep`.
-struct Procs {
-    dir: PathBuf,
-    children: Vec<(String, Child)>,
-    keep: bool,
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if self.keep {
-            eprintln!("logs kept in {}", self.dir.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-impl Procs {
-    fn new(tag: &str) -> AnyResult<Procs> {
-        let dir = std::env::temp_dir().join(format!("rndb-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
-        Ok(Procs {
-            dir,
-            children: Vec::new(),
-            keep: true,
-        })
-    }
-
-    fn spawn(&mut self, name: &str, bin: &Path, args: &[&str]) -> AnyResult<u32> {
-        let out = std::fs::File::create(self.dir.join(format!("{name}.out")))?;
-        let err = out.try_clone()?;
-        let c = Command::new(bin)
-            .args(args)
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", bin.display()))?;
-        let pid = c.id();
-        self.children.push((name.to_string(), c));
-        Ok(pid)
-    }
-
-    /// SIGKILL one process (the instant the signal was sent), then reap it.
-    fn kill(&mut self, name: &str) -> AnyResult<Instant> {
-        let i = self
-            .children
-            .iter()
-            .position(|(n, _)| n == name)
-            .ok_or_else(|| format!("no process {name}"))?;
-        let (_, mut c) = self.children.remove(i);
-        let t = Instant::now();
-        c.kill()?;
-        c.wait()?;
-        Ok(t)
-    }
-}
-
-fn free_port() -> AnyResult<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// `rndb_mgmd` or `rndbd` next to this program (target/release).
-fn sibling_bin(name: &str) -> AnyResult<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let p = exe.parent().ok_or("no parent directory")?.join(name);
-    if p.exists() {
-        Ok(p)
-    } else {
-        Err(format!(
-            "{} not found: build it first with `cargo build --release -p rndb-shell`",
-            p.display()
-        )
-        .into())
-    }
-}
-
-struct ProcCluster {
-    procs: Procs,
-    port: u16,
-}
-
-impl ProcCluster {
-    fn start(tag: &str) -> AnyResult<Self> {
-        let mgmd = sibling_bin("rndb_mgmd")?;
-        let ndbd = sibling_bin("rndbd")?;
-        let mut procs = Procs::new(tag)?;
-        let port = free_port()?;
-        let d = procs.dir.display().to_string();
-        let mut t = format!(
-            "[ndbd default]\nNoOfReplicas=2\nDataMemory=64M\nHeartbeatIntervalDbDb={HEARTBEAT_MS}\nDataDir={d}\n\
-             [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={port}\nDataDir={d}\n"
-        );
-        for id in [VICTIM, SURVIVOR] {
-            t.push_str(&format!("[ndbd]\nNodeId={id}\nHostName=127.0.0.1\n"));
-        }
-        t.push_str("[mysqld]\n");
-        let cfg = procs.dir.join("config.ini");
-        std::fs::write(&cfg, t)?;
-        procs.spawn("mgmd", &mgmd, &["-f", &cfg.to_string_lossy()])?;
-        let cs = format!("127.0.0.1:{port}");
-        for id in [VICTIM, SURVIVOR] {
-            procs.spawn(
-                &format!("n{id}"),
-                &ndbd,
-                &["-c", &cs, &format!("--ndb-nodeid={id}")],
-            )?;
-        }
-        let c = ProcCluster { procs, port };
-        c.wait_started(30)?;
-        Ok(c)
-    }
-
-    fn connectstring(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn wait_started(&self, secs: u64) -> AnyResult<()> {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let cs = ConnectString::parse(&self.connectstring())?;
-        let mut last = String::new();
-        while Instant::now() < deadline {
-            if let Ok(mut m) = MgmConnection::open(&cs, Role::Api, Duration::from_secs(2))
-                && let Ok(s) = m.command("ALL STATUS")
-            {
-                if s.contains(&format!("Node {VICTIM}: started"))
-                    && s.contains(&format!("Node {SURVIVOR}: started"))
-                {
-                    return Ok(());
-                }
-                last = s;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(format!("the cluster did not start within {secs} s; last ALL STATUS: {last}").into())
-    }
-
-    fn cluster_log(&self) -> String {
-        std::fs::read_to_string(self.procs.dir.join("ndb_1_cluster.log")).unwrap_or_default()
-    }
-}
 
 // ---- the writer ----
 
@@ -281,7 +127,8 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn round(r: usize, after: Duration) -> AnyResult<Round> {
-    let mut cluster = ProcCluster::start(&format!("failover-{r}"))?;
+    let mut cluster =
+        ProcCluster::start(&format!("failover-{r}"), DATA_MEMORY_MB, Some(HEARTBEAT_MS))?;
     let api = RemoteCluster::connect(&cluster.connectstring(), Duration::from_secs(10))?;
     api.sql(
         DB,

@@ -34,16 +34,14 @@
 //! [--value-size S] [--batch B] [--depth D] [--seconds T] [--no-redis]` (defaults
 //! 100000, 100, 256, 16, 5; `--no-redis` measures rndb alone).
 
-use rndb::cluster::client::{ConnectString, MgmConnection};
 use rndb::cluster::remote::{Pending, ReadPending, RemoteCluster};
 use rndb::schema::Value;
-use rndb::transport::Role;
 use rndb::transport::data::{KeyOp, OpType};
 use rndb_benches::Rng;
+use rndb_benches::procs::{ProcCluster, Procs, free_port};
 use std::collections::VecDeque;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 type AnyResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -104,96 +102,6 @@ fn parse_args() -> AnyResult<Args> {
 
 // ---- processes ----
 
-/// Every process this program started, killed (SIGKILL) when dropped; the work
-/// directory is removed unless `keep`.
-struct Procs {
-    dir: PathBuf,
-    children: Vec<(String, Child)>,
-    keep: bool,
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if self.keep {
-            eprintln!("logs kept in {}", self.dir.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-impl Procs {
-    fn new(tag: &str) -> AnyResult<Procs> {
-        let dir = std::env::temp_dir().join(format!("rndb-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
-        Ok(Procs {
-            dir,
-            children: Vec::new(),
-            keep: true,
-        })
-    }
-
-    fn spawn(&mut self, name: &str, bin: &Path, args: &[&str]) -> AnyResult<u32> {
-        let out = std::fs::File::create(self.dir.join(format!("{name}.out")))?;
-        let err = out.try_clone()?;
-        let c = Command::new(bin)
-            .args(args)
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", bin.display()))?;
-        let pid = c.id();
-        self.children.push((name.to_string(), c));
-        Ok(pid)
-    }
-
-    fn pid(&self, name: &str) -> Option<u32> {
-        self.children
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, c)| c.id())
-    }
-
-    /// SIGKILL one process and reap it.
-    fn kill(&mut self, name: &str) -> AnyResult<()> {
-        let i = self
-            .children
-            .iter()
-            .position(|(n, _)| n == name)
-            .ok_or_else(|| format!("no process {name}"))?;
-        let (_, mut c) = self.children.remove(i);
-        c.kill()?;
-        c.wait()?;
-        Ok(())
-    }
-}
-
-fn free_port() -> AnyResult<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// `rndb_mgmd` or `rndbd` next to this program (target/release).
-fn sibling_bin(name: &str) -> AnyResult<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let p = exe.parent().ok_or("no parent directory")?.join(name);
-    if p.exists() {
-        Ok(p)
-    } else {
-        Err(format!(
-            "{} not found: build it first with `cargo build --release -p rndb-shell`",
-            p.display()
-        )
-        .into())
-    }
-}
-
 /// CPU seconds (user + system) of a process so far, from /proc.
 fn cpu_secs(pid: &str) -> f64 {
     let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -207,71 +115,6 @@ fn cpu_secs(pid: &str) -> f64 {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     (ticks(11) + ticks(12)) / 100.0
-}
-
-/// A cluster of processes: rndb_mgmd, data nodes 2 and 3 (NoOfReplicas=2), started.
-struct ProcCluster {
-    procs: Procs,
-    port: u16,
-}
-
-impl ProcCluster {
-    fn start(tag: &str, data_memory_mb: u64, heartbeat_ms: Option<u64>) -> AnyResult<Self> {
-        let mgmd = sibling_bin("rndb_mgmd")?;
-        let ndbd = sibling_bin("rndbd")?;
-        let mut procs = Procs::new(tag)?;
-        let port = free_port()?;
-        let d = procs.dir.display().to_string();
-        let mut t =
-            format!("[ndbd default]\nNoOfReplicas=2\nDataMemory={data_memory_mb}M\nDataDir={d}\n");
-        if let Some(hb) = heartbeat_ms {
-            t.push_str(&format!("HeartbeatIntervalDbDb={hb}\n"));
-        }
-        t.push_str(&format!(
-            "[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={port}\nDataDir={d}\n"
-        ));
-        for id in [2, 3] {
-            t.push_str(&format!("[ndbd]\nNodeId={id}\nHostName=127.0.0.1\n"));
-        }
-        t.push_str("[mysqld]\n");
-        let cfg = procs.dir.join("config.ini");
-        std::fs::write(&cfg, t)?;
-        procs.spawn("mgmd", &mgmd, &["-f", &cfg.to_string_lossy()])?;
-        let cs = format!("127.0.0.1:{port}");
-        for id in [2, 3] {
-            procs.spawn(
-                &format!("n{id}"),
-                &ndbd,
-                &["-c", &cs, &format!("--ndb-nodeid={id}")],
-            )?;
-        }
-        let c = ProcCluster { procs, port };
-        c.wait_started(30)?;
-        Ok(c)
-    }
-
-    fn connectstring(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Waits until `ALL STATUS` shows nodes 2 and 3 started.
-    fn wait_started(&self, secs: u64) -> AnyResult<()> {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let cs = ConnectString::parse(&self.connectstring())?;
-        let mut last = String::new();
-        while Instant::now() < deadline {
-            if let Ok(mut m) = MgmConnection::open(&cs, Role::Api, Duration::from_secs(2))
-                && let Ok(s) = m.command("ALL STATUS")
-            {
-                if s.contains("Node 2: started") && s.contains("Node 3: started") {
-                    return Ok(());
-                }
-                last = s;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(format!("the cluster did not start within {secs} s; last ALL STATUS: {last}").into())
-    }
 }
 
 // ---- rndb ----
