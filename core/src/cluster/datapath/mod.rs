@@ -38,6 +38,7 @@
 
 mod copy;
 mod lqh;
+mod lqh_failure;
 mod schema;
 #[cfg(test)]
 mod takeover_tests;
