@@ -230,8 +230,17 @@ impl Fragment {
                 return Ok(());
             };
             let d = self.disk.as_ref().ok_or_else(|| bad("no disk part"))?;
-            let r = layout.disk_ref(self.fixed.get(row));
-            d.read_committed(row, r, |img| disk_image.extend_from_slice(img))?;
+            let Some(r) = layout.disk_ref(self.fixed.get(row)) else {
+                // The row the checkpoint holds got its disk record after the undo keep
+                // (the undo pass removed it): it is a later life of this key — deleted
+                // and inserted again after this record — whose insert, a full write
+                // with its disk image, comes later in the replay (its undo is after
+                // the undo keep, so its redo is after the redo keep) and supersedes
+                // this change. Found by the SIGKILL crash loop (error 896 at restart).
+                self.redo_disk = disk_image;
+                return Ok(());
+            };
+            d.read_committed(row, Some(r), |img| disk_image.extend_from_slice(img))?;
         } else {
             disk_image.extend_from_slice(disk);
         }
