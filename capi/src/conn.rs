@@ -6,8 +6,9 @@
 //! `embedded;datadir=PATH` gives the data nodes a file-system path; any other
 //! `;Name=value` sets a data node parameter by NDB's name (`embedded;DataMemory=256M`).
 //! NULL or "" means the NDB_CONNECTSTRING environment variable, else `embedded`.
-//! `host:port` (a management server) is refused for now: the distributed cluster is a
-//! later issue.
+//! `host:port` (a management server) is refused for now with the reason: the data path
+//! over TCP exists (`rndb_core::cluster::remote`, used by Python's `rndb.connect`), but
+//! this API's operations run on the embedded engine only.
 
 use crate::error::{ErrorStore, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
@@ -108,8 +109,8 @@ pub(crate) fn parse_spec(s: &str) -> Result<Spec> {
 fn start(spec: &str) -> Result<Cluster> {
     match parse_spec(spec)? {
         Spec::Remote(s) => Err(codes::unsupported(format!(
-            "connectstring '{s}' names a management server, and connecting to a distributed \
-             cluster is not available yet (a later issue); use 'embedded' (optionally \
+            "connectstring '{s}' names a management server: the C/C++ API does not reach \
+             rndbd data nodes yet (Python's rndb.connect does); use 'embedded' (optionally \
              'embedded;datadir=PATH;config=PATH') to run the cluster inside this process"
         ))),
         Spec::Embedded {
