@@ -181,6 +181,38 @@ fn errors_come_back_with_ndb_codes_and_abort_the_whole_transaction() {
 /// the writer saw.
 type WriteModel = (BTreeMap<i64, (u64, Option<u64>)>, Vec<u32>);
 
+/// Reads every key of `model` through the API: each holds its acknowledged value, or a
+/// later one whose write got 4012 (outcome unknown).
+fn check_model(api: &RemoteCluster, model: &BTreeMap<i64, (u64, Option<u64>)>, m: &MgmServer) {
+    let keys: Vec<i64> = model.keys().copied().collect();
+    let rows = api
+        .read_batch(
+            DB,
+            "kv",
+            &keys
+                .iter()
+                .map(|&k| vec![Value::Int(k)])
+                .collect::<Vec<_>>(),
+            &[1],
+        )
+        .expect("read the model's keys");
+    for (k, row) in keys.iter().zip(rows) {
+        let (acked, maybe) = model[k];
+        let got: u64 = match row {
+            Some(r) => match &r[0] {
+                Value::Str(s) => s.parse().expect("number"),
+                other => panic!("{other:?}"),
+            },
+            None => 0,
+        };
+        assert!(
+            got == acked || maybe.is_some_and(|m| got > acked && got <= m),
+            "key {k}: acknowledged {acked}, maybe {maybe:?}, cluster has {got}; log:\n{}",
+            m.log_lines().join("\n")
+        );
+    }
+}
+
 /// A writer loop: each key is written with increasing values; the model keeps what
 /// was acknowledged and what may have committed (4012).
 fn write_load(
@@ -230,7 +262,7 @@ fn write_load(
 
 #[test]
 fn a_data_node_killed_under_writes_loses_no_acknowledged_write() {
-    let (_m, mut nodes, api) = cluster(2, 2);
+    let (m, mut nodes, api) = cluster(2, 2);
     create_kv(&api);
     let api = Arc::new(api);
     let stop = Arc::new(AtomicBool::new(false));
@@ -251,32 +283,7 @@ fn a_data_node_killed_under_writes_loses_no_acknowledged_write() {
         "the load wrote most keys: {}",
         model.len()
     );
-    let keys: Vec<i64> = model.keys().copied().collect();
-    let rows = api
-        .read_batch(
-            DB,
-            "kv",
-            &keys
-                .iter()
-                .map(|&k| vec![Value::Int(k)])
-                .collect::<Vec<_>>(),
-            &[1],
-        )
-        .expect("read after failover");
-    for (k, row) in keys.iter().zip(rows) {
-        let (acked, maybe) = model[k];
-        let got: u64 = match row {
-            Some(r) => match &r[0] {
-                Value::Str(s) => s.parse().expect("number"),
-                other => panic!("{other:?}"),
-            },
-            None => 0,
-        };
-        assert!(
-            got == acked || Some(got) == maybe || maybe.is_some_and(|m| got > acked && got <= m),
-            "key {k}: acknowledged {acked}, maybe {maybe:?}, cluster has {got}"
-        );
-    }
+    check_model(&api, &model, &m);
     eprintln!("errors seen under the failure: {errors:?}");
 }
 
@@ -452,31 +459,5 @@ fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
         rows.iter()
             .all(|r| r == &Some(vec![Value::Str("old".into())]))
     );
-    let keys: Vec<i64> = model.keys().copied().collect();
-    let rows = api
-        .read_batch(
-            DB,
-            "kv",
-            &keys
-                .iter()
-                .map(|&k| vec![Value::Int(k)])
-                .collect::<Vec<_>>(),
-            &[1],
-        )
-        .expect("read model keys");
-    for (k, row) in keys.iter().zip(rows) {
-        let (acked, maybe) = model[k];
-        let got: u64 = match row {
-            Some(r) => match &r[0] {
-                Value::Str(s) => s.parse().expect("number"),
-                other => panic!("{other:?}"),
-            },
-            None => 0,
-        };
-        assert!(
-            got == acked || maybe.is_some_and(|m| got > acked && got <= m),
-            "key {k}: acknowledged {acked}, maybe {maybe:?}, cluster has {got}; log:\n{}",
-            m.log_lines().join("\n")
-        );
-    }
+    check_model(&api, &model, &m);
 }

@@ -374,65 +374,47 @@ impl DataPath {
         txn: TxnKey,
         err: Option<NdbError>,
     ) {
-        let key = (txn, false);
-        let mut map = self.lqh.lock();
-        let Some(rec) = map.get_mut(&key) else { return };
-        let Role::Primary {
-            tc,
-            backups,
-            waiting,
-            phase,
-            reads,
-            error,
-            ..
-        } = &mut rec.role
-        else {
-            return;
-        };
-        if *phase != Phase::PreparingBackups || !waiting.remove(&from) {
-            return;
-        }
-        let mut drop_joiner = None;
-        if let Some(e) = err {
-            backups.remove(&from);
-            if self.members.read().joining.contains(&from) {
-                // A joining node's refusal stops its copy, not the transaction.
-                drop_joiner = Some((from, e));
-            } else {
-                error.get_or_insert(e);
+        // (Read before the records: lock order.) A joining node's refusal stops its
+        // copy, not the transaction.
+        let joining = err.is_some() && self.members.read().joining.contains(&from);
+        {
+            let mut map = self.lqh.lock();
+            let Some(rec) = map.get_mut(&(txn, false)) else {
+                return;
+            };
+            let Role::Primary {
+                backups,
+                waiting,
+                phase,
+                error,
+                ..
+            } = &mut rec.role
+            else {
+                return;
+            };
+            if *phase != Phase::PreparingBackups || !waiting.remove(&from) {
+                return;
+            }
+            if let Some(e) = &err {
+                backups.remove(&from);
+                if !joining {
+                    error.get_or_insert_with(|| e.clone());
+                }
             }
         }
-        if let Some((n, e)) = drop_joiner.take() {
-            drop(map);
-            self.members.write().joining.remove(&n);
+        if let (true, Some(e)) = (joining, err) {
+            self.members.write().joining.remove(&from);
             self.send_from(
                 worker,
-                n,
+                from,
                 DataMsg::CopyAbort {
                     // Whatever attempt runs: the joining node starts another.
                     attempt: u64::MAX,
                     reason: format!("an after-image failed there: {e}"),
                 },
             );
-            return self.lqh_backup_prepared_check(worker, txn);
         }
-        if !waiting.is_empty() {
-            return;
-        }
-        let tc = *tc;
-        if let Some(e) = error.take() {
-            let Some(mut rec) = map.remove(&key) else {
-                return;
-            };
-            drop(map);
-            self.abort_record(worker, txn, &mut rec);
-            self.send_from(worker, tc, Self::prepared_msg(txn, false, &Err(e)));
-            return;
-        }
-        *phase = Phase::Prepared;
-        let reads = std::mem::take(reads);
-        drop(map);
-        self.send_from(worker, tc, Self::prepared_msg(txn, false, &Ok(reads)));
+        self.lqh_backup_prepared_check(worker, txn);
     }
 
     /// Commits the local transaction of a record taken out of the map.
@@ -615,7 +597,8 @@ impl DataPath {
         }
     }
 
-    /// Re-evaluates a primary record after one of its backups dropped out.
+    /// Once every backup answered: the TC hears the reads, or the first refusal (the
+    /// record is then aborted everywhere).
     fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
         let key = (txn, false);
         let (tc, reads) = {
