@@ -44,6 +44,11 @@ pub fn kv_table(ndb: &Ndb, name: &str, with_index: bool) -> rndb::Result<Arc<Tab
 
 /// The definition of [`kv_table`], without an index (set `logging` for NoLogging).
 pub fn kv_table_spec(name: &str) -> TableSpec {
+    three_column_spec(name, 32, Charset::Utf8mb4)
+}
+
+/// BIGINT UNSIGNED key `id`, INT `a`, VARCHAR(`b_len`) `b`: the benchmarks' tables.
+fn three_column_spec(name: &str, b_len: u32, charset: Charset) -> TableSpec {
     TableSpec::new(
         name,
         vec![
@@ -65,8 +70,8 @@ pub fn kv_table_spec(name: &str) -> TableSpec {
             Column::new(
                 "b",
                 ColumnType::Varchar {
-                    len: 32,
-                    charset: Charset::Utf8mb4,
+                    len: b_len,
+                    charset,
                 },
             ),
         ],
@@ -84,33 +89,7 @@ pub const RESTART_VALUE_CHARS: usize = 160;
 /// The restart benchmarks' table (seeds 004's ~200-byte rows): BIGINT UNSIGNED key `id`,
 /// INT `a`, VARCHAR(200) `b` holding [`restart_value`].
 pub fn restart_table(ndb: &Ndb, name: &str) -> rndb::Result<Arc<TableRuntime>> {
-    ndb.create_table(TableSpec::new(
-        name,
-        vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    unsigned: true,
-                },
-            )
-            .primary_key(),
-            Column::new(
-                "a",
-                ColumnType::Int {
-                    bytes: 4,
-                    unsigned: false,
-                },
-            ),
-            Column::new(
-                "b",
-                ColumnType::Varchar {
-                    len: 200,
-                    charset: Charset::Latin1,
-                },
-            ),
-        ],
-    ))
+    ndb.create_table(three_column_spec(name, 200, Charset::Latin1))
 }
 
 /// Column b of row `i` of [`restart_table`]: 160 pseudo-random hex characters (not
