@@ -19,6 +19,9 @@ mod process_tests;
 pub mod qmgr;
 pub mod remote;
 pub mod sim;
+pub mod sim_data;
+#[cfg(test)]
+mod sim_data_tests;
 #[cfg(test)]
 mod sim_tests;
 

@@ -399,6 +399,13 @@ impl NodeLoop {
                 q.on_tick(now, &mut out);
             }
             self.data.on_tick(now);
+            if let (Some(q), Some(why)) = (&mut self.qmgr, self.data.lost_node_group()) {
+                q.force_stop(
+                    &mut out,
+                    super::qmgr::ARBITRATION_LOST,
+                    format!("{why}: the cluster cannot go on without its rows"),
+                );
+            }
             if let Some(code) = self.flush(out) {
                 self.send_status();
                 return code;
@@ -466,6 +473,7 @@ impl NodeLoop {
             } => self.data.on_message(from, d),
             Incoming::Message { from, msg } => return self.deliver_to_qmgr(from, msg),
             Incoming::Disconnected { peer, reason } if peer != self.mgm_id => {
+                self.data.on_disconnect(peer);
                 let now = self.now_ms();
                 let mut out = Outbox::default();
                 if let Some(q) = &mut self.qmgr {

@@ -14,12 +14,17 @@
 //! At the end, after the network heals and every stopped node is restarted (as NDB's
 //! angel process does), every data node is a member of one common view.
 //!
+//! With a data layer ([`Sim::with_data`], `sim_data`), every data node also runs its
+//! data path (TC, LQH, node-restart copy, local engine) inline, an API node runs a
+//! workload against a model, and the data invariants are checked as well.
+//!
 //! Maps iterated here are ordered, and the only randomness is the seeded [`Rng`].
 
 use super::Event;
 use super::Outbox;
 use super::arbit::Arbitrator;
 use super::qmgr::{Arbitration, MembershipConfig, Phase, Qmgr};
+use super::sim_data::{DataLayer, Workload};
 use crate::disk::policy::sim::Rng;
 use crate::transport::{Message, NodeId, View};
 use std::cmp::Reverse;
@@ -27,6 +32,8 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 
 /// Lines of trace kept for a failure report.
 const TRACE_LINES: usize = 600;
+/// With the data layer (a report then greps the trace).
+const DATA_TRACE_LINES: usize = 100_000;
 
 /// What to simulate.
 #[derive(Debug, Clone)]
@@ -49,6 +56,14 @@ pub struct SimConfig {
     pub faulty_ms: u64,
     /// How long the healed cluster then runs before the final check.
     pub quiet_ms: u64,
+    /// Per tick while faulty, out of 10,000: a crash, a partition, the arbitrator
+    /// going down or coming back.
+    pub crash_per_10k: u64,
+    pub partition_per_10k: u64,
+    pub arbitrator_flip_per_10k: u64,
+    /// Whether a crash may close the node's connections at once (the peers hear
+    /// DISCONNECT_REP, as after kill -9) instead of going silent (a hang).
+    pub disconnect_on_crash: bool,
 }
 
 impl SimConfig {
@@ -78,6 +93,10 @@ impl SimConfig {
             duplicate_per_mille: 10,
             faulty_ms: 20_000,
             quiet_ms: 15_000,
+            crash_per_10k: 8,
+            partition_per_10k: 6,
+            arbitrator_flip_per_10k: 2,
+            disconnect_on_crash: false,
         }
     }
 
@@ -149,6 +168,12 @@ pub struct Sim {
     pub stats: SimStats,
     /// Whether a node that stopped is restarted after a while (NDB's angel process).
     pub angel: bool,
+    /// The data nodes' data paths and the client (None: membership only).
+    pub data: Option<DataLayer>,
+    /// Connections closed by a process that died: (when, node that hears, peer).
+    disconnects: Vec<(u64, NodeId, NodeId)>,
+    /// Trace lines kept (the last ones).
+    pub trace_lines: usize,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -197,6 +222,52 @@ impl Sim {
             trace: VecDeque::new(),
             stats: SimStats::default(),
             angel: true,
+            data: None,
+            disconnects: Vec::new(),
+            trace_lines: TRACE_LINES,
+        }
+    }
+
+    /// A simulator whose data nodes also run the data path, with a client running
+    /// `workload` (see `sim_data`).
+    pub fn with_data(cfg: SimConfig, replicas: u32, workload: Workload) -> Result<Sim, String> {
+        let data_cfg = super::sim_data::sim_config(&cfg.data_nodes, replicas, cfg.heartbeat_ms);
+        let layer = DataLayer::new(
+            data_cfg,
+            cfg.seed,
+            workload,
+            (cfg.min_delay_ms, cfg.max_delay_ms),
+        )?;
+        let mut sim = Sim::new(cfg);
+        sim.data = Some(layer);
+        sim.trace_lines = DATA_TRACE_LINES;
+        Ok(sim)
+    }
+
+    /// Moves the data layer's trace lines into the trace.
+    fn pull_data_lines(&mut self) {
+        let lines = match &mut self.data {
+            Some(d) => std::mem::take(&mut d.lines),
+            None => return,
+        };
+        for l in lines {
+            self.trace(l);
+        }
+    }
+
+    /// A data node's process ended (crash or shutdown): its data path goes; with
+    /// `closed`, every peer hears its connections close.
+    fn process_gone(&mut self, node: NodeId, closed: bool) {
+        if let Some(d) = &mut self.data {
+            d.stop_node(node);
+        }
+        self.pull_data_lines();
+        if closed {
+            let peers: Vec<NodeId> = self.nodes.keys().copied().filter(|&n| n != node).collect();
+            for p in peers {
+                let at = self.now_ms + self.cfg.min_delay_ms;
+                self.disconnects.push((at, p, node));
+            }
         }
     }
 
@@ -205,7 +276,7 @@ impl Sim {
     }
 
     fn trace(&mut self, line: String) {
-        if self.trace.len() == TRACE_LINES {
+        if self.trace.len() >= self.trace_lines {
             self.trace.pop_front();
         }
         self.trace.push_back(format!("{:>7} {line}", self.now_ms));
@@ -217,7 +288,13 @@ impl Sim {
     }
 
     fn cut(&self, from: NodeId, to: NodeId) -> bool {
-        self.partition.as_ref().is_some_and(|p| {
+        Self::cut_by(&self.partition, from, to)
+    }
+
+    /// Whether `partition` cuts messages from `from` to `to` (the API node and the
+    /// management server are placed with neither side unless named).
+    fn cut_by(partition: &Option<Partition>, from: NodeId, to: NodeId) -> bool {
+        partition.as_ref().is_some_and(|p| {
             (p.from.contains(&from) && p.to.contains(&to))
                 || (p.both_ways && p.to.contains(&from) && p.from.contains(&to))
         })
@@ -271,6 +348,11 @@ impl Sim {
                             v.id
                         ));
                     }
+                    let now = self.now_ms;
+                    if let Some(d) = &mut self.data {
+                        d.on_view(now, from, &v);
+                    }
+                    self.pull_data_lines();
                 }
                 Event::Shutdown { code, reason } => {
                     self.stats.shutdowns += 1;
@@ -280,6 +362,10 @@ impl Sim {
                         && let Some(n) = self.nodes.get_mut(&from)
                     {
                         n.restart_at_ms = Some(restart);
+                    }
+                    // The process exits: its sockets close.
+                    if self.data.is_some() {
+                        self.process_gone(from, true);
                     }
                 }
             }
@@ -340,12 +426,55 @@ impl Sim {
                 }
                 if n.up && n.qmgr.phase() != Phase::Stopped {
                     n.qmgr.on_tick(now, &mut out);
+                    if let Some(why) = self.data.as_ref().and_then(|d| d.lost_node_group(id)) {
+                        n.qmgr.force_stop(
+                            &mut out,
+                            super::qmgr::ARBITRATION_LOST,
+                            format!("{why}: the cluster cannot go on without its rows"),
+                        );
+                    }
                 }
             }
             if let Some(inc) = restarted {
                 self.trace(format!("node {id}: restarted (incarnation {inc})"));
+                if let Some(d) = &mut self.data {
+                    d.start_node(id, inc)?;
+                }
             }
             self.send_all(id, out)?;
+        }
+        let now = self.now_ms;
+        let up: BTreeSet<NodeId> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.up && n.qmgr.phase() == Phase::Member)
+            .map(|(&id, _)| id)
+            .collect();
+        if let Some(d) = &mut self.data {
+            let r = d.tick(now, &up);
+            self.pull_data_lines();
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Connections closed by dead processes, heard now.
+    fn deliver_disconnects(&mut self) -> Result<(), String> {
+        let now = self.now_ms;
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.disconnects)
+            .into_iter()
+            .partition(|d| d.0 <= now);
+        self.disconnects = later;
+        for (_, node, peer) in due {
+            let mut out = Outbox::default();
+            if let Some(n) = self.nodes.get_mut(&node)
+                && n.up
+                && n.qmgr.phase() != Phase::Stopped
+            {
+                n.qmgr
+                    .on_disconnect(now, peer, "connection closed", &mut out);
+            }
+            self.send_all(node, out)?;
         }
         Ok(())
     }
@@ -359,7 +488,10 @@ impl Sim {
         }
         let r = self.rng.below(10_000);
         let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
-        if r < 8 {
+        let crash_below = self.cfg.crash_per_10k;
+        let partition_below = crash_below + self.cfg.partition_per_10k;
+        let flip_below = partition_below + self.cfg.arbitrator_flip_per_10k;
+        if r < crash_below {
             // Crash a node that is up; it comes back after a while.
             let up: Vec<NodeId> = ids.iter().copied().filter(|n| self.nodes[n].up).collect();
             if !up.is_empty() {
@@ -371,8 +503,12 @@ impl Sim {
                 }
                 self.stats.crashes += 1;
                 self.trace(format!("node {victim}: CRASH (back at {back})"));
+                if self.data.is_some() {
+                    let closed = self.cfg.disconnect_on_crash && self.rng.below(2) == 0;
+                    self.process_gone(victim, closed);
+                }
             }
-        } else if r < 14 && self.partition.is_none() {
+        } else if r < partition_below && self.partition.is_none() {
             // Split the data nodes (and place the arbitrator) at random.
             let mut a = BTreeSet::new();
             let mut b = BTreeSet::new();
@@ -406,7 +542,7 @@ impl Sim {
                 since_ms: now,
                 until_ms: until,
             });
-        } else if r < 16 {
+        } else if r < flip_below {
             self.arbit_up = !self.arbit_up;
             if self.arbit_up {
                 // A restarted management server: a fresh arbitrator.
@@ -424,18 +560,42 @@ impl Sim {
         let end = self.now_ms + ms;
         while self.now_ms < end {
             let next_tick = (self.now_ms / self.cfg.tick_ms + 1) * self.cfg.tick_ms;
-            while let Some(Reverse(f)) = self.queue.peek() {
-                if f.at_ms > next_tick {
-                    break;
-                }
-                let Some(Reverse(f)) = self.queue.pop() else {
+            loop {
+                let membership_at = self.queue.peek().map(|Reverse(f)| f.at_ms);
+                let data_at = self
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.next_due(&|a, b| self.cut(a, b)));
+                // Membership first at equal times (as before the data layer existed).
+                let data_first = match (membership_at, data_at) {
+                    (_, None) => false,
+                    (None, Some(_)) => true,
+                    (Some(m), Some(d)) => d < m,
+                };
+                let at = if data_first { data_at } else { membership_at };
+                let Some(at) = at.filter(|&t| t <= next_tick) else {
                     break;
                 };
-                self.now_ms = self.now_ms.max(f.at_ms);
-                self.deliver(f)?;
+                self.now_ms = self.now_ms.max(at);
+                if data_first {
+                    let now = self.now_ms;
+                    let partition = self.partition.clone();
+                    let cut = |a: NodeId, b: NodeId| Self::cut_by(&partition, a, b);
+                    if let Some(d) = &mut self.data {
+                        let r = d.deliver_next(now, next_tick, &cut);
+                        self.pull_data_lines();
+                        r?;
+                    }
+                } else {
+                    let Some(Reverse(f)) = self.queue.pop() else {
+                        break;
+                    };
+                    self.deliver(f)?;
+                }
                 self.check()?;
             }
             self.now_ms = next_tick;
+            self.deliver_disconnects()?;
             if faults {
                 self.inject_faults();
             }
@@ -529,7 +689,44 @@ impl Sim {
         self.cfg.duplicate_per_mille = 0;
         let quiet = self.cfg.quiet_ms;
         self.run_for(quiet, false)?;
-        self.check_converged()
+        let view = self.check_converged()?;
+        if self.data.is_some() {
+            self.finish_data()?;
+        }
+        Ok(view)
+    }
+
+    /// The data layer's end: the client stops, every request is answered and every
+    /// node up to date (within a bound), then the replicas and the model are compared.
+    fn finish_data(&mut self) -> Result<(), String> {
+        if let Some(d) = &mut self.data {
+            d.quiesce = true;
+        }
+        let mut waited_ms = 0;
+        while waited_ms < 30_000 {
+            let done = self
+                .data
+                .as_ref()
+                .is_some_and(|d| d.in_flight() == 0 && d.all_ready());
+            if done {
+                break;
+            }
+            self.run_for(100, false)?;
+            waited_ms += 100;
+        }
+        let Some(d) = &mut self.data else {
+            return Ok(());
+        };
+        if d.in_flight() != 0 || !d.all_ready() {
+            return Err(format!(
+                "30 s after the faults: requests unanswered (id, node): {:?}, every node up to date: {}",
+                d.in_flight_ids(),
+                d.all_ready()
+            ));
+        }
+        let r = d.check_final();
+        self.pull_data_lines();
+        r
     }
 
     /// Test hooks: crash a node now / cut the network now.

@@ -277,6 +277,14 @@ pub enum DataMsg {
         node: u32,
         seq: u64,
     },
+    /// Data node → a node of its group: renew my read lease (`docs/cluster.md` §6).
+    LeasePing {
+        seq: u64,
+    },
+    /// The answer: the sender still holds the pinging node in its view.
+    LeasePong {
+        seq: u64,
+    },
 }
 
 mod kind {
@@ -310,6 +318,8 @@ mod kind {
     pub const COPY_DONE: u16 = 138;
     pub const COPY_ABORT: u16 = 139;
     pub const NODE_READY: u16 = 140;
+    pub const LEASE_PING: u16 = 141;
+    pub const LEASE_PONG: u16 = 142;
 }
 
 /// Frame kinds of data messages.
@@ -452,6 +462,8 @@ impl DataMsg {
             DataMsg::CopyDone { .. } => COPY_DONE,
             DataMsg::CopyAbort { .. } => COPY_ABORT,
             DataMsg::NodeReady { .. } => NODE_READY,
+            DataMsg::LeasePing { .. } => LEASE_PING,
+            DataMsg::LeasePong { .. } => LEASE_PONG,
         }
     }
 
@@ -673,6 +685,7 @@ impl DataMsg {
                 e.u32(*node);
                 e.u64(*seq);
             }
+            DataMsg::LeasePing { seq } | DataMsg::LeasePong { seq } => e.u64(*seq),
         }
         e.into_bytes()
     }
@@ -896,6 +909,8 @@ impl DataMsg {
                 node: u32_(d)?,
                 seq: u64_(d)?,
             },
+            LEASE_PING => DataMsg::LeasePing { seq: u64_(d)? },
+            LEASE_PONG => DataMsg::LeasePong { seq: u64_(d)? },
             k => return Err(WireError::UnknownKind(k)),
         };
         if d.remaining() != 0 {

@@ -139,6 +139,8 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             reason: "source lost".into(),
         },
         DataMsg::NodeReady { node: 3, seq: 9 },
+        DataMsg::LeasePing { seq: 17 },
+        DataMsg::LeasePong { seq: u64::MAX },
     ]
 }
 

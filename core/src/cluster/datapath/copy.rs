@@ -6,14 +6,16 @@
 //! 1. at its first view (not the cluster's first), asks the live nodes which nodes are
 //!    up to date (`ReadyQuery`, repeated until a `ReadySet` from an up-to-date node);
 //! 2. asks the lowest up-to-date node L of its group to copy (`CopyReq`);
-//! 3. applies what L sends on one copy thread, in order: the schema (its tables made
-//!    anew), then rows; each row is inserted only if S has no row with that key and
-//!    no delete of that key is pending or committed at S (`tombstones`) — whatever the
-//!    transactions already wrote to S is newer than the copy;
+//! 3. applies what L sends in order on its copy thread ([`ApplyQueue`]): the schema
+//!    (its tables made anew), then rows; each row is inserted only if S has no row with
+//!    that key and no delete of that key is committed at S (`tombstones`) — whatever
+//!    the transactions already wrote to S is newer than the copy; a row whose key has
+//!    a delete pending or is locked by a transaction waits (the queue stops there and
+//!    goes on at a later tick) until that transaction ends;
 //! 4. after `CopyDone`, tells every live node it is up to date (`NodeReady`); it then
 //!    serves reads and, being the youngest, is primary only when older replicas fail.
 //!
-//! Source L (one thread per joining node):
+//! Source L (a state machine per joining node on its copy thread, `copy_out`):
 //! 1. `CopyMark{mark: false}` to every live node: stop sending after-images to S; each
 //!    answers once none of its transactions still has S as a backup (a restarted copy
 //!    starts clean);
@@ -26,28 +28,33 @@
 //!
 //! A joining backup's refusal (a primary's after-image failed at S) drops S from that
 //! primary's chain and aborts the copy (`CopyAbort`): S starts over. A lost source or a
-//! lost S ends the copy the same way.
+//! lost S ends the copy the same way, and so does a step that makes no progress for
+//! [`COPY_STEP_TIMEOUT_MS`] of the node's clock.
+//!
+//! Lock order: `copy_apply` (the copy thread's), then what `DataPath` documents.
 
-use super::{DataPath, Job, err_from, err_parts};
-use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, ScanSpec};
+use super::{DataPath, Job, err_parts};
+use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome};
 use crate::error::{Result, codes};
 use crate::mgm::log::Severity;
 use crate::schema::Value;
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, TxnKey};
 use crate::txn::lock::LockMode;
-use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
-use std::time::{Duration, Instant};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::Ordering;
 
 /// Rows per `CopyRows` message.
 pub const COPY_BATCH_ROWS: usize = 512;
 /// Unacknowledged `CopyRows` batches, at most.
 pub const COPY_WINDOW: usize = 4;
-/// How long a copy step waits for an answer.
-pub const COPY_STEP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a copy step may go without progress (node clock).
+pub const COPY_STEP_TIMEOUT_MS: u64 = 60_000;
+/// Jobs waiting for the copy thread, at most (the protocol keeps far fewer in flight).
+pub const COPY_QUEUE: usize = 1024;
+/// Messages of one copy waiting at the joining node, at most: the window, the schema,
+/// `CopyDone` (more is a broken source, and ends the copy).
+pub const APPLY_QUEUE_MAX: usize = COPY_WINDOW + 2;
 /// How often a joining node asks who is up to date.
 pub const READY_QUERY_INTERVAL_MS: u64 = 200;
 
@@ -58,18 +65,21 @@ pub(crate) enum Tomb {
     Committed,
 }
 
-/// A copy thread of the source side.
-pub(crate) struct CopyOut {
-    attempt: u64,
-    tx: SyncSender<(NodeId, DataMsg)>,
-    /// Set when a newer attempt of the same joining node replaces this one.
-    stop: Arc<AtomicBool>,
+/// What the joining node still has to apply, in order (the copy thread's).
+#[derive(Default)]
+pub(crate) struct ApplyQueue {
+    msgs: VecDeque<(NodeId, DataMsg)>,
+    /// Rows of the first `CopyRows` already applied.
+    next_row: usize,
+    /// Since when the first message waits for a transaction (node clock).
+    blocked_since_ms: Option<u64>,
 }
 
-impl CopyOut {
-    pub(crate) fn stop(&self) {
-        self.stop.store(true, Ordering::Release);
-    }
+/// How far a `CopyRows` got.
+enum Applied {
+    Done,
+    /// Row `n` waits for a transaction on its key.
+    Blocked(usize),
 }
 
 /// The joining side's state.
@@ -115,6 +125,23 @@ impl DataPath {
 
     /// The node loop's tick (`now_ms` of its clock).
     pub fn on_tick(&self, now_ms: u64) {
+        self.clock_ms.fetch_max(now_ms, Ordering::AcqRel);
+        self.lease_tick(now_ms);
+        self.check_marks();
+        let copying = matches!(*self.copy_in.lock(), CopyIn::Copying { .. })
+            || !self.copy_out.lock().is_empty();
+        if copying {
+            match &self.copy_worker {
+                Some(w) => {
+                    if !self.copy_tick_queued.swap(true, Ordering::AcqRel)
+                        && w.try_send(Job::CopyTick).is_err()
+                    {
+                        self.copy_tick_queued.store(false, Ordering::Release);
+                    }
+                }
+                None => self.run_copy_job(Job::CopyTick),
+            }
+        }
         let ask = {
             let mut c = self.copy_in.lock();
             match *c {
@@ -227,204 +254,32 @@ impl DataPath {
         }
     }
 
-    /// `CopyMark` from a copy source: change the joining set, then answer once the
-    /// transactions that could miss (or still reach) the joining node are over.
-    pub(super) fn on_copy_mark(self: &Arc<Self>, from: NodeId, node: NodeId, mark: bool) {
-        let snapshot: BTreeSet<(TxnKey, bool)> = {
-            // Lock order: the chain gate, then the membership, then the records.
-            let _gate = self.chain_gate.write();
-            {
-                let mut m = self.members.write();
-                if mark {
-                    m.joining.insert(node);
-                } else {
-                    m.joining.remove(&node);
-                }
+    /// A job of the copy thread (or inline): both sides' messages and the tick.
+    pub(super) fn run_copy_job(&self, job: Job) {
+        match job {
+            Job::CopyTick => {
+                self.copy_tick_queued.store(false, Ordering::Release);
+                self.out_tick();
+                self.in_drain();
             }
-            self.primary_records()
-        };
-        let dp = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("rndbd-{}-mark", self.me))
-            .spawn(move || {
-                let deadline = Instant::now() + COPY_STEP_TIMEOUT;
-                loop {
-                    let busy = if mark {
-                        dp.primary_records()
-                            .intersection(&snapshot)
-                            .next()
-                            .is_some()
-                    } else {
-                        dp.has_backup_in_chain(node)
-                    };
-                    if !busy || Instant::now() >= deadline {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                dp.send(from, DataMsg::CopyMarked { node, mark });
-            });
-        if spawned.is_err() {
-            self.send(from, DataMsg::CopyMarked { node, mark });
-        }
-    }
-
-    /// `CopyReq` from a joining node: start its copy thread (one per joining node).
-    pub(super) fn on_copy_req(self: &Arc<Self>, joiner: NodeId, attempt: u64) {
-        if !self.is_ready() {
-            return self.send(
-                joiner,
-                DataMsg::CopyAbort {
+            Job::Msg(from, DataMsg::CopyReq { attempt }) => self.out_begin(from, attempt),
+            Job::Msg(from, DataMsg::CopyMarked { node, mark }) => self.out_marked(from, node, mark),
+            Job::Msg(
+                from,
+                DataMsg::CopyAck {
                     attempt,
-                    reason: format!("node {} is not up to date itself", self.me),
+                    code,
+                    class,
+                    message,
                 },
-            );
-        }
-        let (tx, rx) = sync_channel::<(NodeId, DataMsg)>(COPY_WINDOW * 4 + 256);
-        let stop = Arc::new(AtomicBool::new(false));
-        {
-            let outs = self.copy_out.lock();
-            match outs.get(&joiner) {
-                Some(o) if o.attempt >= attempt => return,
-                // A newer attempt: the running copy stops, this one waits for it.
-                Some(o) => o.stop.store(true, Ordering::Release),
-                None => {}
-            }
-        }
-        let dp = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("rndbd-{}-copy-{joiner}", self.me))
-            .spawn(move || {
-                let deadline = Instant::now() + COPY_STEP_TIMEOUT;
-                loop {
-                    if let std::collections::btree_map::Entry::Vacant(v) =
-                        dp.copy_out.lock().entry(joiner)
-                    {
-                        v.insert(CopyOut {
-                            attempt,
-                            tx,
-                            stop: stop.clone(),
-                        });
-                        break;
-                    }
-                    if Instant::now() >= deadline {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                let r = dp.copy_to(joiner, attempt, &stop, &rx);
-                dp.copy_out.lock().remove(&joiner);
-                match r {
-                    Ok(rows) => dp.log(
-                        Severity::Info,
-                        &format!("Copied {rows} rows to node {joiner} for its restart"),
-                    ),
-                    Err(e) => {
-                        dp.log(
-                            Severity::Warning,
-                            &format!("Copy to node {joiner} stopped: {e}"),
-                        );
-                        dp.send(
-                            joiner,
-                            DataMsg::CopyAbort {
-                                attempt,
-                                reason: e.message.clone(),
-                            },
-                        );
-                    }
-                }
-            });
-        if let Err(e) = spawned {
-            self.log(Severity::Warning, &format!("copy thread: {e}"));
-        }
-    }
-
-    /// An answer from `from` for the copy thread of `joiner` (`CopyMarked`, `CopyAck`).
-    pub(super) fn to_copy_thread(&self, joiner: NodeId, from: NodeId, msg: DataMsg) {
-        if let Some(o) = self.copy_out.lock().get(&joiner) {
-            let _ = o.tx.try_send((from, msg));
-        }
-    }
-
-    /// Marks (or unmarks) `joiner` on every live node and waits for their answers.
-    fn copy_mark_all(
-        &self,
-        joiner: NodeId,
-        mark: bool,
-        rx: &Receiver<(NodeId, DataMsg)>,
-    ) -> Result<()> {
-        let mut waiting: BTreeSet<NodeId> = self.members.read().live.clone();
-        for &n in &waiting {
-            self.send(n, DataMsg::CopyMark { node: joiner, mark });
-        }
-        let deadline = Instant::now() + COPY_STEP_TIMEOUT;
-        while !waiting.is_empty() {
-            waiting.retain(|n| self.is_live(*n));
-            if !self.is_live(joiner) {
-                return Err(codes::node_failure_abort().detail(format!("node {joiner} left")));
-            }
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok((from, DataMsg::CopyMarked { node, mark: m }))
-                    if node == joiner && m == mark =>
-                {
-                    waiting.remove(&from);
-                }
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(codes::internal("copy channel closed"));
-                }
-            }
-            if Instant::now() >= deadline {
-                return Err(codes::request_timeout(
-                    "copy: nodes did not answer CopyMark",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn wait_ack(
-        &self,
-        joiner: NodeId,
-        attempt: u64,
-        rx: &Receiver<(NodeId, DataMsg)>,
-    ) -> Result<()> {
-        let deadline = Instant::now() + COPY_STEP_TIMEOUT;
-        loop {
-            if !self.is_live(joiner) {
-                return Err(codes::node_failure_abort().detail(format!("node {joiner} left")));
-            }
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok((
-                    _,
-                    DataMsg::CopyAck {
-                        attempt: a,
-                        code,
-                        class,
-                        message,
-                    },
-                )) if a == attempt => {
-                    return if code == 0 {
-                        Ok(())
-                    } else {
-                        Err(err_from(code, class, &message))
-                    };
-                }
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(codes::internal("copy channel closed"));
-                }
-            }
-            if Instant::now() >= deadline {
-                return Err(codes::request_timeout(format!(
-                    "copy: node {joiner} did not acknowledge"
-                )));
-            }
+            ) => self.out_ack(from, attempt, Self::ack_error(code, class, &message)),
+            Job::Msg(from, m) => self.in_copy_msg(from, m),
+            _ => {}
         }
     }
 
     /// The schema as SQL: every database, then every table's SHOW CREATE TABLE.
-    fn schema_statements(&self) -> Result<Vec<(String, String)>> {
+    pub(super) fn schema_statements(&self) -> Result<Vec<(String, String)>> {
         let tables = self.engine.inner().dict.read().all();
         let mut dbs = BTreeSet::new();
         let mut creates = Vec::new();
@@ -451,140 +306,127 @@ impl DataPath {
         Ok(out)
     }
 
-    /// The source's side of a copy (see the module notes); the rows sent.
-    fn copy_to(
-        &self,
-        joiner: NodeId,
-        attempt: u64,
-        stop: &AtomicBool,
-        rx: &Receiver<(NodeId, DataMsg)>,
-    ) -> Result<u64> {
-        self.copy_mark_all(joiner, false, rx)?;
-        self.send(
-            joiner,
-            DataMsg::CopySchema {
-                attempt,
-                statements: self.schema_statements()?,
-            },
-        );
-        self.wait_ack(joiner, attempt, rx)?;
-        self.copy_mark_all(joiner, true, rx)?;
-        let several_groups = self.groups.len() > 1;
-        let mut sent = 0u64;
-        let mut in_flight = 0usize;
-        let tables = self.engine.inner().dict.read().all();
-        for t in tables.iter().filter(|t| !t.hidden) {
-            let ndb = self.engine.ndb(&t.database);
-            let mut tx = ndb.start_transaction()?;
-            let mut spec = ScanSpec::table(t.clone());
-            spec.columns = Some((0..t.def.columns.len()).collect());
-            spec.batch_size = COPY_BATCH_ROWS;
-            let mut scan = tx.scan(spec)?;
-            while !scan.is_closed() {
-                let mut rows = tx.scan_next_batch(&mut scan, COPY_BATCH_ROWS)?;
-                if rows.is_empty() {
-                    break;
-                }
-                if several_groups {
-                    let pk = t.def.primary_key.clone();
-                    rows.retain(|r| {
-                        let key: Vec<Value> = pk.iter().map(|&p| r[p].clone()).collect();
-                        super::super::remote::RemoteCluster::partition_of(&t.def, &key)
-                            .map(|p| {
-                                super::super::layout::replica_nodes(p, &self.groups)
-                                    .contains(&joiner)
-                            })
-                            .unwrap_or(false)
-                    });
-                }
-                if stop.load(Ordering::Acquire) {
-                    return Err(codes::node_failure_abort().detail(format!(
-                        "a newer copy attempt of node {joiner} replaced this one"
-                    )));
-                }
-                if !self.members.read().joining.contains(&joiner) {
-                    return Err(
-                        codes::node_failure_abort().detail(format!("node {joiner} left the copy"))
-                    );
-                }
-                sent += rows.len() as u64;
-                self.send(
-                    joiner,
-                    DataMsg::CopyRows {
-                        attempt,
-                        database: t.database.clone(),
-                        table: t.def.name.clone(),
-                        rows,
-                    },
-                );
-                in_flight += 1;
-                if in_flight >= COPY_WINDOW {
-                    self.wait_ack(joiner, attempt, rx)?;
-                    in_flight -= 1;
-                }
-            }
-            tx.close();
-        }
-        while in_flight > 0 {
-            self.wait_ack(joiner, attempt, rx)?;
-            in_flight -= 1;
-        }
-        let seq = self
-            .members
-            .read()
-            .ready
-            .values()
-            .copied()
-            .max()
-            .unwrap_or(0)
-            + 1;
-        self.send(joiner, DataMsg::CopyDone { attempt, seq });
-        Ok(sent)
-    }
-
-    /// The joining node's copy thread: schema, rows, done (in the order sent).
-    pub(super) fn copy_apply(&self, from: NodeId, msg: DataMsg) {
-        let attempt = match &msg {
-            DataMsg::CopySchema { attempt, .. }
-            | DataMsg::CopyRows { attempt, .. }
-            | DataMsg::CopyDone { attempt, .. } => *attempt,
-            _ => return,
+    /// A copy message for this node (`CopySchema`, `CopyRows`, `CopyDone`): queued
+    /// in the order sent, then applied as far as possible.
+    fn in_copy_msg(&self, from: NodeId, msg: DataMsg) {
+        let Some(attempt) = Self::copy_attempt(&msg) else {
+            return;
         };
-        // Messages of an earlier attempt (still queued here) are not this copy's.
-        if !matches!(*self.copy_in.lock(), CopyIn::Copying { source, attempt: a } if source == from && a == attempt)
-        {
+        if !self.copying_from(from, attempt) {
             return;
         }
-        let ack = |r: Result<()>| {
-            let (code, class, message) = match r {
-                Ok(()) => (0, 0, String::new()),
-                Err(e) => err_parts(&e),
-            };
-            self.send(
-                from,
-                DataMsg::CopyAck {
-                    attempt,
-                    code,
-                    class,
-                    message,
-                },
-            );
+        let overflow = {
+            let mut q = self.copy_apply.lock();
+            q.msgs.push_back((from, msg));
+            q.msgs.len() > APPLY_QUEUE_MAX
         };
+        if overflow {
+            self.copy_apply.lock().msgs.clear();
+            self.ack(
+                from,
+                attempt,
+                Err(codes::internal(format!(
+                    "copy: more than {APPLY_QUEUE_MAX} messages unacknowledged"
+                ))),
+            );
+            return;
+        }
+        self.in_drain();
+    }
+
+    fn copy_attempt(msg: &DataMsg) -> Option<u64> {
         match msg {
-            DataMsg::CopySchema { statements, .. } => ack(self.apply_schema(&statements)),
-            DataMsg::CopyRows {
-                database,
-                table,
-                rows,
-                ..
-            } => ack(self.apply_rows(&database, &table, rows)),
-            DataMsg::CopyDone { seq, .. } => {
-                let live: Vec<NodeId> = self.members.read().live.iter().copied().collect();
-                for n in live {
-                    self.send(n, DataMsg::NodeReady { node: self.me, seq });
+            DataMsg::CopySchema { attempt, .. }
+            | DataMsg::CopyRows { attempt, .. }
+            | DataMsg::CopyDone { attempt, .. } => Some(*attempt),
+            _ => None,
+        }
+    }
+
+    /// Whether this node's current copy is attempt `attempt` from `source`.
+    fn copying_from(&self, source: NodeId, attempt: u64) -> bool {
+        matches!(*self.copy_in.lock(), CopyIn::Copying { source: s, attempt: a } if s == source && a == attempt)
+    }
+
+    fn ack(&self, to: NodeId, attempt: u64, r: Result<()>) {
+        let (code, class, message) = match r {
+            Ok(()) => (0, 0, String::new()),
+            Err(e) => err_parts(&e),
+        };
+        self.send(
+            to,
+            DataMsg::CopyAck {
+                attempt,
+                code,
+                class,
+                message,
+            },
+        );
+    }
+
+    /// Applies the queued copy messages in order until one must wait.
+    fn in_drain(&self) {
+        let mut q = self.copy_apply.lock();
+        while let Some((from, msg)) = q.msgs.front() {
+            let (from, attempt) = (*from, Self::copy_attempt(msg).unwrap_or(0));
+            // Messages of an earlier attempt (the copy started over) are not this copy's.
+            if !self.copying_from(from, attempt) {
+                q.msgs.pop_front();
+                q.next_row = 0;
+                q.blocked_since_ms = None;
+                continue;
+            }
+            match msg {
+                DataMsg::CopySchema { statements, .. } => {
+                    let r = self.apply_schema(statements);
+                    q.msgs.pop_front();
+                    self.ack(from, attempt, r);
+                }
+                DataMsg::CopyRows {
+                    database,
+                    table,
+                    rows,
+                    ..
+                } => match self.apply_rows_from(database, table, rows, q.next_row) {
+                    Ok(Applied::Done) => {
+                        q.msgs.pop_front();
+                        q.next_row = 0;
+                        q.blocked_since_ms = None;
+                        self.ack(from, attempt, Ok(()));
+                    }
+                    Ok(Applied::Blocked(n)) => {
+                        let now = self.now_ms();
+                        q.next_row = n;
+                        let since = *q.blocked_since_ms.get_or_insert(now);
+                        if now.saturating_sub(since) < COPY_STEP_TIMEOUT_MS {
+                            return;
+                        }
+                        q.msgs.clear();
+                        self.ack(
+                            from,
+                            attempt,
+                            Err(codes::request_timeout(
+                                "copy: a row stayed locked by a transaction",
+                            )),
+                        );
+                    }
+                    Err(e) => {
+                        q.msgs.clear();
+                        self.ack(from, attempt, Err(e));
+                    }
+                },
+                DataMsg::CopyDone { seq, .. } => {
+                    let seq = *seq;
+                    q.msgs.pop_front();
+                    let live: Vec<NodeId> = self.members.read().live.iter().copied().collect();
+                    for n in live {
+                        self.send(n, DataMsg::NodeReady { node: self.me, seq });
+                    }
+                }
+                _ => {
+                    q.msgs.pop_front();
                 }
             }
-            _ => {}
         }
     }
 
@@ -602,64 +444,60 @@ impl DataPath {
         Ok(())
     }
 
-    /// Inserts each row that this node has not got and whose key no delete reached.
-    fn apply_rows(&self, database: &str, table: &str, rows: Vec<Vec<Value>>) -> Result<()> {
+    /// Inserts, from row `start` on, each row that this node has not got and whose
+    /// key no committed delete reached; stops at a row whose key a transaction holds.
+    fn apply_rows_from(
+        &self,
+        database: &str,
+        table: &str,
+        rows: &[Vec<Value>],
+        start: usize,
+    ) -> Result<Applied> {
         let rt = self.engine.inner().table(database, table)?;
         let pk = rt.def.primary_key.clone();
         let ndb = self.engine.ndb(database);
-        for row in rows {
+        for (n, row) in rows.iter().enumerate().skip(start) {
             if row.len() != rt.def.columns.len() {
                 return Err(codes::internal("copied row has the wrong column count"));
             }
             let key: Vec<Value> = pk.iter().map(|&p| row[p].clone()).collect();
             let k = self.row_key(database, table, &key)?;
-            // A delete still in flight here decides: wait for it.
-            let deadline = Instant::now() + COPY_STEP_TIMEOUT;
-            loop {
-                match self.tombstones.lock().get(&k) {
-                    Some(Tomb::Pending(_)) if Instant::now() < deadline => {}
-                    Some(Tomb::Pending(_)) => {
-                        return Err(codes::request_timeout("copy: a delete stayed pending"));
-                    }
-                    Some(Tomb::Committed) => break,
-                    None => break,
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if self.tombstones.lock().get(&k) == Some(&Tomb::Committed) {
-                continue;
+            match self.tombstones.lock().get(&k) {
+                Some(Tomb::Pending(_)) => return Ok(Applied::Blocked(n)),
+                Some(Tomb::Committed) => continue,
+                None => {}
             }
             let key_pos: Vec<(usize, Value)> = pk.iter().copied().zip(key).collect();
-            let mut attempt = 0;
-            loop {
-                let mut tx = ndb.start_transaction()?;
-                tx.define_by_pos(
-                    &rt,
-                    OpKind::Read(LockMode::Exclusive),
-                    key_pos.clone(),
-                    Vec::new(),
-                    Some(vec![pk[0]]),
-                )?;
-                let r = tx.execute(ExecType::NoCommit, AbortOption::IgnoreError);
-                let found = matches!(tx.outcome(OpId(0)), Some(OpOutcome::Row(_)));
-                let lock_timeout = matches!(tx.outcome(OpId(0)), Some(OpOutcome::Failed(e)) if e.code == 266)
-                    || r.as_ref().is_err_and(|e| e.code == 266);
-                if lock_timeout && attempt < 5 {
-                    attempt += 1;
-                    tx.close();
-                    continue;
-                }
-                if found {
-                    tx.close();
-                    break;
-                }
-                let values: Vec<(usize, Value)> = row.iter().cloned().enumerate().collect();
-                tx.define_by_pos(&rt, OpKind::Insert, Vec::new(), values, None)?;
-                tx.execute(ExecType::Commit, AbortOption::AbortOnError)?;
-                break;
+            let mut tx = ndb.start_transaction()?;
+            tx.define_by_pos(
+                &rt,
+                OpKind::Read(LockMode::Exclusive),
+                key_pos,
+                Vec::new(),
+                Some(vec![pk[0]]),
+            )?;
+            let r = tx.execute(ExecType::NoCommit, AbortOption::IgnoreError);
+            let locked = matches!(tx.outcome(OpId(0)), Some(OpOutcome::Failed(e)) if e.code == 266)
+                || r.as_ref().is_err_and(|e| e.code == 266);
+            if locked {
+                tx.close();
+                return Ok(Applied::Blocked(n));
+            }
+            if matches!(tx.outcome(OpId(0)), Some(OpOutcome::Row(_))) {
+                tx.close();
+                continue;
+            }
+            let values: Vec<(usize, Value)> = row.iter().cloned().enumerate().collect();
+            tx.define_by_pos(&rt, OpKind::Insert, Vec::new(), values, None)?;
+            match tx.execute(ExecType::Commit, AbortOption::AbortOnError) {
+                Ok(_) => {}
+                // A transaction wrote the key meanwhile: its row is newer.
+                Err(e) if e.code == 630 => {}
+                Err(e) if e.code == 266 => return Ok(Applied::Blocked(n)),
+                Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(Applied::Done)
     }
 
     /// Records the deletes a joining backup prepares (their keys must not come back
@@ -681,10 +519,5 @@ impl DataPath {
                 t.remove(k);
             }
         }
-    }
-
-    /// Queues a copy message for the joining node's copy thread.
-    pub(super) fn to_copy_worker(&self, from: NodeId, msg: DataMsg) {
-        let _ = self.copy_worker.send(Job::Msg(from, msg));
     }
 }

@@ -264,6 +264,11 @@ impl DataPath {
             }
         };
         if !backup {
+            // A primary serves only under its read lease (`lease`).
+            if let Err(e) = self.check_serving() {
+                self.send_from(worker, from, Self::prepared_msg(txn, false, &Err(e)));
+                return;
+            }
             // Only the primary of a partition in this node's view runs its operations.
             for (_, op) in &ops {
                 let not_primary = match self.partition_of_op(op) {

@@ -22,21 +22,28 @@
 //!   is decided by asking every live node (any committed: commit, else abort).
 //! - **Reads**: committed reads of many keys run at the primary, on the node's loop.
 //!
-//! Threads: the node's loop delivers messages ([`DataPath::on_message`]); reads and
-//! table lookups run there; everything of one transaction runs on one of
-//! [`WORKERS`] worker threads chosen by its [`TxnKey`], in arrival order, so a
-//! transaction's records are never touched by two threads at once. A worker may wait
-//! for a row lock (TransactionDeadlockDetectionTimeout bounds the wait).
+//! Threads ([`Threading`]): in a process the node's loop delivers messages
+//! ([`DataPath::on_message`]) and ticks ([`DataPath::on_tick`]); reads and table
+//! lookups run there; everything of one transaction runs on one of [`WORKERS`]
+//! worker threads chosen by its [`TxnKey`], in arrival order, so a transaction's
+//! records are never touched by two threads at once; a worker may wait for a row lock
+//! (TransactionDeadlockDetectionTimeout bounds the wait). Node-restart copies (both
+//! sides) run on one copy thread as state machines stepped by messages and ticks. In
+//! the deterministic simulator ([`Threading::Inline`]) every job runs at once on the
+//! caller's thread, with the same code; time is the node's tick clock, never the wall
+//! clock.
 //!
-//! Lock order: `chain_gate`, then `members`, then the `tc` map, then the `lqh` map,
-//! then `recent` and `tombstones`; no map lock is held while a message is delivered or
-//! the engine is called.
+//! Lock order: a copy's own state (`copy`), then `chain_gate`, then `members`, then
+//! the `tc` map, then the `lqh` map, then `recent` and `tombstones`; the `copy_out`
+//! map and `copy_in` are leaves (held only to read or swap an entry); no map lock is
+//! held while a message is delivered or the engine is called.
 //!
 //! Left for later (refused with a reason, never silently wrong): SQL DML over the
-//! transport (key operations carry the data), scans, and node restart of a process by
-//! copy (a restarted data node rejoins empty).
+//! transport (key operations carry the data) and scans.
 
 mod copy;
+mod copy_out;
+mod lease;
 mod lqh;
 mod lqh_failure;
 mod schema;
@@ -53,7 +60,7 @@ use crate::transport::{Message, NodeId, Transport};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -61,8 +68,19 @@ use std::thread::JoinHandle;
 pub const WORKERS: usize = 8;
 /// Jobs waiting per worker, at most (the loop waits for room: back-pressure).
 pub const WORKER_QUEUE: usize = 4096;
+/// Messages held, per sender, from a data node not yet in this node's view.
+pub const EARLY_MAX: usize = 8192;
 /// Committed transactions remembered for takeover queries.
 pub const RECENT_COMMITTED: usize = 1 << 20;
+
+/// How a data path runs its work (see the module notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threading {
+    /// Worker threads and a copy thread (a data node process).
+    Threads,
+    /// Every job at once on the caller's thread (the deterministic simulator).
+    Inline,
+}
 
 /// A job for a worker.
 enum Job {
@@ -73,6 +91,8 @@ enum Job {
     NodesFailed(Vec<NodeId>),
     /// This node left the cluster (an angel restart): forget its transactions.
     Reset,
+    /// The copy thread's tick (blocked copy rows, timeouts, lost nodes).
+    CopyTick,
     Stop,
 }
 
@@ -112,6 +132,10 @@ struct Membership {
     in_cluster: bool,
     /// Whether `ready` is known (the cluster's first view, or a `ReadySet`).
     ready_known: bool,
+    /// This node left the cluster and has not installed a view since: what data nodes
+    /// send it now was meant for its earlier life (an in-place restart keeps the
+    /// connections), so it is not held for a later view.
+    left: bool,
 }
 
 /// See the module notes.
@@ -132,18 +156,32 @@ pub struct DataPath {
     lqh: Mutex<BTreeMap<(TxnKey, bool), lqh::LqhTxn>>,
     recent: Mutex<Recent>,
     schema_waits: Mutex<BTreeMap<u64, schema::SchemaWait>>,
-    /// Node restart: this node's copy (joining side), the copy threads for joining
-    /// nodes (source side, by joining node), deletes seen while joining.
+    /// Node restart: this node's copy (joining side) and what it still has to apply,
+    /// the copies to joining nodes (source side, by joining node), copy marks waiting
+    /// for transactions to end, deletes seen while joining.
     copy_in: Mutex<copy::CopyIn>,
-    copy_out: Mutex<BTreeMap<NodeId, copy::CopyOut>>,
+    copy_apply: Mutex<copy::ApplyQueue>,
+    copy_out: Mutex<BTreeMap<NodeId, Arc<copy_out::CopyOutSlot>>>,
+    copy_marks: Mutex<Vec<copy_out::PendingMark>>,
+    /// Read leases from the node's group, fences after silent failures (`lease`).
+    leases: Mutex<lease::Leases>,
+    /// HeartbeatIntervalDbDb: the read lease's length.
+    lease_ms: u64,
+    /// Messages from data nodes not yet in this node's view, by sender (a leaf lock).
+    early: Mutex<BTreeMap<NodeId, VecDeque<DataMsg>>>,
     tombstones: Mutex<BTreeMap<Vec<u8>, copy::Tomb>>,
     /// Held (shared) by a primary from choosing its backups to storing its record,
     /// (exclusive) by a copy's mark: see `copy`.
     chain_gate: RwLock<()>,
-    /// The joining side's copy thread (applies schema and rows in order).
-    copy_worker: SyncSender<Job>,
+    /// The copy thread (both sides of node-restart copies; None: inline).
+    copy_worker: Option<SyncSender<Job>>,
+    /// A `CopyTick` is queued for the copy thread (one at a time).
+    copy_tick_queued: AtomicBool,
     /// The joining side's copy attempts so far.
     join_attempt: AtomicU64,
+    /// The node's clock (ms), as of its last tick: copy deadlines.
+    clock_ms: AtomicU64,
+    /// Worker threads (empty: inline).
     workers: Vec<SyncSender<Job>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     me_weak: Mutex<std::sync::Weak<DataPath>>,
@@ -197,6 +235,17 @@ impl DataPath {
         mgm_id: NodeId,
         out: Arc<dyn Transport>,
     ) -> Result<Arc<Self>> {
+        Self::start_with(cfg, me, mgm_id, out, Threading::Threads)
+    }
+
+    /// Starts the local engine, with worker threads or inline (the simulator).
+    pub fn start_with(
+        cfg: &ClusterConfig,
+        me: NodeId,
+        mgm_id: NodeId,
+        out: Arc<dyn Transport>,
+        threading: Threading,
+    ) -> Result<Arc<Self>> {
         let local = local_config(cfg, me)?;
         let engine = Cluster::embedded(local)?;
         let groups: Vec<Vec<NodeId>> = cfg.node_groups();
@@ -204,21 +253,34 @@ impl DataPath {
         engine
             .inner()
             .set_default_partitions(ldm * groups.len().max(1) as u32);
+        let threads = threading == Threading::Threads;
         let mut senders = Vec::with_capacity(WORKERS);
         let mut receivers = Vec::with_capacity(WORKERS);
-        for _ in 0..WORKERS {
+        for _ in 0..if threads { WORKERS } else { 0 } {
             let (tx, rx) = sync_channel::<Job>(WORKER_QUEUE);
             senders.push(tx);
             receivers.push(rx);
         }
-        let (copy_tx, copy_rx) = sync_channel::<Job>(copy::COPY_WINDOW * 4 + 64);
+        let (copy_tx, copy_rx) = if threads {
+            let (tx, rx) = sync_channel::<Job>(copy::COPY_QUEUE);
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
         let dp = Arc::new(DataPath {
             copy_in: Mutex::new(copy::CopyIn::Idle),
+            copy_apply: Mutex::new(copy::ApplyQueue::default()),
             copy_out: Mutex::new(BTreeMap::new()),
+            copy_marks: Mutex::new(Vec::new()),
+            early: Mutex::new(BTreeMap::new()),
+            leases: Mutex::new(lease::Leases::default()),
+            lease_ms: super::qmgr::MembershipConfig::from_cluster(cfg).heartbeat_interval_ms,
             tombstones: Mutex::new(BTreeMap::new()),
             chain_gate: RwLock::new(()),
             copy_worker: copy_tx,
+            copy_tick_queued: AtomicBool::new(false),
             join_attempt: AtomicU64::new(0),
+            clock_ms: AtomicU64::new(0),
             me,
             mgm_id,
             engine,
@@ -243,39 +305,74 @@ impl DataPath {
                 .spawn(move || {
                     while let Ok(job) = rx.recv() {
                         let Some(dp) = weak.upgrade() else { return };
-                        match job {
-                            Job::Stop => return,
-                            Job::Msg(from, m) => dp.handle(i, from, m),
-                            Job::Begin(from, txn, req, ops) => dp.tc_begin(i, from, txn, req, ops),
-                            Job::NodesFailed(nodes) => dp.nodes_failed(i, &nodes),
-                            Job::Reset => dp.reset_worker(i),
+                        if matches!(job, Job::Stop) {
+                            return;
                         }
+                        dp.run_job(i, job);
                     }
                 })
                 .map_err(|e| codes::internal(format!("data path worker: {e}")))?;
             dp.threads.lock().push(t);
         }
-        let weak = Arc::downgrade(&dp);
-        let t = std::thread::Builder::new()
-            .name(format!("rndbd-{me}-copy"))
-            .spawn(move || {
-                while let Ok(job) = copy_rx.recv() {
-                    let Some(dp) = weak.upgrade() else { return };
-                    match job {
-                        Job::Msg(from, m) => dp.copy_apply(from, m),
-                        Job::Stop => return,
-                        _ => {}
+        if let Some(copy_rx) = copy_rx {
+            let weak = Arc::downgrade(&dp);
+            let t = std::thread::Builder::new()
+                .name(format!("rndbd-{me}-copy"))
+                .spawn(move || {
+                    while let Ok(job) = copy_rx.recv() {
+                        let Some(dp) = weak.upgrade() else { return };
+                        if matches!(job, Job::Stop) {
+                            return;
+                        }
+                        dp.run_copy_job(job);
                     }
-                }
-            })
-            .map_err(|e| codes::internal(format!("copy thread: {e}")))?;
-        dp.threads.lock().push(t);
+                })
+                .map_err(|e| codes::internal(format!("copy thread: {e}")))?;
+            dp.threads.lock().push(t);
+        }
         Ok(dp)
+    }
+
+    /// Runs a worker's job (on worker `worker`'s thread, or inline).
+    fn run_job(&self, worker: usize, job: Job) {
+        match job {
+            Job::Msg(from, m) => self.handle(worker, from, m),
+            Job::Begin(from, txn, req, ops) => self.tc_begin(worker, from, txn, req, ops),
+            Job::NodesFailed(nodes) => self.nodes_failed(worker, &nodes),
+            Job::Reset => self.reset_worker(worker),
+            Job::CopyTick | Job::Stop => {}
+        }
+    }
+
+    /// Gives worker `worker` a job (inline: runs it now). A full queue waits (the
+    /// loop's back-pressure).
+    fn dispatch(&self, worker: usize, job: Job) {
+        match self.workers.get(worker) {
+            Some(w) => {
+                let _ = w.send(job);
+            }
+            None => self.run_job(worker, job),
+        }
+    }
+
+    /// Gives the copy thread a job (inline: runs it now).
+    fn dispatch_copy(&self, job: Job) {
+        match &self.copy_worker {
+            Some(w) => {
+                let _ = w.send(job);
+            }
+            None => self.run_copy_job(job),
+        }
+    }
+
+    /// The node's clock as of its last tick.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock_ms.load(Ordering::Acquire)
     }
 
     /// Stops the workers and the local engine.
     pub fn stop(&self) {
-        for w in self.workers.iter().chain([&self.copy_worker]) {
+        for w in self.workers.iter().chain(self.copy_worker.as_ref()) {
             let _ = w.send(Job::Stop);
         }
         let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
@@ -323,14 +420,19 @@ impl DataPath {
 
     /// A new view (empty: this node left the cluster, e.g. an angel restart).
     pub fn on_view(&self, view: &crate::transport::View) {
-        let (failed, joined_running, source_lost) = {
+        let (failed, joined_running, source_lost, arrived) = {
             let mut m = self.members.write();
             let new: BTreeSet<NodeId> = view.members.iter().map(|&(n, _)| n).collect();
             let failed: Vec<NodeId> = m.live.difference(&new).copied().collect();
+            let arrived: Vec<NodeId> = new.difference(&m.live).copied().collect();
             let mut joined_running = false;
             if new.is_empty() {
-                *m = Membership::default();
+                *m = Membership {
+                    left: true,
+                    ..Membership::default()
+                };
             } else if !m.in_cluster {
+                m.left = false;
                 // This node's first view: at the cluster's first view every node starts
                 // empty, so every member is up to date; joining a running cluster, this
                 // node learns who is (`ReadySet`) and gets its rows by copy.
@@ -352,18 +454,40 @@ impl DataPath {
                 m.live = new;
             }
             let source_lost = matches!(*self.copy_in.lock(), copy::CopyIn::Copying { source, .. } if failed.contains(&source));
-            (failed, joined_running, source_lost)
+            (failed, joined_running, source_lost, arrived)
         };
+        // What failed nodes sent before this view is of a life that ended; what nodes
+        // now in the view sent before this node installed it is theirs: deliver it.
+        let early: Vec<(NodeId, VecDeque<DataMsg>)> = {
+            let mut e = self.early.lock();
+            if view.members.is_empty() {
+                e.clear();
+            }
+            for n in &failed {
+                e.remove(n);
+            }
+            arrived
+                .iter()
+                .filter_map(|n| e.remove(n).map(|q| (*n, q)))
+                .collect()
+        };
+        self.lease_view(&failed, view.members.is_empty());
+        if let Some(me) = self.me_arc() {
+            for (n, q) in early {
+                for m in q {
+                    me.on_message(n, m);
+                }
+            }
+        }
         if view.members.is_empty() {
             // Leaving the cluster is a crash for the data: nothing of this life is
             // sent to the other nodes (they already treat it as failed).
             *self.copy_in.lock() = copy::CopyIn::Idle;
-            for o in self.copy_out.lock().values() {
-                o.stop();
-            }
+            self.copy_out.lock().clear();
+            self.copy_marks.lock().clear();
             self.tombstones.lock().clear();
-            for w in &self.workers {
-                let _ = w.send(Job::Reset);
+            for w in 0..WORKERS {
+                self.dispatch(w, Job::Reset);
             }
             return;
         }
@@ -374,27 +498,95 @@ impl DataPath {
             self.restart_join("the copy source failed", None);
         }
         if !failed.is_empty() {
-            for w in &self.workers {
-                let _ = w.send(Job::NodesFailed(failed.clone()));
+            for w in 0..WORKERS {
+                self.dispatch(w, Job::NodesFailed(failed.clone()));
             }
             self.schema_nodes_failed(&failed);
         }
     }
 
+    /// Keeps a message from a data node outside this node's view until a view with it
+    /// (bounded: a sender past [`EARLY_MAX`] loses what it sent, and says so in the
+    /// log); after this node left the cluster and until its next view, drops it.
+    fn hold_early(&self, from: NodeId, msg: DataMsg) {
+        if self.members.read().left {
+            return;
+        }
+        let overflow = {
+            let mut e = self.early.lock();
+            let q = e.entry(from).or_default();
+            q.push_back(msg);
+            if q.len() > EARLY_MAX {
+                e.remove(&from);
+                true
+            } else {
+                false
+            }
+        };
+        if overflow {
+            self.log(
+                crate::mgm::log::Severity::Warning,
+                &format!(
+                    "more than {EARLY_MAX} messages from node {from}, which is not in this node's view: dropped"
+                ),
+            );
+        }
+    }
+
+    /// The transporter to `peer` closed: what it sent and this node has not heard yet
+    /// belongs to a process that ended.
+    pub fn on_disconnect(&self, peer: NodeId) {
+        self.early.lock().remove(&peer);
+        self.lease_closed(peer);
+    }
+
+    /// Some(why) when a node group has no live up-to-date replica left: its rows are
+    /// gone (a node still copying holds only part of them), so the cluster cannot go
+    /// on — every node shuts down and the cluster starts again (NDB's cluster failure
+    /// on a lost node group).
+    pub fn lost_node_group(&self) -> Option<String> {
+        let m = self.members.read();
+        if !m.in_cluster || !m.ready_known || m.live.is_empty() {
+            return None;
+        }
+        let (g, group) = self.groups.iter().enumerate().find(|(_, group)| {
+            !group
+                .iter()
+                .any(|n| m.live.contains(n) && m.ready.contains_key(n))
+        })?;
+        let copying: Vec<String> = group
+            .iter()
+            .filter(|n| m.live.contains(n))
+            .map(|n| n.to_string())
+            .collect();
+        Some(if copying.is_empty() {
+            format!("node group {g} has no node left")
+        } else {
+            format!(
+                "node group {g} has no up-to-date replica left (node {} had not finished its copy)",
+                copying.join(", ")
+            )
+        })
+    }
+
     /// Whether a node restart is under way (schema changes wait, as NDB's 711).
     pub(crate) fn restart_in_progress(&self) -> bool {
-        let m = self.members.read();
-        !m.joining.is_empty()
-            || m.live.iter().any(|n| !m.ready.contains_key(n))
-            || !self.copy_out.lock().is_empty()
+        let members_restarting = {
+            let m = self.members.read();
+            !m.joining.is_empty() || m.live.iter().any(|n| !m.ready.contains_key(n))
+        };
+        members_restarting || !self.copy_out.lock().is_empty()
     }
 
     /// A message from the transport (the node's loop calls this).
     pub fn on_message(self: &Arc<Self>, from: NodeId, msg: DataMsg) {
         // Data nodes outside the view are not heard (a node declared dead may still
         // have frames in flight); API nodes are anonymous peers above every data node id.
+        // A data node this node has not seen in a view yet (its view may be newer) is
+        // heard once this node installs that view (`on_view`).
         let from_data_node = self.groups.iter().flatten().any(|&n| n == from);
         if from_data_node && !self.is_live(from) {
+            self.hold_early(from, msg);
             return;
         }
         match msg {
@@ -422,6 +614,8 @@ impl DataPath {
                 class,
                 text,
             } => self.schema_answer(from, req, code, class, text),
+            DataMsg::LeasePing { seq } => self.on_lease_ping(from, seq),
+            DataMsg::LeasePong { seq } => self.on_lease_pong(from, seq),
             DataMsg::ReadyQuery => {
                 if self.is_ready() {
                     let ready = self.ready_map();
@@ -429,27 +623,26 @@ impl DataPath {
                 }
             }
             DataMsg::ReadySet { ready } => self.on_ready_set(from, ready),
-            DataMsg::CopyReq { attempt } => self.on_copy_req(from, attempt),
             DataMsg::CopyMark { node, mark } => self.on_copy_mark(from, node, mark),
-            m @ DataMsg::CopyMarked { node, .. } => self.to_copy_thread(node, from, m),
-            m @ DataMsg::CopyAck { .. } => self.to_copy_thread(from, from, m),
-            m @ (DataMsg::CopySchema { .. }
+            m @ (DataMsg::CopyReq { .. }
+            | DataMsg::CopyMarked { .. }
+            | DataMsg::CopyAck { .. }
+            | DataMsg::CopySchema { .. }
             | DataMsg::CopyRows { .. }
-            | DataMsg::CopyDone { .. }) => self.to_copy_worker(from, m),
+            | DataMsg::CopyDone { .. }) => self.dispatch_copy(Job::Msg(from, m)),
             DataMsg::CopyAbort { attempt, reason } => {
                 self.restart_join(&reason, (attempt != u64::MAX).then_some(attempt))
             }
             DataMsg::NodeReady { node, seq } => self.on_node_ready(node, seq),
             m @ (DataMsg::SqlReq { .. } | DataMsg::SchemaReq { .. }) => {
-                let _ = self.workers[0].send(Job::Msg(from, m));
+                self.dispatch(0, Job::Msg(from, m));
             }
             DataMsg::TcKeyReq { req, ops } => {
                 let txn = TxnKey {
                     tc: self.me,
                     id: self.next_txn.fetch_add(1, Ordering::Relaxed),
                 };
-                let w = Self::worker_of(&txn);
-                let _ = self.workers[w].send(Job::Begin(from, txn, req, ops));
+                self.dispatch(Self::worker_of(&txn), Job::Begin(from, txn, req, ops));
             }
             m => {
                 let txn = match &m {
@@ -462,7 +655,7 @@ impl DataPath {
                     | DataMsg::TxnStateConf { txn, .. } => *txn,
                     _ => return,
                 };
-                let _ = self.workers[Self::worker_of(&txn)].send(Job::Msg(from, m));
+                self.dispatch(Self::worker_of(&txn), Job::Msg(from, m));
             }
         }
     }
@@ -477,10 +670,16 @@ impl DataPath {
         if to == self.me {
             match msg {
                 // Messages the loop handles (copy protocol) go through it.
+                // Inline, they go round through the transport: the copy code that sends
+                // them holds its copy's state.
                 m @ (DataMsg::CopyMark { .. }
                 | DataMsg::CopyMarked { .. }
+                | DataMsg::CopyAck { .. }
+                | DataMsg::CopyReq { .. }
                 | DataMsg::NodeReady { .. }) => {
-                    if let Some(me) = self.me_arc() {
+                    if self.workers.is_empty() {
+                        self.out.send(self.me, &Message::Data(m));
+                    } else if let Some(me) = self.me_arc() {
                         me.on_message(self.me, m);
                     }
                 }
@@ -589,6 +788,7 @@ impl DataPath {
             if !self.is_ready() {
                 return Err(not_ready(self.me));
             }
+            self.check_serving()?;
             let rt = self.engine.inner().table(database, table)?;
             let cols: Vec<usize> = if columns.is_empty() {
                 (0..rt.def.columns.len())

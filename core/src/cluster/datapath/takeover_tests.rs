@@ -119,6 +119,11 @@ impl Harness {
         for dp in h.all() {
             dp.on_view(&view(1, &[2, 3, 4, 5]));
         }
+        // One tick: every node pings its group and holds a read lease (the clock
+        // stays at 1 ms, well inside HeartbeatIntervalDbDb).
+        for dp in h.all() {
+            dp.on_tick(1);
+        }
         h
     }
 
@@ -278,6 +283,8 @@ fn a_tc_that_dies_after_one_commit_leaves_every_replica_committed() {
     }
     let survivors: Vec<NodeId> = [2, 3, 4, 5].into_iter().filter(|&n| n != tc).collect();
     for &n in &survivors {
+        // The process died: its connections closed (no read-lease fence).
+        h.node(n).on_disconnect(tc);
         h.node(n).on_view(&view(2, &survivors));
     }
     h.wait_value(a, Some("v1"), tc);
@@ -303,6 +310,8 @@ fn a_tc_that_dies_before_any_commit_leaves_every_replica_aborted() {
     }
     let survivors: Vec<NodeId> = [2, 3, 4, 5].into_iter().filter(|&n| n != tc).collect();
     for &n in &survivors {
+        // The process died: its connections closed (no read-lease fence).
+        h.node(n).on_disconnect(tc);
         h.node(n).on_view(&view(2, &survivors));
     }
     // Prepared everywhere, committed nowhere: the old value stays, and the rows are
@@ -351,6 +360,8 @@ fn a_primary_lost_during_the_commit_is_replaced_by_its_backup() {
     }
     let survivors: Vec<NodeId> = [2, 3, 4, 5].into_iter().filter(|&n| n != pa).collect();
     for &n in &survivors {
+        // The process died: its connections closed (no read-lease fence).
+        h.node(n).on_disconnect(pa);
         h.node(n).on_view(&view(2, &survivors));
     }
     match h.answer() {

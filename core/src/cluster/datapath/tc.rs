@@ -314,12 +314,14 @@ impl DataPath {
         for txn in mine {
             let mut map = self.tc.lock();
             let Some(t) = map.get_mut(&txn) else { continue };
-            let lost: Vec<NodeId> = t
-                .waiting
-                .iter()
-                .filter(|n| nodes.contains(n))
-                .copied()
-                .collect();
+            // Preparing, every participant counts (one that already prepared is lost
+            // with its locks and its answer is void: the decision is not made, so
+            // abort); committing, only those that have not committed yet.
+            let counted: Vec<NodeId> = match t.phase {
+                Phase::Preparing => t.partitions.keys().copied().collect(),
+                Phase::Committing => t.waiting.iter().copied().collect(),
+            };
+            let lost: Vec<NodeId> = counted.into_iter().filter(|n| nodes.contains(n)).collect();
             if lost.is_empty() {
                 continue;
             }

@@ -280,6 +280,12 @@ impl Qmgr {
         });
     }
 
+    /// The node must stop for a reason outside membership (the data path lost every
+    /// up-to-date replica of a node group): as any forced shutdown, logged with `code`.
+    pub fn force_stop(&mut self, out: &mut Outbox, code: u32, reason: String) {
+        self.stop(out, code, reason);
+    }
+
     fn stop(&mut self, out: &mut Outbox, code: u32, reason: String) {
         if self.phase == Phase::Stopped {
             return;

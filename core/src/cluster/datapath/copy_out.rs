@@ -1,0 +1,430 @@
+//! The source side of a node-restart copy (the protocol is in `copy`) as a state
+//! machine on the copy thread, moved on by `CopyMarked`, `CopyAck` and the node's tick;
+//! and the copy marks every node answers once its transactions allow it (checked at
+//! once and at every tick).
+//!
+//! A copy to joining node S: `Unmarking` (waiting for every live node's
+//! `CopyMarked{false}`) → `Schema` (waiting for S's acknowledgement) → `Marking`
+//! (every live node's `CopyMarked{true}`) → `Rows` (a committed-read scan per table,
+//! at most [`COPY_WINDOW`] batches unacknowledged) → `CopyDone`. A node that leaves is
+//! not waited for; S leaving, an error from S or a step without progress for
+//! [`COPY_STEP_TIMEOUT_MS`] on the node's clock ends the copy with `CopyAbort`, and S
+//! starts over. A newer attempt from S replaces the copy at once (messages carry the
+//! attempt, so S never mixes the two).
+//!
+//! Lock order: a copy's `state`, then what `DataPath` documents; the `copy_out` map is
+//! a leaf (held only to find, insert or remove a slot); `copy_marks` is a leaf.
+
+use super::copy::{COPY_BATCH_ROWS, COPY_STEP_TIMEOUT_MS, COPY_WINDOW};
+use super::{DataPath, err_from};
+use crate::api::{Scan, ScanSpec, TableRuntime, Transaction};
+use crate::error::{NdbError, Result, codes};
+use crate::mgm::log::Severity;
+use crate::schema::Value;
+use crate::transport::NodeId;
+use crate::transport::data::{DataMsg, TxnKey};
+use parking_lot::Mutex;
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+
+/// One copy to a joining node: its attempt and its state.
+pub(crate) struct CopyOutSlot {
+    attempt: u64,
+    state: Mutex<CopyOut>,
+}
+
+struct CopyOut {
+    step: Step,
+    /// The current step's deadline (node clock).
+    deadline_ms: u64,
+    rows_sent: u64,
+}
+
+enum Step {
+    /// `CopyMark{mark: false}` sent; these nodes have not answered.
+    Unmarking(BTreeSet<NodeId>),
+    /// `CopySchema` sent, not acknowledged.
+    Schema,
+    /// `CopyMark{mark: true}` sent; these nodes have not answered.
+    Marking(BTreeSet<NodeId>),
+    /// The tables still to scan, the open scan, unacknowledged batches.
+    Rows {
+        tables: VecDeque<Arc<TableRuntime>>,
+        scan: Option<Box<OpenScan>>,
+        in_flight: usize,
+    },
+}
+
+/// A table's committed-read scan, open between batches.
+type OpenScan = (Arc<TableRuntime>, Transaction, Scan);
+/// A batch of copied rows and their table.
+type CopyBatch = (Arc<TableRuntime>, Vec<Vec<Value>>);
+
+/// A `CopyMark` this node has applied and not yet answered.
+pub(crate) struct PendingMark {
+    from: NodeId,
+    node: NodeId,
+    mark: bool,
+    /// Marking: the primary records that existed at the mark (they must end first).
+    before: BTreeSet<(TxnKey, bool)>,
+    deadline_ms: u64,
+}
+
+impl DataPath {
+    /// `CopyMark` from a copy source: change the joining set, then answer once the
+    /// transactions that could miss (or still reach) the joining node are over.
+    pub(super) fn on_copy_mark(&self, from: NodeId, node: NodeId, mark: bool) {
+        let before = {
+            // Lock order: the chain gate, then the membership, then the records.
+            let _gate = self.chain_gate.write();
+            {
+                let mut m = self.members.write();
+                if mark {
+                    m.joining.insert(node);
+                } else {
+                    m.joining.remove(&node);
+                }
+            }
+            self.primary_records()
+        };
+        self.copy_marks.lock().push(PendingMark {
+            from,
+            node,
+            mark,
+            before,
+            deadline_ms: self.now_ms() + COPY_STEP_TIMEOUT_MS,
+        });
+        self.check_marks();
+    }
+
+    /// Answers the copy marks whose transactions are over (or that waited too long).
+    pub(super) fn check_marks(&self) {
+        let pending = std::mem::take(&mut *self.copy_marks.lock());
+        if pending.is_empty() {
+            return;
+        }
+        let now = self.now_ms();
+        let records = self.primary_records();
+        let (answer, wait): (Vec<PendingMark>, Vec<PendingMark>) =
+            pending.into_iter().partition(|pm| {
+                let busy = if pm.mark {
+                    records.intersection(&pm.before).next().is_some()
+                } else {
+                    self.has_backup_in_chain(pm.node)
+                };
+                !busy || now >= pm.deadline_ms
+            });
+        self.copy_marks.lock().extend(wait);
+        for pm in answer {
+            self.send(
+                pm.from,
+                DataMsg::CopyMarked {
+                    node: pm.node,
+                    mark: pm.mark,
+                },
+            );
+        }
+    }
+
+    /// `CopyReq` from a joining node: a copy to it (replacing an older attempt).
+    pub(super) fn out_begin(&self, joiner: NodeId, attempt: u64) {
+        if !self.is_ready() {
+            return self.send(
+                joiner,
+                DataMsg::CopyAbort {
+                    attempt,
+                    reason: format!("node {} is not up to date itself", self.me),
+                },
+            );
+        }
+        if self
+            .copy_out
+            .lock()
+            .get(&joiner)
+            .is_some_and(|s| s.attempt >= attempt)
+        {
+            return;
+        }
+        let live = self.members.read().live.clone();
+        let slot = Arc::new(CopyOutSlot {
+            attempt,
+            state: Mutex::new(CopyOut {
+                step: Step::Unmarking(live.clone()),
+                deadline_ms: self.now_ms() + COPY_STEP_TIMEOUT_MS,
+                rows_sent: 0,
+            }),
+        });
+        self.copy_out.lock().insert(joiner, slot.clone());
+        for n in live {
+            self.send(
+                n,
+                DataMsg::CopyMark {
+                    node: joiner,
+                    mark: false,
+                },
+            );
+        }
+        self.out_advance(joiner, &slot);
+    }
+
+    fn out_slot(&self, joiner: NodeId) -> Option<Arc<CopyOutSlot>> {
+        self.copy_out.lock().get(&joiner).cloned()
+    }
+
+    /// `CopyMarked` from `from` for the copy to `node`.
+    pub(super) fn out_marked(&self, from: NodeId, node: NodeId, mark: bool) {
+        let Some(slot) = self.out_slot(node) else {
+            return;
+        };
+        {
+            let mut st = slot.state.lock();
+            match &mut st.step {
+                Step::Unmarking(w) if !mark => w.remove(&from),
+                Step::Marking(w) if mark => w.remove(&from),
+                _ => return,
+            };
+        }
+        self.out_advance(node, &slot);
+    }
+
+    /// `CopyAck` from the joining node.
+    pub(super) fn out_ack(&self, joiner: NodeId, attempt: u64, error: Option<NdbError>) {
+        let Some(slot) = self.out_slot(joiner) else {
+            return;
+        };
+        if slot.attempt != attempt {
+            return;
+        }
+        if let Some(e) = error {
+            return self.out_fail(joiner, &slot, e);
+        }
+        {
+            let mut st = slot.state.lock();
+            match &mut st.step {
+                Step::Schema => {
+                    let live = self.members.read().live.clone();
+                    for &n in &live {
+                        self.send(
+                            n,
+                            DataMsg::CopyMark {
+                                node: joiner,
+                                mark: true,
+                            },
+                        );
+                    }
+                    st.step = Step::Marking(live);
+                }
+                Step::Rows { in_flight, .. } => *in_flight = in_flight.saturating_sub(1),
+                _ => return,
+            }
+            st.deadline_ms = self.now_ms() + COPY_STEP_TIMEOUT_MS;
+        }
+        self.out_advance(joiner, &slot);
+    }
+
+    /// The copy thread's tick: lost nodes, deadlines.
+    pub(super) fn out_tick(&self) {
+        let slots: Vec<(NodeId, Arc<CopyOutSlot>)> = self
+            .copy_out
+            .lock()
+            .iter()
+            .map(|(&n, s)| (n, s.clone()))
+            .collect();
+        let now = self.now_ms();
+        for (joiner, slot) in slots {
+            let failure = {
+                let mut st = slot.state.lock();
+                if !self.is_live(joiner) {
+                    Some(codes::node_failure_abort().detail(format!("node {joiner} left")))
+                } else if now >= st.deadline_ms {
+                    Some(codes::request_timeout(format!(
+                        "copy to node {joiner}: no progress for {COPY_STEP_TIMEOUT_MS} ms"
+                    )))
+                } else {
+                    if let Step::Unmarking(w) | Step::Marking(w) = &mut st.step {
+                        w.retain(|&n| self.is_live(n));
+                    }
+                    None
+                }
+            };
+            match failure {
+                Some(e) => self.out_fail(joiner, &slot, e),
+                None => self.out_advance(joiner, &slot),
+            }
+        }
+    }
+
+    fn out_advance(&self, joiner: NodeId, slot: &Arc<CopyOutSlot>) {
+        let r = {
+            let mut st = slot.state.lock();
+            self.out_step(joiner, slot.attempt, &mut st)
+        };
+        match r {
+            Ok(None) => {}
+            Ok(Some(rows)) => {
+                self.out_forget(joiner, slot);
+                self.log(
+                    Severity::Info,
+                    &format!("Copied {rows} rows to node {joiner} for its restart"),
+                );
+            }
+            Err(e) => self.out_fail(joiner, slot, e),
+        }
+    }
+
+    /// Removes the copy to `joiner` if it is still this one.
+    fn out_forget(&self, joiner: NodeId, slot: &Arc<CopyOutSlot>) {
+        let mut outs = self.copy_out.lock();
+        if outs.get(&joiner).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            outs.remove(&joiner);
+        }
+    }
+
+    fn out_fail(&self, joiner: NodeId, slot: &Arc<CopyOutSlot>, e: NdbError) {
+        self.out_forget(joiner, slot);
+        self.log(
+            Severity::Warning,
+            &format!("Copy to node {joiner} stopped: {e}"),
+        );
+        self.send(
+            joiner,
+            DataMsg::CopyAbort {
+                attempt: slot.attempt,
+                reason: e.message.clone(),
+            },
+        );
+    }
+
+    /// Moves the copy on as far as it can; Some(rows sent) when it is done.
+    fn out_step(&self, joiner: NodeId, attempt: u64, st: &mut CopyOut) -> Result<Option<u64>> {
+        let CopyOut {
+            step,
+            deadline_ms,
+            rows_sent,
+        } = st;
+        loop {
+            match step {
+                Step::Unmarking(w) if w.is_empty() => {
+                    self.send(
+                        joiner,
+                        DataMsg::CopySchema {
+                            attempt,
+                            statements: self.schema_statements()?,
+                        },
+                    );
+                    *step = Step::Schema;
+                    *deadline_ms = self.now_ms() + COPY_STEP_TIMEOUT_MS;
+                }
+                Step::Marking(w) if w.is_empty() => {
+                    let tables = self.engine.inner().dict.read().all();
+                    *step = Step::Rows {
+                        tables: tables.into_iter().filter(|t| !t.hidden).collect(),
+                        scan: None,
+                        in_flight: 0,
+                    };
+                }
+                Step::Rows {
+                    tables,
+                    scan,
+                    in_flight,
+                } => {
+                    while *in_flight < COPY_WINDOW {
+                        if !self.members.read().joining.contains(&joiner) {
+                            return Err(codes::node_failure_abort()
+                                .detail(format!("node {joiner} left the copy")));
+                        }
+                        let Some((t, rows)) = self.next_copy_batch(joiner, tables, scan)? else {
+                            break;
+                        };
+                        *rows_sent += rows.len() as u64;
+                        *in_flight += 1;
+                        self.send(
+                            joiner,
+                            DataMsg::CopyRows {
+                                attempt,
+                                database: t.database.clone(),
+                                table: t.def.name.clone(),
+                                rows,
+                            },
+                        );
+                    }
+                    if scan.is_none() && tables.is_empty() && *in_flight == 0 {
+                        let seq = self
+                            .members
+                            .read()
+                            .ready
+                            .values()
+                            .copied()
+                            .max()
+                            .unwrap_or(0)
+                            + 1;
+                        self.send(joiner, DataMsg::CopyDone { attempt, seq });
+                        return Ok(Some(*rows_sent));
+                    }
+                    return Ok(None);
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// The next batch of rows of the joining node's partitions (None: every table
+    /// scanned). A scan is a committed read: it holds no locks between batches.
+    fn next_copy_batch(
+        &self,
+        joiner: NodeId,
+        tables: &mut VecDeque<Arc<TableRuntime>>,
+        scan: &mut Option<Box<OpenScan>>,
+    ) -> Result<Option<CopyBatch>> {
+        loop {
+            if scan.is_none() {
+                let Some(t) = tables.pop_front() else {
+                    return Ok(None);
+                };
+                let mut tx = self.engine.ndb(&t.database).start_transaction()?;
+                let mut spec = ScanSpec::table(t.clone());
+                spec.columns = Some((0..t.def.columns.len()).collect());
+                spec.batch_size = COPY_BATCH_ROWS;
+                let s = tx.scan(spec)?;
+                *scan = Some(Box::new((t, tx, s)));
+            }
+            let Some(open) = scan.as_mut() else {
+                continue;
+            };
+            let (t, tx, s) = &mut **open;
+            let mut rows = if s.is_closed() {
+                Vec::new()
+            } else {
+                tx.scan_next_batch(s, COPY_BATCH_ROWS)?
+            };
+            if rows.is_empty() {
+                if let Some(open) = scan.take() {
+                    let (_, mut tx, _) = *open;
+                    tx.close();
+                }
+                continue;
+            }
+            let t = t.clone();
+            if self.groups.len() > 1 {
+                let pk = t.def.primary_key.clone();
+                rows.retain(|r| {
+                    let key: Vec<Value> = pk.iter().map(|&p| r[p].clone()).collect();
+                    super::super::remote::RemoteCluster::partition_of(&t.def, &key)
+                        .map(|p| {
+                            super::super::layout::replica_nodes(p, &self.groups).contains(&joiner)
+                        })
+                        .unwrap_or(false)
+                });
+                if rows.is_empty() {
+                    continue;
+                }
+            }
+            return Ok(Some((t, rows)));
+        }
+    }
+
+    /// A `CopyAck`'s error, if it carries one.
+    pub(super) fn ack_error(code: u32, class: u8, message: &str) -> Option<NdbError> {
+        (code != 0).then(|| err_from(code, class, message))
+    }
+}

@@ -1,0 +1,851 @@
+//! The data path in the deterministic simulator: every data node's [`DataPath`]
+//! (TC, LQH, node-restart copy, its local engine) run inline on the simulator's
+//! thread, an API node issuing transactions and reads against a model, and the
+//! invariants of `docs/cluster.md` §7.
+//!
+//! **Network.** Data messages travel as over TCP: in order per link, never lost or
+//! duplicated while both ends live; a link cut by a partition holds its messages until
+//! it heals (TCP retransmits), and a message between incarnations that no longer run
+//! (a node crashed or restarted: the connection broke) is lost. Membership messages
+//! keep the simulator's harsher network (drops, duplicates, reordering).
+//!
+//! **Client** (API node [`API_NODE`]): transactions of one or two keys (writes of
+//! unique values, deletes, reads) sent to any running data node's TC, and committed
+//! reads sent to the node a data node names as the key's primary. At most one
+//! request per key at a time, so single-row linearizability reduces to: a read returns
+//! the value of the last acknowledged write of its key, or of a write whose outcome
+//! the client never learned (4012, or the node it went to failed) — and once a read
+//! returned such a value, never an older one.
+//!
+//! **Invariants**: at every tick, at most one primary per partition among ready data
+//! nodes that see each other; every read checked against the model; at the end (the
+//! network healed, every node restarted and up to date), the replicas of every
+//! partition identical, and every key's row what the model allows. A loss of a whole
+//! node group (the cluster shuts down; data nodes keep rows in memory only) starts a
+//! new cluster generation: the model starts empty again.
+//!
+//! Maps iterated here are ordered; the only randomness is the seeded [`Rng`].
+
+use super::datapath::{DataPath, Threading};
+use super::layout;
+use crate::config::ClusterConfig;
+use crate::disk::policy::sim::Rng;
+use crate::schema::Value;
+use crate::sql::{Session, SqlResult};
+use crate::transport::data::{DataMsg, KeyOp, OpType};
+use crate::transport::{Message, NodeId, Transport, View};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+/// The simulated API node.
+pub const API_NODE: NodeId = 100;
+/// The database and table of the workload.
+pub const DB: &str = "sim";
+const TABLE: &str = "kv";
+const CREATE: &str = "CREATE TABLE IF NOT EXISTS kv (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=NDB";
+
+/// What the client does.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Keys 0..keys.
+    pub keys: i64,
+    /// Requests outstanding at most.
+    pub max_in_flight: usize,
+    /// Chance per tick and free slot of a new request, per mille.
+    pub start_per_mille: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            keys: 24,
+            max_in_flight: 6,
+            start_per_mille: 400,
+        }
+    }
+}
+
+/// A data node's outgoing messages, collected for the simulator.
+#[derive(Default)]
+struct SimOut {
+    sent: Mutex<Vec<(NodeId, Message)>>,
+}
+
+impl Transport for SimOut {
+    fn send(&self, to: NodeId, msg: &Message) -> bool {
+        self.sent.lock().push((to, msg.clone()));
+        true
+    }
+}
+
+struct DataNode {
+    dp: Arc<DataPath>,
+    out: Arc<SimOut>,
+    incarnation: u64,
+}
+
+struct LinkMsg {
+    at_ms: u64,
+    from_inc: u64,
+    to_inc: u64,
+    msg: DataMsg,
+}
+
+/// What a key may hold: the last acknowledged value (None: no row), then the values
+/// of writes whose outcome is unknown, oldest first.
+#[derive(Debug, Clone, Default)]
+struct KeyModel {
+    base: Option<String>,
+    maybe: Vec<Option<String>>,
+}
+
+impl KeyModel {
+    fn allows(&self, v: &Option<String>) -> bool {
+        self.base == *v || self.maybe.contains(v)
+    }
+
+    /// A read saw `v` (allowed): an unknown write it shows happened; older ones are
+    /// settled (they held the row's lock before it).
+    fn observe(&mut self, v: &Option<String>) {
+        if self.base == *v {
+            return;
+        }
+        if let Some(i) = self.maybe.iter().position(|m| m == v) {
+            self.base = v.clone();
+            self.maybe.drain(..=i);
+        }
+    }
+}
+
+enum ReqKind {
+    /// (key, what it does: Some(Some(v)) write v, Some(None) delete, None read).
+    Txn(Vec<(i64, Option<Option<String>>)>),
+    Read(Vec<i64>),
+    Sql,
+}
+
+struct Req {
+    node: NodeId,
+    kind: ReqKind,
+}
+
+/// Counts for the report.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DataStats {
+    pub committed: u64,
+    pub refused: u64,
+    pub unknown: u64,
+    pub reads_checked: u64,
+    pub generations: u64,
+    /// Node restarts whose copy finished, and transactions decided by a takeover.
+    pub copies_done: u64,
+    pub takeovers: u64,
+    pub errors: BTreeMap<u32, u64>,
+}
+
+impl DataStats {
+    /// Adds another run's counts.
+    pub fn add(&mut self, o: &DataStats) {
+        self.committed += o.committed;
+        self.refused += o.refused;
+        self.unknown += o.unknown;
+        self.reads_checked += o.reads_checked;
+        self.generations += o.generations;
+        self.copies_done += o.copies_done;
+        self.takeovers += o.takeovers;
+        for (k, v) in &o.errors {
+            *self.errors.entry(*k).or_default() += v;
+        }
+    }
+}
+
+/// The data nodes' data paths, the links between them and the client.
+pub struct DataLayer {
+    cfg: ClusterConfig,
+    groups: Vec<Vec<NodeId>>,
+    nodes: BTreeMap<NodeId, DataNode>,
+    links: BTreeMap<(NodeId, NodeId), VecDeque<LinkMsg>>,
+    rng: Rng,
+    workload: Workload,
+    next_req: u64,
+    reqs: BTreeMap<u64, Req>,
+    busy: BTreeSet<i64>,
+    model: BTreeMap<i64, KeyModel>,
+    table_ready: bool,
+    /// The ticket of the first view of the running cluster generation.
+    generation: Option<u64>,
+    next_write: u64,
+    /// The client issues no new requests (the end of a run).
+    pub quiesce: bool,
+    pub stats: DataStats,
+    /// Trace lines for the simulator's trace.
+    pub lines: Vec<String>,
+    /// The first invariant broken.
+    violation: Option<String>,
+    min_delay_ms: u64,
+    max_delay_ms: u64,
+}
+
+/// The simulator's data nodes' configuration: `groups` of `(node id, group)`, rows in
+/// memory, lock waits refused at once (one thread cannot wait for itself: a conflict
+/// is NDB's 266, temporary, as a wait that timed out).
+pub fn sim_config(data_nodes: &[(NodeId, u32)], replicas: u32, heartbeat_ms: u64) -> ClusterConfig {
+    let mut text = format!(
+        "[ndbd default]\nNoOfReplicas={replicas}\nDataMemory=8M\nHeartbeatIntervalDbDb={heartbeat_ms}\n"
+    );
+    text.push_str("[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\n");
+    for &(n, g) in data_nodes {
+        text.push_str(&format!(
+            "[ndbd]\nNodeId={n}\nNodeGroup={g}\nHostName=127.0.0.1\n"
+        ));
+    }
+    text.push_str("[mysqld]\n");
+    let mut cfg = match ClusterConfig::parse(&text, "sim.ini") {
+        Ok(c) => c,
+        Err(e) => panic!("the simulator's config.ini: {e}"),
+    };
+    for n in &mut cfg.data_nodes {
+        n.transaction_deadlock_detection_timeout_ms = 0;
+    }
+    cfg
+}
+
+impl DataLayer {
+    pub fn new(
+        cfg: ClusterConfig,
+        seed: u64,
+        workload: Workload,
+        delay_ms: (u64, u64),
+    ) -> Result<DataLayer, String> {
+        let groups = cfg.node_groups();
+        let mut layer = DataLayer {
+            groups,
+            nodes: BTreeMap::new(),
+            links: BTreeMap::new(),
+            rng: Rng::new(seed ^ 0xDA7A_0007),
+            model: (0..workload.keys)
+                .map(|k| (k, KeyModel::default()))
+                .collect(),
+            workload,
+            next_req: 1,
+            reqs: BTreeMap::new(),
+            busy: BTreeSet::new(),
+            table_ready: false,
+            generation: None,
+            next_write: 1,
+            quiesce: false,
+            stats: DataStats::default(),
+            lines: Vec::new(),
+            violation: None,
+            min_delay_ms: delay_ms.0,
+            max_delay_ms: delay_ms.1,
+            cfg,
+        };
+        let ids: Vec<NodeId> = layer.groups.iter().flatten().copied().collect();
+        for n in ids {
+            layer.start_node(n, 1)?;
+        }
+        Ok(layer)
+    }
+
+    /// A (re)started data node: a new process, empty.
+    pub fn start_node(&mut self, node: NodeId, incarnation: u64) -> Result<(), String> {
+        self.stop_node(node);
+        let out = Arc::new(SimOut::default());
+        let dp = DataPath::start_with(&self.cfg, node, 1, out.clone(), Threading::Inline)
+            .map_err(|e| format!("node {node}: data path: {e}"))?;
+        self.nodes.insert(
+            node,
+            DataNode {
+                dp,
+                out,
+                incarnation,
+            },
+        );
+        Ok(())
+    }
+
+    /// A data node crashed or stopped: its process is gone, and the requests the
+    /// client sent it have an unknown outcome.
+    pub fn stop_node(&mut self, node: NodeId) {
+        if let Some(n) = self.nodes.remove(&node) {
+            n.dp.stop();
+        }
+        // Its connections close: the peers drop what they held from it.
+        for n in self.nodes.values() {
+            n.dp.on_disconnect(node);
+        }
+        let lost: Vec<u64> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| r.node == node)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in lost {
+            self.settle(id, Outcome::Unknown);
+        }
+    }
+
+    fn incarnation(&self, node: NodeId) -> Option<u64> {
+        if node == API_NODE {
+            return Some(1);
+        }
+        self.nodes.get(&node).map(|n| n.incarnation)
+    }
+
+    fn push(&mut self, now_ms: u64, from: NodeId, to: NodeId, msg: DataMsg) {
+        let (Some(from_inc), Some(to_inc)) = (self.incarnation(from), self.incarnation(to)) else {
+            return;
+        };
+        let span = self.max_delay_ms - self.min_delay_ms + 1;
+        let delay = self.min_delay_ms + self.rng.below(span);
+        let q = self.links.entry((from, to)).or_default();
+        let at_ms = q.back().map_or(0, |m| m.at_ms).max(now_ms + delay);
+        q.push_back(LinkMsg {
+            at_ms,
+            from_inc,
+            to_inc,
+            msg,
+        });
+    }
+
+    /// Moves what a data node sent into the links (and its log lines into the trace).
+    fn drain(&mut self, now_ms: u64, node: NodeId) {
+        let Some(out) = self.nodes.get(&node).map(|n| n.out.clone()) else {
+            return;
+        };
+        loop {
+            let sent = std::mem::take(&mut *out.sent.lock());
+            if sent.is_empty() {
+                return;
+            }
+            for (to, m) in sent {
+                match m {
+                    Message::Data(d) => self.push(now_ms, node, to, d),
+                    Message::Event { text, .. } => {
+                        if text.starts_with("Node restart completed") {
+                            self.stats.copies_done += 1;
+                        }
+                        if text.contains("taken over") {
+                            self.stats.takeovers += 1;
+                        }
+                        self.lines.push(format!("node {node} log: {text}"));
+                    }
+                    other => self
+                        .lines
+                        .push(format!("node {node} sent {other:?} to {to}")),
+                }
+            }
+        }
+    }
+
+    /// When the next data message is due, on a link that is not cut.
+    pub fn next_due(&self, cut: &dyn Fn(NodeId, NodeId) -> bool) -> Option<u64> {
+        self.links
+            .iter()
+            .filter(|((f, t), q)| !q.is_empty() && !cut(*f, *t))
+            .filter_map(|(_, q)| q.front().map(|m| m.at_ms))
+            .min()
+    }
+
+    /// Delivers the data message due first (at or before `until_ms`); false if none.
+    pub fn deliver_next(
+        &mut self,
+        now_ms: u64,
+        until_ms: u64,
+        cut: &dyn Fn(NodeId, NodeId) -> bool,
+    ) -> Result<bool, String> {
+        let next = self
+            .links
+            .iter()
+            .filter(|((f, t), q)| !q.is_empty() && !cut(*f, *t))
+            .filter_map(|(&k, q)| q.front().map(|m| (m.at_ms, k)))
+            .min();
+        let Some((at, (from, to))) = next else {
+            return Ok(false);
+        };
+        if at > until_ms {
+            return Ok(false);
+        }
+        let Some(m) = self.links.get_mut(&(from, to)).and_then(|q| q.pop_front()) else {
+            return Ok(false);
+        };
+        // A broken connection: one of its ends is not the incarnation it was.
+        if self.incarnation(from) != Some(m.from_inc) || self.incarnation(to) != Some(m.to_inc) {
+            return Ok(true);
+        }
+        let now = now_ms.max(at);
+        let quiet = matches!(m.msg, DataMsg::LeasePing { .. } | DataMsg::LeasePong { .. });
+        let mut line = if quiet {
+            String::new()
+        } else {
+            format!("{from} => {to}: {:?}", m.msg)
+        };
+        if line.len() > 240 {
+            let mut cut = 240;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push_str("...");
+        }
+        if !quiet {
+            self.lines.push(line);
+        }
+        if to == API_NODE {
+            self.on_reply(from, m.msg)?;
+        } else if let Some(n) = self.nodes.get(&to) {
+            n.dp.on_message(from, m.msg);
+            self.drain(now, to);
+        }
+        Ok(true)
+    }
+
+    /// A data node installed a view (empty: it left the cluster).
+    pub fn on_view(&mut self, now_ms: u64, node: NodeId, view: &View) {
+        if view.id == 1 && self.generation != Some(view.ticket) {
+            // The cluster started (again): every node starts empty.
+            self.generation = Some(view.ticket);
+            self.stats.generations += 1;
+            for m in self.model.values_mut() {
+                *m = KeyModel::default();
+            }
+            self.table_ready = false;
+            self.lines
+                .push("DATA: a new cluster generation: the model starts empty".into());
+        }
+        if let Some(n) = self.nodes.get(&node) {
+            n.dp.on_view(view);
+        }
+        self.drain(now_ms, node);
+    }
+
+    /// Every node's tick, then the client's.
+    pub fn tick(&mut self, now_ms: u64, up: &BTreeSet<NodeId>) -> Result<(), String> {
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for n in ids {
+            if let Some(d) = self.nodes.get(&n) {
+                d.dp.on_tick(now_ms);
+            }
+            self.drain(now_ms, n);
+        }
+        self.client_tick(now_ms, up);
+        self.check_primaries()
+    }
+
+    /// At most one primary per partition among ready nodes that see each other.
+    fn check_primaries(&self) -> Result<(), String> {
+        let Some(partitions) = self.partitions() else {
+            return Ok(());
+        };
+        for p in 0..partitions {
+            let primaries: Vec<NodeId> = self
+                .nodes
+                .iter()
+                .filter(|(_, n)| n.dp.is_ready())
+                .filter(|(id, n)| n.dp.live_replicas(p).first() == Some(*id))
+                .map(|(&id, _)| id)
+                .collect();
+            for (i, &a) in primaries.iter().enumerate() {
+                for &b in &primaries[i + 1..] {
+                    if self.nodes[&a].dp.is_live(b) && self.nodes[&b].dp.is_live(a) {
+                        return Err(format!(
+                            "nodes {a} and {b} are both primary of partition {p} and see each other"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn partitions(&self) -> Option<usize> {
+        self.nodes.values().find_map(|n| {
+            n.dp.engine
+                .inner()
+                .table(DB, TABLE)
+                .ok()
+                .map(|t| t.def.partitions as usize)
+        })
+    }
+
+    fn ready_nodes(&self, up: &BTreeSet<NodeId>) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .filter(|(id, n)| up.contains(id) && n.dp.is_ready())
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    fn new_req(&mut self, now_ms: u64, node: NodeId, kind: ReqKind, msg: DataMsg) {
+        let id = match &msg {
+            DataMsg::TcKeyReq { req, .. }
+            | DataMsg::ReadReq { req, .. }
+            | DataMsg::SqlReq { req, .. } => *req,
+            _ => return,
+        };
+        if let ReqKind::Txn(ops) = &kind {
+            self.busy.extend(ops.iter().map(|o| o.0));
+        }
+        if let ReqKind::Read(keys) = &kind {
+            self.busy.extend(keys.iter().copied());
+        }
+        self.reqs.insert(id, Req { node, kind });
+        self.push(now_ms, API_NODE, node, msg);
+    }
+
+    fn key_op(t: OpType, k: i64, v: Option<&str>) -> KeyOp {
+        KeyOp {
+            op: t,
+            database: DB.into(),
+            table: TABLE.into(),
+            key: vec![Value::Int(k)],
+            values: v
+                .map(|v| vec![(1, Value::Str(v.to_string()))])
+                .unwrap_or_default(),
+            columns: Vec::new(),
+        }
+    }
+
+    fn client_tick(&mut self, now_ms: u64, up: &BTreeSet<NodeId>) {
+        if self.quiesce {
+            return;
+        }
+        let ready = self.ready_nodes(up);
+        if ready.is_empty() {
+            return;
+        }
+        if !self.table_ready {
+            if self.reqs.values().all(|r| !matches!(r.kind, ReqKind::Sql)) {
+                let node = ready[self.rng.below(ready.len() as u64) as usize];
+                let req = self.next_req;
+                self.next_req += 1;
+                let msg = DataMsg::SqlReq {
+                    req,
+                    database: DB.into(),
+                    sql: CREATE.into(),
+                };
+                self.new_req(now_ms, node, ReqKind::Sql, msg);
+            }
+            return;
+        }
+        while self.reqs.len() < self.workload.max_in_flight
+            && self.rng.below(1000) < self.workload.start_per_mille
+        {
+            let free: Vec<i64> = (0..self.workload.keys)
+                .filter(|k| !self.busy.contains(k))
+                .collect();
+            if free.is_empty() {
+                return;
+            }
+            let k1 = free[self.rng.below(free.len() as u64) as usize];
+            let node = ready[self.rng.below(ready.len() as u64) as usize];
+            let req = self.next_req;
+            self.next_req += 1;
+            match self.rng.below(10) {
+                0..=2 => {
+                    // Committed reads at the primary a data node names.
+                    let mut keys = vec![k1];
+                    if free.len() > 1 && self.rng.below(2) == 0 {
+                        let k2 = free[self.rng.below(free.len() as u64) as usize];
+                        if k2 != k1 {
+                            keys.push(k2);
+                        }
+                    }
+                    let Some(target) = self.primary_of(node, keys[0]) else {
+                        return;
+                    };
+                    // Every key of one request must have that primary.
+                    keys.retain(|&k| self.primary_of(node, k) == Some(target));
+                    let msg = DataMsg::ReadReq {
+                        req,
+                        database: DB.into(),
+                        table: TABLE.into(),
+                        columns: Vec::new(),
+                        keys: keys.iter().map(|&k| Value::Int(k)).collect(),
+                    };
+                    self.new_req(now_ms, target, ReqKind::Read(keys), msg);
+                }
+                _ => {
+                    let mut keys = vec![k1];
+                    if free.len() > 1 && self.rng.below(3) == 0 {
+                        let k2 = free[self.rng.below(free.len() as u64) as usize];
+                        if k2 != k1 {
+                            keys.push(k2);
+                        }
+                    }
+                    let mut ops = Vec::new();
+                    let mut plan = Vec::new();
+                    for k in keys {
+                        match self.rng.below(10) {
+                            0..=5 => {
+                                let v = format!("w{}", self.next_write);
+                                self.next_write += 1;
+                                ops.push(Self::key_op(OpType::Write, k, Some(&v)));
+                                plan.push((k, Some(Some(v))));
+                            }
+                            // Deletes of keys that have a row (else 626 refuses it).
+                            6..=7 if self.model.get(&k).is_some_and(|m| m.base.is_some()) => {
+                                ops.push(Self::key_op(OpType::Delete, k, None));
+                                plan.push((k, Some(None)));
+                            }
+                            _ => {
+                                let t = if self.rng.below(2) == 0 {
+                                    OpType::ReadCommitted
+                                } else {
+                                    OpType::ReadExclusive
+                                };
+                                ops.push(Self::key_op(t, k, None));
+                                plan.push((k, None));
+                            }
+                        }
+                    }
+                    let msg = DataMsg::TcKeyReq { req, ops };
+                    self.new_req(now_ms, node, ReqKind::Txn(plan), msg);
+                }
+            }
+        }
+    }
+
+    /// The primary of key `k` in `node`'s view.
+    fn primary_of(&self, node: NodeId, k: i64) -> Option<NodeId> {
+        let n = self.nodes.get(&node)?;
+        let rt = n.dp.engine.inner().table(DB, TABLE).ok()?;
+        let p = super::remote::RemoteCluster::partition_of(&rt.def, &[Value::Int(k)]).ok()?;
+        n.dp.live_replicas(p).first().copied()
+    }
+
+    fn on_reply(&mut self, from: NodeId, msg: DataMsg) -> Result<(), String> {
+        match msg {
+            DataMsg::TcKeyConf { req, results, .. } => {
+                self.settle(req, Outcome::Committed(results));
+            }
+            DataMsg::TcKeyRef { req, code, .. } => {
+                *self.stats.errors.entry(code).or_default() += 1;
+                // 4012: the commit may have happened; anything else: it did not.
+                let o = if code == 4012 {
+                    Outcome::Unknown
+                } else {
+                    Outcome::Refused
+                };
+                self.settle(req, o);
+            }
+            DataMsg::ReadConf {
+                req,
+                code,
+                found,
+                values,
+                ..
+            } => {
+                if code != 0 {
+                    *self.stats.errors.entry(code).or_default() += 1;
+                    self.settle(req, Outcome::Refused);
+                } else {
+                    let rows: Vec<Option<Vec<Value>>> = found
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &f)| {
+                            f.then(|| values.get(i * 2..i * 2 + 2).unwrap_or_default().to_vec())
+                        })
+                        .collect();
+                    self.settle(req, Outcome::Committed(rows));
+                }
+            }
+            DataMsg::SqlConf {
+                req, code, text, ..
+            } => {
+                if code == 0 {
+                    self.table_ready = true;
+                } else {
+                    *self.stats.errors.entry(code).or_default() += 1;
+                    self.lines
+                        .push(format!("DATA: CREATE TABLE at node {from}: {code} {text}"));
+                }
+                self.reqs.remove(&req);
+            }
+            other => self
+                .lines
+                .push(format!("DATA: client got {other:?} from {from}")),
+        }
+        self.check_violation()
+    }
+
+    fn settle(&mut self, req: u64, outcome: Outcome) {
+        let Some(r) = self.reqs.remove(&req) else {
+            return;
+        };
+        match r.kind {
+            ReqKind::Sql => {}
+            ReqKind::Read(keys) => {
+                for k in &keys {
+                    self.busy.remove(k);
+                }
+                if let Outcome::Committed(rows) = outcome {
+                    for (k, row) in keys.iter().zip(rows) {
+                        self.check_read(
+                            *k,
+                            &row,
+                            &format!("read request {req} at node {}", r.node),
+                        );
+                    }
+                }
+            }
+            ReqKind::Txn(plan) => {
+                for (k, _) in &plan {
+                    self.busy.remove(k);
+                }
+                match outcome {
+                    Outcome::Committed(results) => {
+                        self.stats.committed += 1;
+                        for ((k, what), row) in plan.iter().zip(results) {
+                            match what {
+                                Some(v) => {
+                                    let m = self.model.entry(*k).or_default();
+                                    m.base = v.clone();
+                                    m.maybe.clear();
+                                }
+                                None => self.check_read(
+                                    *k,
+                                    &row,
+                                    &format!("transaction {req} via node {}", r.node),
+                                ),
+                            }
+                        }
+                    }
+                    Outcome::Refused => self.stats.refused += 1,
+                    Outcome::Unknown => {
+                        self.stats.unknown += 1;
+                        for (k, what) in plan {
+                            if let Some(v) = what {
+                                self.model.entry(k).or_default().maybe.push(v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_read(&mut self, k: i64, row: &Option<Vec<Value>>, what: &str) {
+        let v = match row {
+            None => None,
+            Some(r) => match r.get(1) {
+                Some(Value::Str(s)) => Some(s.clone()),
+                other => Some(format!("{other:?}")),
+            },
+        };
+        self.stats.reads_checked += 1;
+        let m = self.model.entry(k).or_default();
+        if m.allows(&v) {
+            m.observe(&v);
+        } else {
+            let text = format!(
+                "VIOLATION: {what}: key {k} read {v:?}, the model allows {:?} or one of {:?}",
+                m.base, m.maybe
+            );
+            self.lines.push(text.clone());
+            self.violation.get_or_insert(text);
+        }
+    }
+
+    fn check_violation(&self) -> Result<(), String> {
+        match &self.violation {
+            Some(v) => Err(v.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `node`'s data path lost a node group (see `DataPath::lost_node_group`).
+    pub fn lost_node_group(&self, node: NodeId) -> Option<String> {
+        self.nodes.get(&node).and_then(|n| n.dp.lost_node_group())
+    }
+
+    /// Requests still outstanding.
+    pub fn in_flight(&self) -> usize {
+        self.reqs.len()
+    }
+
+    /// The outstanding requests: (request id, node sent to), for a failure report.
+    pub fn in_flight_ids(&self) -> Vec<(u64, NodeId)> {
+        self.reqs.iter().map(|(&id, r)| (id, r.node)).collect()
+    }
+
+    /// Whether every data node is up to date.
+    pub fn all_ready(&self) -> bool {
+        self.nodes.len() == self.groups.iter().flatten().count()
+            && self.nodes.values().all(|n| n.dp.is_ready())
+    }
+
+    /// The final check (quiet, every node ready): the replicas of each node group
+    /// hold the same rows, and every key's row is what the model allows.
+    pub fn check_final(&mut self) -> Result<(), String> {
+        self.check_violation()?;
+        if !self.table_ready {
+            return Ok(());
+        }
+        for group in self.groups.clone() {
+            let mut first: Option<(NodeId, BTreeMap<i64, String>)> = None;
+            for n in group {
+                let rows = self.rows_of(n)?;
+                match &first {
+                    None => first = Some((n, rows)),
+                    Some((a, ra)) if *ra != rows => {
+                        return Err(format!(
+                            "replicas differ: node {a} holds {ra:?}, node {n} holds {rows:?}"
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        let mut all = BTreeMap::new();
+        for n in self.nodes.keys().copied().collect::<Vec<_>>() {
+            all.extend(self.rows_of(n)?);
+        }
+        for k in 0..self.workload.keys {
+            let row = all
+                .get(&k)
+                .map(|v| vec![Value::Int(k), Value::Str(v.clone())]);
+            self.check_read(k, &row, "final read of every replica");
+        }
+        self.check_violation()
+    }
+
+    /// Every row of the workload's table in a node's local engine.
+    fn rows_of(&self, node: NodeId) -> Result<BTreeMap<i64, String>, String> {
+        let n = self
+            .nodes
+            .get(&node)
+            .ok_or_else(|| format!("node {node} is not running"))?;
+        let mut s = Session::new(n.dp.engine.ndb(DB));
+        let r = s
+            .execute("SELECT id, v FROM kv")
+            .map_err(|e| format!("node {node}: {e}"))?;
+        let mut out = BTreeMap::new();
+        if let Some(SqlResult::Rows { rows, .. }) = r.first() {
+            for row in rows {
+                if let (Some(Value::Int(k)), Some(Value::Str(v))) = (row.first(), row.get(1)) {
+                    out.insert(*k, v.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The node groups (for the report).
+    pub fn node_groups(&self) -> &[Vec<NodeId>] {
+        &self.groups
+    }
+
+    /// The nodes holding partition `p`, primary first (by the layout).
+    pub fn layout_of(&self, p: usize) -> Vec<NodeId> {
+        layout::replica_nodes(p, &self.groups)
+    }
+}
+
+enum Outcome {
+    Committed(Vec<Option<Vec<Value>>>),
+    Refused,
+    Unknown,
+}
