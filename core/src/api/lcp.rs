@@ -35,7 +35,7 @@
 //!    the spare instead of creating a file (a file sync and a directory sync, two
 //!    journal commits, before its first write). A spare is an empty file no control
 //!    file names: a restart removes it as an orphan, a dropped table's files go with
-//!    it.
+//!    it, an initial start removes it with every checkpoint file.
 //!
 //! The file work of steps 2 to 4 may interleave differently from run to run (threads);
 //! what a crash leaves does not depend on it: a control file is stored only after every

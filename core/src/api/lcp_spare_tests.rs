@@ -1,12 +1,12 @@
 //! Tests of the LCP round's spare data files (step 6 of `lcp.rs`): made once a round
 //! is complete, written by the next round, moved on by an idle round, and gone after a
-//! system restart and a DROP TABLE.
+//! system restart, a DROP TABLE and an initial start.
 
 use super::*;
 use crate::config::ClusterConfig;
 use crate::disk::io::{FileSystem, MemFileSystem};
 use crate::schema::{Column, ColumnType, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const DATA_DIR: &str = "/data";
@@ -180,5 +180,60 @@ fn a_dropped_table_keeps_no_spare() {
         fs.paths()
     );
     assert!(spare_count(&fs, t3) > 0);
+    c.shutdown();
+}
+
+#[test]
+fn an_initial_start_removes_every_checkpoint_file() {
+    let fs = MemFileSystem::new();
+    let c = start(&fs, false);
+    let id = c.ndb("test").create_table(spec("t")).expect("t").def.id;
+    insert(&c, "t", 0..1000, 1);
+    c.inner().run_lcp().expect("lcp");
+    insert(&c, "t", 1000..1500, 2);
+    c.inner().run_lcp().expect("lcp");
+    assert!(spare_count(&fs, id) > 0);
+    c.shutdown();
+    drop(c);
+    let c = start(&fs, true);
+    let lcp_roots: Vec<PathBuf> = c
+        .inner()
+        .data_nodes
+        .iter()
+        .map(|n| {
+            crate::checkpoint::lcp_root(&super::durability::node_fs_dir(
+                Path::new(DATA_DIR),
+                n.node_id,
+            ))
+        })
+        .collect();
+    for root in &lcp_roots {
+        assert!(
+            !fs.exists(root),
+            "{} left by an initial start",
+            root.display()
+        );
+    }
+    assert!(
+        !fs.paths()
+            .iter()
+            .any(|p| p.to_string_lossy().contains("/LCP/")),
+        "{:?}",
+        fs.paths()
+    );
+    // the same table id again: its checkpoints start from nothing (no chain nor data
+    // file of the earlier run in the way)
+    let id2 = c.ndb("test").create_table(spec("t")).expect("t").def.id;
+    assert_eq!(id2, id);
+    insert(&c, "t", 0..10, 3);
+    let first = c
+        .inner()
+        .run_lcp()
+        .expect("first lcp after the initial start");
+    assert_eq!(first.rows, 2 * 10, "{first:?}");
+    c.shutdown();
+    drop(c);
+    let c = start(&fs, false);
+    assert_eq!(count(&c, "t"), 10);
     c.shutdown();
 }
