@@ -164,8 +164,18 @@ fn main() -> AnyResult<()> {
             s.elapsed_ms as f64 / full.elapsed_ms.max(1) as f64
         );
         println!(
-            "{:<22} step 2 {} us (scans {} us, creates {} us, summed), step 3 {} us (GCP {} us), step 4 {} us",
-            "", s.scan_us, s.scan_turn_us, s.create_us, s.sync_us, s.gcp_us, s.control_us
+            "{:<22} step 2 {} us (scans {} us, creates {} us, summed; {} of {} files were spares), \
+             step 3 {} us (GCP {} us), step 4 {} us; after it, spares for the next LCP {} us",
+            "",
+            s.scan_us,
+            s.scan_turn_us,
+            s.create_us,
+            s.spares_used,
+            s.fragments,
+            s.sync_us,
+            s.gcp_us,
+            s.control_us,
+            s.spare_us
         );
     };
     line(&format!("{} full (first)", full.lcp_id), &full);

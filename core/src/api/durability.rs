@@ -63,9 +63,19 @@ pub(crate) fn node_fs_dir(base: &Path, node_id: u32) -> PathBuf {
 }
 
 /// An initial start (`--initial`): removes what the node's log and checkpoints left
-/// (redo files, system file, schema file); returns the paths removed.
+/// (the LCP directory with every checkpoint file, spares included, redo files, system
+/// file, schema file); returns the paths removed.
 pub(crate) fn remove_node_logs(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut removed = RedoLog::remove_files(fs, node_fs_dir)?;
+    let mut removed = Vec::new();
+    // The checkpoints first: a crash after this leaves no chain a later start could
+    // take for a new table's (table ids start again from 1), nor a spare data file.
+    let lcp = crate::checkpoint::lcp_root(node_fs_dir);
+    if fs.exists(&lcp) {
+        fs.remove_dir_all(&lcp)
+            .map_err(|e| codes::file_system_error(format!("{}: {e}", lcp.display())))?;
+        removed.push(lcp);
+    }
+    removed.extend(RedoLog::remove_files(fs, node_fs_dir)?);
     for sysfile in crate::log::sysfile::sysfile_paths(node_fs_dir) {
         if fs.exists(&sysfile) {
             fs.remove(&sysfile)

@@ -7,10 +7,10 @@
 //!    an `LcpStart` undo record marks where a restart brings the disk pages back to
 //!    (docs/durability.md §7); the fragment replicas with no change since their
 //!    previous LCP are idle (nothing written, their chain stays);
-//! 2. every other fragment replica of a logged table gets a new data file, and is
-//!    scanned into it in batches of pages (its mutex held per batch only; I/O outside
-//!    it): the parts the partial-LCP rule chooses in full, the others as changes since
-//!    the previous LCP (`txn::fragment::lcp`). A node scans one fragment at a time (as
+//! 2. every other fragment replica of a logged table gets a data file (the spare step
+//!    6 of the previous round made, or a new one), and is scanned into it in batches
+//!    of pages (its mutex held per batch only; I/O outside it): the parts the
+//!    partial-LCP rule chooses in full, the others as changes since the previous LCP (`txn::fragment::lcp`). A node scans one fragment at a time (as
 //!    NDB's LDM thread), paced per node; the file work runs on a pool of
 //!    [`LCP_IO_THREADS`] (NDB's NDBFS threads), so that files are created while the
 //!    fragments scan and the nodes scan at the same time;
@@ -27,7 +27,15 @@
 //!    chain no longer needs are removed;
 //! 5. each node's system file takes the keep position and the undo keep at the next
 //!    global checkpoint, after which the redo and the undo log before them are
-//!    released.
+//!    released;
+//! 6. the round is complete (`LcpStats::elapsed_ms` ends here); then the next round's
+//!    data files are made ahead, empty: a *spare* `{next lcp_id}.data` for every
+//!    fragment replica that wrote a file (the ones likely to write again), and an idle
+//!    fragment's unused spare is renamed on to the next id. Step 2 then writes into
+//!    the spare instead of creating a file (a file sync and a directory sync, two
+//!    journal commits, before its first write). A spare is an empty file no control
+//!    file names: a restart removes it as an orphan, a dropped table's files go with
+//!    it, an initial start removes it with every checkpoint file.
 //!
 //! The file work of steps 2 to 4 may interleave differently from run to run (threads);
 //! what a crash leaves does not depend on it: a control file is stored only after every
@@ -56,8 +64,8 @@ use super::cluster::{ClusterInner, DataNode};
 use super::dict::TableRuntime;
 use crate::checkpoint::{
     ChangeStats, DataFileRef, DiskWritePacer, FragControl, LcpFileWriter, PartialLcpConfig,
-    RestoreTarget, begin_lcp, choose_all_parts, lcp_all_range, lcp_dir, part_of_page,
-    remove_orphans, restore_fragment,
+    RestoreTarget, begin_lcp, choose_all_parts, create_spare, data_file_path, lcp_all_range,
+    lcp_dir, part_of_page, remove_orphans, restore_fragment,
 };
 use crate::checkpoint::{LCP_IO_THREADS, run_parallel};
 use crate::error::Result;
@@ -163,6 +171,11 @@ pub struct LcpStats {
     pub gcp_us: u64,
     /// Step 4's wall time: control files stored, dropped data files removed.
     pub control_us: u64,
+    /// After the round completed (not in `elapsed_ms`): the next round's spare data
+    /// files created or renamed on (step 6).
+    pub spare_us: u64,
+    /// Data files of this round written into a spare made by the previous round.
+    pub spares_used: u64,
 }
 
 /// A batch of scanned records, copied out under the fragment's mutex and written to
@@ -278,6 +291,9 @@ struct NodeRound {
     /// Held for a fragment's whole scan: one scan at a time per node (NDB's LDM thread
     /// scans one fragment at a time), paced per node.
     scan: Mutex<NodePacing>,
+    /// LCP directories of the node's idle fragment replicas (step 6 moves their
+    /// spares on).
+    idle_dirs: Vec<(PathBuf, Arc<AtomicBool>)>,
 }
 
 struct NodePacing {
@@ -296,6 +312,8 @@ struct Scanned {
     max_gci: u32,
     create_us: u64,
     scan_turn_us: u64,
+    /// Its data file was a spare made ahead (step 6 of the previous round).
+    spare: bool,
 }
 
 /// The fragments of a round still scanning: the global checkpoint of step 3 waits for
@@ -357,6 +375,35 @@ impl Drop for ScanDone<'_> {
     fn drop(&mut self) {
         self.done();
     }
+}
+
+/// A fragment replica's share of step 6: its LCP directory, whether this round wrote
+/// a data file there (a new spare is made) or not (an unused spare moves on), and its
+/// table's dropped flag (a dropped table gets none).
+struct SpareWork {
+    dir: PathBuf,
+    wrote: bool,
+    dropped: Arc<AtomicBool>,
+}
+
+/// Step 6's work for the round of `rounds` and `jobs`, taken before the rounds are
+/// consumed.
+fn spare_plan(rounds: &[NodeRound], jobs: &[Job]) -> Vec<SpareWork> {
+    let idle = rounds.iter().flat_map(|r| {
+        r.idle_dirs.iter().map(|(dir, dropped)| SpareWork {
+            dir: dir.clone(),
+            wrote: false,
+            dropped: dropped.clone(),
+        })
+    });
+    jobs.iter()
+        .map(|j| SpareWork {
+            dir: lcp_dir(&rounds[j.node].fs_dir, j.ctl.table_id, j.ctl.fragment_id),
+            wrote: true,
+            dropped: j.table.dropped.clone(),
+        })
+        .chain(idle)
+        .collect()
 }
 
 /// The first error of a phase's results (in job order), or the values.
@@ -453,6 +500,7 @@ impl ClusterInner {
             );
             let mut pacer = DiskWritePacer::new(min_speed, max_speed);
             pacer.set_redo_fill_percent(log.redo_fill_percent());
+            let mut idle_dirs = Vec::new();
             for (table, part, cell) in self.lcp_fragments(node) {
                 let dir = lcp_dir(log.fs_dir(), table.def.id, part);
                 let ctl = FragControl::load(&*self.fs, &dir)?
@@ -480,6 +528,7 @@ impl ClusterInner {
                 };
                 let Some(change) = change else {
                     stats.fragments_idle += 1;
+                    idle_dirs.push((dir, table.dropped.clone()));
                     continue;
                 };
                 jobs.push(Job {
@@ -501,6 +550,7 @@ impl ClusterInner {
                     from: Instant::now(),
                     bytes: 0,
                 }),
+                idle_dirs,
             });
         }
         Ok((rounds, jobs))
@@ -550,6 +600,8 @@ impl ClusterInner {
             // The file (a file and a directory sync) is created while the scan runs;
             // what the scan finds meanwhile waits in memory, up to
             // LCP_BUFFER_BEFORE_FILE_BYTES.
+            let dir = lcp_dir(&round.fs_dir, job.ctl.table_id, job.ctl.fragment_id);
+            let spare = self.fs.exists(&data_file_path(&dir, lcp_id));
             let create = scope.spawn(|| {
                 let created = Instant::now();
                 let w = begin_lcp(
@@ -628,6 +680,7 @@ impl ClusterInner {
                 max_gci: scan.max_gci,
                 create_us,
                 scan_turn_us,
+                spare,
             })
         })
     }
@@ -645,11 +698,13 @@ impl ClusterInner {
         }
         jobs_out.extend(jobs);
         let jobs: &[Job] = jobs_out;
+        let spares = spare_plan(&rounds, jobs);
         if jobs.is_empty() {
             // Nothing written: only the keep positions move (step 5).
             self.lcp_flush_disks(&rounds)?;
             self.lcp_complete_nodes(rounds, lcp_id);
             stats.elapsed_ms = t0.elapsed().as_millis() as u64;
+            self.lcp_make_spares(spares, lcp_id, &mut stats);
             *self.last_lcp.lock() = Some(stats.clone());
             return Ok(stats);
         }
@@ -697,6 +752,7 @@ impl ClusterInner {
             stats.pages_skipped += s.pages_skipped;
             stats.create_us += s.create_us;
             stats.scan_turn_us += s.scan_turn_us;
+            stats.spares_used += u64::from(s.spare);
             stats.bytes += s.bytes;
         }
         // Step 4: the disk-data pages as of each node's LcpStart record on disk; then
@@ -721,8 +777,42 @@ impl ClusterInner {
         stats.control_us = micros(phase);
         self.lcp_complete_nodes(rounds, lcp_id);
         stats.elapsed_ms = t0.elapsed().as_millis() as u64;
+        self.lcp_make_spares(spares, lcp_id, &mut stats);
         *self.last_lcp.lock() = Some(stats.clone());
         Ok(stats)
+    }
+
+    /// Step 6, once round `lcp_id` is complete: the next round's spare data files
+    /// (see the module doc). Best effort: a spare that cannot be made is left to the
+    /// next round, which then creates its file itself (and meets the same error, if
+    /// the disk is failing, where it stops the cluster). Never replaces a file.
+    fn lcp_make_spares(&self, spares: Vec<SpareWork>, lcp_id: u32, stats: &mut LcpStats) {
+        if spares.is_empty() || self.is_closed() {
+            return;
+        }
+        let t = Instant::now();
+        let next = self.lcp_next_id.load(Ordering::Acquire);
+        let fs = &*self.fs;
+        let _ = run_parallel(spares, LCP_IO_THREADS, |_, w: SpareWork| {
+            let to = data_file_path(&w.dir, next);
+            if w.dropped.load(Ordering::Acquire) {
+                // Its files go at the next round's start (`remove_dropped_checkpoints`).
+            } else if w.wrote {
+                create_spare(fs, &to)?;
+            } else {
+                let from = data_file_path(&w.dir, lcp_id);
+                if fs.exists(&from) && !fs.exists(&to) {
+                    fs.rename(&from, &to).map_err(|e| {
+                        crate::error::codes::file_system_error(format!(
+                            "rename LCP spare {}: {e}",
+                            from.display()
+                        ))
+                    })?;
+                }
+            }
+            Ok(())
+        });
+        stats.spare_us = micros(t);
     }
 
     /// Restores every fragment replica of `node` from its checkpoint chain (system

@@ -135,6 +135,23 @@ pub(super) fn io_err(path: &Path, offset: u64, what: &str, e: io::Error) -> NdbE
     ))
 }
 
+/// Create an empty data file at `path` (and its directory) ahead of the LCP that will
+/// write it ([`LcpFileWriter::start`]): the file and its directory entry are durable on
+/// return (`FileSystem::create`). Ok(false) when a file is there already (left as it
+/// is). A spare no control file names is an orphan to a restart
+/// ([`super::remove_orphans`]), like a data file whose LCP never completed.
+pub fn create_spare(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
+    if let Some(dir) = path.parent() {
+        fs.create_dir_all(dir)
+            .map_err(|e| io_err(path, 0, "create directory", e))?;
+    }
+    match fs.create(path, 0) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(io_err(path, 0, "create spare", e)),
+    }
+}
+
 /// Writes one LCP data file. Not durable, and not complete, until [`Self::finish`]
 /// returns Ok.
 pub struct LcpFileWriter {
@@ -183,6 +200,46 @@ impl LcpFileWriter {
                 io_err(path, 0, "create", e)
             }
         })?;
+        Self::on_empty_file(file, path, header)
+    }
+
+    /// Write into the spare at `path` when there is one (an empty file made ahead by
+    /// [`create_spare`], so that the LCP pays no file creation: its name and its
+    /// empty length are durable already, and the `finish` fdatasync makes the content
+    /// and the length durable as it does for a file just created); else
+    /// [`Self::create`]. A file at `path` that is not empty is a leftover and an error,
+    /// as for `create`.
+    pub fn start(
+        fs: &dyn FileSystem,
+        path: &Path,
+        header: &LcpFileHeader,
+    ) -> Result<LcpFileWriter> {
+        assert!(
+            header.all_parts.is_valid(),
+            "bad ALL range {:?}",
+            header.all_parts
+        );
+        let file = match fs.open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Self::create(fs, path, header);
+            }
+            Err(e) => return Err(io_err(path, 0, "open spare", e)),
+        };
+        // Length 0 now means no write to it ever succeeded (nothing shrinks an LCP
+        // file), so its durable content is empty too: as good as a new file.
+        match file.len_bytes() {
+            Ok(0) => Self::on_empty_file(file, path, header),
+            Ok(_) => Err(codes::file_exists(path.display())),
+            Err(e) => Err(io_err(path, 0, "length of spare", e)),
+        }
+    }
+
+    fn on_empty_file(
+        file: Arc<dyn DiskFile>,
+        path: &Path,
+        header: &LcpFileHeader,
+    ) -> Result<LcpFileWriter> {
         file.write_at(&header.encode(), 0)
             .map_err(|e| io_err(path, 0, "write header", e))?;
         let mut block = Vec::with_capacity(BLOCK_BYTES);

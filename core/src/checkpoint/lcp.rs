@@ -2,7 +2,8 @@
 //! the fragment:
 //!
 //! 1. [`begin_lcp`]: the ALL range (rotating on from the control's last one; full for
-//!    the first LCP) and a new data file writer.
+//!    the first LCP) and a data file writer: into the spare made for this LCP id
+//!    ([`super::create_spare`]) after the previous LCP, or a new file.
 //! 2. The caller's scan puts rows and delete markers into the writer (ALL parts: every
 //!    row; CHANGE parts: rows changed since the previous LCP, deleted rows, dropped
 //!    pages), and may set the file's max GCI when the scan ends.
@@ -56,7 +57,7 @@ pub fn begin_lcp(
         schema_version,
     };
     let dir = lcp_dir(node_fs_dir, ctl.table_id, ctl.fragment_id);
-    LcpFileWriter::create(fs, &data_file_path(&dir, lcp_id), &header)
+    LcpFileWriter::start(fs, &data_file_path(&dir, lcp_id), &header)
 }
 
 /// Finish the data file, store the new control file, remove the files it dropped.

@@ -25,6 +25,10 @@
 //!   file that no longer names them is durable.
 //! - Every part has a base in the chain: the newest file whose ALL range contains it.
 //!   Files before the oldest base are not needed.
+//! - A spare ([`create_spare`]) is an empty data file made ahead under the name of the
+//!   LCP that will write it; [`LcpFileWriter::start`] takes it only while it is empty,
+//!   so what a crash leaves of the file is what it would leave of a file created by
+//!   that LCP. No control file names a spare (to a restart it is an orphan).
 //!
 //! Lock order: none; nothing here holds a lock (the caller serialises the LCPs of one
 //! fragment). Byte layouts: `docs/lcp-files.md`.
@@ -48,6 +52,7 @@ use std::path::{Path, PathBuf};
 pub use ctl::{DataFileRef, FragControl, MAX_CHAIN_FILES, remove_orphans};
 pub use datafile::{
     BLOCK_BYTES, LcpFileHeader, LcpFileSummary, LcpFileWriter, LcpRecord, MAX_ROW_PAYLOAD_BYTES,
+    create_spare,
 };
 pub use lcp::{begin_lcp, complete_idle_lcp, complete_lcp, lcp_all_range};
 pub use pace::{DiskWritePacer, REDO_FILL_FULL_SPEED_PERCENT, REDO_FILL_SPEEDUP_PERCENT};
@@ -138,12 +143,15 @@ impl PartRange {
     }
 }
 
-/// The LCP directory of a fragment: `{node_fs_dir}/LCP/T{table_id}F{fragment_id}`
-/// (`node_fs_dir` is the node's `ndb_N_fs`).
+/// The directory of a node's checkpoint files: `{node_fs_dir}/LCP` (`node_fs_dir` is
+/// the node's `ndb_N_fs`); an initial start removes it whole.
+pub fn lcp_root(node_fs_dir: &Path) -> PathBuf {
+    node_fs_dir.join("LCP")
+}
+
+/// The LCP directory of a fragment: `{node_fs_dir}/LCP/T{table_id}F{fragment_id}`.
 pub fn lcp_dir(node_fs_dir: &Path, table_id: u32, fragment_id: u32) -> PathBuf {
-    node_fs_dir
-        .join("LCP")
-        .join(format!("T{table_id}F{fragment_id}"))
+    lcp_root(node_fs_dir).join(format!("T{table_id}F{fragment_id}"))
 }
 
 /// The data file of LCP `lcp_id` in a fragment's LCP directory: `{lcp_id}.data`.

@@ -534,3 +534,45 @@ fn max_gci_set_at_the_end_is_covered_by_the_footer() {
     let e = verify_file(&fs, &b).expect_err("old header accepted");
     assert!(e.message.contains("footer"), "{e}");
 }
+
+#[test]
+fn a_spare_is_written_as_a_new_file_would_be() {
+    let fs = MemFileSystem::new();
+    let path = PathBuf::from("/fs/LCP/T7F1/4.data");
+    let h = header(4, PartRange::new(9, 30));
+    let recs = sample_records(800);
+    // made ahead: empty, and its name durable
+    assert!(create_spare(&fs, &path).unwrap());
+    assert!(
+        !create_spare(&fs, &path).unwrap(),
+        "a second time: left as it is"
+    );
+    assert_eq!(
+        fs.crash_image(1).open(&path).unwrap().len_bytes().unwrap(),
+        0
+    );
+    let mut w = LcpFileWriter::start(&fs, &path, &h).unwrap();
+    write_all(&mut w, &recs).unwrap();
+    // a power loss before `finish` leaves a file the reader rejects (or the spare)
+    for seed in 0..20 {
+        let image = fs.crash_image(seed);
+        assert!(verify_file(&image, &path).is_err(), "seed {seed}");
+    }
+    let sum = w.finish().unwrap();
+    for seed in 0..20 {
+        let image = fs.crash_image(seed);
+        assert_eq!(verify_file(&image, &path).unwrap(), (h, sum), "seed {seed}");
+    }
+    let (_, got) = read_all(&fs, &path).unwrap();
+    assert_eq!(got, recs);
+    // a file that is not empty is a leftover, never written into
+    let e = LcpFileWriter::start(&fs, &path, &h).err().unwrap();
+    assert_eq!(e.code, 760);
+    // without a spare, `start` creates the file
+    let other = PathBuf::from("/fs/LCP/T7F1/5.data");
+    let sum5 = LcpFileWriter::start(&fs, &other, &header(5, PartRange::ALL))
+        .unwrap()
+        .finish()
+        .unwrap();
+    assert_eq!(verify_file(&fs, &other).unwrap().1, sum5);
+}

@@ -326,6 +326,9 @@ impl FileSystem for DoublewriteFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
     }
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.remove_dir_all(dir)
+    }
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         self.inner.write_atomic(path, bytes)
     }

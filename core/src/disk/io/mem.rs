@@ -416,6 +416,18 @@ impl FileSystem for MemFileSystem {
         Ok(())
     }
 
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut st = self.state.lock();
+        st.check_power()?;
+        if !st.dirs.contains(dir) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        // `starts_with` compares whole components: `/a/LCP` does not hold `/a/LCP2`.
+        st.files.retain(|p, _| !p.starts_with(dir));
+        st.dirs.retain(|d| !d.starts_with(dir));
+        Ok(())
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
         let st = self.state.lock();
         if !st.dirs.contains(dir) {

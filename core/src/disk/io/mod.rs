@@ -23,7 +23,7 @@
 //! # Durability contract (what callers may rely on, on both implementations)
 //!
 //! - **Namespace operations are durable when they return Ok**: `create`,
-//!   `create_sparse`, `remove`, `rename` and `write_atomic` (the file's existence, name,
+//!   `create_sparse`, `remove`, `remove_dir_all`, `rename` and `write_atomic` (the file's existence, name,
 //!   length, and for `create`/`create_sparse`/`write_atomic` its content).
 //!   [`OsFileSystem`] gets this by syncing the file and then its directory (both
 //!   directories for a rename across directories). `create_dir_all` is not synced on
@@ -63,7 +63,7 @@
 //!   the length durable (the lost bytes read back as the old durable bytes or zeros).
 //! - `extend_to`: current and durable length grow at once (zero-filled).
 //! - `create`, `create_sparse`, `write_atomic`: durable content = current content at
-//!   once. `remove` and `rename` change the durable namespace at once; a renamed file
+//!   once. `remove`, `remove_dir_all` and `rename` change the durable namespace at once; a renamed file
 //!   keeps its unsynced writes (rename does not sync data). Handles opened before a
 //!   `remove` or a replacing `rename` keep working on the orphaned file.
 //! - [`MemFileSystem::crash_image`]`(seed)`: a new, independent MemFileSystem holding
@@ -153,6 +153,10 @@ pub trait FileSystem: Send + Sync {
     fn exists(&self, path: &Path) -> bool;
     /// Create a directory and its parents.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Remove directory `dir` and everything under it, and make the removal durable
+    /// (its parent directory synced): after a crash nothing under `dir` is there.
+    /// `NotFound` when `dir` does not exist.
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Replace a small file's content atomically (write aside, sync, rename, sync the
     /// directory): after a crash it holds the old or the new content, never a mix. The
     /// parent directory must exist.

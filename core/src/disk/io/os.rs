@@ -122,6 +122,14 @@ impl FileSystem for OsFileSystem {
         std::fs::create_dir_all(path)
     }
 
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        // Once the removal of `dir` from its parent is durable nothing under it can be
+        // found again; the entries below were unlinked before it (a directory is
+        // removed only when empty), in the same or earlier journal commits.
+        std::fs::remove_dir_all(dir)?;
+        sync_parent_dir(dir)
+    }
+
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         use std::io::Write;
         let mut tmp = path.as_os_str().to_owned();

@@ -105,6 +105,26 @@ fn namespace_ops(fs: &dyn FileSystem, dir: &Path) {
     );
     assert!(fs.write_atomic(&dir.join("no/such"), b"x").is_err());
     assert_eq!(fs.read_all(&dir.join("nothing")).unwrap(), None);
+
+    // remove_dir_all: the tree under it, not a sibling whose name it prefixes
+    let tree = dir.join("tree");
+    fs.create_dir_all(&tree.join("T1F0")).unwrap();
+    fs.create(&tree.join("T1F0").join("1.data"), 0).unwrap();
+    fs.create(&tree.join("top"), 0).unwrap();
+    let sibling = dir.join("tree2");
+    fs.create_dir_all(&sibling).unwrap();
+    fs.create(&sibling.join("keep"), 0).unwrap();
+    fs.remove_dir_all(&tree).unwrap();
+    assert!(!fs.exists(&tree) && !fs.exists(&tree.join("T1F0").join("1.data")));
+    assert_eq!(
+        fs.list_dir(&tree).unwrap_err().kind(),
+        std::io::ErrorKind::NotFound
+    );
+    assert!(fs.exists(&sibling.join("keep")));
+    assert_eq!(
+        fs.remove_dir_all(&tree).unwrap_err().kind(),
+        std::io::ErrorKind::NotFound
+    );
 }
 
 #[test]
@@ -114,6 +134,21 @@ fn os_and_mem_behave_alike() {
     roundtrip(&MemFileSystem::new(), Path::new("/m/x"));
     namespace_ops(&OsFileSystem, &tmp.path().join("y"));
     namespace_ops(&MemFileSystem::new(), Path::new("/m/y"));
+}
+
+#[test]
+fn a_removed_tree_stays_removed_after_a_power_loss() {
+    let fs = MemFileSystem::new();
+    let dir = Path::new("/m/LCP/T1F0");
+    fs.create_dir_all(dir).unwrap();
+    let f = fs.create(&dir.join("1.data"), 0).unwrap();
+    f.write_at(b"unsynced", 0).unwrap();
+    fs.remove_dir_all(Path::new("/m/LCP")).unwrap();
+    for seed in 0..8 {
+        let image = fs.crash_image(seed);
+        assert!(image.paths().is_empty(), "seed {seed}: {:?}", image.paths());
+        assert!(!image.exists(dir));
+    }
 }
 
 #[test]
