@@ -20,6 +20,10 @@
 //! sending to it (a node declared dead, resumed from SIGSTOP, could otherwise answer
 //! a read from replicas that missed the commits of the others). A new API connection
 //! gets the current view at once.
+//!
+//! When the loop ends, the transport closes at once: connections must not outlive
+//! the loop that would answer them (the dialers would otherwise reconnect to peers
+//! with nobody reading).
 
 use super::client::{ConnectString, fetch_config};
 use super::datapath::DataPath;
@@ -189,10 +193,17 @@ impl DataNodeProcess {
         if !opts.nostart {
             node.begin();
         }
-        let (stop2, kill2) = (stop.clone(), kill.clone());
+        let (stop2, kill2, transport2) = (stop.clone(), kill.clone(), transport.clone());
         let thread = std::thread::Builder::new()
             .name(format!("rndbd-{node_id}"))
-            .spawn(move || node.run(&rx, &stop2, &kill2))
+            .spawn(move || {
+                let code = node.run(&rx, &stop2, &kill2);
+                // The inbox first: a reader waiting for room in it ends, and the
+                // close can join it (module notes).
+                drop(rx);
+                transport2.close();
+                code
+            })
             .map_err(|e| codes::internal(format!("node thread: {e}")))?;
         Ok(DataNodeProcess {
             node_id,
