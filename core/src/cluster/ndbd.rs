@@ -198,8 +198,10 @@ impl DataNodeProcess {
             .name(format!("rndbd-{node_id}"))
             .spawn(move || {
                 let code = node.run(&rx, &stop2, &kill2);
-                // The inbox first: a reader waiting for room in it ends, and the
-                // close can join it (module notes).
+                // No new connection from now (a dialer would reconnect at once to
+                // a peer whose reader just ended), then the inbox: a reader waiting
+                // for room in it ends, and the close can join it (module notes).
+                transport2.shut();
                 drop(rx);
                 transport2.close();
                 code
