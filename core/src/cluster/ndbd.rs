@@ -13,6 +13,17 @@
 //!
 //! Data: the node's [`DataPath`] (its local engine, TC and LQH) gets every data
 //! message and every installed view; see `cluster::datapath`.
+//!
+//! API nodes (clients) get every view the node installs (`ViewRep`), sent before the
+//! data path learns it — so before anything commits in it: a client that sees a
+//! commit made without some node has already heard that the node is out, and stops
+//! sending to it (a node declared dead, resumed from SIGSTOP, could otherwise answer
+//! a read from replicas that missed the commits of the others). A new API connection
+//! gets the current view at once.
+//!
+//! When the loop ends, the transport closes at once: connections must not outlive
+//! the loop that would answer them (the dialers would otherwise reconnect to peers
+//! with nobody reading).
 
 use super::client::{ConnectString, fetch_config};
 use super::datapath::DataPath;
@@ -27,7 +38,7 @@ use crate::transport::{
     INBOX_CAPACITY, Incoming, Message, NodeId, NodeState, Role, Transport, View,
 };
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -171,6 +182,7 @@ impl DataNodeProcess {
             status: status.clone(),
             echo: opts.echo,
             incarnation: 0,
+            api_peers: BTreeSet::new(),
         };
         node.log(
             Severity::Info,
@@ -181,10 +193,19 @@ impl DataNodeProcess {
         if !opts.nostart {
             node.begin();
         }
-        let (stop2, kill2) = (stop.clone(), kill.clone());
+        let (stop2, kill2, transport2) = (stop.clone(), kill.clone(), transport.clone());
         let thread = std::thread::Builder::new()
             .name(format!("rndbd-{node_id}"))
-            .spawn(move || node.run(&rx, &stop2, &kill2))
+            .spawn(move || {
+                let code = node.run(&rx, &stop2, &kill2);
+                // No new connection from now (a dialer would reconnect at once to
+                // a peer whose reader just ended), then the inbox: a reader waiting
+                // for room in it ends, and the close can join it (module notes).
+                transport2.shut();
+                drop(rx);
+                transport2.close();
+                code
+            })
             .map_err(|e| codes::internal(format!("node thread: {e}")))?;
         Ok(DataNodeProcess {
             node_id,
@@ -259,6 +280,8 @@ struct NodeLoop {
     status: Arc<Mutex<NodeStatus>>,
     echo: bool,
     incarnation: u64,
+    /// API nodes connected now (they get every installed view).
+    api_peers: BTreeSet<NodeId>,
 }
 
 impl NodeLoop {
@@ -350,6 +373,8 @@ impl NodeLoop {
                 Event::Log { severity, text, .. } => self.log(severity, &text),
                 Event::ViewInstalled(view) => {
                     self.next_status_ms = 0;
+                    // The clients first: see the module notes.
+                    self.report_view(&view);
                     self.data.on_view(&view);
                 }
                 Event::Shutdown { code, reason } => {
@@ -362,6 +387,14 @@ impl NodeLoop {
             self.transport.send(to, &m);
         }
         stopped
+    }
+
+    /// Sends `view` to every connected API node.
+    fn report_view(&self, view: &View) {
+        let m = Message::ViewRep { view: view.clone() };
+        for &a in &self.api_peers {
+            self.transport.send(a, &m);
+        }
     }
 
     fn run(
@@ -434,6 +467,23 @@ impl NodeLoop {
     fn on_incoming(&mut self, ev: Incoming, stop: &AtomicBool) -> Option<i32> {
         match ev {
             Incoming::Connected { peer, .. } if peer == self.mgm_id => self.send_status(),
+            Incoming::Connected {
+                peer,
+                role: Role::Api,
+            } => {
+                self.api_peers.insert(peer);
+                if let Some(q) = &self.qmgr
+                    && q.phase() == Phase::Member
+                {
+                    self.transport.send(
+                        peer,
+                        &Message::ViewRep {
+                            view: q.view().clone(),
+                        },
+                    );
+                }
+            }
+            Incoming::Disconnected { peer, .. } if self.api_peers.remove(&peer) => {}
             Incoming::Message { from, msg } if from == self.mgm_id => match msg {
                 Message::NodeAddresses { nodes } => {
                     for (n, addr) in nodes {

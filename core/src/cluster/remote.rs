@@ -14,6 +14,17 @@
 //! before retrying); no answer within the connection's timeout is 4012 too. A node
 //! answering 4035 (starting) is skipped for reads for [`NOT_READY_BACKOFF`].
 //!
+//! Views: every data node reports each view it installs (`ViewRep`, before anything
+//! commits in it) and its current view when the client connects. The client keeps
+//! the newest and sends nothing to a node it leaves out, even while its connection
+//! stays up (a hung or SIGSTOPped node declared dead by the others): what was sent to
+//! it fails at once (4010 for a read, 4012 for a transaction), and it is not in
+//! [`RemoteCluster::connected_nodes`]. Since a data node reports a view before it
+//! commits anything in it, and one connection's answers arrive in order, a read that
+//! begins after a commit made without a node never goes to that node. When no member
+//! of the newest view is connected any more (the whole cluster restarted, its view
+//! ids from 1 again), the client forgets it.
+//!
 //! A data node that restarts listens on a new port: while some data node of the
 //! configuration is not connected, a refresher thread asks the management server
 //! where the data nodes listen every [`ADDRESS_REFRESH`] and dials the new addresses.
@@ -29,7 +40,7 @@ use crate::schema::layout::key_hash;
 use crate::schema::{TableDef, Value};
 use crate::transport::data::{DataMsg, KeyOp, OpResult};
 use crate::transport::tcp::TcpTransport;
-use crate::transport::{Incoming, Message, NodeId, Role, Transport};
+use crate::transport::{Incoming, Message, NodeId, Role, Transport, View};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -58,7 +69,71 @@ struct Shared {
     room: Condvar,
     connected: Mutex<BTreeSet<NodeId>>,
     not_ready: Mutex<BTreeMap<NodeId, Instant>>,
+    /// The newest view a data node reported (module notes; id 0: none).
+    view: Mutex<View>,
     closed: AtomicBool,
+}
+
+impl Shared {
+    /// Whether the newest known view leaves data node `n` out.
+    fn excluded(&self, n: NodeId) -> bool {
+        let v = self.view.lock();
+        v.id > 0 && !v.contains(n)
+    }
+
+    /// Fails every request waiting on a node for which `lost` holds.
+    fn fail_pending(&self, lost: impl Fn(NodeId) -> bool, why: &str) {
+        let gone: Vec<(NodeId, Waiter)> = {
+            let mut p = self.pending.lock();
+            let ids: Vec<u64> = p
+                .iter()
+                .filter(|(_, w)| lost(w.node))
+                .map(|(&k, _)| k)
+                .collect();
+            ids.iter()
+                .filter_map(|k| p.remove(k))
+                .map(|w| (w.node, w))
+                .collect()
+        };
+        self.room.notify_all();
+        for (node, w) in gone {
+            let e = if w.commit {
+                codes::request_timeout(format!(
+                    "data node {node} was lost with the transaction ({why}); it may have committed"
+                ))
+            } else {
+                codes::node_failure_abort().detail(format!("data node {node} was lost ({why})"))
+            };
+            let _ = w.tx.try_send(Err(e));
+        }
+    }
+
+    /// A data node's view (module notes): a newer one replaces the known one, and
+    /// what waits on a node it leaves out fails.
+    fn on_view(&self, from: NodeId, view: View) {
+        let id = view.id;
+        {
+            let mut v = self.view.lock();
+            if id <= v.id {
+                return;
+            }
+            *v = view.clone();
+        }
+        self.fail_pending(
+            |n| !view.contains(n),
+            &format!("left out of view {id} reported by node {from}"),
+        );
+    }
+
+    /// After a lost connection: forgets the view when none of its members is
+    /// connected any more.
+    fn forget_view_if_gone(&self) {
+        let connected = self.connected.lock().clone();
+        let mut v = self.view.lock();
+        if v.id > 0 && !v.node_ids().iter().any(|n| connected.contains(n)) {
+            *v = View::default();
+        }
+    }
 }
 
 /// An answer to come.
@@ -182,32 +257,17 @@ fn receive(shared: &Shared, rx: &Receiver<Incoming>) {
                     let _ = w.tx.try_send(Ok(d));
                 }
             }
+            Incoming::Message {
+                from,
+                msg: Message::ViewRep { view },
+            } => shared.on_view(from, view),
             Incoming::Connected { peer, .. } => {
                 shared.connected.lock().insert(peer);
             }
             Incoming::Disconnected { peer, reason } => {
                 shared.connected.lock().remove(&peer);
-                let lost: Vec<Waiter> = {
-                    let mut p = shared.pending.lock();
-                    let ids: Vec<u64> = p
-                        .iter()
-                        .filter(|(_, w)| w.node == peer)
-                        .map(|(&k, _)| k)
-                        .collect();
-                    ids.iter().filter_map(|k| p.remove(k)).collect()
-                };
-                shared.room.notify_all();
-                for w in lost {
-                    let e = if w.commit {
-                        codes::request_timeout(format!(
-                            "data node {peer} was lost with the transaction ({reason}); it may have committed"
-                        ))
-                    } else {
-                        codes::node_failure_abort()
-                            .detail(format!("data node {peer} was lost ({reason})"))
-                    };
-                    let _ = w.tx.try_send(Err(e));
-                }
+                shared.fail_pending(|n| n == peer, &reason);
+                shared.forget_view_if_gone();
             }
             _ => {}
         }
@@ -305,9 +365,13 @@ impl RemoteCluster {
         Ok(rc)
     }
 
-    /// Data nodes this connection reaches now.
+    /// Data nodes this connection reaches now (connected, and not left out of the
+    /// newest view).
     pub fn connected_nodes(&self) -> Vec<NodeId> {
-        self.shared.connected.lock().iter().copied().collect()
+        let c: Vec<NodeId> = self.shared.connected.lock().iter().copied().collect();
+        c.into_iter()
+            .filter(|&n| !self.shared.excluded(n))
+            .collect()
     }
 
     /// How long a request may wait for its answer.
@@ -346,7 +410,7 @@ impl RemoteCluster {
     }
 
     fn usable(&self, n: NodeId) -> bool {
-        if !self.shared.connected.lock().contains(&n) {
+        if !self.shared.connected.lock().contains(&n) || self.shared.excluded(n) {
             return false;
         }
         let mut nr = self.shared.not_ready.lock();
@@ -367,8 +431,10 @@ impl RemoteCluster {
             .copied()
             .find(|&n| self.usable(n))
             .or_else(|| {
-                let c = self.shared.connected.lock();
-                reps.iter().copied().find(|n| c.contains(n))
+                let c = self.shared.connected.lock().clone();
+                reps.iter()
+                    .copied()
+                    .find(|&n| c.contains(&n) && !self.shared.excluded(n))
             })
             .ok_or_else(|| {
                 codes::node_group_down(format!(
@@ -627,5 +693,69 @@ fn refresh_addresses(
 impl Drop for RemoteCluster {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(id: u64, nodes: &[NodeId]) -> View {
+        View {
+            id,
+            ticket: 1,
+            members: nodes.iter().map(|&n| (n, n)).collect(),
+        }
+    }
+
+    fn wait_on(shared: &Shared, req: u64, node: NodeId, commit: bool) -> Receiver<Result<DataMsg>> {
+        let (tx, rx) = sync_channel(1);
+        shared
+            .pending
+            .lock()
+            .insert(req, Waiter { node, commit, tx });
+        rx
+    }
+
+    #[test]
+    fn a_newer_view_without_a_node_fails_what_waits_on_it_and_excludes_it() {
+        let shared = Shared::default();
+        shared.connected.lock().extend([2, 3]);
+        shared.on_view(2, view(1, &[2, 3]));
+        assert!(!shared.excluded(3));
+        let read = wait_on(&shared, 1, 3, false);
+        let txn = wait_on(&shared, 2, 3, true);
+        let other = wait_on(&shared, 3, 2, false);
+        shared.on_view(2, view(2, &[2]));
+        assert!(shared.excluded(3) && !shared.excluded(2));
+        let code = |rx: &Receiver<Result<DataMsg>>| match rx.try_recv() {
+            Ok(Err(e)) => e.code,
+            other => panic!("expected an error, got {other:?}"),
+        };
+        assert_eq!(code(&read), 4010, "a read: retry");
+        assert_eq!(code(&txn), 4012, "a transaction: outcome unknown");
+        assert!(other.try_recv().is_err(), "node 2's request still waits");
+        // An older view (node 3 resumed, reporting what it knew) changes nothing.
+        shared.on_view(3, view(1, &[2, 3]));
+        assert!(shared.excluded(3));
+        // Node 3 admitted again in a newer view.
+        shared.on_view(2, view(3, &[2, 3]));
+        assert!(!shared.excluded(3));
+    }
+
+    #[test]
+    fn the_view_is_forgotten_once_none_of_its_members_is_connected() {
+        let shared = Shared::default();
+        shared.connected.lock().extend([2, 3]);
+        shared.on_view(2, view(7, &[2]));
+        shared.connected.lock().remove(&3);
+        shared.forget_view_if_gone();
+        assert_eq!(shared.view.lock().id, 7, "node 2 is still connected");
+        shared.connected.lock().remove(&2);
+        shared.forget_view_if_gone();
+        assert_eq!(shared.view.lock().id, 0);
+        // A cluster started again reports view 1: taken.
+        shared.on_view(2, view(1, &[2, 3]));
+        assert_eq!(shared.view.lock().id, 1);
     }
 }

@@ -222,6 +222,13 @@ pub enum Message {
     NotMember {
         view_id: u64,
     },
+    /// A data node tells an API node (a client) the view it installed, when it installs
+    /// it (before anything commits in it) and when the API node connects: NDB's
+    /// NODE_FAILREP to API nodes. The client stops sending to nodes a newer view left
+    /// out (a node declared dead may still answer from stale replicas).
+    ViewRep {
+        view: View,
+    },
     /// A president whose side may be one half of a split of the view with this
     /// ticket asks to continue with `members` as view `view_id`.
     ArbitReq {
@@ -286,6 +293,7 @@ mod kind {
     pub const VIEW_COMMIT: u16 = 26;
     pub const NOT_MEMBER: u16 = 27;
     pub const LOCK_QUERY: u16 = 28;
+    pub const VIEW_REP: u16 = 29;
     pub const ARBIT_REQ: u16 = 31;
     pub const ARBIT_CONF: u16 = 32;
     pub const ARBIT_REF: u16 = 33;
@@ -313,6 +321,7 @@ impl Message {
             Message::LockQuery { .. } => LOCK_QUERY,
             Message::ViewCommit { .. } => VIEW_COMMIT,
             Message::NotMember { .. } => NOT_MEMBER,
+            Message::ViewRep { .. } => VIEW_REP,
             Message::ArbitReq { .. } => ARBIT_REQ,
             Message::ArbitConf { .. } => ARBIT_CONF,
             Message::ArbitRef { .. } => ARBIT_REF,
@@ -397,6 +406,7 @@ impl Message {
                 e.u32(*attempt);
             }
             Message::NotMember { view_id } => e.u64(*view_id),
+            Message::ViewRep { view } => view.encode(e),
             Message::ArbitReq {
                 ticket,
                 view_id,
@@ -515,6 +525,9 @@ impl Message {
             NOT_MEMBER => Message::NotMember {
                 view_id: d.u64("view id")?,
             },
+            VIEW_REP => Message::ViewRep {
+                view: View::decode(&mut d)?,
+            },
             ARBIT_REQ => Message::ArbitReq {
                 ticket: d.u64("ticket")?,
                 view_id: d.u64("view id")?,
@@ -627,6 +640,7 @@ mod tests {
                 attempt: 3,
             },
             Message::NotMember { view_id: 8 },
+            Message::ViewRep { view: view() },
             Message::ArbitReq {
                 ticket: 1,
                 view_id: 8,

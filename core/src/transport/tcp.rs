@@ -162,16 +162,24 @@ impl TcpTransport {
 
     /// Closes every connection and stops every thread (joined before returning).
     pub fn close(&self) {
+        self.shut();
+        let threads = std::mem::take(&mut *self.inner.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
+    /// The first half of [`TcpTransport::close`], which joins nothing: from now no
+    /// dialer or listener makes a connection, and every connection is shut down. For
+    /// an owner that must empty its inbox (a reader may wait for room in it) before
+    /// the threads can be joined.
+    pub fn shut(&self) {
         self.inner.closed.store(true, Ordering::Release);
         let conns: Vec<Arc<Conn>> = std::mem::take(&mut *self.inner.conns.lock())
             .into_values()
             .collect();
         for c in conns {
             let _ = c.stream.lock().shutdown(Shutdown::Both);
-        }
-        let threads = std::mem::take(&mut *self.inner.threads.lock());
-        for t in threads {
-            let _ = t.join();
         }
     }
 
@@ -418,6 +426,28 @@ mod tests {
             }
         }
         a.close();
+        b.close();
+    }
+
+    #[test]
+    fn a_shut_transport_does_not_reconnect_even_with_its_inbox_gone() {
+        let (a, arx) = node(2);
+        let (b, brx) = node(7);
+        let addr = b.listen(loopback()).expect("listen");
+        a.dial(7, addr).expect("dial");
+        assert!(matches!(next(&arx), Incoming::Connected { peer: 7, .. }));
+        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        // As a data node's loop ends: shut, drop the inbox, then close.
+        a.shut();
+        drop(arx);
+        a.close();
+        assert!(matches!(next(&brx), Incoming::Disconnected { peer: 2, .. }));
+        std::thread::sleep(REDIAL_INTERVAL * 3);
+        assert!(
+            !b.connected(2),
+            "the dialer of a shut transport reconnected"
+        );
+        assert!(brx.try_recv().is_err(), "nothing after the disconnect");
         b.close();
     }
 
