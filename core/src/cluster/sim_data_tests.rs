@@ -149,3 +149,14 @@ fn a_primary_cut_off_from_its_group_serves_no_stale_rows() {
         panic!("{e}\n{}", sim.trace_text());
     }
 }
+
+#[test]
+fn a_takeover_commit_that_reaches_a_backup_before_its_view_change_commits_it() {
+    // Seed 671: the TC saw the primary of a committing transaction fail and asked the
+    // backup to commit before the backup had installed that view; the backup used to
+    // wait for its (live, to it) primary forever, holding the row's lock, while the
+    // client had been told the write committed.
+    if let Err(e) = run_seed(671, 2, 12_000) {
+        panic!("{e}");
+    }
+}

@@ -468,17 +468,16 @@ impl DataPath {
             self.send_from(worker, from, DataMsg::LqhCommitted { txn, backup, gci });
             return;
         }
-        // A backup record whose primary is gone commits with the TC's decision.
-        // (The map lock is not held while the membership is read: lock order.)
-        let backup_of = self
+        // The TC decided: a backup record of this transaction here commits with the
+        // decision, whether or not its primary still lives in this node's view — the
+        // TC may have seen the primary fail first and asks this node to take over
+        // before this node installs that view (the primary's own commit request
+        // later finds it committed and is answered).
+        let orphan = self
             .lqh
             .lock()
             .get(&(txn, true))
-            .and_then(|r| match r.role {
-                Role::Backup { primary } if !frozen_from_tc(r) => Some(primary),
-                _ => None,
-            });
-        let orphan = backup_of.is_some_and(|p| !self.is_live(p));
+            .is_some_and(|r| matches!(r.role, Role::Backup { .. }) && !frozen_from_tc(r));
         let orphan_gci = if orphan {
             self.commit_backup_record(txn)
         } else {
