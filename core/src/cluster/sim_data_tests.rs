@@ -12,7 +12,11 @@ use crate::transport::NodeId;
 /// `groups` node groups of two, a network that drops and duplicates membership
 /// messages (data messages travel as over TCP), faults for `faulty_ms`.
 fn data_config(seed: u64, groups: u32, faulty_ms: u64) -> SimConfig {
-    let mut c = SimConfig::new(seed, groups, 2);
+    data_config_r(seed, groups, 2, faulty_ms)
+}
+
+fn data_config_r(seed: u64, groups: u32, replicas: u32, faulty_ms: u64) -> SimConfig {
+    let mut c = SimConfig::new(seed, groups, replicas);
     c.faulty_ms = faulty_ms;
     c.quiet_ms = 8_000;
     c.crash_per_10k = 6;
@@ -23,7 +27,12 @@ fn data_config(seed: u64, groups: u32, faulty_ms: u64) -> SimConfig {
 }
 
 fn run_seed(seed: u64, groups: u32, faulty_ms: u64) -> Result<DataStats, String> {
-    let mut sim = Sim::with_data(data_config(seed, groups, faulty_ms), 2, Workload::default())?;
+    run_seed_r(seed, groups, 2, faulty_ms)
+}
+
+fn run_seed_r(seed: u64, groups: u32, replicas: u32, faulty_ms: u64) -> Result<DataStats, String> {
+    let cfg = data_config_r(seed, groups, replicas, faulty_ms);
+    let mut sim = Sim::with_data(cfg, replicas, Workload::default())?;
     let r = sim.run();
     let stats = sim
         .data
@@ -104,9 +113,13 @@ fn seed_sweep() {
         .unwrap_or((0, 200));
     let mut total = DataStats::default();
     for seed in a..b {
-        // Odd seeds: two node groups; even seeds: one.
-        let groups = if seed % 2 == 1 { 2 } else { 1 };
-        match run_seed(seed, groups, 12_000) {
+        // Seeds cycle through two node groups of two, one of two, one of three.
+        let (groups, replicas) = match seed % 4 {
+            1 | 3 => (2, 2),
+            0 => (1, 2),
+            _ => (1, 3),
+        };
+        match run_seed_r(seed, groups, replicas, 12_000) {
             Ok(s) => total.add(&s),
             Err(e) => panic!(
                 "data simulator seed {seed} failed: {e}\nreplay: RNDB_DATA_SIM_SEEDS={seed}..{} \
@@ -157,6 +170,16 @@ fn a_takeover_commit_that_reaches_a_backup_before_its_view_change_commits_it() {
     // wait for its (live, to it) primary forever, holding the row's lock, while the
     // client had been told the write committed.
     if let Err(e) = run_seed(671, 2, 12_000) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn a_backup_of_partitions_with_two_primaries_takes_both_after_images() {
+    // Seed 18, one node group of three: the TC's node was backup of two partitions
+    // of the transaction whose primaries differ; the second primary's after-images
+    // were refused as "prepared twice" and the transaction never answered.
+    if let Err(e) = run_seed_r(18, 1, 3, 12_000) {
         panic!("{e}");
     }
 }

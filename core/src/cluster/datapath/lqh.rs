@@ -44,9 +44,10 @@ pub(super) enum Role {
         /// Who asked for the commit (the TC, or a takeover).
         commit_to: NodeId,
     },
-    Backup {
-        primary: NodeId,
-    },
+    /// A backup of one or more partitions of the transaction: with three or more
+    /// replicas a node can be backup of partitions with different primaries, each
+    /// sending its after-images; they share one local transaction.
+    Backup { primaries: BTreeSet<NodeId> },
 }
 
 pub(crate) struct LqhTxn {
@@ -239,6 +240,46 @@ impl DataPath {
     }
 
     /// LQHKEYREQ: see the module notes.
+    /// After-images from another primary of a transaction this node is already a
+    /// backup of: they join its local transaction.
+    fn lqh_prepare_more(
+        &self,
+        worker: usize,
+        from: NodeId,
+        txn: TxnKey,
+        mut rec: LqhTxn,
+        ops: Vec<(u32, KeyOp)>,
+    ) {
+        let Role::Backup { primaries } = &mut rec.role else {
+            self.lqh.lock().insert((txn, true), rec);
+            return;
+        };
+        if !primaries.insert(from) {
+            // The same primary twice is a protocol error.
+            self.lqh.lock().insert((txn, true), rec);
+            let e = codes::internal(format!(
+                "transaction {}:{} prepared twice by node {from} on node {}",
+                txn.tc, txn.id, self.me
+            ));
+            self.send_from(worker, from, Self::prepared_msg(txn, true, &Err(e)));
+            return;
+        }
+        let r = self.run_ops(&mut rec.tx, &ops, true);
+        if r.is_ok() && !self.is_ready() {
+            rec.tombs.extend(
+                ops.iter()
+                    .filter(|(_, op)| op.op == OpType::Delete)
+                    .filter_map(|(_, op)| self.row_key(&op.database, &op.table, &op.key).ok()),
+            );
+            self.note_tombstones(txn, &rec.tombs);
+        }
+        let answer = r.map(|_| Vec::new());
+        // A refusal aborts the transaction (its primary tells the TC); the record
+        // stays until the abort comes.
+        self.lqh.lock().insert((txn, true), rec);
+        self.send_from(worker, from, Self::prepared_msg(txn, true, &answer));
+    }
+
     pub(super) fn lqh_prepare(
         &self,
         worker: usize,
@@ -247,6 +288,12 @@ impl DataPath {
         backup: bool,
         ops: Vec<(u32, KeyOp)>,
     ) {
+        if backup {
+            let existing = self.lqh.lock().remove(&(txn, true));
+            if let Some(rec) = existing {
+                return self.lqh_prepare_more(worker, from, txn, rec, ops);
+            }
+        }
         if self.lqh.lock().contains_key(&(txn, backup)) {
             // One prepare per transaction, node and role: a second is a protocol error.
             let e = codes::internal(format!(
@@ -320,7 +367,9 @@ impl DataPath {
                 (txn, true),
                 LqhTxn {
                     tx,
-                    role: Role::Backup { primary: from },
+                    role: Role::Backup {
+                        primaries: BTreeSet::from([from]),
+                    },
                     takeover: None,
                     frozen: false,
                     tombs,

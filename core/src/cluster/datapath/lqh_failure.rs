@@ -165,10 +165,10 @@ impl DataPath {
                         let takeover = nodes.contains(tc) && *phase != Phase::CommittingBackups;
                         (lost, *phase, takeover)
                     }
-                    Role::Backup { primary } => {
+                    Role::Backup { primaries } => {
                         // The primary drives its backups, the TC drives a backup whose
                         // primary failed; with both gone this node asks the others.
-                        let both = nodes.contains(primary)
+                        let both = primaries.iter().any(|p| nodes.contains(p))
                             && (nodes.contains(&txn.tc) || !self.is_live(txn.tc));
                         (Vec::new(), Phase::Prepared, both)
                     }
