@@ -74,7 +74,9 @@ impl DataPath {
 
     /// The tick's part: pings when due, fences that ended.
     pub(super) fn lease_tick(&self, now_ms: u64) {
-        let (seq, peers) = {
+        // The membership is read before the lease lock is taken (a leaf).
+        let peers = self.lease_peers();
+        let seq = {
             let mut l = self.leases.lock();
             l.fences_ms.retain(|_, &mut until| until > now_ms);
             if now_ms < l.next_ping_ms {
@@ -87,7 +89,7 @@ impl DataPath {
             if l.pings.len() > PINGS_KEPT {
                 l.pings.pop_front();
             }
-            (seq, self.lease_peers())
+            seq
         };
         for p in peers {
             self.send(p, DataMsg::LeasePing { seq });
