@@ -737,6 +737,10 @@ impl Sim {
             n.restart_at_ms = back_in_ms.map(|d| now + d);
         }
         self.trace(format!("node {node}: CRASH"));
+        if self.data.is_some() {
+            // kill -9: the process and its connections are gone.
+            self.process_gone(node, self.cfg.disconnect_on_crash);
+        }
     }
 
     pub fn partition(&mut self, a: &[NodeId], b: &[NodeId], both_ways: bool, for_ms: u64) {

@@ -183,3 +183,31 @@ fn a_backup_of_partitions_with_two_primaries_takes_both_after_images() {
         panic!("{e}");
     }
 }
+
+#[test]
+fn a_rolling_restart_of_two_node_groups_under_load_keeps_every_row() {
+    // Each node in turn stops and comes back, the next only once every node is up
+    // to date again (as ROLLING RESTART does), while the client writes and reads.
+    let mut sim = quiet_sim(21, 2);
+    run(&mut sim, 1_500);
+    for node in 2..=5 as NodeId {
+        sim.crash(node, Some(300));
+        run(&mut sim, 500);
+        let mut waited_ms = 0;
+        while !sim.data.as_ref().is_some_and(|d| d.all_ready()) {
+            assert!(
+                waited_ms < 10_000,
+                "node {node} never caught up:\n{}",
+                sim.trace_text()
+            );
+            run(&mut sim, 100);
+            waited_ms += 100;
+        }
+    }
+    let s = stats(&sim);
+    assert!(s.copies_done >= 4, "every node restarted by copy: {s:?}");
+    assert_eq!(s.generations, 1, "the cluster never went down: {s:?}");
+    if let Err(e) = sim.run() {
+        panic!("{e}\n{}", sim.trace_text());
+    }
+}
