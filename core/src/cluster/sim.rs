@@ -562,27 +562,30 @@ impl Sim {
             let next_tick = (self.now_ms / self.cfg.tick_ms + 1) * self.cfg.tick_ms;
             loop {
                 let membership_at = self.queue.peek().map(|Reverse(f)| f.at_ms);
-                let data_at = self
+                let partition = &self.partition;
+                let data_due = self
                     .data
                     .as_ref()
-                    .and_then(|d| d.next_due(&|a, b| self.cut(a, b)));
+                    .and_then(|d| d.next_due(&|a, b| Self::cut_by(partition, a, b)));
                 // Membership first at equal times (as before the data layer existed).
-                let data_first = match (membership_at, data_at) {
+                let data_first = match (membership_at, data_due) {
                     (_, None) => false,
                     (None, Some(_)) => true,
-                    (Some(m), Some(d)) => d < m,
+                    (Some(m), Some((d, _))) => d < m,
                 };
-                let at = if data_first { data_at } else { membership_at };
+                let at = if data_first {
+                    data_due.map(|d| d.0)
+                } else {
+                    membership_at
+                };
                 let Some(at) = at.filter(|&t| t <= next_tick) else {
                     break;
                 };
                 self.now_ms = self.now_ms.max(at);
-                if data_first {
+                if let (true, Some((_, link))) = (data_first, data_due) {
                     let now = self.now_ms;
-                    let partition = self.partition.clone();
-                    let cut = |a: NodeId, b: NodeId| Self::cut_by(&partition, a, b);
                     if let Some(d) = &mut self.data {
-                        let r = d.deliver_next(now, next_tick, &cut);
+                        let r = d.deliver(now, link);
                         self.pull_data_lines();
                         r?;
                     }

@@ -27,7 +27,6 @@
 //! Maps iterated here are ordered; the only randomness is the seeded [`Rng`].
 
 use super::datapath::{DataPath, Threading};
-use super::layout;
 use crate::config::ClusterConfig;
 use crate::disk::policy::sim::Rng;
 use crate::schema::Value;
@@ -340,40 +339,28 @@ impl DataLayer {
         }
     }
 
-    /// When the next data message is due, on a link that is not cut.
-    pub fn next_due(&self, cut: &dyn Fn(NodeId, NodeId) -> bool) -> Option<u64> {
+    /// The link whose first message is due first, among links not cut: (when, link).
+    pub fn next_due(
+        &self,
+        cut: &dyn Fn(NodeId, NodeId) -> bool,
+    ) -> Option<(u64, (NodeId, NodeId))> {
         self.links
             .iter()
-            .filter(|((f, t), q)| !q.is_empty() && !cut(*f, *t))
-            .filter_map(|(_, q)| q.front().map(|m| m.at_ms))
+            .filter(|((f, t), _)| !cut(*f, *t))
+            .filter_map(|(&k, q)| q.front().map(|m| (m.at_ms, k)))
             .min()
     }
 
-    /// Delivers the data message due first (at or before `until_ms`); false if none.
-    pub fn deliver_next(
-        &mut self,
-        now_ms: u64,
-        until_ms: u64,
-        cut: &dyn Fn(NodeId, NodeId) -> bool,
-    ) -> Result<bool, String> {
-        let next = self
-            .links
-            .iter()
-            .filter(|((f, t), q)| !q.is_empty() && !cut(*f, *t))
-            .filter_map(|(&k, q)| q.front().map(|m| (m.at_ms, k)))
-            .min();
-        let Some((at, (from, to))) = next else {
-            return Ok(false);
+    /// Delivers the first message of `link` (from [`DataLayer::next_due`]).
+    pub fn deliver(&mut self, now_ms: u64, link: (NodeId, NodeId)) -> Result<(), String> {
+        let (from, to) = link;
+        let Some(m) = self.links.get_mut(&link).and_then(|q| q.pop_front()) else {
+            return Ok(());
         };
-        if at > until_ms {
-            return Ok(false);
-        }
-        let Some(m) = self.links.get_mut(&(from, to)).and_then(|q| q.pop_front()) else {
-            return Ok(false);
-        };
+        let at = m.at_ms;
         // A broken connection: one of its ends is not the incarnation it was.
         if self.incarnation(from) != Some(m.from_inc) || self.incarnation(to) != Some(m.to_inc) {
-            return Ok(true);
+            return Ok(());
         }
         let now = now_ms.max(at);
         let quiet = matches!(m.msg, DataMsg::LeasePing { .. } | DataMsg::LeasePong { .. });
@@ -399,7 +386,7 @@ impl DataLayer {
             n.dp.on_message(from, m.msg);
             self.drain(now, to);
         }
-        Ok(true)
+        Ok(())
     }
 
     /// A data node installed a view (empty: it left the cluster).
@@ -784,13 +771,19 @@ impl DataLayer {
         if !self.table_ready {
             return Ok(());
         }
-        for group in self.groups.clone() {
-            let mut first: Option<(NodeId, BTreeMap<i64, String>)> = None;
+        let mut by_node = BTreeMap::new();
+        for &n in self.nodes.keys() {
+            by_node.insert(n, self.rows_of(n)?);
+        }
+        for group in &self.groups {
+            let mut first: Option<(NodeId, &BTreeMap<i64, String>)> = None;
             for n in group {
-                let rows = self.rows_of(n)?;
-                match &first {
-                    None => first = Some((n, rows)),
-                    Some((a, ra)) if *ra != rows => {
+                let rows = by_node
+                    .get(n)
+                    .ok_or_else(|| format!("node {n} is not running"))?;
+                match first {
+                    None => first = Some((*n, rows)),
+                    Some((a, ra)) if ra != rows => {
                         return Err(format!(
                             "replicas differ: node {a} holds {ra:?}, node {n} holds {rows:?}"
                         ));
@@ -799,10 +792,7 @@ impl DataLayer {
                 }
             }
         }
-        let mut all = BTreeMap::new();
-        for n in self.nodes.keys().copied().collect::<Vec<_>>() {
-            all.extend(self.rows_of(n)?);
-        }
+        let all: BTreeMap<i64, String> = by_node.into_values().flatten().collect();
         for k in 0..self.workload.keys {
             let row = all
                 .get(&k)
@@ -831,16 +821,6 @@ impl DataLayer {
             }
         }
         Ok(out)
-    }
-
-    /// The node groups (for the report).
-    pub fn node_groups(&self) -> &[Vec<NodeId>] {
-        &self.groups
-    }
-
-    /// The nodes holding partition `p`, primary first (by the layout).
-    pub fn layout_of(&self, p: usize) -> Vec<NodeId> {
-        layout::replica_nodes(p, &self.groups)
     }
 }
 

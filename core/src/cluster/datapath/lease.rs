@@ -52,11 +52,6 @@ pub(crate) struct Leases {
 }
 
 impl DataPath {
-    /// The lease length (HeartbeatIntervalDbDb).
-    fn lease_ms(&self) -> u64 {
-        self.lease_ms
-    }
-
     /// The other live, up-to-date nodes of this node's group.
     fn lease_peers(&self) -> Vec<NodeId> {
         let m = self.members.read();
@@ -82,7 +77,7 @@ impl DataPath {
             if now_ms < l.next_ping_ms {
                 return;
             }
-            l.next_ping_ms = now_ms + (self.lease_ms() / 4).max(1);
+            l.next_ping_ms = now_ms + (self.lease_ms / 4).max(1);
             l.next_seq += 1;
             let seq = l.next_seq;
             l.pings.push_back((seq, now_ms));
@@ -105,7 +100,7 @@ impl DataPath {
     }
 
     pub(super) fn on_lease_pong(&self, from: NodeId, seq: u64) {
-        let lease = self.lease_ms();
+        let lease = self.lease_ms;
         let mut l = self.leases.lock();
         if let Some(&(_, sent)) = l.pings.iter().find(|(s, _)| *s == seq) {
             let until = l.granted_until_ms.entry(from).or_insert(0);
@@ -117,7 +112,7 @@ impl DataPath {
     /// (this node left) forgets everything.
     pub(super) fn lease_view(&self, failed: &[NodeId], left: bool) {
         let now = self.now_ms();
-        let lease = self.lease_ms();
+        let lease = self.lease_ms;
         let mut l = self.leases.lock();
         if left {
             *l = Leases::default();
