@@ -369,6 +369,22 @@ def kill_and_check_alone(cl: Cluster, c: rndb.MgmClient, load: Load, kill: int, 
     load.check_model(f"node {alone} alone")
 
 
+def start_under_load(cl: Cluster, nodes: list[int], keys: int) -> tuple[rndb.MgmClient, Load]:
+    """Starts the management server and `nodes`, creates the table of `keys` rows and
+    starts the writers; returns once they have committed."""
+    c = cl.start_mgmd()
+    for n in nodes:
+        cl.start_node(n)
+    wait_for(f"data nodes {nodes} started", 30, started(c, *nodes))
+    c.close()
+    c = rndb.connect(f"127.0.0.1:{cl.port}", timeout=CLIENT_TIMEOUT_S)
+    setup_table(c, keys)
+    load = cl.load(c, keys)
+    time.sleep(1.0)
+    assert len(load.commits()) > 5, "the writers commit before the partition"
+    return c, load
+
+
 def partition_and_rejoin(
     cl: Cluster,
     c: rndb.MgmClient,
@@ -454,17 +470,7 @@ def test_sigstop_one_of_two_nodes_arbitrator_decides_and_the_node_rejoins_by_cop
     """One node group {2, 3}: node 3 stopped; node 2 holds no whole group, asks the
     arbitrator, wins, and goes on alone."""
     cl = make_cluster([2, 3])
-    c = cl.start_mgmd()
-    for n in (2, 3):
-        cl.start_node(n)
-    wait_for("both data nodes started", 30, started(c, 2, 3))
-    c.close()
-    c = rndb.connect(f"127.0.0.1:{cl.port}", timeout=CLIENT_TIMEOUT_S)
-    keys = 400
-    setup_table(c, keys)
-    load = cl.load(c, keys)
-    time.sleep(1.0)
-    assert len(load.commits()) > 5, "the writers commit before the partition"
+    c, load = start_under_load(cl, [2, 3], keys=400)
 
     summary, log = partition_and_rejoin(
         cl, c, load, stopped=3, decided="Arbitrator (node 1) decided: this side wins", survivors=[2]
@@ -483,17 +489,7 @@ def test_sigstop_the_president_of_four_nodes_the_side_with_a_whole_group_continu
     """Groups {2, 3} and {4, 5}: node 2 (the president) stopped; 3, 4 and 5 hold group 1
     completely and continue without the arbitrator, node 3 taking over as president."""
     cl = make_cluster([2, 3, 4, 5])
-    c = cl.start_mgmd()
-    for n in (2, 3, 4, 5):
-        cl.start_node(n)
-    wait_for("four data nodes started", 30, started(c, 2, 3, 4, 5))
-    c.close()
-    c = rndb.connect(f"127.0.0.1:{cl.port}", timeout=CLIENT_TIMEOUT_S)
-    keys = 400
-    setup_table(c, keys)
-    load = cl.load(c, keys)
-    time.sleep(1.0)
-    assert len(load.commits()) > 5, "the writers commit before the partition"
+    c, load = start_under_load(cl, [2, 3, 4, 5], keys=400)
 
     summary, log = partition_and_rejoin(
         cl,
@@ -520,17 +516,7 @@ def test_sigstop_the_arbitrator_with_a_data_node_the_other_shuts_down_rather_tha
     node 3 asks the arbitrator with the same ticket: at most one side may go on, and if
     node 3 does, it holds every acknowledged row."""
     cl = make_cluster([2, 3], extra="ArbitrationTimeout=1000\n")
-    c = cl.start_mgmd()
-    for n in (2, 3):
-        cl.start_node(n)
-    wait_for("both data nodes started", 30, started(c, 2, 3))
-    c.close()
-    c = rndb.connect(f"127.0.0.1:{cl.port}", timeout=CLIENT_TIMEOUT_S)
-    keys = 200
-    setup_table(c, keys)
-    load = cl.load(c, keys)
-    time.sleep(1.0)
-    assert len(load.commits()) > 5, "the writers commit before the partition"
+    c, load = start_under_load(cl, [2, 3], keys=200)
 
     cl.pause("mgmd")
     cl.pause("ndbd3")
