@@ -622,6 +622,8 @@ impl ClusterInner {
             let turn = Instant::now();
             job.began.store(true, Ordering::Release);
             let start_gci = crate::log::gcp::gci_hi(self.gcp.current());
+            // The scan's position is a page number: OPTIMIZE moves no row meanwhile.
+            let position = job.cell.open_cursor();
             let mut scan = job.cell.state.lock().lcp_begin(all.is_full(), start_gci);
             let mut batch = Batch::default();
             loop {
@@ -651,6 +653,7 @@ impl ClusterInner {
             }
             // The node's next fragment may scan while this one waits for its file and
             // its sync; the global checkpoint may start once every scan is here.
+            drop(position);
             drop(pacing);
             scan_done.done();
             let scan_turn_us = micros(turn);

@@ -10,6 +10,7 @@ pub mod durability;
 pub mod lcp;
 pub mod ndb;
 pub mod node_restart;
+pub mod optimize;
 pub mod scan;
 pub mod transaction;
 pub mod unique;
@@ -33,6 +34,8 @@ mod lcp_spare_tests;
 mod model_tests;
 #[cfg(test)]
 mod node_restart_tests;
+#[cfg(test)]
+mod optimize_tests;
 #[cfg(test)]
 mod sim_crash_model;
 #[cfg(test)]

@@ -327,12 +327,18 @@ impl ClusterInner {
         for (t, p, cell) in cells {
             let mut progress = CopyProgress::default();
             let mut source_node = 0u32;
+            // The copy's position is a row id of its source: OPTIMIZE moves no row of
+            // the source while it is open (opened before the source's mutex is taken).
+            let mut position: Option<crate::txn::fragment::ScanCursor> = None;
             while !progress.done {
                 self.check_open()?;
                 if t.dropped.load(Ordering::Acquire) {
                     break;
                 }
                 let primary = t.primary_or_err(*p)?.clone();
+                if position.as_ref().map(|c| c.node_id) != Some(primary.node_id) {
+                    position = Some(primary.open_cursor());
+                }
                 let src = primary.state.lock();
                 if !primary.is_live() {
                     continue;

@@ -15,7 +15,7 @@ use crate::error::{Result, codes};
 use crate::schema::Value;
 use crate::schema::value::coerce;
 use crate::storage::RowId;
-use crate::txn::fragment::{RowRef, Step};
+use crate::txn::fragment::{RowRef, ScanCursor, Step};
 use crate::txn::lock::LockMode;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -69,6 +69,9 @@ struct PartCursor {
     buffer: VecDeque<Vec<Value>>,
     /// The data node whose replica the scan reads this partition from (0: none yet).
     node: u32,
+    /// Open from the first batch until the partition ends: OPTIMIZE moves no row of
+    /// the replica meanwhile (the position is a row id, or an index key and row id).
+    position: Option<ScanCursor>,
 }
 
 /// An open scan; rows come from [`Transaction::scan_next`].
@@ -177,6 +180,7 @@ impl Transaction {
                 ended: false,
                 buffer: VecDeque::new(),
                 node: 0,
+                position: None,
             })
             .collect();
         let mut spec = spec;
@@ -215,6 +219,7 @@ impl Transaction {
                 return self.finish_row(scan, row).map(Some);
             }
             if scan.parts[p].ended {
+                scan.parts[p].position = None;
                 scan.current += 1;
                 continue;
             }
@@ -310,6 +315,9 @@ impl Transaction {
             }
         };
         scan.parts[p].node = cell.node_id;
+        if scan.parts[p].position.is_none() {
+            scan.parts[p].position = Some(cell.open_cursor());
+        }
         let txn = self.id();
         let deadline = Instant::now() + self.lock_timeout();
         let mode = scan.spec.mode;
@@ -431,6 +439,7 @@ pub(crate) fn collect_committed(
     let mut rows = Vec::new();
     for p in 0..table.fragments.len() {
         let primary = table.primary_or_err(p)?;
+        let _position = primary.open_cursor();
         let mut from = Some(RowId(0));
         while let Some(f) = from {
             let mut out = Vec::new();

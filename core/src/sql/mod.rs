@@ -209,6 +209,10 @@ fn default_sys_vars() -> HashMap<String, Value> {
         ("ndb_blob_read_batch_bytes", i(65536)),
         ("ndb_blob_write_batch_bytes", i(65536)),
         ("ndb_optimized_node_selection", i(3)),
+        (
+            "ndb_optimization_delay",
+            i(crate::api::optimize::DEFAULT_OPTIMIZATION_DELAY_MS as i64),
+        ),
         ("ndb_read_backup", i(1)),
         ("ndb_log_bin", i(0)),
         ("ndb_default_column_format", s("FIXED")),

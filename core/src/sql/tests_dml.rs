@@ -599,13 +599,20 @@ PRIMARY KEY (`id`,`name`)
     }
     assert_eq!(affected(&mut s, "delete from t5 limit 1000"), 0);
     let r = rows(&mut s, "optimize table t5");
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(
+        r[1],
+        strs(&[&["test.t5", "optimize", "status", "OK"]])[0],
+        "{r:?}"
+    );
+    let r = rows(&mut s, "analyze table t5");
     assert_eq!(
         r,
         strs(&[&[
             "test.t5",
-            "optimize",
+            "analyze",
             "note",
-            "The storage engine for the table doesn't support optimize"
+            "The storage engine for the table doesn't support analyze"
         ]])
     );
 }

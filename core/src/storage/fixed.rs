@@ -15,10 +15,15 @@
 //! that gets a free slot joins at the tail, and a page that becomes empty is returned to
 //! the pool at once (per-page deallocation), its logical number kept for reuse.
 //!
-//! Invariants (checked by [`FixedPages::check`] in tests): a page is on the free list iff
-//! it has a free slot; the free-slot chain of a page has exactly `free count` entries;
-//! `rows` equals the number of used slots.
+//! Word 24 is 0 (off the list), 1 (on the free list) or 2 (being evacuated by OPTIMIZE
+//! TABLE: off the list whatever its free count, so that no row is allocated there while
+//! its rows move out; `compact.rs`).
+//!
+//! Invariants (checked by [`FixedPages::check`] in tests): a page that is not being
+//! evacuated is on the free list iff it has a free slot; the free-slot chain of a page
+//! has exactly `free count` entries; `rows` equals the number of used slots.
 
+mod compact;
 mod lcp;
 pub use lcp::CHANGE_MAP_BITS;
 
@@ -36,6 +41,8 @@ const OFF_FIRST_FREE: usize = 12;
 const OFF_PREV: usize = 16;
 const OFF_NEXT: usize = 20;
 const OFF_ON_LIST: usize = 24;
+/// Word 24 of a page being evacuated (see the module docs).
+const EVACUATING: u32 = 2;
 const OFF_MAX_GCI: usize = 28;
 const OFF_CHANGE_MAP: usize = 32;
 const CHANGE_MAP_BYTES: usize = 16;
@@ -116,6 +123,12 @@ impl FixedPages {
         if self.list_head == NONE {
             self.add_page(pool)?;
         }
+        Some(self.alloc_from_list(header))
+    }
+
+    /// Takes the first free slot of the first page on the free list (which must exist).
+    #[inline]
+    fn alloc_from_list(&mut self, header: u32) -> RowId {
         let lp = self.list_head;
         let slot_size = self.slot_size as usize;
         let (slot, now_full) = {
@@ -139,7 +152,7 @@ impl FixedPages {
             self.list_remove(lp);
         }
         self.rows += 1;
-        Some(RowId::new(lp, slot))
+        RowId::new(lp, slot)
     }
 
     /// Frees a slot; returns the page to the pool when it becomes empty.
@@ -147,7 +160,7 @@ impl FixedPages {
         let (lp, slot) = (row.page(), row.slot());
         let off = self.slot_off(slot);
         let spp = self.slots_per_page;
-        let (was_full, now_empty) = {
+        let (was_full, now_empty, evacuating) = {
             let page = self.page_mut(lp);
             assert!(
                 page.u32_at(off) & ROW_FREE == 0,
@@ -159,15 +172,19 @@ impl FixedPages {
             page.set_u32_at(OFF_FIRST_FREE, slot);
             let free = page.u32_at(OFF_FREE_COUNT) + 1;
             page.set_u32_at(OFF_FREE_COUNT, free);
-            (free == 1, free == spp)
+            (
+                free == 1,
+                free == spp,
+                page.u32_at(OFF_ON_LIST) == EVACUATING,
+            )
         };
         self.rows -= 1;
         if now_empty {
-            if !was_full {
+            if !was_full && !evacuating {
                 self.list_remove(lp);
             }
             self.release_page(pool, lp);
-        } else if was_full {
+        } else if was_full && !evacuating {
             self.list_push_tail(lp);
         }
     }
@@ -340,12 +357,13 @@ impl FixedPages {
             if chain != free {
                 return Err(format!("page {lp}: free count {free} but chain {chain}"));
             }
-            if (p.u32_at(OFF_ON_LIST) == 1) != (free > 0) {
+            let flag = p.u32_at(OFF_ON_LIST);
+            if flag != EVACUATING && (flag == 1) != (free > 0) {
                 return Err(format!(
                     "page {lp}: on-list flag disagrees with free count {free}"
                 ));
             }
-            on_list += p.u32_at(OFF_ON_LIST);
+            on_list += u32::from(flag == 1);
             used += (self.slots_per_page - free) as u64;
         }
         let mut walk = 0;

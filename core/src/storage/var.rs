@@ -21,7 +21,11 @@
 //! with less than 128 bytes free is "full" and on no list. An allocation first looks at
 //! up to 16 pages of the list its size falls in (fuller pages first, less waste), then
 //! takes the head of the next lists up, then a new page. A page whose last entry is freed
-//! goes back to the pool at once.
+//! goes back to the pool at once. A page being evacuated by OPTIMIZE TABLE has word 24
+//! set to `EVACUATING` and is on no list whatever its free bytes, so that nothing new is
+//! placed on it while its entries move out (`var/compact.rs`).
+
+mod compact;
 
 use super::page_map::PageMap;
 use super::pool::{PAGE_SIZE, Page, PageKind, PagePool};
@@ -41,6 +45,8 @@ const OFF_PREV: usize = 28;
 const OFF_NEXT: usize = 32;
 const OFF_USED: usize = 36;
 const DIR_FREE: u32 = 1 << 31;
+/// Word 24 of a page being evacuated (see the module docs).
+const EVACUATING: u32 = 0xFFFF_FFFE;
 const LISTS: usize = 5;
 const LIST_MIN: [u32; LISTS] = [0, 128, 512, 2048, 8192];
 const MAX_SCAN: u32 = 16;
@@ -272,7 +278,7 @@ impl VarPages {
         };
         let want = list_of(free);
         let want_id = if want == 0 { NONE } else { want as u32 };
-        if cur == want_id {
+        if cur == want_id || cur == EVACUATING {
             return;
         }
         self.unlist(lp);
@@ -296,7 +302,7 @@ impl VarPages {
             let p = self.page(lp);
             (p.u32_at(OFF_LIST), p.u32_at(OFF_PREV), p.u32_at(OFF_NEXT))
         };
-        if cur == NONE {
+        if cur == NONE || cur == EVACUATING {
             return;
         }
         if prev == NONE {
@@ -352,7 +358,7 @@ impl VarPages {
             }
             let want = list_of(p.u32_at(OFF_FREE));
             let on = p.u32_at(OFF_LIST);
-            if (want == 0 && on != NONE) || (want != 0 && on != want as u32) {
+            if on != EVACUATING && ((want == 0 && on != NONE) || (want != 0 && on != want as u32)) {
                 return Err(format!("var page {lp}: on list {on}, should be {want}"));
             }
             entries += used as u64;

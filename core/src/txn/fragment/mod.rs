@@ -50,6 +50,8 @@ pub struct FragmentCell {
     /// Replicas of the partition a node restart is bringing up to date: commits on
     /// this replica as the partition's primary reach them too (`replica` module).
     pub followers: parking_lot::RwLock<Vec<Arc<FragmentCell>>>,
+    /// Open row-id positions and the running OPTIMIZE (`optimize` module).
+    gate: optimize::OptimizeGate,
 }
 
 impl FragmentCell {
@@ -61,6 +63,7 @@ impl FragmentCell {
             node_id,
             role: std::sync::atomic::AtomicU8::new(ReplicaRole::Live as u8),
             followers: parking_lot::RwLock::new(Vec::new()),
+            gate: optimize::OptimizeGate::default(),
         }
     }
 }
@@ -399,6 +402,16 @@ impl Fragment {
             }
             cur = RowId(r.0 + 1);
         }
+        self.hash.check()?;
+        let mut tree_error = None;
+        self.with_ordered(self.all_ordered_mask(), |o, _pool, cmp| {
+            if tree_error.is_none() {
+                tree_error = o.check(cmp).err();
+            }
+        });
+        if let Some(e) = tree_error {
+            return Err(format!("ordered index: {e}"));
+        }
         for (i, o) in self.ordered.iter().enumerate() {
             if let Some(o) = o
                 && o.len() != committed
@@ -430,6 +443,7 @@ impl Fragment {
 mod batch;
 mod disk;
 mod lcp;
+mod optimize;
 mod redo;
 mod replica;
 mod scan;
@@ -438,6 +452,10 @@ mod write;
 pub use batch::{BatchKey, DirectInsert, RowSink};
 pub use disk::{DiskRelinkStats, FragDisk};
 pub use lcp::{LcpChangeCounts, LcpScan, LcpSink};
+pub use optimize::{
+    OptimizeClaim, OptimizeCursor, OptimizeStats, OptimizeStep, Reclaimable, STEP_BUDGET,
+    ScanCursor,
+};
 pub use redo::push_row_image;
 pub use redo::{FragRedo, REDO_DELETE, REDO_WRITE, REDO_WRITE_MEMORY};
 pub use replica::{CopyProgress, ReplicaRole};
