@@ -433,3 +433,222 @@ fn optimize_under_concurrent_writes_and_scans() {
     let model = model.lock().clone();
     assert_matches(&c, &mut s, &model);
 }
+
+fn durable_config() -> ClusterConfig {
+    let mut cfg = config("32M");
+    for (k, v) in [
+        ("TimeBetweenGlobalCheckpoints", "20"),
+        ("TimeBetweenEpochs", "3"),
+        // Only the LCPs the test runs.
+        ("TimeBetweenLocalCheckpoints", "31"),
+        ("NoOfFragmentLogFiles", "3"),
+        ("FragmentLogFileSize", "4M"),
+        ("RedoBuffer", "4M"),
+    ] {
+        cfg.set_data_node_param(k, v).expect(k);
+    }
+    cfg
+}
+
+/// Writes a marker row (its commit GCI covers every move made before), makes it
+/// durable, takes a crash image (unsynced writes dropped or torn by `seed`) and starts a
+/// cluster on it.
+fn crash_and_restart(
+    c: Cluster,
+    s: &mut Session,
+    model: &mut BTreeMap<i64, (i64, String)>,
+    fs: &crate::disk::io::MemFileSystem,
+    seed: u64,
+) -> (Cluster, crate::disk::io::MemFileSystem) {
+    sql(s, "REPLACE INTO t VALUES (-1, 0, 'marker')");
+    model.insert(-1, (0, "marker".into()));
+    let gci = c.inner().current_gci();
+    c.wait_durable(gci, Duration::from_secs(10))
+        .expect("durable");
+    let image = fs.crash_image(seed);
+    drop(c);
+    let c = Cluster::embedded_on(durable_config(), "/data".into(), Arc::new(image.clone()))
+        .expect("restart");
+    (c, image)
+}
+
+/// Row moves meet checkpoints: OPTIMIZE between two partial LCPs, after the last one
+/// (the redo log and the older checkpoint chain must give the same rows), and again
+/// after a restart; every restart shows exactly the model.
+#[test]
+fn checkpoints_and_crashes_around_optimize_keep_every_row() {
+    let fs = crate::disk::io::MemFileSystem::new();
+    let c = Cluster::embedded_on(durable_config(), "/data".into(), Arc::new(fs.clone()))
+        .expect("start");
+    let mut s = Session::new(c.ndb("test"));
+    sql(&mut s, SCHEMA);
+    let mut model = load(&mut s, 12_000);
+    c.inner().run_lcp().expect("full lcp");
+    delete_where(&mut s, &mut model, |k| k % 5 < 2);
+    c.inner().run_lcp().expect("partial lcp after the deletes");
+    // 1. Moves after the last LCP: the restart restores the pre-move chain and
+    //    replays the redo (which has no record of the moves).
+    let r = optimize(&c);
+    assert!(r.stats.rows_moved > 1000, "{r:?}");
+    for k in (1..12_000i64).step_by(11) {
+        let b = b_of(k, 2);
+        sql(
+            &mut s,
+            &format!("REPLACE INTO t VALUES ({k}, {}, '{b}')", k % 97),
+        );
+        model.insert(k, (k % 97, b));
+    }
+    let (c, fs) = crash_and_restart(c, &mut s, &mut model, &fs, 1);
+    let mut s = Session::new(c.ndb("test"));
+    assert_matches(&c, &mut s, &model);
+    // 2. Moves, then a partial LCP holding them (delete markers at the old row ids,
+    //    rows at the new ones), then more changes from the redo log.
+    delete_where(&mut s, &mut model, |k| k % 3 != 0);
+    let r = optimize(&c);
+    assert!(r.stats.rows_moved > 100, "{r:?}");
+    let lcp = c.inner().run_lcp().expect("lcp after optimize");
+    assert!(lcp.rows > 0, "{lcp:?}");
+    for k in (0..3_000i64).step_by(7) {
+        let b = b_of(k, 3);
+        sql(
+            &mut s,
+            &format!("REPLACE INTO t VALUES ({k}, {}, '{b}')", k % 97),
+        );
+        model.insert(k, (k % 97, b));
+    }
+    let (c, fs) = crash_and_restart(c, &mut s, &mut model, &fs, 2);
+    let mut s = Session::new(c.ndb("test"));
+    assert_matches(&c, &mut s, &model);
+    // 3. Once more on the restarted cluster, with an LCP in the middle of the writes.
+    let r = optimize(&c);
+    c.inner().run_lcp().expect("lcp");
+    sql(&mut s, "DELETE FROM t WHERE id < 500");
+    model.retain(|&k, _| k >= 500);
+    let (c, _fs) = crash_and_restart(c, &mut s, &mut model, &fs, 3);
+    let mut s = Session::new(c.ndb("test"));
+    assert_matches(&c, &mut s, &model);
+    let _ = r;
+}
+
+/// A node restart right after OPTIMIZE (the copy reads the moved rows by row id), and
+/// OPTIMIZE while a node restart copies: the replicas end identical.
+#[test]
+fn node_restarts_after_and_during_optimize_end_with_identical_replicas() {
+    let c = Cluster::embedded(config("64M")).expect("start");
+    let mut s = Session::new(c.ndb("test"));
+    sql(&mut s, SCHEMA);
+    let mut model = load(&mut s, 20_000);
+    delete_where(&mut s, &mut model, |k| k % 2 == 0);
+    let r = optimize(&c);
+    assert!(r.stats.rows_moved > 0, "{r:?}");
+    let mgm = |cmd: &str| {
+        crate::mgm::execute(c.inner(), cmd).unwrap_or_else(|e| panic!("{cmd}: {}", e.message))
+    };
+    mgm("2 RESTART");
+    wait_started(&c, 2);
+    assert_matches(&c, &mut s, &model);
+    assert_replicas_equal(&c);
+    // OPTIMIZE while node 3 restarts: its copy holds a position in every source
+    // replica, so rows there stay until the copy ends (or the busy timeout).
+    delete_where(&mut s, &mut model, |k| k % 3 != 0);
+    mgm("3 RESTART");
+    let ndb = c.ndb("test");
+    let t = ndb.table("t").expect("t");
+    ndb.optimize_table(
+        &t,
+        OptimizeOptions {
+            delay_ms: 1,
+            busy_timeout_ms: 30_000,
+        },
+    )
+    .expect("optimize during the restart");
+    wait_started(&c, 3);
+    assert_matches(&c, &mut s, &model);
+    assert_replicas_equal(&c);
+}
+
+fn wait_started(c: &Cluster, id: u32) {
+    use crate::api::node_restart::NodeRunState;
+    let n = c.inner().node(id).expect("node").clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while n.run_state() != NodeRunState::Started {
+        assert_ne!(
+            n.run_state(),
+            NodeRunState::Stopped,
+            "node {id} failed to start"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node {id} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Each partition's replicas hold the same rows.
+fn assert_replicas_equal(c: &Cluster) {
+    let t = c.ndb("test").table("t").expect("t");
+    for (p, reps) in t.fragments.iter().enumerate() {
+        let rows_of = |cell: &crate::txn::FragmentCell| {
+            let mut f = cell.state.lock();
+            let cols: Vec<usize> = (0..f.table.columns.len()).collect();
+            let mut out = Vec::new();
+            let mut from = Some(crate::storage::RowId(0));
+            while let Some(r) = from {
+                let mut batch = Vec::new();
+                from = match f
+                    .scan_batch(
+                        0,
+                        crate::txn::LockMode::CommittedRead,
+                        r,
+                        1024,
+                        &cols,
+                        &mut batch,
+                    )
+                    .expect("scan")
+                {
+                    crate::txn::fragment::Step::Done(n) => n,
+                    crate::txn::fragment::Step::Blocked => panic!("committed read blocked"),
+                };
+                out.extend(batch.into_iter().map(|(_, v)| format!("{v:?}")));
+            }
+            out.sort();
+            out
+        };
+        let first = rows_of(&reps[0]);
+        for r in &reps[1..] {
+            assert!(
+                rows_of(r) == first,
+                "partition {p}: node {} differs",
+                r.node_id
+            );
+        }
+    }
+}
+
+/// A few moves in a large table: the next LCP is partial, so the moved rows reach it
+/// only through the change marks at their new row ids and the delete marks at the old
+/// ones (a full LCP would hide a missing mark).
+#[test]
+fn a_partial_checkpoint_after_a_few_moves_restores_them() {
+    let fs = crate::disk::io::MemFileSystem::new();
+    let c = Cluster::embedded_on(durable_config(), "/data".into(), Arc::new(fs.clone()))
+        .expect("start");
+    let mut s = Session::new(c.ndb("test"));
+    sql(&mut s, SCHEMA);
+    let mut model = load(&mut s, 40_000);
+    c.inner().run_lcp().expect("full lcp");
+    // Rows 0..6000 fill the first pages of each fragment; a third of them go.
+    delete_where(&mut s, &mut model, |k| k >= 6_000 || k % 3 != 0);
+    c.inner().run_lcp().expect("partial lcp after the deletes");
+    let r = optimize(&c);
+    assert!(r.stats.rows_moved > 100, "{r:?}");
+    let lcp = c.inner().run_lcp().expect("lcp after optimize");
+    assert!(
+        lcp.rows > 0 && lcp.rows * 2 < 2 * model.len() as u64,
+        "a partial LCP: {lcp:?}"
+    );
+    let (c, _fs) = crash_and_restart(c, &mut s, &mut model, &fs, 4);
+    let mut s = Session::new(c.ndb("test"));
+    assert_matches(&c, &mut s, &model);
+}
