@@ -164,4 +164,8 @@ fn masking() {
         ),
         "0 rows, N millis (committed ahead: N MB, N millis)\nrestored GCI 1 in T s\n3 s ago"
     );
+    assert_eq!(
+        mask("| 2 rows moved in 0.03 sec; 1 page |", d),
+        "| 2 rows moved in X.XX sec; 1 page |"
+    );
 }

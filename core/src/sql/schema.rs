@@ -778,15 +778,16 @@ fn optimization_delay_ms(s: &Session) -> Result<u64> {
 fn optimize_note(r: &OptimizeReport) -> String {
     let st = &r.stats;
     let mut note = format!(
-        "{} rows and {} var parts moved; {} DataMemory pages given back (fixed {} -> {}, var {} -> {}) in {} ms",
+        "{} rows and {} var parts moved in {}.{:02} sec; {} DataMemory pages given back (fixed {} -> {}, var {} -> {})",
         st.rows_moved,
         st.var_parts_moved,
+        r.elapsed_ms / 1000,
+        r.elapsed_ms % 1000 / 10,
         r.pages_freed(),
         st.fixed_pages_before,
         st.fixed_pages_after,
         st.var_pages_before,
         st.var_pages_after,
-        r.elapsed_ms
     );
     if st.rows_locked > 0 {
         note.push_str(&format!(
