@@ -63,8 +63,13 @@ impl OptimizeReport {
     /// DataMemory pages given back.
     pub fn pages_freed(&self) -> u64 {
         let s = &self.stats;
-        (u64::from(s.fixed_pages_before) + u64::from(s.var_pages_before))
-            .saturating_sub(u64::from(s.fixed_pages_after) + u64::from(s.var_pages_after))
+        let before = u64::from(s.fixed_pages_before)
+            + u64::from(s.var_pages_before)
+            + u64::from(s.ordered_pages_before);
+        let after = u64::from(s.fixed_pages_after)
+            + u64::from(s.var_pages_after)
+            + u64::from(s.ordered_pages_after);
+        before.saturating_sub(after)
     }
 }
 
@@ -76,6 +81,9 @@ fn add(into: &mut OptimizeStats, s: &OptimizeStats) {
     into.fixed_pages_after += s.fixed_pages_after;
     into.var_pages_before += s.var_pages_before;
     into.var_pages_after += s.var_pages_after;
+    into.ordered_pages_before += s.ordered_pages_before;
+    into.ordered_pages_after += s.ordered_pages_after;
+    into.index_leaves_freed += s.index_leaves_freed;
 }
 
 /// One replica being compacted.

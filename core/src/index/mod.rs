@@ -18,6 +18,7 @@
 pub mod hash;
 mod hash_grow;
 pub mod ordered;
+mod ordered_pack;
 mod ordered_scan;
 mod ordered_stock;
 mod ordered_tree;
@@ -30,3 +31,4 @@ mod ordered_tests;
 
 pub use hash::HashIndex;
 pub use ordered::{OrderedIndex, ScanDirection, Seek};
+pub use ordered_pack::PackStep;

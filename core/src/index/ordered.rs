@@ -34,7 +34,8 @@
 //!
 //! This file: types, node access, navigation, insert and remove. Splits, merges and
 //! redistribution: `ordered_tree.rs`; scans and `check`: `ordered_scan.rs`; reservations,
-//! the node stock, relocation and evacuation: `ordered_stock.rs`.
+//! the node stock, relocation and evacuation: `ordered_stock.rs`; OPTIMIZE TABLE's leaf
+//! packing: `ordered_pack.rs`.
 
 use super::slab::{NIL, Slab};
 use crate::error::{NdbError, codes};

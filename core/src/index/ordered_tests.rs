@@ -1,6 +1,6 @@
 //! Tests of the ordered index: a proptest state machine against a `BTreeSet<(key, row)>`
 //! model (duplicate keys, both directions, every `Seek` kind with prefix and full bounds,
-//! stop conditions, resumption after modifications, relocation), page accounting,
+//! stop conditions, resumption after modifications, relocation, leaf packing), page accounting,
 //! out-of-memory behaviour, reservation guarantees, and 1M-entry memory measurements.
 
 use super::ordered::{OrderedIndex, ScanDirection, Seek};
@@ -102,6 +102,8 @@ enum Op {
     },
     Reserve(u8),
     Unreserve(u8),
+    /// Pack this many leaf groups (OPTIMIZE), resuming after the last group packed.
+    Pack(u8),
 }
 
 fn key() -> impl Strategy<Value = Key> {
@@ -130,6 +132,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..8usize).prop_map(|limit| Op::ScanResume { limit }),
         1 => (0..20u8).prop_map(Op::Reserve),
         1 => (0..20u8).prop_map(Op::Unreserve),
+        1 => (1..6u8).prop_map(Op::Pack),
     ]
 }
 
@@ -240,6 +243,8 @@ fn run_ops(ops: &[Op], caps: Option<(usize, usize)>, pool_pages: u32) -> Result<
     };
     let mut w = World::new();
     let mut cursor: Option<(bool, Key, u32)> = None;
+    let mut pack_after: Option<(Key, u32)> = None;
+    let mut pack_buf = Vec::new();
     let mut reserved = 0u64;
     for op in ops {
         match *op {
@@ -328,6 +333,20 @@ fn run_ops(ops: &[Op], caps: Option<(usize, usize)>, pool_pages: u32) -> Result<
             Op::Unreserve(n) => {
                 idx.unreserve(n as usize);
                 reserved = reserved.saturating_sub(u64::from(n));
+            }
+            Op::Pack(n) => {
+                for _ in 0..n {
+                    let keys = &w.keys;
+                    let mut past = |e: RowId| match pack_after {
+                        None => true,
+                        Some((k, last)) => (keys[e.0 as usize], e.0) > (k, last),
+                    };
+                    let before = (idx.len(), idx.reserved());
+                    let step = idx.pack_group(&pool, &mut past, &mut w.cmp(), &mut pack_buf);
+                    prop_assert_eq!(before, (idx.len(), idx.reserved()));
+                    pack_after = step.last.map(|r| (w.keys[r.0 as usize], r.0));
+                    idx.check(&mut w.cmp()).map_err(TestCaseError::fail)?;
+                }
             }
         }
         prop_assert_eq!(idx.reserved(), reserved);
@@ -711,4 +730,88 @@ fn million_entries_memory() {
     assert!(asc <= 5.0, "{asc} bytes per entry");
     seq.free_all(&pool);
     assert_eq!(pool.used_pages(), 0);
+}
+
+/// OPTIMIZE's pass over an index after scattered deletes: leaves come out nearly full,
+/// pages go back to the pool, the order and every entry stay, and inserts split the
+/// packed leaves as usual afterwards.
+#[test]
+fn packing_fills_leaves_and_returns_pages() {
+    let pool = PagePool::new(4096);
+    let mut idx = OrderedIndex::new();
+    let mut w = World::new();
+    let n = 100_000u32;
+    // Keys in a scattered order: leaves split 50/50 and end ~70% full.
+    for i in 0..n {
+        let k = (i.wrapping_mul(2_654_435_761) >> 8) as u64;
+        let row = w.add_row(((k >> 8) as u8, k as u8));
+        idx.insert(&pool, row, &mut w.cmp()).expect("room");
+        w.model.insert((w.keys[row.0 as usize], row.0));
+    }
+    // Every second row by row id goes: leaves thin out evenly.
+    let rows: Vec<(Key, u32)> = w.model.iter().copied().collect();
+    for (k, r) in rows {
+        if r % 4 == 0 {
+            assert!(idx.remove(&pool, RowId(r), &mut w.cmp()));
+            w.model.remove(&(k, r));
+        }
+    }
+    idx.check(&mut w.cmp()).expect("consistent");
+    let pages_before = idx.pages();
+    let fill_before = idx.leaf_fill();
+    let promised = idx.reclaimable_pages();
+    assert!(promised > 0, "packing would give nothing back");
+    let mut after: Option<(Key, u32)> = None;
+    let mut buf = Vec::new();
+    let mut groups = 0;
+    let mut freed = 0;
+    loop {
+        let keys = &w.keys;
+        let mut past = |e: RowId| match after {
+            None => true,
+            Some((k, last)) => (keys[e.0 as usize], e.0) > (k, last),
+        };
+        let step = idx.pack_group(&pool, &mut past, &mut w.cmp(), &mut buf);
+        let Some(last) = step.last else { break };
+        after = Some((w.keys[last.0 as usize], last.0));
+        freed += step.leaves_freed;
+        groups += 1;
+        assert!(groups < 10_000, "the pass must end");
+    }
+    idx.check(&mut w.cmp()).expect("consistent after packing");
+    let fill = idx.leaf_fill();
+    let avg = |f: &[usize]| f.iter().sum::<usize>() as f64 / f.len() as f64;
+    assert!(
+        avg(&fill) > 0.97 * super::ordered::LEAF_CAP as f64,
+        "leaves {:.1} full on average after packing ({:.1} before)",
+        avg(&fill),
+        avg(&fill_before)
+    );
+    assert_eq!(fill_before.len() - fill.len(), freed as usize);
+    assert!(
+        pages_before - idx.pages() >= promised,
+        "{pages_before} -> {} pages, {promised} promised",
+        idx.pages()
+    );
+    assert_eq!(idx.reclaimable_pages(), 0);
+    assert!(
+        idx.pages() * 10 < pages_before * 8,
+        "{} pages after packing, {pages_before} before",
+        idx.pages()
+    );
+    assert_eq!(
+        pool.used_pages_of(PageKind::OrderedIndex),
+        u64::from(idx.pages())
+    );
+    let got = do_collect(&idx, &w, true, SeekKind::Start, usize::MAX, None);
+    assert_eq!(got, expected(&w, true, SeekKind::Start, usize::MAX, None));
+    // Inserts into packed leaves split them as usual.
+    for i in 0..1000u32 {
+        let row = w.add_row(((i % 251) as u8, (i / 251) as u8));
+        idx.insert(&pool, row, &mut w.cmp()).expect("room");
+        w.model.insert((w.keys[row.0 as usize], row.0));
+    }
+    idx.check(&mut w.cmp()).expect("consistent after inserts");
+    let got = do_collect(&idx, &w, false, SeekKind::Start, usize::MAX, None);
+    assert_eq!(got, expected(&w, false, SeekKind::Start, usize::MAX, None));
 }

@@ -120,7 +120,13 @@ impl OrderedIndex {
     /// Restores the fill invariant from the leaf of `p` upward after a removal (merges
     /// free nodes into the stock; nothing is allocated).
     pub(super) fn rebalance(&mut self, p: &Path) {
-        for lvl in 0..self.height {
+        self.rebalance_from(p, 0);
+    }
+
+    /// [`OrderedIndex::rebalance`] from level `start` of `p` upward (the nodes of `p`
+    /// below `start` are not looked at).
+    pub(super) fn rebalance_from(&mut self, p: &Path, start: usize) {
+        for lvl in start..self.height {
             let id = p.node[lvl];
             let (_, cnt) = self.hdr(id);
             if lvl + 1 == self.height {

@@ -778,9 +778,10 @@ fn optimization_delay_ms(s: &Session) -> Result<u64> {
 fn optimize_note(r: &OptimizeReport) -> String {
     let st = &r.stats;
     let mut note = format!(
-        "{} rows and {} var parts moved in {}.{:02} sec; {} DataMemory pages given back (fixed {} -> {}, var {} -> {})",
+        "{} rows and {} var parts moved, {} index leaves packed away in {}.{:02} sec; {} DataMemory pages given back (fixed {} -> {}, var {} -> {}, ordered index {} -> {})",
         st.rows_moved,
         st.var_parts_moved,
+        st.index_leaves_freed,
         r.elapsed_ms / 1000,
         r.elapsed_ms % 1000 / 10,
         r.pages_freed(),
@@ -788,6 +789,8 @@ fn optimize_note(r: &OptimizeReport) -> String {
         st.fixed_pages_after,
         st.var_pages_before,
         st.var_pages_after,
+        st.ordered_pages_before,
+        st.ordered_pages_after,
     );
     if st.rows_locked > 0 {
         note.push_str(&format!(

@@ -4,21 +4,25 @@
 //!
 //! Plan: pages sorted emptiest first; the first `k` of them are evacuated, for the
 //! largest `k` whose live bytes (entries rounded to 4 bytes, plus a 4-byte directory
-//! word each) fit in `FILL_TARGET` of the free bytes of the pages that stay — the slack
-//! covers what the allocator cannot use (it looks at a bounded number of pages per
-//! list). The owner of the entries (the fragment) moves each one with
+//! word each) fit in `FILL_TARGET` of the room of the pages that stay — their free bytes
+//! plus 4 per free directory word (an entry placed there needs no new word), less the
+//! `LIST_MIN[1]` bytes a page keeps because small entries only go to pages with at least
+//! that much free. The remaining slack covers what the allocator cannot use (it looks at
+//! a bounded number of pages per list). The owner of the entries (the fragment) moves each one with
 //! [`VarPages::alloc_existing`] and [`VarPages::free`], rewriting the reference in its
 //! row; a page goes back to the pool when its last entry leaves. A page left with
 //! entries that could not move is put back with [`VarPages::end_evacuation`].
 
 use super::*;
 
-/// Share of the staying pages' free bytes a plan may fill.
-const FILL_TARGET: f64 = 0.95;
+/// Share of the staying pages' room a plan may fill.
+const FILL_TARGET: f64 = 0.98;
 
 /// One held page as the plan sees it.
 struct PageUse {
     lp: u32,
+    /// What the page can take: free bytes plus free directory words, less what the
+    /// allocator leaves (module docs).
     free: u64,
     live: u64,
 }
@@ -34,9 +38,10 @@ impl VarPages {
                 let used_entries = u64::from(p.u32_at(OFF_USED));
                 let dir = u64::from(p.u32_at(OFF_DIR_COUNT));
                 let data = (PAGE_SIZE - HEADER) as u64 - 4 * dir - free;
+                let room = (free + 4 * (dir - used_entries)).saturating_sub(u64::from(LIST_MIN[1]));
                 PageUse {
                     lp,
-                    free,
+                    free: room,
                     live: data + 4 * used_entries,
                 }
             })

@@ -1,7 +1,8 @@
 //! OPTIMIZE TABLE on one fragment replica: rows and var parts moved so that whole pages
 //! empty and go back to DataMemory, where any table can use them.
 //!
-//! NDB's OPTIMIZE moves only var-size parts; here both parts move, in two phases, each
+//! NDB's OPTIMIZE moves only var-size parts; here both parts move and the ordered indexes
+//! are packed, in three phases, each
 //! run in bounded steps under the fragment's mutex (the caller releases it and waits
 //! between steps, as ndb_optimization_delay):
 //! 1. **Fixed parts.** The least used fixed pages beyond `ceil(rows / slots_per_page)`
@@ -21,22 +22,28 @@
 //!    page and rewrites the row's reference. Row ids do not change, so this runs
 //!    whatever else is open (NDB's `move_var_part`). Checkpoints are not marked: an LCP
 //!    image holds the var part's bytes, not its reference.
+//! 3. **Ordered indexes.** Each index's leaves are packed full, one leaf group per work
+//!    item, resuming by key (`optimize_index.rs`); emptied node pages go back to the
+//!    pool. Row ids do not change, so this too runs whatever else is open.
 //!
-//! Neither phase writes redo: a move changes no value, and recovery rebuilds rows from
-//! checkpoint images and logical redo records (by key). The hash index and the ordered
-//! indexes give their own emptied pages back as entries go (`index` module), so the
-//! moves leave them compact too.
+//! No phase writes redo: a move changes no value, and recovery rebuilds rows from
+//! checkpoint images and logical redo records (by key), and indexes from the rows. The
+//! hash index gives its emptied pages back as entries go (linear hashing shrinks with
+//! the row count), so it needs no phase of its own.
 //!
 //! Invariant: between steps, the pages an unfinished cursor evacuates take no new rows;
 //! a cursor that stops early must be ended with [`Fragment::optimize_abandon`], which
 //! puts them back.
 
+use super::optimize_index::PackResume;
 use super::*;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-/// Work units of one step: a row looked at costs 1, a move [`MOVE_COST`].
+/// Work units of one step: a row looked at costs 1, a move [`MOVE_COST`], a leaf group
+/// packed [`GROUP_COST`] plus one per 8 entries.
 pub const STEP_BUDGET: u32 = 8192;
 const MOVE_COST: u32 = 16;
+const GROUP_COST: u32 = 256;
 
 /// What a fragment's OPTIMIZE did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +56,10 @@ pub struct OptimizeStats {
     pub fixed_pages_after: u32,
     pub var_pages_before: u32,
     pub var_pages_after: u32,
+    pub ordered_pages_before: u32,
+    pub ordered_pages_after: u32,
+    /// Ordered index leaves emptied by packing.
+    pub index_leaves_freed: u64,
 }
 
 /// What one step reports.
@@ -73,6 +84,10 @@ enum Phase {
         pages: Vec<u32>,
         next: RowId,
     },
+    Indexes {
+        pos: usize,
+        after: Option<PackResume>,
+    },
     Done,
 }
 
@@ -81,6 +96,8 @@ enum Phase {
 pub struct OptimizeCursor {
     phase: Phase,
     pub stats: OptimizeStats,
+    /// Scratch for one leaf group's entries.
+    pack_buf: Vec<u32>,
 }
 
 impl Default for OptimizeCursor {
@@ -88,6 +105,7 @@ impl Default for OptimizeCursor {
         OptimizeCursor {
             phase: Phase::Start,
             stats: OptimizeStats::default(),
+            pack_buf: Vec::new(),
         }
     }
 }
@@ -103,11 +121,13 @@ impl OptimizeCursor {
 pub struct Reclaimable {
     pub fixed_pages: u32,
     pub var_pages: u32,
+    /// Ordered index pages (an estimate: [`OrderedIndex::reclaimable_pages`]).
+    pub ordered_pages: u32,
 }
 
 impl Reclaimable {
     pub fn pages(&self) -> u32 {
-        self.fixed_pages + self.var_pages
+        self.fixed_pages + self.var_pages + self.ordered_pages
     }
 }
 
@@ -181,6 +201,12 @@ impl Fragment {
                 0
             },
             var_pages: self.var.reclaimable_pages(),
+            ordered_pages: self
+                .ordered
+                .iter()
+                .flatten()
+                .map(OrderedIndex::reclaimable_pages)
+                .sum(),
         }
     }
 
@@ -196,8 +222,7 @@ impl Fragment {
         loop {
             match &mut cur.phase {
                 Phase::Start => {
-                    cur.stats.fixed_pages_before = self.fixed.pages();
-                    cur.stats.var_pages_before = self.var.pages();
+                    self.note_pages_before(cur);
                     if self.disk.is_none() && self.fixed.reclaimable_pages() > 0 {
                         if !may_move_rows {
                             return OptimizeStep::Busy;
@@ -250,8 +275,11 @@ impl Fragment {
                 }
                 Phase::Var { pages, next } => {
                     if pages.is_empty() {
-                        self.finish(cur);
-                        return OptimizeStep::Done;
+                        cur.phase = Phase::Indexes {
+                            pos: 0,
+                            after: None,
+                        };
+                        continue;
                     }
                     let mut from = *next;
                     loop {
@@ -284,17 +312,39 @@ impl Fragment {
                         }
                     }
                 }
+                Phase::Indexes { pos, after } => {
+                    if *pos >= self.ordered.len() {
+                        self.finish(cur);
+                        return OptimizeStep::Done;
+                    }
+                    if budget < GROUP_COST {
+                        return OptimizeStep::More;
+                    }
+                    let (step, resume) =
+                        self.pack_index_group(*pos, after.as_ref(), &mut cur.pack_buf);
+                    budget = budget.saturating_sub(GROUP_COST + step.entries / 8);
+                    cur.stats.index_leaves_freed += u64::from(step.leaves_freed);
+                    *after = resume;
+                    if after.is_none() {
+                        *pos += 1;
+                    }
+                }
                 Phase::Done => return OptimizeStep::Done,
             }
         }
+    }
+
+    fn note_pages_before(&self, cur: &mut OptimizeCursor) {
+        cur.stats.fixed_pages_before = self.fixed.pages();
+        cur.stats.var_pages_before = self.var.pages();
+        cur.stats.ordered_pages_before = self.ordered_pages();
     }
 
     /// Ends an unfinished OPTIMIZE of this fragment: the pages it was emptying take
     /// rows again.
     pub fn optimize_abandon(&mut self, cur: &mut OptimizeCursor) {
         if matches!(cur.phase, Phase::Start) {
-            cur.stats.fixed_pages_before = self.fixed.pages();
-            cur.stats.var_pages_before = self.var.pages();
+            self.note_pages_before(cur);
         }
         self.end_phase(cur);
         self.finish(cur);
@@ -305,8 +355,7 @@ impl Fragment {
     pub fn optimize_skip_rows(&mut self, cur: &mut OptimizeCursor) {
         if matches!(cur.phase, Phase::Start | Phase::Fixed { .. }) {
             if matches!(cur.phase, Phase::Start) {
-                cur.stats.fixed_pages_before = self.fixed.pages();
-                cur.stats.var_pages_before = self.var.pages();
+                self.note_pages_before(cur);
             }
             self.end_phase(cur);
             self.begin_var_phase(cur);
@@ -325,7 +374,7 @@ impl Fragment {
                     self.var.end_evacuation(lp);
                 }
             }
-            Phase::Start | Phase::Done => {}
+            Phase::Start | Phase::Indexes { .. } | Phase::Done => {}
         }
     }
 
@@ -345,6 +394,7 @@ impl Fragment {
         cur.phase = Phase::Done;
         cur.stats.fixed_pages_after = self.fixed.pages();
         cur.stats.var_pages_after = self.var.pages();
+        cur.stats.ordered_pages_after = self.ordered_pages();
     }
 
     /// Moves a committed, unlocked row to a free slot of a staying page; false when
