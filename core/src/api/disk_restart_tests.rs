@@ -15,7 +15,7 @@ const LG: &str = "CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE=
 const TS: &str = "CREATE TABLESPACE ts_1 ADD DATAFILE 'data1.dat' USE LOGFILE GROUP lg INITIAL_SIZE=8M EXTENT_SIZE=256K ENGINE=NDB";
 const TABLE: &str = "CREATE TABLE t (id INT PRIMARY KEY, a INT, d VARCHAR(2000)) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB";
 
-type Model = BTreeMap<i64, (i64, String)>;
+pub(super) type Model = BTreeMap<i64, (i64, String)>;
 
 fn config() -> crate::config::ClusterConfig {
     let mut cfg = crate::config::small_disk_test_config(2, 2, "16M");
@@ -33,12 +33,12 @@ fn config() -> crate::config::ClusterConfig {
     cfg
 }
 
-fn start(fs: &MemFileSystem) -> Cluster {
+pub(super) fn start(fs: &MemFileSystem) -> Cluster {
     Cluster::embedded_on(config(), "/data".into(), Arc::new(fs.clone())).expect("start")
 }
 
 /// A cluster on `fs` with the logfile group, the tablespace and table `t`.
-fn start_with_table(fs: &MemFileSystem) -> (Cluster, Session) {
+pub(super) fn start_with_table(fs: &MemFileSystem) -> (Cluster, Session) {
     let c = start(fs);
     let mut s = Session::new(c.ndb("test"));
     run(&mut s, LG);
@@ -47,20 +47,20 @@ fn start_with_table(fs: &MemFileSystem) -> (Cluster, Session) {
     (c, s)
 }
 
-fn run(s: &mut Session, sql: &str) {
+pub(super) fn run(s: &mut Session, sql: &str) {
     if let Err(e) = s.execute(sql) {
         panic!("{sql}: {}", render_error(&e));
     }
 }
 
-fn payload(id: i64, version: i64) -> String {
+pub(super) fn payload(id: i64, version: i64) -> String {
     // Lengths vary with the version so that updates move records between pages.
     let len = 300 + ((id * 37 + version * 101) % 1600) as usize;
     let c = (b'a' + ((id + version) % 26) as u8) as char;
     std::iter::repeat_n(c, len).collect()
 }
 
-fn contents(c: &Cluster) -> Model {
+pub(super) fn contents(c: &Cluster) -> Model {
     let mut s = Session::new(c.ndb("test"));
     let r = s
         .execute("SELECT id, a, d FROM t")
@@ -127,7 +127,7 @@ fn churn(s: &mut Session, model: &mut Model, seed: u64, ops: usize, version: i64
     }
 }
 
-fn free_extents(c: &Cluster) -> Vec<u64> {
+pub(super) fn free_extents(c: &Cluster) -> Vec<u64> {
     c.inner()
         .data_nodes
         .iter()
@@ -143,7 +143,11 @@ fn free_extents(c: &Cluster) -> Vec<u64> {
 }
 
 /// Crash (unsynced writes lost as `seed` decides) and restart on what survived.
-fn crash_and_restart(c: Cluster, fs: &MemFileSystem, seed: u64) -> (Cluster, MemFileSystem) {
+pub(super) fn crash_and_restart(
+    c: Cluster,
+    fs: &MemFileSystem,
+    seed: u64,
+) -> (Cluster, MemFileSystem) {
     c.inner().force_gcp().expect("gcp");
     let image = fs.crash_image(seed);
     c.inner().shutdown_now();

@@ -35,6 +35,8 @@ mod model_tests;
 #[cfg(test)]
 mod node_restart_tests;
 #[cfg(test)]
+mod optimize_disk_tests;
+#[cfg(test)]
 mod optimize_tests;
 #[cfg(test)]
 mod sim_crash_model;

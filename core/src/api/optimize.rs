@@ -84,6 +84,9 @@ fn add(into: &mut OptimizeStats, s: &OptimizeStats) {
     into.ordered_pages_before += s.ordered_pages_before;
     into.ordered_pages_after += s.ordered_pages_after;
     into.index_leaves_freed += s.index_leaves_freed;
+    into.disk_records_moved += s.disk_records_moved;
+    into.extents_before += s.extents_before;
+    into.extents_after += s.extents_after;
 }
 
 /// One replica being compacted.
@@ -179,7 +182,7 @@ impl Ndb {
                 let step = {
                     let mut f = j.cell.state.lock();
                     let may_move = !j.busy_gave_up && j.cell.no_open_cursors();
-                    f.optimize_step(&mut j.cursor, may_move, gci)
+                    f.optimize_step(&mut j.cursor, may_move, gci)?
                 };
                 match step {
                     OptimizeStep::Busy => {

@@ -792,6 +792,15 @@ fn optimize_note(r: &OptimizeReport) -> String {
         st.ordered_pages_before,
         st.ordered_pages_after,
     );
+    if st.extents_before > 0 {
+        note.push_str(&format!(
+            "; {} disk records moved, {} extents given back to the tablespace ({} -> {})",
+            st.disk_records_moved,
+            st.extents_before.saturating_sub(st.extents_after),
+            st.extents_before,
+            st.extents_after
+        ));
+    }
     if st.rows_locked > 0 {
         note.push_str(&format!(
             "; {} rows held by transactions stayed",

@@ -115,7 +115,7 @@ fn disk_ref(page: PageAddr, slot: u16) -> Result<DiskRef> {
     })
 }
 
-fn page_of(r: DiskRef) -> PageAddr {
+pub(crate) fn page_of(r: DiskRef) -> PageAddr {
     PageAddr {
         file_no: r.file_no as u32,
         page_no: r.page_no,

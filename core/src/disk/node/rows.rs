@@ -72,10 +72,74 @@ impl NodeDisk {
                 fragment_id: owner.fragment_id,
             })?;
         }
-        if got.was_empty {
+        self.format_if_empty(alloc, res, got.was_empty)
+    }
+
+    /// OPTIMIZE TABLE's reservation for moving a record of `record_len` bytes: as
+    /// [`NodeDisk::reserve_record`], but only on a page of an extent the fragment owns
+    /// and is not emptying; None when none has room (or the undo log has none).
+    pub fn reserve_record_existing(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        record_len: usize,
+    ) -> Result<Option<DiskReservation>> {
+        let Ok(undo_bytes) = self.reserve_undo(Self::undo_for_insert()) else {
+            return Ok(None);
+        };
+        let need = rowpage::space_needed(record_len);
+        let Some(got) = alloc.alloc_page_existing(need) else {
+            self.release_undo(undo_bytes);
+            return Ok(None);
+        };
+        let res = DiskReservation {
+            page: got.page,
+            page_bytes: need as u32,
+            undo_bytes,
+        };
+        self.format_if_empty(alloc, res, got.was_empty).map(Some)
+    }
+
+    /// OPTIMIZE TABLE: writes `image` (record `r`'s bytes, restamped by the caller) on a
+    /// page of an extent the fragment keeps, then frees `r` (both undo-logged, as an
+    /// update that moves its record). Ok(None) when no kept page or no undo space has
+    /// room: nothing changed. On an error the row still names `r` (a record written
+    /// before the error is an orphan, freed by the next restart's relink).
+    pub fn move_record(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        r: DiskRef,
+        image: &[u8],
+    ) -> Result<Option<DiskRef>> {
+        let Some(res) = self.reserve_record_existing(alloc, image.len())? else {
+            return Ok(None);
+        };
+        let Ok(free_undo) = self.reserve_undo(Self::undo_for_change(image.len())) else {
+            self.cancel_reservation(alloc, res);
+            return Ok(None);
+        };
+        let new_ref = match self.insert_record(alloc, res, image) {
+            Ok(n) => n,
+            Err(e) => {
+                self.release_undo(free_undo);
+                return Err(e);
+            }
+        };
+        self.free_record(alloc, r, free_undo)?;
+        Ok(Some(new_ref))
+    }
+
+    /// A reserved page that was empty is formatted (it may hold rows of an earlier
+    /// owner of its extent); on error the reservation goes back.
+    fn format_if_empty(
+        &self,
+        alloc: &mut FragmentDiskAlloc,
+        res: DiskReservation,
+        was_empty: bool,
+    ) -> Result<DiskReservation> {
+        if was_empty {
             let r = self
                 .pgman
-                .get(cache_addr(got.page), Intent::Format)
+                .get(cache_addr(res.page), Intent::Format)
                 .map(|p| {
                     p.write(rowpage::init);
                     p.set_lsn_dirty(self.current_lsn());

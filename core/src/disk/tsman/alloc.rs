@@ -19,9 +19,13 @@
 //! allocate/free churn for a fragment hovering around one extent) until
 //! [`FragmentDiskAlloc::release_all`] (DROP TABLE, TRUNCATE).
 //!
+//! OPTIMIZE TABLE empties the least used extents (`alloc/compact.rs`): an extent being
+//! evacuated takes no allocation (its pages leave `by_free`) until it is empty and
+//! returned, or its evacuation ends.
+//!
 //! Invariants: `by_free` holds exactly one `(free, page)` per page of every owned
-//! extent, equal to `extents[..].free[i]`; every owned extent is owned by `owner` in
-//! the tablespace manager. The fragment's own lock (the caller's) guards this object;
+//! extent not being evacuated, equal to `extents[..].free[i]`; `evacuating` holds only
+//! owned extents; every owned extent is owned by `owner` in the tablespace manager. The fragment's own lock (the caller's) guards this object;
 //! it takes the tablespace manager's mutex inside its calls.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,6 +35,8 @@ use crate::disk::rowpage::EMPTY_PAGE_FREE_BYTES;
 use crate::error::{Result, codes};
 
 use super::{ExtentId, ExtentOwner, PageAddr, TablespaceId, TablespaceManager};
+
+mod compact;
 
 const EMPTY: u32 = EMPTY_PAGE_FREE_BYTES as u32;
 
@@ -59,8 +65,10 @@ pub struct FragmentDiskAlloc {
     extents: BTreeMap<ExtentId, ExtentPages>,
     /// First page of each extent -> extent (to find a page's extent).
     by_first_page: BTreeMap<PageAddr, ExtentId>,
-    /// (free bytes, page) of every page of the owned extents.
+    /// (free bytes, page) of every page of the owned extents not being evacuated.
     by_free: BTreeSet<(u32, PageAddr)>,
+    /// Extents OPTIMIZE TABLE is emptying.
+    evacuating: BTreeSet<ExtentId>,
 }
 
 impl FragmentDiskAlloc {
@@ -71,6 +79,7 @@ impl FragmentDiskAlloc {
             extents: BTreeMap::new(),
             by_first_page: BTreeMap::new(),
             by_free: BTreeSet::new(),
+            evacuating: BTreeSet::new(),
         }
     }
 
@@ -105,7 +114,11 @@ impl FragmentDiskAlloc {
 
     /// Sum of the free bytes of all the fragment's pages.
     pub fn free_bytes(&self) -> u64 {
-        self.by_free.iter().map(|&(f, _)| f as u64).sum()
+        self.extents
+            .values()
+            .flat_map(|x| x.free.iter())
+            .map(|&f| u64::from(f))
+            .sum()
     }
 
     fn add_extent(&mut self, extent: ExtentId, first: PageAddr, free: Vec<u32>) {
@@ -121,8 +134,9 @@ impl FragmentDiskAlloc {
     }
 
     fn remove_extent(&mut self, extent: ExtentId) {
+        let listed = !self.evacuating.remove(&extent);
         if let Some(x) = self.extents.remove(&extent) {
-            for (i, &f) in x.free.iter().enumerate() {
+            for (i, &f) in x.free.iter().enumerate().filter(|_| listed) {
                 let page = PageAddr {
                     file_no: x.first.file_no,
                     page_no: x.first.page_no + i as u32,
@@ -145,9 +159,11 @@ impl FragmentDiskAlloc {
         let (e, i) = self.find(page)?;
         let x = self.extents.get_mut(&e)?;
         let old = std::mem::replace(&mut x.free[i], free);
-        let removed = self.by_free.remove(&(old, page));
-        debug_assert!(removed, "by_free out of step");
-        self.by_free.insert((free, page));
+        if !self.evacuating.contains(&e) {
+            let removed = self.by_free.remove(&(old, page));
+            debug_assert!(removed, "by_free out of step");
+            self.by_free.insert((free, page));
+        }
         Some(e)
     }
 
@@ -273,11 +289,28 @@ impl FragmentDiskAlloc {
 
     /// Check the invariants against the tablespace manager (tests, debug).
     pub fn check(&self, tsman: &TablespaceManager) -> Result<()> {
-        let pages: usize = self.extents.values().map(|x| x.free.len()).sum();
-        if pages != self.by_free.len() || self.by_first_page.len() != self.extents.len() {
+        let pages: usize = self
+            .extents
+            .iter()
+            .filter(|(e, _)| !self.evacuating.contains(e))
+            .map(|(_, x)| x.free.len())
+            .sum();
+        if pages != self.by_free.len()
+            || self.by_first_page.len() != self.extents.len()
+            || self
+                .evacuating
+                .iter()
+                .any(|e| !self.extents.contains_key(e))
+        {
             return Err(codes::internal("fragment allocator indexes out of step"));
         }
         for (&e, x) in &self.extents {
+            if self.evacuating.contains(&e) {
+                if tsman.extent_owner(e)? != Some(self.owner) {
+                    return Err(codes::internal(format_args!("extent {e:?} not ours")));
+                }
+                continue;
+            }
             if tsman.extent_owner(e)? != Some(self.owner) {
                 return Err(codes::internal(format_args!("extent {e:?} not ours")));
             }

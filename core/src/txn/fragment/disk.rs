@@ -129,7 +129,7 @@ impl FragDisk {
             .reserve_record(&mut self.alloc, self.ts, len, table_name)
     }
 
-    fn fail(&mut self, e: NdbError) {
+    pub(super) fn fail(&mut self, e: NdbError) {
         if self.failed.is_none() {
             self.failed = Some(e);
         }

@@ -444,6 +444,7 @@ mod batch;
 mod disk;
 mod lcp;
 mod optimize;
+mod optimize_disk;
 mod optimize_index;
 mod redo;
 mod replica;

@@ -1,8 +1,8 @@
 //! OPTIMIZE TABLE on one fragment replica: rows and var parts moved so that whole pages
 //! empty and go back to DataMemory, where any table can use them.
 //!
-//! NDB's OPTIMIZE moves only var-size parts; here both parts move and the ordered indexes
-//! are packed, in three phases, each
+//! NDB's OPTIMIZE moves only var-size parts; here both parts and the disk records move
+//! and the ordered indexes are packed, in four phases, each
 //! run in bounded steps under the fragment's mutex (the caller releases it and waits
 //! between steps, as ndb_optimization_delay):
 //! 1. **Fixed parts.** The least used fixed pages beyond `ceil(rows / slots_per_page)`
@@ -22,11 +22,14 @@
 //!    page and rewrites the row's reference. Row ids do not change, so this runs
 //!    whatever else is open (NDB's `move_var_part`). Checkpoints are not marked: an LCP
 //!    image holds the var part's bytes, not its reference.
-//! 3. **Ordered indexes.** Each index's leaves are packed full, one leaf group per work
+//! 3. **Disk records** (tables with disk columns): moved out of the least used extents,
+//!    which go back to the tablespace (`optimize_disk.rs`). Row ids do not change.
+//! 4. **Ordered indexes.** Each index's leaves are packed full, one leaf group per work
 //!    item, resuming by key (`optimize_index.rs`); emptied node pages go back to the
 //!    pool. Row ids do not change, so this too runs whatever else is open.
 //!
-//! No phase writes redo: a move changes no value, and recovery rebuilds rows from
+//! No phase writes redo (disk record moves are undo-logged as the disk pages need): a
+//! move changes no value, and recovery rebuilds rows from
 //! checkpoint images and logical redo records (by key), and indexes from the rows. The
 //! hash index gives its emptied pages back as entries go (linear hashing shrinks with
 //! the row count), so it needs no phase of its own.
@@ -35,8 +38,10 @@
 //! a cursor that stops early must be ended with [`Fragment::optimize_abandon`], which
 //! puts them back.
 
+use super::optimize_disk::DiskMove;
 use super::optimize_index::PackResume;
 use super::*;
+use crate::disk::tsman::ExtentId;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Work units of one step: a row looked at costs 1, a move [`MOVE_COST`], a leaf group
@@ -58,6 +63,9 @@ pub struct OptimizeStats {
     pub var_pages_after: u32,
     pub ordered_pages_before: u32,
     pub ordered_pages_after: u32,
+    pub disk_records_moved: u64,
+    pub extents_before: u32,
+    pub extents_after: u32,
     /// Ordered index leaves emptied by packing.
     pub index_leaves_freed: u64,
 }
@@ -82,6 +90,10 @@ enum Phase {
     },
     Var {
         pages: Vec<u32>,
+        next: RowId,
+    },
+    Disk {
+        extents: Vec<ExtentId>,
         next: RowId,
     },
     Indexes {
@@ -123,9 +135,12 @@ pub struct Reclaimable {
     pub var_pages: u32,
     /// Ordered index pages (an estimate: [`OrderedIndex::reclaimable_pages`]).
     pub ordered_pages: u32,
+    /// Extents of the tablespace (disk-data tables).
+    pub extents: u32,
 }
 
 impl Reclaimable {
+    /// DataMemory pages (extents are counted apart).
     pub fn pages(&self) -> u32 {
         self.fixed_pages + self.var_pages + self.ordered_pages
     }
@@ -207,17 +222,19 @@ impl Fragment {
                 .flatten()
                 .map(OrderedIndex::reclaimable_pages)
                 .sum(),
+            extents: self.reclaimable_extents(),
         }
     }
 
     /// One bounded step of an OPTIMIZE (module docs). `gci` is the current GCI (moved
-    /// rows are stamped with it for the next partial LCP).
+    /// rows are stamped with it for the next partial LCP). An error (a disk I/O error
+    /// while moving a disk record) ends the cursor.
     pub fn optimize_step(
         &mut self,
         cur: &mut OptimizeCursor,
         may_move_rows: bool,
         gci: u32,
-    ) -> OptimizeStep {
+    ) -> Result<OptimizeStep> {
         let mut budget = STEP_BUDGET;
         loop {
             match &mut cur.phase {
@@ -225,7 +242,7 @@ impl Fragment {
                     self.note_pages_before(cur);
                     if self.disk.is_none() && self.fixed.reclaimable_pages() > 0 {
                         if !may_move_rows {
-                            return OptimizeStep::Busy;
+                            return Ok(OptimizeStep::Busy);
                         }
                         let pages = self.fixed.begin_evacuation();
                         cur.phase = Phase::Fixed {
@@ -237,7 +254,7 @@ impl Fragment {
                         self.begin_var_phase(cur);
                     }
                 }
-                Phase::Fixed { .. } if !may_move_rows => return OptimizeStep::Busy,
+                Phase::Fixed { .. } if !may_move_rows => return Ok(OptimizeStep::Busy),
                 Phase::Fixed { pages, at, slot } => {
                     let Some(&lp) = pages.get(*at) else {
                         self.begin_var_phase(cur);
@@ -246,7 +263,7 @@ impl Fragment {
                     for s in self.fixed.used_slots_from(lp, *slot) {
                         if budget < MOVE_COST {
                             *slot = s;
-                            return OptimizeStep::More;
+                            return Ok(OptimizeStep::More);
                         }
                         budget -= MOVE_COST;
                         let row = RowId::new(lp, s);
@@ -275,9 +292,9 @@ impl Fragment {
                 }
                 Phase::Var { pages, next } => {
                     if pages.is_empty() {
-                        cur.phase = Phase::Indexes {
-                            pos: 0,
-                            after: None,
+                        cur.phase = Phase::Disk {
+                            extents: self.begin_disk_evacuation(),
+                            next: RowId(0),
                         };
                         continue;
                     }
@@ -291,7 +308,7 @@ impl Fragment {
                         };
                         if budget < MOVE_COST {
                             *next = row;
-                            return OptimizeStep::More;
+                            return Ok(OptimizeStep::More);
                         }
                         budget -= 1;
                         from = RowId(row.0 + 1);
@@ -312,13 +329,65 @@ impl Fragment {
                         }
                     }
                 }
+                Phase::Disk { extents, next } => {
+                    if extents.is_empty() {
+                        cur.phase = Phase::Indexes {
+                            pos: 0,
+                            after: None,
+                        };
+                        continue;
+                    }
+                    let mut from = *next;
+                    loop {
+                        let row = match self.fixed.next_row(from) {
+                            Some(row) if budget >= MOVE_COST => row,
+                            Some(row) => {
+                                *next = row;
+                                return Ok(OptimizeStep::More);
+                            }
+                            None => {
+                                let rest = std::mem::take(extents);
+                                self.end_disk_evacuation(rest);
+                                break;
+                            }
+                        };
+                        budget -= 1;
+                        from = RowId(row.0 + 1);
+                        if header_of(self.fixed.get(row)) & (ROW_ALLOC | ROW_LOCKED) != 0 {
+                            cur.stats.rows_locked += 1;
+                            continue;
+                        }
+                        let moved = match self.move_disk(row, gci) {
+                            Ok(m) => m,
+                            Err(e) => {
+                                self.end_phase(cur);
+                                self.finish(cur);
+                                return Err(e);
+                            }
+                        };
+                        match moved {
+                            DiskMove::Moved => {
+                                budget -= MOVE_COST - 1;
+                                cur.stats.disk_records_moved += 1;
+                            }
+                            DiskMove::Skipped => {}
+                            DiskMove::NoRoom => {
+                                // The kept extents are full (inserts took the room
+                                // meanwhile): what is left stays.
+                                let rest = std::mem::take(extents);
+                                self.end_disk_evacuation(rest);
+                                break;
+                            }
+                        }
+                    }
+                }
                 Phase::Indexes { pos, after } => {
                     if *pos >= self.ordered.len() {
                         self.finish(cur);
-                        return OptimizeStep::Done;
+                        return Ok(OptimizeStep::Done);
                     }
                     if budget < GROUP_COST {
-                        return OptimizeStep::More;
+                        return Ok(OptimizeStep::More);
                     }
                     let (step, resume) =
                         self.pack_index_group(*pos, after.as_ref(), &mut cur.pack_buf);
@@ -329,7 +398,7 @@ impl Fragment {
                         *pos += 1;
                     }
                 }
-                Phase::Done => return OptimizeStep::Done,
+                Phase::Done => return Ok(OptimizeStep::Done),
             }
         }
     }
@@ -338,6 +407,7 @@ impl Fragment {
         cur.stats.fixed_pages_before = self.fixed.pages();
         cur.stats.var_pages_before = self.var.pages();
         cur.stats.ordered_pages_before = self.ordered_pages();
+        cur.stats.extents_before = self.disk_extents();
     }
 
     /// Ends an unfinished OPTIMIZE of this fragment: the pages it was emptying take
@@ -374,6 +444,7 @@ impl Fragment {
                     self.var.end_evacuation(lp);
                 }
             }
+            Phase::Disk { extents, .. } => self.end_disk_evacuation(extents),
             Phase::Start | Phase::Indexes { .. } | Phase::Done => {}
         }
     }
@@ -395,6 +466,7 @@ impl Fragment {
         cur.stats.fixed_pages_after = self.fixed.pages();
         cur.stats.var_pages_after = self.var.pages();
         cur.stats.ordered_pages_after = self.ordered_pages();
+        cur.stats.extents_after = self.disk_extents();
     }
 
     /// Moves a committed, unlocked row to a free slot of a staying page; false when

@@ -1,0 +1,165 @@
+//! OPTIMIZE TABLE on disk-data tables: records move out of the least used extents and
+//! those extents go back to the tablespace; every row keeps its disk columns, through
+//! crashes before and after the checkpoint that follows the moves.
+
+use super::disk_restart_tests::{
+    Model, contents, crash_and_restart, free_extents, payload, run, start_with_table,
+};
+use super::optimize::{OptimizeOptions, OptimizeReport};
+use super::*;
+use crate::disk::io::MemFileSystem;
+
+fn load(s: &mut crate::sql::Session, model: &mut Model, ids: std::ops::Range<i64>) {
+    for chunk in ids.collect::<Vec<_>>().chunks(50) {
+        let values: Vec<String> = chunk
+            .iter()
+            .map(|&id| format!("({id}, {id}, '{}')", payload(id, 0)))
+            .collect();
+        run(s, &format!("INSERT INTO t VALUES {}", values.join(",")));
+        for &id in chunk {
+            model.insert(id, (id, payload(id, 0)));
+        }
+    }
+}
+
+fn optimize(c: &Cluster) -> OptimizeReport {
+    let ndb = c.ndb("test");
+    let t = ndb.table("t").expect("t");
+    ndb.optimize_table(
+        &t,
+        OptimizeOptions {
+            delay_ms: 0,
+            ..OptimizeOptions::default()
+        },
+    )
+    .expect("optimize")
+}
+
+fn reclaimable_extents(c: &Cluster) -> u64 {
+    let t = c.ndb("test").table("t").expect("t");
+    t.all_cells()
+        .map(|cell| u64::from(cell.state.lock().reclaimable().extents))
+        .sum()
+}
+
+/// A table of 1600 rows (~1.1 KB of disk columns each) with 60% deleted, scattered.
+fn loaded_then_thinned(fs: &MemFileSystem) -> (Cluster, crate::sql::Session, Model) {
+    let (c, mut s) = start_with_table(fs);
+    let mut model = Model::new();
+    load(&mut s, &mut model, 0..1600);
+    run(&mut s, "DELETE FROM t WHERE id % 5 < 3");
+    model.retain(|id, _| id % 5 >= 3);
+    (c, s, model)
+}
+
+#[test]
+fn optimize_gives_emptied_extents_back_to_the_tablespace() {
+    let fs = MemFileSystem::new();
+    let (c, mut s, model) = loaded_then_thinned(&fs);
+    let free_before = free_extents(&c);
+    assert_eq!(contents(&c), model);
+    let promised = reclaimable_extents(&c);
+    assert!(promised > 0, "nothing reclaimable after deleting 60%");
+    let r = optimize(&c);
+    assert!(r.stats.disk_records_moved > 0, "{r:?}");
+    let freed = u64::from(r.stats.extents_before - r.stats.extents_after);
+    assert!(
+        freed >= promised,
+        "{freed} extents freed, {promised} promised ({r:?})"
+    );
+    let free_after = free_extents(&c);
+    let gained: u64 = free_after
+        .iter()
+        .zip(&free_before)
+        .map(|(a, b)| a - b)
+        .sum();
+    assert_eq!(
+        gained, freed,
+        "tablespace {free_before:?} -> {free_after:?}"
+    );
+    assert!(
+        free_after.iter().zip(&free_before).all(|(a, b)| a > b),
+        "every node gets extents back: {free_before:?} -> {free_after:?}"
+    );
+    // contents() also checks every fragment (each record names its row, the allocator
+    // agrees with the extent headers) and the tablespaces.
+    assert_eq!(contents(&c), model);
+    assert!(reclaimable_extents(&c) <= 2, "{}", reclaimable_extents(&c));
+    // The returned extents serve another table.
+    run(
+        &mut s,
+        "CREATE TABLE t2 (id INT PRIMARY KEY, d VARCHAR(2000)) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB",
+    );
+    for id in 0..200 {
+        run(
+            &mut s,
+            &format!("INSERT INTO t2 VALUES ({id}, '{}')", payload(id, 3)),
+        );
+    }
+    // Updates after the moves (in place and moving) and a second OPTIMIZE.
+    let mut model = model;
+    for id in (0..1600i64).filter(|id| id % 5 >= 3).step_by(3) {
+        let d = payload(id, 9);
+        run(&mut s, &format!("UPDATE t SET d = '{d}' WHERE id = {id}"));
+        model.insert(id, (id, d));
+    }
+    assert_eq!(contents(&c), model);
+    optimize(&c);
+    assert_eq!(contents(&c), model);
+}
+
+#[test]
+fn moved_records_survive_crashes_around_the_next_checkpoint() {
+    // 0: crash with no LCP since the moves; 1: an LCP after the moves, then a crash;
+    // 2: an LCP before OPTIMIZE, changes, OPTIMIZE, a crash; 3: an LCP, OPTIMIZE, a
+    // partial LCP (the moves alone changed the rows: it must write their new
+    // references), a crash.
+    for case in 0..4u64 {
+        let fs = MemFileSystem::new();
+        let (c, mut s, mut model) = loaded_then_thinned(&fs);
+        if case >= 2 {
+            c.inner().run_lcp().expect("lcp");
+        }
+        if case == 2 {
+            for id in (0..1600i64).filter(|id| id % 5 == 4).step_by(2) {
+                let d = payload(id, 5);
+                run(&mut s, &format!("UPDATE t SET d = '{d}' WHERE id = {id}"));
+                model.insert(id, (id, d));
+            }
+        }
+        let r = optimize(&c);
+        assert!(r.stats.disk_records_moved > 0, "case {case}: {r:?}");
+        if case == 1 || case == 3 {
+            c.inner().run_lcp().expect("lcp");
+        }
+        // A change after the moves, so redo has something on top of them.
+        run(&mut s, "UPDATE t SET a = a + 1 WHERE id % 5 = 3");
+        for (id, v) in model.iter_mut() {
+            if id % 5 == 3 {
+                v.0 += 1;
+            }
+        }
+        drop(s);
+        let (c, _fs) = crash_and_restart(c, &fs, case + 11);
+        assert_eq!(contents(&c), model, "case {case}");
+        let (c, _fs) = crash_and_restart(c, &_fs, case + 21);
+        assert_eq!(contents(&c), model, "case {case}, second restart");
+    }
+}
+
+#[test]
+fn sql_optimize_of_a_disk_table_names_the_extents_it_gave_back() {
+    let fs = MemFileSystem::new();
+    let (c, mut s, model) = loaded_then_thinned(&fs);
+    let r = s.execute("OPTIMIZE TABLE t").expect("optimize");
+    let Some(crate::sql::SqlResult::Rows { rows, .. }) = r.into_iter().next() else {
+        panic!("no rows");
+    };
+    let note = format!("{:?}", rows[0][3]);
+    assert!(
+        note.contains("extents given back to the tablespace (16 -> 8)"),
+        "{note}"
+    );
+    assert_eq!(rows[1][3], crate::schema::Value::Str("OK".into()));
+    assert_eq!(contents(&c), model);
+}

@@ -1,0 +1,93 @@
+//! OPTIMIZE TABLE's disk phase on one fragment: disk records moved out of the least used
+//! extents, so that those extents empty and go back to the tablespace, where any table
+//! (or a new data file's worth of data) can use them. NDB's OPTIMIZE has no effect on
+//! disk data.
+//!
+//! The plan is the allocator's ([`FragmentDiskAlloc::begin_evacuation`]); a pass over
+//! the rows in row-id order moves each committed, unlocked row's record found in an
+//! extent being emptied ([`NodeDisk::move_record`]: written on a kept page, then the old
+//! one freed, both undo-logged like an update that moves its record) and rewrites the
+//! row's disk reference. The row is stamped with the current GCI and marked changed, as
+//! an update is, so the next partial LCP writes its new reference; a crash before that
+//! LCP restores the old reference together with the disk pages as the undo log leaves
+//! them at the LCP, so both agree. Row ids do not change: this runs whatever else is
+//! open. An I/O error fails the fragment's disk part, as one at commit does.
+
+use super::*;
+use crate::disk::node::page_of;
+use crate::disk::tsman::ExtentId;
+
+/// What moving one row's record did.
+pub(super) enum DiskMove {
+    Moved,
+    /// No kept page had room: the pass ends.
+    NoRoom,
+    /// The row has no record in an extent being emptied.
+    Skipped,
+}
+
+impl Fragment {
+    /// Extents the fragment's disk part owns (0 for memory tables).
+    pub(super) fn disk_extents(&self) -> u32 {
+        self.disk
+            .as_ref()
+            .map_or(0, |d| d.alloc.extents().len() as u32)
+    }
+
+    /// Extents an OPTIMIZE would give back now.
+    pub(super) fn reclaimable_extents(&self) -> u32 {
+        self.disk
+            .as_ref()
+            .map_or(0, |d| d.alloc.reclaimable_extents())
+    }
+
+    /// Starts the disk phase: the extents to empty (none for memory tables).
+    pub(super) fn begin_disk_evacuation(&mut self) -> Vec<ExtentId> {
+        self.disk
+            .as_mut()
+            .map_or_else(Vec::new, |d| d.alloc.begin_evacuation())
+    }
+
+    /// Ends the disk phase: the extents still owned take records again.
+    pub(super) fn end_disk_evacuation(&mut self, extents: Vec<ExtentId>) {
+        if let Some(d) = &mut self.disk {
+            for e in extents {
+                d.alloc.end_evacuation(e);
+            }
+        }
+    }
+
+    /// Moves `row`'s disk record if it lies in an extent being emptied.
+    pub(super) fn move_disk(&mut self, row: RowId, gci: u32) -> Result<DiskMove> {
+        let layout = &self.table.layout;
+        let Some(r) = layout.disk_ref(self.fixed.get(row)) else {
+            return Ok(DiskMove::Skipped);
+        };
+        let Some(d) = &mut self.disk else {
+            return Ok(DiskMove::Skipped);
+        };
+        if !d.alloc.is_evacuating(page_of(r)) {
+            return Ok(DiskMove::Skipped);
+        }
+        let moved = d
+            .read_committed(row, Some(r), |img| img.to_vec())
+            .and_then(|mut image| {
+                image[4..8].copy_from_slice(&gci.to_le_bytes());
+                d.node.move_record(&mut d.alloc, r, &image)
+            });
+        let new_ref = match moved {
+            Ok(Some(n)) => n,
+            Ok(None) => return Ok(DiskMove::NoRoom),
+            Err(e) => {
+                d.fail(e.clone());
+                return Err(e);
+            }
+        };
+        let f = self.fixed.get_mut(row);
+        layout.set_disk_ref(f, Some(new_ref));
+        f[4..8].copy_from_slice(&gci.to_le_bytes());
+        self.fixed.mark_changed(row, gci);
+        self.lcp_counts.updated += 1;
+        Ok(DiskMove::Moved)
+    }
+}
