@@ -280,7 +280,7 @@ fn syntax_hint(line: &str) -> Option<String> {
         (["SET"], true) => "<Parameter>=<value>",
         ([t, "RESTART"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "[-n] [-i] [-a] [-f]",
         ([t, "REPORT"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => {
-            "MemoryUsage|EventLog|DiskPageBuffer"
+            "MemoryUsage|EventLog|DiskPageBuffer|Fragmentation"
         }
         ([t, "DUMP"], true) if t.parse::<u32>().is_ok() || *t == "ALL" => "1000",
         ([t], true) if t.parse::<u32>().is_ok() || *t == "ALL" => {
@@ -491,7 +491,7 @@ mod tests {
         assert_eq!(names(&h, "ALL REPORT diskp"), vec!["DiskPageBuffer"]);
         assert_eq!(
             names(&h, "2 REPORT "),
-            vec!["DiskPageBuffer", "EventLog", "MemoryUsage"]
+            vec!["DiskPageBuffer", "EventLog", "Fragmentation", "MemoryUsage"]
         );
         assert_eq!(names(&h, "SH"), vec!["SHOW", "SHUTDOWN"]);
         assert_eq!(names(&h, "CLUSTERLOG O"), vec!["OFF", "ON"]);
@@ -523,7 +523,7 @@ mod tests {
         );
         assert_eq!(
             syntax_hint("ALL REPORT ").as_deref(),
-            Some("MemoryUsage|EventLog|DiskPageBuffer")
+            Some("MemoryUsage|EventLog|DiskPageBuffer|Fragmentation")
         );
         assert_eq!(syntax_hint("SELECT "), None);
     }

@@ -392,7 +392,8 @@ SQL statements run on the cluster as the mysql client runs them, and end with ';
   CREATE/DROP DATABASE, USE, CREATE/ALTER/DROP/TRUNCATE TABLE, CREATE/DROP INDEX,
   INSERT, REPLACE, UPDATE, DELETE, SELECT (joins, aggregates, GROUP BY, ORDER BY),
   BEGIN/COMMIT/ROLLBACK, SET @var / SET variable, SHOW TABLES/DATABASES/CREATE TABLE/
-  INDEX/VARIABLES, DESCRIBE, EXPLAIN.
+  INDEX/VARIABLES, DESCRIBE, EXPLAIN, OPTIMIZE TABLE (pages and extents given back;
+  paced by SET ndb_optimization_delay = <ms>).
 Monitoring tables: ndbinfo.memoryusage, ndbinfo.memory_per_fragment, ndbinfo.nodes
 (or bare names after USE ndbinfo), with expressions, aggregates, WHERE, GROUP BY and
 ORDER BY, e.g.

@@ -53,14 +53,18 @@ pub fn topic(name: &str) -> Option<&'static str> {
         }
         "REPORT" => {
             "<id> REPORT <report> | ALL REPORT <report>\n\
-             <report> = MemoryUsage | EventLog | DiskPageBuffer\n\
-             (case-insensitive, any unique prefix: MEM, DISKP)\n\
+             <report> = MemoryUsage | EventLog | DiskPageBuffer | Fragmentation\n\
+             (case-insensitive, any unique prefix: MEM, DISKP, FRAG)\n\
              MemoryUsage:    Data and Index usage of DataMemory, in 32K pages.\n\
              EventLog:       the events the cluster log keeps in memory for the node.\n\
              DiskPageBuffer: the DiskPageBufferMemory page cache (size, pages used and\n\
                              dirty, hit ratio, page requests, pages read) and the\n\
                              predicted hit ratio at other sizes (16M to 2G and the\n\
-                             current size), as ndbinfo.diskpagebuffer_advice."
+                             current size), as ndbinfo.diskpagebuffer_advice.\n\
+             Fragmentation:  per table, the DataMemory pages and extents its fragments\n\
+                             hold on the node, how much is free, what OPTIMIZE TABLE\n\
+                             would give back, and whether it is recommended (as the\n\
+                             reclaimable_* columns of ndbinfo.memory_per_fragment)."
         }
         "DUMP" => {
             "<id> DUMP <code> [<arg>...] | ALL DUMP <code>\n\

@@ -4,7 +4,8 @@
 //! Commands ([`parse`] then [`run`], or [`execute`] for both):
 //! - `SHOW`, `ALL STATUS` / `<id> STATUS`, `ALL REPORT MEMORYUSAGE` / `<id> REPORT
 //!   MemoryUsage` / `REPORT EventLog` / `REPORT DiskPageBuffer` ([`disk_report`]: the
-//!   page cache and the advisor's predictions) (report names case-insensitive and
+//!   page cache and the advisor's predictions) / `REPORT Fragmentation` ([`frag_report`]:
+//!   what OPTIMIZE TABLE would give back, per table) (report names case-insensitive and
 //!   prefix-matched, as ndb_mgm does), `<id> DUMP 1000`;
 //! - `CLUSTERLOG ON|OFF|TOGGLE [severity...]`, `CLUSTERLOG INFO`: the cluster log
 //!   ([`log`]), written to `ndb_<mgm id>_cluster.log` in the data directory;
@@ -24,6 +25,7 @@
 //! Every command first samples memory usage, so threshold crossings reach the cluster log.
 
 pub mod disk_report;
+pub mod frag_report;
 pub mod help;
 pub mod log;
 pub mod parse;
@@ -32,6 +34,8 @@ pub mod parse;
 mod tests;
 #[cfg(test)]
 mod tests_disk;
+#[cfg(test)]
+mod tests_frag;
 
 pub use log::{ClusterLog, MgmState, Severity, sample_events};
 pub use parse::{ClusterLogCmd, Command, Flags, Report, Target, is_config_set, parse, suggest};
@@ -79,6 +83,9 @@ pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
             &data_targets(cluster, *t)?,
         )
         .join("\n")),
+        Command::Report(t, Report::Fragmentation) => {
+            Ok(frag_report::fragmentation_lines(cluster, &data_targets(cluster, *t)?).join("\n"))
+        }
         Command::Report(t, Report::EventLog) => {
             let mut out = Vec::new();
             for id in data_targets(cluster, *t)? {

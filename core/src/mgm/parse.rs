@@ -22,6 +22,8 @@ pub enum Report {
     EventLog,
     /// The DiskPageBufferMemory page cache and the advisor's predictions.
     DiskPageBuffer,
+    /// Free and reclaimable memory and extents per table (chkfrag).
+    Fragmentation,
 }
 
 impl Report {
@@ -30,6 +32,7 @@ impl Report {
             "MemoryUsage" => Some(Report::MemoryUsage),
             "EventLog" => Some(Report::EventLog),
             "DiskPageBuffer" => Some(Report::DiskPageBuffer),
+            "Fragmentation" => Some(Report::Fragmentation),
             _ => None,
         }
     }
@@ -102,7 +105,7 @@ pub const FIRST_WORDS: &[&str] = &[
 pub const NODE_VERBS: &[&str] = &["STATUS", "REPORT", "DUMP", "STOP", "START", "RESTART"];
 
 /// Report names (`REPORT <name>`), as ndb_mgm spells them.
-pub const REPORTS: &[&str] = &["MemoryUsage", "EventLog", "DiskPageBuffer"];
+pub const REPORTS: &[&str] = &["MemoryUsage", "EventLog", "DiskPageBuffer", "Fragmentation"];
 
 /// Whole command forms, for "did you mean".
 const FORMS: &[&str] = &[
@@ -111,6 +114,7 @@ const FORMS: &[&str] = &[
     "ALL STATUS",
     "ALL REPORT MemoryUsage",
     "ALL REPORT DiskPageBuffer",
+    "ALL REPORT Fragmentation",
     "CLUSTERLOG INFO",
     "CLUSTERLOG ON",
     "CLUSTERLOG OFF",

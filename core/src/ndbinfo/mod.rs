@@ -2,7 +2,10 @@
 //! engine's live state on every query (so they are exact at that moment).
 //!
 //! Tables: `memoryusage` (per node: Data memory, Index memory), `memory_per_fragment`
-//! (per fragment replica and per ordered index, NDB 7.6's view columns), `nodes`, and
+//! (per fragment replica and per ordered index, NDB 7.6's view columns, then what
+//! OPTIMIZE TABLE would give back: `reclaimable_fixed_bytes` — for an ordered index row
+//! its node pages — `reclaimable_var_bytes`, `disk_extents`,
+//! `reclaimable_disk_extents`), `nodes`, and
 //! the disk-data tables of [`disk`] (diskpagebuffer, diskpagebuffer_advice, logspaces,
 //! logbuffers, files, and information_schema.FILES).
 //! SQL SELECTs over them run in the `sql` module on the rows returned here.
@@ -144,6 +147,11 @@ fn memory_per_fragment(cluster: &ClusterInner) -> VirtualTable {
         "var_elem_free_bytes",
         "var_elem_count",
         "hash_index_alloc_bytes",
+        // Not NDB's: what OPTIMIZE TABLE would give back now (chkfrag).
+        "reclaimable_fixed_bytes",
+        "reclaimable_var_bytes",
+        "disk_extents",
+        "reclaimable_disk_extents",
     ];
     let page = PAGE_SIZE as u64;
     let mut rows = Vec::new();
@@ -161,9 +169,15 @@ fn memory_per_fragment(cluster: &ClusterInner) -> VirtualTable {
         };
         for reps in &t.fragments {
             for cell in reps {
-                let (m, part) = {
+                let (m, part, rec, ordered_rec, extents) = {
                     let f = cell.state.lock();
-                    (f.memory(), f.partition)
+                    (
+                        f.memory(),
+                        f.partition,
+                        f.reclaimable(),
+                        f.ordered_reclaimable_pages(),
+                        f.disk_extents(),
+                    )
                 };
                 let instance = u(1 + part as u64 % ldm);
                 let slot = m.fixed_slot_size as u64;
@@ -184,8 +198,12 @@ fn memory_per_fragment(cluster: &ClusterInner) -> VirtualTable {
                     u(m.var_free_bytes),
                     u(m.var_entries),
                     u(m.hash_pages as u64 * page),
+                    u(rec.fixed_pages as u64 * page),
+                    u(rec.var_pages as u64 * page),
+                    u(extents as u64),
+                    u(rec.extents as u64),
                 ]);
-                for (iname, pages, entries) in &m.ordered {
+                for ((iname, pages, entries), idx_rec) in m.ordered.iter().zip(&ordered_rec) {
                     let idx_id = def
                         .indexes
                         .iter()
@@ -204,6 +222,10 @@ fn memory_per_fragment(cluster: &ClusterInner) -> VirtualTable {
                         u(*entries),
                         u(0),
                         u(0),
+                        u(0),
+                        u(0),
+                        u(0),
+                        u(*idx_rec as u64 * page),
                         u(0),
                         u(0),
                         u(0),

@@ -484,6 +484,18 @@ impl NodeDisk {
         Ok(bytes)
     }
 
+    /// Whether the undo log is more than half full (used and reserved): OPTIMIZE TABLE
+    /// stops moving disk records then, leaving the room to transactions and restarts
+    /// until a checkpoint releases the log.
+    pub fn undo_over_half(&self) -> bool {
+        let Ok(g) = self.group() else {
+            return true;
+        };
+        let gate = self.undo_gate.lock();
+        let s = g.log_space();
+        s.used_bytes + gate.reserved_bytes > s.total_bytes / 2
+    }
+
     /// Give back an undo reservation (abort, or after the records were appended).
     pub fn release_undo(&self, bytes: u64) {
         let mut gate = self.undo_gate.lock();

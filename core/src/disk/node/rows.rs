@@ -101,8 +101,8 @@ impl NodeDisk {
 
     /// OPTIMIZE TABLE: writes `image` (record `r`'s bytes, restamped by the caller) on a
     /// page of an extent the fragment keeps, then frees `r` (both undo-logged, as an
-    /// update that moves its record). Ok(None) when no kept page or no undo space has
-    /// room: nothing changed. On an error the row still names `r` (a record written
+    /// update that moves its record). Ok(None) when no kept page has room or the undo
+    /// log is half full ([`NodeDisk::undo_over_half`]): nothing changed. On an error the row still names `r` (a record written
     /// before the error is an orphan, freed by the next restart's relink).
     pub fn move_record(
         &self,
@@ -110,6 +110,9 @@ impl NodeDisk {
         r: DiskRef,
         image: &[u8],
     ) -> Result<Option<DiskRef>> {
+        if self.undo_over_half() {
+            return Ok(None);
+        }
         let Some(res) = self.reserve_record_existing(alloc, image.len())? else {
             return Ok(None);
         };

@@ -49,6 +49,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 pub const STEP_BUDGET: u32 = 8192;
 const MOVE_COST: u32 = 16;
 const GROUP_COST: u32 = 256;
+/// Passes of the disk phase at most (records are not all of one size, so one pass's plan
+/// may leave an extent that a second can empty).
+const MAX_DISK_PASSES: u32 = 3;
 
 /// What a fragment's OPTIMIZE did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +98,9 @@ enum Phase {
     Disk {
         extents: Vec<ExtentId>,
         next: RowId,
+        /// Passes begun (a pass that ends with extents still reclaimable starts
+        /// another, up to [`MAX_DISK_PASSES`]).
+        pass: u32,
     },
     Indexes {
         pos: usize,
@@ -295,6 +301,7 @@ impl Fragment {
                         cur.phase = Phase::Disk {
                             extents: self.begin_disk_evacuation(),
                             next: RowId(0),
+                            pass: 1,
                         };
                         continue;
                     }
@@ -329,7 +336,20 @@ impl Fragment {
                         }
                     }
                 }
-                Phase::Disk { extents, next } => {
+                Phase::Disk {
+                    extents,
+                    next,
+                    pass,
+                } => {
+                    if extents.is_empty()
+                        && *pass < MAX_DISK_PASSES
+                        && self.reclaimable_extents() > 0
+                    {
+                        *extents = self.begin_disk_evacuation();
+                        *next = RowId(0);
+                        *pass += 1;
+                        continue;
+                    }
                     if extents.is_empty() {
                         cur.phase = Phase::Indexes {
                             pos: 0,
@@ -376,6 +396,7 @@ impl Fragment {
                                 // meanwhile): what is left stays.
                                 let rest = std::mem::take(extents);
                                 self.end_disk_evacuation(rest);
+                                *pass = MAX_DISK_PASSES;
                                 break;
                             }
                         }

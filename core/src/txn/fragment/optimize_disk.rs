@@ -28,10 +28,19 @@ pub(super) enum DiskMove {
 
 impl Fragment {
     /// Extents the fragment's disk part owns (0 for memory tables).
-    pub(super) fn disk_extents(&self) -> u32 {
+    pub fn disk_extents(&self) -> u32 {
         self.disk
             .as_ref()
             .map_or(0, |d| d.alloc.extents().len() as u32)
+    }
+
+    /// Bytes of one extent of the fragment's tablespace (0 for memory tables).
+    pub fn extent_bytes(&self) -> u64 {
+        self.disk.as_ref().map_or(0, |d| {
+            d.node.tsman.extent_pages(d.ts).map_or(0, |p| {
+                u64::from(p) * crate::disk::page::DISK_PAGE_SIZE as u64
+            })
+        })
     }
 
     /// Extents an OPTIMIZE would give back now.

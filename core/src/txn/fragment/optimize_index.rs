@@ -14,6 +14,16 @@ use crate::index::PackStep;
 pub(super) type PackResume = (RowId, Vec<Option<Vec<u8>>>);
 
 impl Fragment {
+    /// Pages packing would give back, per ordered index, in the order of
+    /// [`Fragment::memory`]'s `ordered`.
+    pub fn ordered_reclaimable_pages(&self) -> Vec<u32> {
+        self.ordered
+            .iter()
+            .flatten()
+            .map(OrderedIndex::reclaimable_pages)
+            .collect()
+    }
+
     /// Ordered index pages held by the fragment.
     pub(super) fn ordered_pages(&self) -> u32 {
         self.ordered.iter().flatten().map(OrderedIndex::pages).sum()

@@ -14,7 +14,7 @@
 use super::*;
 
 /// Share of the staying extents' free bytes a plan may fill.
-const FILL_TARGET: f64 = 0.95;
+const FILL_TARGET: f64 = 0.99;
 
 impl FragmentDiskAlloc {
     /// (used bytes, extent) of the owned extents not being evacuated, least used first.
