@@ -27,7 +27,7 @@ SET <Parameter>=<value>                Change a data node parameter
 PURGE STALE SESSIONS                   Reset reserved nodeid's in the mgmt server
 
 <severity> = ALERT | CRITICAL | ERROR | WARNING | INFO | DEBUG
-<report>   = MEMORYUSAGE | EVENTLOG | DISKPAGEBUFFER
+<report>   = MEMORYUSAGE | EVENTLOG | DISKPAGEBUFFER | FRAGMENTATION
 <id>       = ALL | Any database node id
 
 For detailed help on COMMAND, use HELP COMMAND.";

@@ -45,12 +45,12 @@ fn report_diskpagebuffer_grammar() {
     let e = parse("ALL REPORT DiskPageBufferX").expect_err("X").message;
     assert_eq!(
         e,
-        "Unknown report type: DiskPageBufferX. Known reports: MemoryUsage, EventLog, DiskPageBuffer"
+        "Unknown report type: DiskPageBufferX. Known reports: MemoryUsage, EventLog, DiskPageBuffer, Fragmentation"
     );
     let e = parse("ALL REPORT").expect_err("missing").message;
     assert_eq!(
         e,
-        "Missing report type: ALL REPORT <report>, <report> = MemoryUsage | EventLog | DiskPageBuffer"
+        "Missing report type: ALL REPORT <report>, <report> = MemoryUsage | EventLog | DiskPageBuffer | Fragmentation"
     );
     assert!(
         help::topic("REPORT").is_some_and(|t| t.contains("DiskPageBuffer")),

@@ -39,6 +39,8 @@ fn report_fragmentation_grammar() {
             "{text}: {p:?}"
         );
     }
+    assert!(help::GENERAL.contains("FRAGMENTATION"));
+    assert!(help::topic("REPORT").is_some_and(|t| t.contains("Fragmentation:")));
 }
 
 #[test]
