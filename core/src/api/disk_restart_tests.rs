@@ -11,9 +11,9 @@ use crate::sql::{Session, SqlResult, render_error};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const LG: &str = "CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE=4M UNDO_BUFFER_SIZE=1M ENGINE=NDB";
-const TS: &str = "CREATE TABLESPACE ts_1 ADD DATAFILE 'data1.dat' USE LOGFILE GROUP lg INITIAL_SIZE=8M EXTENT_SIZE=256K ENGINE=NDB";
-const TABLE: &str = "CREATE TABLE t (id INT PRIMARY KEY, a INT, d VARCHAR(2000)) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB";
+pub(super) const LG: &str = "CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE=4M UNDO_BUFFER_SIZE=1M ENGINE=NDB";
+pub(super) const TS: &str = "CREATE TABLESPACE ts_1 ADD DATAFILE 'data1.dat' USE LOGFILE GROUP lg INITIAL_SIZE=8M EXTENT_SIZE=256K ENGINE=NDB";
+pub(super) const TABLE: &str = "CREATE TABLE t (id INT PRIMARY KEY, a INT, d VARCHAR(2000)) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB";
 
 pub(super) type Model = BTreeMap<i64, (i64, String)>;
 

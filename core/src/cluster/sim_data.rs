@@ -53,6 +53,11 @@ pub struct Workload {
     pub max_in_flight: usize,
     /// Chance per tick and free slot of a new request, per mille.
     pub start_per_mille: u64,
+    /// Chance per tick, per 10,000, of an OPTIMIZE TABLE on a random ready data node
+    /// (run inline: it moves that node's rows, var parts and index entries while copies
+    /// and transactions go on around it). 0: never (the random stream is then the
+    /// same as without it).
+    pub optimize_per_10k: u64,
 }
 
 impl Default for Workload {
@@ -61,6 +66,7 @@ impl Default for Workload {
             keys: 24,
             max_in_flight: 6,
             start_per_mille: 400,
+            optimize_per_10k: 0,
         }
     }
 }
@@ -140,6 +146,9 @@ pub struct DataStats {
     /// Node restarts whose copy finished, and transactions decided by a takeover.
     pub copies_done: u64,
     pub takeovers: u64,
+    /// OPTIMIZE TABLE runs, and the rows, var parts and index leaves they moved.
+    pub optimizes: u64,
+    pub optimize_moves: u64,
     pub errors: BTreeMap<u32, u64>,
 }
 
@@ -153,6 +162,8 @@ impl DataStats {
         self.generations += o.generations;
         self.copies_done += o.copies_done;
         self.takeovers += o.takeovers;
+        self.optimizes += o.optimizes;
+        self.optimize_moves += o.optimize_moves;
         for (k, v) in &o.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -418,7 +429,49 @@ impl DataLayer {
             self.drain(now_ms, n);
         }
         self.client_tick(now_ms, up);
+        self.optimize_tick(up);
         self.check_primaries()
+    }
+
+    /// Now and then an OPTIMIZE TABLE on one ready node (see [`Workload`]).
+    fn optimize_tick(&mut self, up: &BTreeSet<NodeId>) {
+        if self.workload.optimize_per_10k == 0
+            || self.rng.below(10_000) >= self.workload.optimize_per_10k
+        {
+            return;
+        }
+        let ready = self.ready_nodes(up);
+        if ready.is_empty() {
+            return;
+        }
+        let node = ready[self.rng.below(ready.len() as u64) as usize];
+        let Some(d) = self.nodes.get(&node) else {
+            return;
+        };
+        let ndb = d.dp.engine.ndb(DB);
+        let Ok(t) = ndb.table(TABLE) else {
+            return;
+        };
+        // No waiting for open scans (a copy's): the rows then stay, deterministically.
+        let opts = crate::api::optimize::OptimizeOptions {
+            delay_ms: 0,
+            busy_timeout_ms: 0,
+        };
+        match ndb.optimize_table(&t, opts) {
+            Ok(r) => {
+                self.stats.optimizes += 1;
+                self.stats.optimize_moves +=
+                    r.stats.rows_moved + r.stats.var_parts_moved + r.stats.index_leaves_freed;
+                self.lines.push(format!(
+                    "node {node}: OPTIMIZE TABLE moved {} rows, {} var parts, packed away {} index leaves, gave back {} pages",
+                    r.stats.rows_moved,
+                    r.stats.var_parts_moved,
+                    r.stats.index_leaves_freed,
+                    r.pages_freed()
+                ));
+            }
+            Err(e) => self.lines.push(format!("node {node}: OPTIMIZE TABLE: {e}")),
+        }
     }
 
     /// At most one primary per partition among ready nodes that see each other.

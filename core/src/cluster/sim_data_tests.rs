@@ -211,3 +211,36 @@ fn a_rolling_restart_of_two_node_groups_under_load_keeps_every_row() {
         panic!("{e}\n{}", sim.trace_text());
     }
 }
+
+#[test]
+fn optimize_table_amid_crashes_and_copies_keeps_every_replica_right() {
+    // OPTIMIZE TABLE now and then on a random ready node while nodes crash and restart
+    // by copy (a copy's scan keeps the source's rows in place) and the client writes
+    // and deletes over enough keys that pages thin out: every read still matches the
+    // model and, at the end, the replicas of every partition are identical.
+    let mut total = DataStats::default();
+    for seed in 300..303u64 {
+        let cfg = data_config(seed, 1 + (seed % 2) as u32, 12_000);
+        let workload = Workload {
+            keys: 3_000,
+            max_in_flight: 24,
+            start_per_mille: 1_000,
+            optimize_per_10k: 20,
+        };
+        let mut sim = match Sim::with_data(cfg, 2, workload) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let r = sim.run();
+        let s = stats(&sim);
+        if let Err(e) = r {
+            panic!("seed {seed}: {e}\n--- stats: {s:?}\n{}", sim.trace_text());
+        }
+        total.add(&s);
+    }
+    eprintln!("OPTIMIZE in the data simulator: {total:?}");
+    assert!(
+        total.optimizes > 10 && total.optimize_moves > 0 && total.copies_done > 0,
+        "{total:?}"
+    );
+}
