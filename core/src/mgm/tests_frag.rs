@@ -30,6 +30,47 @@ fn column_sum(c: &crate::api::ClusterInner, col: &str, fq_name: &str, node: u32)
         .sum()
 }
 
+/// `ndbinfo.memoryusage` (what REPORT MEMORYUSAGE prints) per node equals the pages
+/// every fragment replica on the node holds: Data = fixed + var + ordered index pages,
+/// Index = hash index pages.
+fn assert_memory_usage_exact(c: &Cluster, stage: &str) {
+    let (names, rows) = crate::ndbinfo::lookup(c.inner(), "ndbinfo", "memoryusage")
+        .expect("table")
+        .expect("rows");
+    let at = |n: &str| names.iter().position(|x| x == n).expect(n);
+    let (ni, ti, ui) = (at("node_id"), at("memory_type"), at("used_pages"));
+    for n in &c.inner().data_nodes {
+        let (mut data, mut index) = (0u64, 0u64);
+        for t in c.inner().dict.read().all() {
+            for cell in t.all_cells().filter(|cell| cell.node_id == n.node_id) {
+                let m = cell.state.lock().memory();
+                data += u64::from(m.fixed_pages) + u64::from(m.var_pages);
+                data += m.ordered.iter().map(|o| u64::from(o.1)).sum::<u64>();
+                index += u64::from(m.hash_pages);
+            }
+        }
+        let used = |ty: &str| {
+            rows.iter()
+                .find(|r| {
+                    r[ni] == Value::UInt(u64::from(n.node_id)) && r[ti] == Value::Str(ty.into())
+                })
+                .map(|r| r[ui].clone())
+        };
+        assert_eq!(
+            used("Data memory"),
+            Some(Value::UInt(data)),
+            "{stage}, node {}",
+            n.node_id
+        );
+        assert_eq!(
+            used("Index memory"),
+            Some(Value::UInt(index)),
+            "{stage}, node {}",
+            n.node_id
+        );
+    }
+}
+
 #[test]
 fn report_fragmentation_grammar() {
     for text in ["ALL REPORT Fragmentation", "all report FRAG", "2 REPORT f"] {
@@ -65,10 +106,12 @@ fn report_fragmentation_recommends_optimize_and_agrees_with_it() {
             .collect();
         sql(&mut s, &format!("INSERT INTO t VALUES {}", v.join(",")));
     }
+    assert_memory_usage_exact(&c, "after the load");
     let fresh = execute(c.inner(), "2 REPORT Fragmentation").expect("report");
     assert!(fresh.starts_with("Node 2: test/def/t: "), "{fresh}");
     assert!(!fresh.contains("recommended"), "freshly loaded: {fresh}");
     sql(&mut s, "DELETE FROM t WHERE id % 3 <> 0");
+    assert_memory_usage_exact(&c, "after the deletes");
     let before = frag_report::fragmentation(c.inner(), 2);
     let t = before
         .iter()
@@ -100,6 +143,7 @@ fn report_fragmentation_recommends_optimize_and_agrees_with_it() {
     // OPTIMIZE gives back at least what the report promised, and the recommendation goes.
     sql(&mut s, "SET ndb_optimization_delay = 0");
     sql(&mut s, "OPTIMIZE TABLE t");
+    assert_memory_usage_exact(&c, "after OPTIMIZE TABLE");
     let after = frag_report::fragmentation(c.inner(), 2);
     let a = after
         .iter()
