@@ -294,6 +294,12 @@ struct NodeRound {
     /// LCP directories of the node's idle fragment replicas (step 6 moves their
     /// spares on).
     idle_dirs: Vec<(PathBuf, Arc<AtomicBool>)>,
+    /// Row-id positions held on the node's disk-data fragment replicas from before the
+    /// `LcpStart` record until the round ends: OPTIMIZE moves none of their rows
+    /// meanwhile (a row moved after the disk pages' checkpoint point but before its
+    /// fragment's scan would be restored at its new row id while its record, rolled
+    /// back to that point, names the old one).
+    _disk_holds: Vec<crate::txn::fragment::ScanCursor>,
 }
 
 struct NodePacing {
@@ -488,6 +494,15 @@ impl ClusterInner {
             // After the keep: every change its undo record follows has its redo after
             // the keep too (a commit logs undo before redo), so a restart that rolls
             // the disk pages back to this record replays it (docs/durability.md §7).
+            let mut disk_holds = Vec::new();
+            for (_, _, cell) in self.lcp_fragments(node) {
+                let hold = cell.open_cursor();
+                // Taking the mutex once after opening waits for an OPTIMIZE step that
+                // began before: from here on, none moves a row of this replica.
+                if cell.state.lock().has_disk_part() {
+                    disk_holds.push(hold);
+                }
+            }
             let disk_start = node.disk.lcp_start(lcp_id)?;
             self.mgm.log.event(
                 Severity::Info,
@@ -551,6 +566,7 @@ impl ClusterInner {
                     bytes: 0,
                 }),
                 idle_dirs,
+                _disk_holds: disk_holds,
             });
         }
         Ok((rounds, jobs))

@@ -54,7 +54,8 @@ impl Default for OptimizeOptions {
 pub struct OptimizeReport {
     pub replicas: u32,
     pub stats: OptimizeStats,
-    /// Replicas whose fixed parts stayed because scans kept positions open.
+    /// Replicas whose fixed parts stayed because scans (or, for disk-data tables, a local
+    /// checkpoint) kept positions open.
     pub replicas_busy: u32,
     pub elapsed_ms: u64,
 }

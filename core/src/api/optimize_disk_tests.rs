@@ -8,6 +8,7 @@ use super::disk_restart_tests::{
 use super::optimize::{OptimizeOptions, OptimizeReport};
 use super::*;
 use crate::disk::io::MemFileSystem;
+use std::collections::BTreeMap;
 
 fn load(s: &mut crate::sql::Session, model: &mut Model, ids: std::ops::Range<i64>) {
     for chunk in ids.collect::<Vec<_>>().chunks(50) {
@@ -177,4 +178,102 @@ fn sql_optimize_of_a_disk_table_names_the_extents_it_gave_back() {
     );
     assert_eq!(rows[1][3], crate::schema::Value::Str("OK".into()));
     assert_eq!(contents(&c), model);
+}
+
+/// Rows of `td` by id: (a, d), read through SQL (the disk column from its record,
+/// which names the row), with every fragment's invariants checked.
+fn td_contents(c: &Cluster) -> BTreeMap<i64, (i64, String)> {
+    let mut s = crate::sql::Session::new(c.ndb("test"));
+    let r = s.execute("SELECT id, a, d FROM td").expect("select td");
+    let Some(crate::sql::SqlResult::Rows { rows, .. }) = r.into_iter().next() else {
+        panic!("no rows");
+    };
+    let t = c.ndb("test").table("td").expect("td");
+    for cell in t.all_cells() {
+        cell.state.lock().check().expect("fragment invariants");
+    }
+    rows.into_iter()
+        .map(|row| match &row[..] {
+            [
+                crate::schema::Value::Int(id),
+                crate::schema::Value::Int(a),
+                crate::schema::Value::Str(d),
+            ] => (*id, (*a, d.clone())),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn fixed_parts_of_a_disk_table_move_and_their_records_follow_through_crashes() {
+    // Small disk parts, many rows: several fixed pages per replica, thinned out.
+    // Cases: 0 LCP, OPTIMIZE, crash; 1 LCP, OPTIMIZE, LCP, crash; 2 OPTIMIZE while LCPs
+    // run on another thread (the LCP holds the disk-data replicas' rows in place from
+    // its LcpStart record on), then crash.
+    for case in 0..3u32 {
+        let fs = MemFileSystem::new();
+        let (c, mut s) = start_with_table(&fs);
+        run(
+            &mut s,
+            "CREATE TABLE td (id INT PRIMARY KEY, a INT, d VARCHAR(24) STORAGE DISK) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB",
+        );
+        let mut model = BTreeMap::new();
+        for chunk in (0..9000i64).collect::<Vec<_>>().chunks(500) {
+            let v: Vec<String> = chunk
+                .iter()
+                .map(|i| format!("({i}, {}, 'disk-{i}')", i * 7))
+                .collect();
+            run(&mut s, &format!("INSERT INTO td VALUES {}", v.join(",")));
+            model.extend(chunk.iter().map(|&i| (i, (i * 7, format!("disk-{i}")))));
+        }
+        for lo in (0..9000).step_by(1000) {
+            run(
+                &mut s,
+                &format!(
+                    "DELETE FROM td WHERE id % 4 <> 0 AND id >= {lo} AND id < {}",
+                    lo + 1000
+                ),
+            );
+        }
+        model.retain(|id, _| id % 4 == 0);
+        c.inner().run_lcp().expect("lcp");
+        let ndb = c.ndb("test");
+        let t = ndb.table("td").expect("td");
+        let opts = OptimizeOptions {
+            delay_ms: 0,
+            ..OptimizeOptions::default()
+        };
+        let r = if case == 2 {
+            let c2 = c.clone();
+            let lcps = std::thread::spawn(move || {
+                for _ in 0..3 {
+                    c2.inner().run_lcp().expect("lcp");
+                }
+            });
+            let r = ndb.optimize_table(&t, opts).expect("optimize");
+            lcps.join().expect("lcp thread");
+            r
+        } else {
+            ndb.optimize_table(&t, opts).expect("optimize")
+        };
+        assert!(
+            r.stats.rows_moved > 0 && r.stats.fixed_pages_after < r.stats.fixed_pages_before,
+            "case {case}: {r:?}"
+        );
+        assert_eq!(td_contents(&c), model, "case {case}, after OPTIMIZE");
+        if case == 1 {
+            c.inner().run_lcp().expect("lcp");
+        }
+        run(&mut s, "UPDATE td SET a = a + 1 WHERE id % 8 = 0");
+        for (id, v) in model.iter_mut() {
+            if id % 8 == 0 {
+                v.0 += 1;
+            }
+        }
+        drop(s);
+        let (c, fs2) = crash_and_restart(c, &fs, 40 + u64::from(case));
+        assert_eq!(td_contents(&c), model, "case {case}, after the crash");
+        let (c, _) = crash_and_restart(c, &fs2, 50 + u64::from(case));
+        assert_eq!(td_contents(&c), model, "case {case}, after a second crash");
+    }
 }

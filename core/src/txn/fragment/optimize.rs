@@ -15,8 +15,11 @@
 //!    nothing holds a position in the fragment by row id: the caller passes
 //!    `may_move_rows` = no open [`ScanCursor`] (scans, LCP scans, node-restart copies),
 //!    checked under the mutex. Rows locked by a transaction (pending changes, locking
-//!    reads, uncommitted inserts) stay where they are. Tables with disk columns keep
-//!    their fixed parts in place (a disk record names its row id).
+//!    reads, uncommitted inserts) stay where they are. A row with a disk record has the
+//!    record's owner row id rewritten in place (undo-logged) as it moves; the LCP holds
+//!    a position on every disk-data replica of its node from before its `LcpStart`
+//!    record to its end, so such a move never falls between the disk pages'
+//!    checkpoint point and the fragment's scan.
 //! 2. **Var parts.** The emptiest var pages are evacuated ([`VarPages::begin_evacuation`]):
 //!    a pass over the rows in row-id order moves each var part found on them to another
 //!    page and rewrites the row's reference. Row ids do not change, so this runs
@@ -216,11 +219,7 @@ impl Fragment {
     /// Pages an OPTIMIZE would give back now.
     pub fn reclaimable(&self) -> Reclaimable {
         Reclaimable {
-            fixed_pages: if self.disk.is_none() {
-                self.fixed.reclaimable_pages()
-            } else {
-                0
-            },
+            fixed_pages: self.fixed.reclaimable_pages(),
             var_pages: self.var.reclaimable_pages(),
             ordered_pages: self
                 .ordered
@@ -246,7 +245,7 @@ impl Fragment {
             match &mut cur.phase {
                 Phase::Start => {
                     self.note_pages_before(cur);
-                    if self.disk.is_none() && self.fixed.reclaimable_pages() > 0 {
+                    if self.fixed.reclaimable_pages() > 0 {
                         if !may_move_rows {
                             return Ok(OptimizeStep::Busy);
                         }
@@ -497,6 +496,10 @@ impl Fragment {
         let Some(new) = self.fixed.alloc_existing(h) else {
             return false;
         };
+        if !self.disk_rename_owner(old, new) {
+            self.fixed.free(&self.pool, new);
+            return false;
+        }
         let mut bytes = std::mem::take(&mut self.enc_fixed);
         bytes.clear();
         bytes.extend_from_slice(self.fixed.get(old));

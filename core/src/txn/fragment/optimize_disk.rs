@@ -14,7 +14,7 @@
 //! open. An I/O error fails the fragment's disk part, as one at commit does.
 
 use super::*;
-use crate::disk::node::page_of;
+use crate::disk::node::{NodeDisk, page_of};
 use crate::disk::tsman::ExtentId;
 
 /// What moving one row's record did.
@@ -27,6 +27,48 @@ pub(super) enum DiskMove {
 }
 
 impl Fragment {
+    /// Whether the table has disk columns (its rows have disk records).
+    pub fn has_disk_part(&self) -> bool {
+        self.disk.is_some()
+    }
+
+    /// Rewrites the owner row id in the disk record of a row that moves from `old` to
+    /// `new` (in place, undo-logged); false when the undo log has no room (the row then
+    /// stays). An I/O error fails the disk part, as at commit.
+    pub(super) fn disk_rename_owner(&mut self, old: RowId, new: RowId) -> bool {
+        let layout = &self.table.layout;
+        let Some(d) = &mut self.disk else {
+            return true;
+        };
+        let Some(r) = layout.disk_ref(self.fixed.get(old)) else {
+            return true;
+        };
+        if d.node.undo_over_half() {
+            return false;
+        }
+        let image = match d.read_committed(old, Some(r), |img| img.to_vec()) {
+            Ok(mut img) => {
+                img[0..4].copy_from_slice(&new.0.to_le_bytes());
+                img
+            }
+            Err(e) => {
+                d.fail(e);
+                return false;
+            }
+        };
+        let Ok(undo) = d.node.reserve_undo(NodeDisk::undo_for_change(image.len())) else {
+            return false;
+        };
+        // update_record gives the undo reservation back, on error too.
+        match d.node.update_record(&mut d.alloc, r, &image, undo) {
+            Ok(()) => true,
+            Err(e) => {
+                d.fail(e);
+                false
+            }
+        }
+    }
+
     /// Extents the fragment's disk part owns (0 for memory tables).
     pub fn disk_extents(&self) -> u32 {
         self.disk
