@@ -70,7 +70,7 @@ impl OptimizeReport {
         let after = u64::from(s.fixed_pages_after)
             + u64::from(s.var_pages_after)
             + u64::from(s.ordered_pages_after);
-        before.saturating_sub(after)
+        before.saturating_sub(after) + s.hash_pages_freed
     }
 }
 
@@ -85,6 +85,7 @@ fn add(into: &mut OptimizeStats, s: &OptimizeStats) {
     into.ordered_pages_before += s.ordered_pages_before;
     into.ordered_pages_after += s.ordered_pages_after;
     into.index_leaves_freed += s.index_leaves_freed;
+    into.hash_pages_freed += s.hash_pages_freed;
     into.disk_records_moved += s.disk_records_moved;
     into.extents_before += s.extents_before;
     into.extents_after += s.extents_after;

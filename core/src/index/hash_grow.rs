@@ -194,6 +194,32 @@ impl HashIndex {
         self.ovf.release_empty(pool, 0);
     }
 
+    /// OPTIMIZE TABLE: merges buckets down to the load at which an insert splits (6.4
+    /// entries a bucket; removals merge only below 6, so a shrunk index keeps up to 7%
+    /// more buckets than one built afresh), at most `max_merges`; then evacuates overflow
+    /// pages while a whole page's worth of containers is free (the upkeep after a removal
+    /// waits for [`EVACUATE_FREE`]), at most `max_pages`, and returns the empty ones.
+    /// Returns the pages given back.
+    pub fn compact(&mut self, pool: &PagePool, max_merges: u32, max_pages: u32) -> u32 {
+        let before = self.pages();
+        for _ in 0..max_merges {
+            let fewer = u64::from(self.n_buckets.saturating_sub(1));
+            if self.n_buckets <= MIN_BUCKETS || self.len * 5 > fewer * 32 || !self.merge(pool) {
+                break;
+            }
+        }
+        let per = u64::from(self.ovf.slots_per_page());
+        for _ in 0..max_pages {
+            self.ovf.release_empty(pool, 0);
+            if self.ovf.free_slots() < per || self.ovf.has_empty_page() {
+                break;
+            }
+            self.evacuate_one();
+        }
+        self.ovf.release_empty(pool, 0);
+        before.saturating_sub(self.pages())
+    }
+
     /// Moves every container of the emptiest overflow page elsewhere (rewriting the link
     /// that points to it) so that the page becomes empty.
     pub(super) fn evacuate_one(&mut self) {

@@ -379,3 +379,54 @@ fn overflow_pages_are_compacted() {
     idx.free_all(&pool);
     assert_eq!(pool.used_pages(), 0);
 }
+
+/// OPTIMIZE's compaction after deletes: the index comes down to the pages a fresh build
+/// of the remaining entries holds (or fewer), and every entry is still found.
+#[test]
+fn compaction_after_deletes_matches_a_fresh_build() {
+    let pool = PagePool::new(8192);
+    let mut h = HashIndex::new();
+    let n = 400_000u64;
+    for k in 0..n {
+        h.insert(&pool, mix(k) as u32, RowId(k as u32))
+            .expect("room");
+    }
+    for k in (0..n).filter(|k| k % 5 < 2) {
+        assert!(h.remove(&pool, mix(k) as u32, RowId(k as u32)));
+    }
+    let mut fresh = HashIndex::new();
+    for k in (0..n).filter(|k| k % 5 >= 2) {
+        fresh
+            .insert(&pool, mix(k) as u32, RowId(k as u32))
+            .expect("room");
+    }
+    let before = h.pages();
+    assert!(
+        before > fresh.pages(),
+        "{before} vs fresh {}",
+        fresh.pages()
+    );
+    let freed = h.compact(&pool, u32::MAX, u32::MAX);
+    assert_eq!(before - h.pages(), freed);
+    assert!(
+        h.pages() <= fresh.pages(),
+        "{} pages after compaction, a fresh build holds {}",
+        h.pages(),
+        fresh.pages()
+    );
+    h.check().expect("consistent");
+    for k in 0..n {
+        let found = h.find(mix(k) as u32, |r| r == RowId(k as u32)).is_some();
+        assert_eq!(found, k % 5 >= 2, "key {k}");
+    }
+    assert_eq!(
+        pool.used_pages_of(PageKind::HashIndex),
+        u64::from(h.pages() + fresh.pages())
+    );
+    // Inserts after it split as usual.
+    for k in n..n + 10_000 {
+        h.insert(&pool, mix(k) as u32, RowId(k as u32))
+            .expect("room");
+    }
+    h.check().expect("consistent after inserts");
+}

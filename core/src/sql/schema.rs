@@ -778,7 +778,7 @@ fn optimization_delay_ms(s: &Session) -> Result<u64> {
 fn optimize_note(r: &OptimizeReport) -> String {
     let st = &r.stats;
     let mut note = format!(
-        "{} rows and {} var parts moved, {} index leaves packed away in {}.{:02} sec; {} DataMemory pages given back (fixed {} -> {}, var {} -> {}, ordered index {} -> {})",
+        "{} rows and {} var parts moved, {} index leaves packed away in {}.{:02} sec; {} DataMemory pages given back (fixed {} -> {}, var {} -> {}, ordered index {} -> {}, hash index {})",
         st.rows_moved,
         st.var_parts_moved,
         st.index_leaves_freed,
@@ -791,6 +791,7 @@ fn optimize_note(r: &OptimizeReport) -> String {
         st.var_pages_after,
         st.ordered_pages_before,
         st.ordered_pages_after,
+        st.hash_pages_freed,
     );
     if st.extents_before > 0 {
         note.push_str(&format!(

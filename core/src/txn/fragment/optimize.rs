@@ -34,8 +34,10 @@
 //! No phase writes redo (disk record moves are undo-logged as the disk pages need): a
 //! move changes no value, and recovery rebuilds rows from
 //! checkpoint images and logical redo records (by key), and indexes from the rows. The
-//! hash index gives its emptied pages back as entries go (linear hashing shrinks with
-//! the row count), so it needs no phase of its own.
+//! hash index shrinks as entries go (linear hashing merges buckets with the row count);
+//! at the end its buckets are merged down to the load a fresh build has and its
+//! overflow pages evacuated while a page's worth of containers is free (the upkeep
+//! after deletes waits for more), and the empty pages given back.
 //!
 //! Invariant: between steps, the pages an unfinished cursor evacuates take no new rows;
 //! a cursor that stops early must be ended with [`Fragment::optimize_abandon`], which
@@ -55,6 +57,10 @@ const GROUP_COST: u32 = 256;
 /// Passes of the disk phase at most (records are not all of one size, so one pass's plan
 /// may leave an extent that a second can empty).
 const MAX_DISK_PASSES: u32 = 3;
+/// Hash index bucket merges and overflow pages evacuated at most (at the end of the
+/// last step).
+const HASH_MERGES_PER_STEP: u32 = 1 << 16;
+const HASH_PAGES_PER_STEP: u32 = 64;
 
 /// What a fragment's OPTIMIZE did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +80,8 @@ pub struct OptimizeStats {
     pub extents_after: u32,
     /// Ordered index leaves emptied by packing.
     pub index_leaves_freed: u64,
+    /// Hash index (IndexMemory) pages given back.
+    pub hash_pages_freed: u64,
 }
 
 /// What one step reports.
@@ -403,6 +411,12 @@ impl Fragment {
                 }
                 Phase::Indexes { pos, after } => {
                     if *pos >= self.ordered.len() {
+                        // Last, the hash index's overflow pages (a step's worth).
+                        cur.stats.hash_pages_freed += u64::from(self.hash.compact(
+                            &self.pool,
+                            HASH_MERGES_PER_STEP,
+                            HASH_PAGES_PER_STEP,
+                        ));
                         self.finish(cur);
                         return Ok(OptimizeStep::Done);
                     }
