@@ -380,6 +380,9 @@ impl Fragment {
                         };
                         budget -= 1;
                         from = RowId(row.0 + 1);
+                        if !self.disk_record_evacuating(row) {
+                            continue;
+                        }
                         if header_of(self.fixed.get(row)) & (ROW_ALLOC | ROW_LOCKED) != 0 {
                             cur.stats.rows_locked += 1;
                             continue;

@@ -108,6 +108,17 @@ impl Fragment {
         }
     }
 
+    /// Whether `row` has a disk record in an extent being emptied.
+    pub(super) fn disk_record_evacuating(&self, row: RowId) -> bool {
+        let Some(d) = &self.disk else {
+            return false;
+        };
+        self.table
+            .layout
+            .disk_ref(self.fixed.get(row))
+            .is_some_and(|r| d.alloc.is_evacuating(page_of(r)))
+    }
+
     /// Moves `row`'s disk record if it lies in an extent being emptied.
     pub(super) fn move_disk(&mut self, row: RowId, gci: u32) -> Result<DiskMove> {
         let layout = &self.table.layout;
