@@ -71,7 +71,7 @@ use crate::checkpoint::{LCP_IO_THREADS, run_parallel};
 use crate::error::Result;
 use crate::mgm::log::Severity;
 use crate::txn::FragmentCell;
-use crate::txn::fragment::{Fragment, LcpSink, push_row_image};
+use crate::txn::fragment::{Fragment, LcpSink, ScanCursor, push_row_image};
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -299,7 +299,7 @@ struct NodeRound {
     /// meanwhile (a row moved after the disk pages' checkpoint point but before its
     /// fragment's scan would be restored at its new row id while its record, rolled
     /// back to that point, names the old one).
-    _disk_holds: Vec<crate::txn::fragment::ScanCursor>,
+    _disk_holds: Vec<ScanCursor>,
 }
 
 struct NodePacing {
@@ -437,6 +437,21 @@ fn micros(since: Instant) -> u64 {
 
 impl ClusterInner {
     /// The logged tables' fragment replicas on `node`, by table id.
+    /// Row-id positions on every disk-data fragment replica of `node` (see
+    /// `NodeRound::_disk_holds`): while they are held, OPTIMIZE moves none of their rows.
+    pub(super) fn hold_disk_replicas(&self, node: &DataNode) -> Vec<ScanCursor> {
+        let mut holds = Vec::new();
+        for (_, _, cell) in self.lcp_fragments(node) {
+            let hold = cell.open_cursor();
+            // Taking the mutex once after opening waits for an OPTIMIZE step that began
+            // before: from here on, none moves a row of this replica.
+            if cell.state.lock().has_disk_part() {
+                holds.push(hold);
+            }
+        }
+        holds
+    }
+
     fn lcp_fragments(&self, node: &DataNode) -> Vec<(Arc<TableRuntime>, u32, Arc<FragmentCell>)> {
         let mut tables = self.dict.read().all();
         tables.sort_by_key(|t| t.def.id);
@@ -494,15 +509,7 @@ impl ClusterInner {
             // After the keep: every change its undo record follows has its redo after
             // the keep too (a commit logs undo before redo), so a restart that rolls
             // the disk pages back to this record replays it (docs/durability.md §7).
-            let mut disk_holds = Vec::new();
-            for (_, _, cell) in self.lcp_fragments(node) {
-                let hold = cell.open_cursor();
-                // Taking the mutex once after opening waits for an OPTIMIZE step that
-                // began before: from here on, none moves a row of this replica.
-                if cell.state.lock().has_disk_part() {
-                    disk_holds.push(hold);
-                }
-            }
+            let disk_holds = self.hold_disk_replicas(node);
             let disk_start = node.disk.lcp_start(lcp_id)?;
             self.mgm.log.event(
                 Severity::Info,

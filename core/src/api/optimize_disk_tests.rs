@@ -9,6 +9,7 @@ use super::optimize::{OptimizeOptions, OptimizeReport};
 use super::*;
 use crate::disk::io::MemFileSystem;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 fn load(s: &mut crate::sql::Session, model: &mut Model, ids: std::ops::Range<i64>) {
     for chunk in ids.collect::<Vec<_>>().chunks(50) {
@@ -204,6 +205,35 @@ fn td_contents(c: &Cluster) -> BTreeMap<i64, (i64, String)> {
         .collect()
 }
 
+/// Table `td` (small disk parts, many rows: several fixed pages per replica) loaded with
+/// 9000 rows, three of four deleted; returns the model of what is left.
+fn load_td(s: &mut crate::sql::Session) -> BTreeMap<i64, (i64, String)> {
+    run(
+        s,
+        "CREATE TABLE td (id INT PRIMARY KEY, a INT, d VARCHAR(24) STORAGE DISK) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB",
+    );
+    let mut model = BTreeMap::new();
+    for chunk in (0..9000i64).collect::<Vec<_>>().chunks(500) {
+        let v: Vec<String> = chunk
+            .iter()
+            .map(|i| format!("({i}, {}, 'disk-{i}')", i * 7))
+            .collect();
+        run(s, &format!("INSERT INTO td VALUES {}", v.join(",")));
+        model.extend(chunk.iter().map(|&i| (i, (i * 7, format!("disk-{i}")))));
+    }
+    for lo in (0..9000).step_by(1000) {
+        run(
+            s,
+            &format!(
+                "DELETE FROM td WHERE id % 4 <> 0 AND id >= {lo} AND id < {}",
+                lo + 1000
+            ),
+        );
+    }
+    model.retain(|id, _| id % 4 == 0);
+    model
+}
+
 #[test]
 fn fixed_parts_of_a_disk_table_move_and_their_records_follow_through_crashes() {
     // Small disk parts, many rows: several fixed pages per replica, thinned out.
@@ -213,29 +243,7 @@ fn fixed_parts_of_a_disk_table_move_and_their_records_follow_through_crashes() {
     for case in 0..3u32 {
         let fs = MemFileSystem::new();
         let (c, mut s) = start_with_table(&fs);
-        run(
-            &mut s,
-            "CREATE TABLE td (id INT PRIMARY KEY, a INT, d VARCHAR(24) STORAGE DISK) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB",
-        );
-        let mut model = BTreeMap::new();
-        for chunk in (0..9000i64).collect::<Vec<_>>().chunks(500) {
-            let v: Vec<String> = chunk
-                .iter()
-                .map(|i| format!("({i}, {}, 'disk-{i}')", i * 7))
-                .collect();
-            run(&mut s, &format!("INSERT INTO td VALUES {}", v.join(",")));
-            model.extend(chunk.iter().map(|&i| (i, (i * 7, format!("disk-{i}")))));
-        }
-        for lo in (0..9000).step_by(1000) {
-            run(
-                &mut s,
-                &format!(
-                    "DELETE FROM td WHERE id % 4 <> 0 AND id >= {lo} AND id < {}",
-                    lo + 1000
-                ),
-            );
-        }
-        model.retain(|id, _| id % 4 == 0);
+        let mut model = load_td(&mut s);
         c.inner().run_lcp().expect("lcp");
         let ndb = c.ndb("test");
         let t = ndb.table("td").expect("td");
@@ -276,4 +284,58 @@ fn fixed_parts_of_a_disk_table_move_and_their_records_follow_through_crashes() {
         let (c, _) = crash_and_restart(c, &fs2, 50 + u64::from(case));
         assert_eq!(td_contents(&c), model, "case {case}, after a second crash");
     }
+}
+
+#[test]
+fn while_an_lcp_holds_a_disk_table_its_rows_stay_and_the_rest_compacts() {
+    // What an LCP round holds from before its LcpStart record to its end: every
+    // disk-data replica of its node, and no memory table's.
+    let fs = MemFileSystem::new();
+    let (c, mut s) = start_with_table(&fs);
+    let model = load_td(&mut s);
+    run(
+        &mut s,
+        "CREATE TABLE m (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=NDB",
+    );
+    let node = c.inner().data_nodes[0].clone();
+    let holds = c.inner().hold_disk_replicas(&node);
+    let ndb = c.ndb("test");
+    let (t, m) = (ndb.table("td").expect("td"), ndb.table("m").expect("m"));
+    let on_node = |t: &Arc<TableRuntime>| -> Vec<Arc<crate::txn::FragmentCell>> {
+        t.all_cells()
+            .filter(|cell| cell.node_id == node.node_id)
+            .cloned()
+            .collect()
+    };
+    // td and the disk table `t` of the setup.
+    let other_disk = ndb.table("t").expect("t");
+    assert_eq!(holds.len(), on_node(&t).len() + on_node(&other_disk).len());
+    assert!(on_node(&t).iter().all(|cell| !cell.no_open_cursors()));
+    assert!(on_node(&m).iter().all(|cell| cell.no_open_cursors()));
+    // OPTIMIZE meanwhile: the held replicas keep their rows, the others move theirs.
+    let fixed_pages = |cells: &[Arc<crate::txn::FragmentCell>]| -> u32 {
+        cells
+            .iter()
+            .map(|cell| cell.state.lock().memory().fixed_pages)
+            .sum()
+    };
+    let held_pages_before = fixed_pages(&on_node(&t));
+    let r = ndb
+        .optimize_table(
+            &t,
+            OptimizeOptions {
+                delay_ms: 0,
+                busy_timeout_ms: 50,
+            },
+        )
+        .expect("optimize");
+    assert_eq!(r.replicas_busy as usize, on_node(&t).len(), "{r:?}");
+    assert_eq!(fixed_pages(&on_node(&t)), held_pages_before, "{r:?}");
+    drop(holds);
+    assert!(on_node(&t).iter().all(|cell| cell.no_open_cursors()));
+    assert!(
+        r.stats.rows_moved > 0,
+        "the other node's replicas moved rows: {r:?}"
+    );
+    assert_eq!(td_contents(&c), model);
 }
