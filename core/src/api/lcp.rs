@@ -280,6 +280,9 @@ struct Job {
 }
 
 /// A node's share of the round.
+/// A fragment replica an LCP visits: its table, partition and cell.
+pub(super) type LcpFragment = (Arc<TableRuntime>, u32, Arc<FragmentCell>);
+
 struct NodeRound {
     node: Arc<DataNode>,
     fs_dir: PathBuf,
@@ -437,11 +440,11 @@ fn micros(since: Instant) -> u64 {
 
 impl ClusterInner {
     /// The logged tables' fragment replicas on `node`, by table id.
-    /// Row-id positions on every disk-data fragment replica of `node` (see
+    /// Row-id positions on every disk-data fragment replica of `frags` (see
     /// `NodeRound::_disk_holds`): while they are held, OPTIMIZE moves none of their rows.
-    pub(super) fn hold_disk_replicas(&self, node: &DataNode) -> Vec<ScanCursor> {
+    pub(super) fn hold_disk_replicas(frags: &[LcpFragment]) -> Vec<ScanCursor> {
         let mut holds = Vec::new();
-        for (_, _, cell) in self.lcp_fragments(node) {
+        for (_, _, cell) in frags {
             let hold = cell.open_cursor();
             // Taking the mutex once after opening waits for an OPTIMIZE step that began
             // before: from here on, none moves a row of this replica.
@@ -452,7 +455,7 @@ impl ClusterInner {
         holds
     }
 
-    fn lcp_fragments(&self, node: &DataNode) -> Vec<(Arc<TableRuntime>, u32, Arc<FragmentCell>)> {
+    pub(super) fn lcp_fragments(&self, node: &DataNode) -> Vec<LcpFragment> {
         let mut tables = self.dict.read().all();
         tables.sort_by_key(|t| t.def.id);
         let mut out = Vec::new();
@@ -509,7 +512,8 @@ impl ClusterInner {
             // After the keep: every change its undo record follows has its redo after
             // the keep too (a commit logs undo before redo), so a restart that rolls
             // the disk pages back to this record replays it (docs/durability.md §7).
-            let disk_holds = self.hold_disk_replicas(node);
+            let frags = self.lcp_fragments(node);
+            let disk_holds = Self::hold_disk_replicas(&frags);
             let disk_start = node.disk.lcp_start(lcp_id)?;
             self.mgm.log.event(
                 Severity::Info,
@@ -523,7 +527,7 @@ impl ClusterInner {
             let mut pacer = DiskWritePacer::new(min_speed, max_speed);
             pacer.set_redo_fill_percent(log.redo_fill_percent());
             let mut idle_dirs = Vec::new();
-            for (table, part, cell) in self.lcp_fragments(node) {
+            for (table, part, cell) in frags {
                 let dir = lcp_dir(log.fs_dir(), table.def.id, part);
                 let ctl = FragControl::load(&*self.fs, &dir)?
                     .unwrap_or_else(|| FragControl::new(table.def.id, part));

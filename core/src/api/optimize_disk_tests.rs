@@ -5,7 +5,8 @@
 use super::disk_restart_tests::{
     LG, Model, TABLE, TS, contents, crash_and_restart, free_extents, payload, run, start,
 };
-use super::optimize::{OptimizeOptions, OptimizeReport};
+use super::optimize::OptimizeOptions;
+use super::optimize_tests::optimize;
 use super::*;
 use crate::disk::io::MemFileSystem;
 use std::collections::BTreeMap;
@@ -22,19 +23,6 @@ fn load(s: &mut crate::sql::Session, model: &mut Model, ids: std::ops::Range<i64
             model.insert(id, (id, payload(id, 0)));
         }
     }
-}
-
-fn optimize(c: &Cluster) -> OptimizeReport {
-    let ndb = c.ndb("test");
-    let t = ndb.table("t").expect("t");
-    ndb.optimize_table(
-        &t,
-        OptimizeOptions {
-            delay_ms: 0,
-            ..OptimizeOptions::default()
-        },
-    )
-    .expect("optimize")
 }
 
 fn reclaimable_extents(c: &Cluster) -> u64 {
@@ -298,7 +286,7 @@ fn while_an_lcp_holds_a_disk_table_its_rows_stay_and_the_rest_compacts() {
         "CREATE TABLE m (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=NDB",
     );
     let node = c.inner().data_nodes[0].clone();
-    let holds = c.inner().hold_disk_replicas(&node);
+    let holds = ClusterInner::hold_disk_replicas(&c.inner().lcp_fragments(&node));
     let ndb = c.ndb("test");
     let (t, m) = (ndb.table("td").expect("td"), ndb.table("m").expect("m"));
     let on_node = |t: &Arc<TableRuntime>| -> Vec<Arc<crate::txn::FragmentCell>> {

@@ -127,7 +127,8 @@ fn data_pages(c: &Cluster) -> u64 {
         .sum()
 }
 
-fn optimize(c: &Cluster) -> OptimizeReport {
+/// OPTIMIZE TABLE t without pauses.
+pub(super) fn optimize(c: &Cluster) -> OptimizeReport {
     let ndb = c.ndb("test");
     let t = ndb.table("t").expect("t");
     ndb.optimize_table(

@@ -57,6 +57,19 @@ fn is_digit(b: u8) -> bool {
     b.is_ascii_digit()
 }
 
+/// The end of `D+.DD` starting at `start` (digits, a dot, two digits), if it is there.
+fn decimal_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut j = start;
+    while j < b.len() && is_digit(b[j]) {
+        j += 1;
+    }
+    (j > start
+        && b.get(j) == Some(&b'.')
+        && b.get(j + 1).copied().is_some_and(is_digit)
+        && b.get(j + 2).copied().is_some_and(is_digit))
+    .then_some(j + 3)
+}
+
 /// Masks times (`(0.01 sec)` -> `(X.XX sec)`, `in 0.01 sec` -> `in X.XX sec`), timestamps (`YYYY-MM-DD HH:MM:SS`), the
 /// version, and the run's directory (`$DIR`).
 pub fn mask(text: &str, dir: &Path) -> String {
@@ -70,39 +83,22 @@ pub fn mask(text: &str, dir: &Path) -> String {
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < b.len() {
-        // (N.NN sec)
-        if b[i] == b'(' {
-            let mut j = i + 1;
-            while j < b.len() && is_digit(b[j]) {
-                j += 1;
-            }
-            if j > i + 1
-                && b.get(j) == Some(&b'.')
-                && b.get(j + 1).copied().is_some_and(is_digit)
-                && b.get(j + 2).copied().is_some_and(is_digit)
-                && text[j + 3..].starts_with(" sec)")
-            {
-                out.push_str("(X.XX sec)");
-                i = j + 8;
-                continue;
-            }
-        }
-        // in N.NN sec (OPTIMIZE TABLE's note; the width stays below 10 s)
-        if text[i..].starts_with("in ") {
-            let mut j = i + 3;
-            while j < b.len() && is_digit(b[j]) {
-                j += 1;
-            }
-            if j > i + 3
-                && b.get(j) == Some(&b'.')
-                && b.get(j + 1).copied().is_some_and(is_digit)
-                && b.get(j + 2).copied().is_some_and(is_digit)
-                && text[j + 3..].starts_with(" sec")
-            {
-                out.push_str("in X.XX sec");
-                i = j + 7;
-                continue;
-            }
+        // (N.NN sec), and OPTIMIZE TABLE's "in N.NN sec" (the width stays below 10 s)
+        if let Some((end, with)) = [("(", " sec)", "(X.XX sec)"), ("in ", " sec", "in X.XX sec")]
+            .into_iter()
+            .find_map(|(open, close, with)| {
+                if !text[i..].starts_with(open) {
+                    return None;
+                }
+                let end = decimal_end(b, i + open.len())?;
+                text[end..]
+                    .starts_with(close)
+                    .then_some((end + close.len(), with))
+            })
+        {
+            out.push_str(with);
+            i = end;
+            continue;
         }
         // YYYY-MM-DD HH:MM:SS
         if i + 19 <= b.len() {

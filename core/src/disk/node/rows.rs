@@ -48,7 +48,7 @@ impl NodeDisk {
         let undo_bytes = self.reserve_undo(Self::undo_for_insert())?;
         let need = rowpage::space_needed(record_len);
         let lsn = self.current_lsn();
-        let extents_before = alloc.extents().len();
+        let extents_before = alloc.extent_count();
         let got = match alloc.alloc_page(&self.tsman, ts, need, table_name, lsn) {
             Ok(p) => p,
             Err(e) => {
@@ -61,7 +61,7 @@ impl NodeDisk {
             page_bytes: need as u32,
             undo_bytes,
         };
-        if alloc.extents().len() > extents_before
+        if alloc.extent_count() > extents_before
             && let Ok((extent, _)) = self.tsman.locate(got.page)
         {
             let owner = alloc.owner();

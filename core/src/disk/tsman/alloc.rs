@@ -101,6 +101,11 @@ impl FragmentDiskAlloc {
         self.owner
     }
 
+    /// How many extents the fragment owns.
+    pub fn extent_count(&self) -> usize {
+        self.extents.len()
+    }
+
     /// The owned extents in order.
     pub fn extents(&self) -> Vec<ExtentId> {
         self.extents.keys().copied().collect()

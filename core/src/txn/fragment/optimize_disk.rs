@@ -73,7 +73,7 @@ impl Fragment {
     pub fn disk_extents(&self) -> u32 {
         self.disk
             .as_ref()
-            .map_or(0, |d| d.alloc.extents().len() as u32)
+            .map_or(0, |d| d.alloc.extent_count() as u32)
     }
 
     /// Bytes of one extent of the fragment's tablespace (0 for memory tables).
