@@ -386,6 +386,20 @@ pub mod codes {
     pub fn node_group_down(detail: impl std::fmt::Display) -> NdbError {
         NdbError::new(4009, UnknownResultError, "Cluster Failure").detail(detail)
     }
+    /// 488: a data node holds MaxNoOfConcurrentScans open scans already.
+    pub fn too_many_scans(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(488, TemporaryResourceError, "Too many active scans").detail(detail)
+    }
+    /// 296 (DBTC's ZSCANTIME_OUT_ERROR): the data node closed a scan the API left
+    /// unfetched too long, or does not know it.
+    pub fn scan_timed_out(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            296,
+            TimeoutExpired,
+            "Time-out in NDB, probably caused by deadlock",
+        )
+        .detail(detail)
+    }
     pub fn scan_closed() -> NdbError {
         NdbError::new(4120, ApplicationError, "Scan already complete")
     }

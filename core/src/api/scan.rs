@@ -421,7 +421,8 @@ impl Transaction {
     }
 }
 
-fn cmp_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+/// Orders index key values as the ordered index does (column by column).
+pub(crate) fn cmp_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     for (x, y) in a.iter().zip(b) {
         let o = x.sql_cmp(y);
         if o != std::cmp::Ordering::Equal {

@@ -17,13 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-const DB: &str = "test";
+pub(super) const DB: &str = "test";
 
 fn started(nodes: &[&DataNodeProcess]) -> bool {
     nodes.iter().all(|n| n.status().state == NodeState::Started)
 }
 
-fn cluster(n: u32, replicas: u32) -> (MgmServer, Vec<DataNodeProcess>, RemoteCluster) {
+pub(super) fn cluster(n: u32, replicas: u32) -> (MgmServer, Vec<DataNodeProcess>, RemoteCluster) {
     let cfg = config(n, replicas);
     let m = mgm(&cfg);
     let nodes: Vec<DataNodeProcess> = (0..n).map(|i| data_node(&m, i + 2, false)).collect();

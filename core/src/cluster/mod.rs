@@ -10,6 +10,8 @@ pub mod arbit;
 pub mod client;
 pub mod datapath;
 #[cfg(test)]
+mod datapath_scan_tests;
+#[cfg(test)]
 mod datapath_tests;
 pub mod layout;
 pub mod mgmd;
@@ -18,6 +20,7 @@ pub mod ndbd;
 mod process_tests;
 pub mod qmgr;
 pub mod remote;
+pub mod remote_scan;
 pub mod sim;
 pub mod sim_data;
 #[cfg(test)]

@@ -483,7 +483,9 @@ impl NodeLoop {
                     );
                 }
             }
-            Incoming::Disconnected { peer, .. } if self.api_peers.remove(&peer) => {}
+            Incoming::Disconnected { peer, .. } if self.api_peers.remove(&peer) => {
+                self.data.api_disconnected(peer);
+            }
             Incoming::Message { from, msg } if from == self.mgm_id => match msg {
                 Message::NodeAddresses { nodes } => {
                     for (n, addr) in nodes {

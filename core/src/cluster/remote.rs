@@ -231,6 +231,7 @@ fn answer_req(m: &DataMsg) -> Option<u64> {
         | DataMsg::TcKeyConf { req, .. }
         | DataMsg::TcKeyRef { req, .. }
         | DataMsg::ReadConf { req, .. } => Some(*req),
+        DataMsg::ScanConf(c) => Some(c.req),
         _ => None,
     }
 }
@@ -374,18 +375,33 @@ impl RemoteCluster {
             .collect()
     }
 
+    /// The node groups of the configuration (data node ids, in `[ndbd]` order).
+    pub fn node_groups(&self) -> &[Vec<NodeId>] {
+        &self.groups
+    }
+
+    /// A fresh id (requests and scans share the counter).
+    pub(super) fn next_id(&self) -> u64 {
+        self.next_req.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a message that has no answer (a lost one changes nothing).
+    pub(super) fn send_only(&self, node: NodeId, msg: DataMsg) {
+        let _ = self.transport.send(node, &Message::Data(msg));
+    }
+
     /// How long a request may wait for its answer.
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }
 
-    fn submit(
+    pub(super) fn submit(
         &self,
         node: NodeId,
         commit: bool,
         make: impl FnOnce(u64) -> DataMsg,
     ) -> Result<Pending> {
-        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+        let req = self.next_id();
         let (tx, rx) = sync_channel(1);
         {
             let mut p = self.shared.pending.lock();
@@ -409,7 +425,7 @@ impl RemoteCluster {
         Ok(pending)
     }
 
-    fn usable(&self, n: NodeId) -> bool {
+    pub(super) fn usable(&self, n: NodeId) -> bool {
         if !self.shared.connected.lock().contains(&n) || self.shared.excluded(n) {
             return false;
         }
@@ -586,7 +602,7 @@ impl RemoteCluster {
         }
     }
 
-    fn note_not_ready(&self, e: &NdbError) {
+    pub(super) fn note_not_ready(&self, e: &NdbError) {
         // "data node N is starting": skip N for a while.
         if let Some(n) = e
             .message

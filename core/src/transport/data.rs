@@ -7,6 +7,7 @@
 //! by the frame's 16 MiB); a length that points past the payload is an error, never an
 //! allocation of that size. Decoding never panics.
 
+pub use super::data_scan::{ScanConf, ScanReq};
 use super::frame::WireError;
 use crate::schema::codec::{self, Decoder, Encoder};
 use crate::schema::{TableDef, Value};
@@ -177,6 +178,20 @@ pub enum DataMsg {
         /// `columns.len()` values per key (NULLs for keys not found).
         values: Vec<Value>,
     },
+    /// API → a data node of each node group: open a committed-read scan
+    /// (`transport::data_scan`); answered with its first batch.
+    ScanReq(Box<ScanReq>),
+    /// API → the scan's data node: the next batch.
+    ScanNextReq {
+        req: u64,
+        scan: u64,
+    },
+    /// A batch (or the scan's error).
+    ScanConf(Box<ScanConf>),
+    /// API → the scan's data node: close it (no answer).
+    ScanCloseReq {
+        scan: u64,
+    },
     /// TC → primary (`backup` false), primary → backup (`backup` true): prepare these
     /// operations (op index, op). A backup gets after-images only (Write or Delete).
     LqhPrepare {
@@ -300,6 +315,10 @@ mod kind {
     pub const TC_KEY_REF: u16 = 112;
     pub const READ_REQ: u16 = 113;
     pub const READ_CONF: u16 = 114;
+    pub const SCAN_REQ: u16 = 115;
+    pub const SCAN_NEXT_REQ: u16 = 116;
+    pub const SCAN_CONF: u16 = 117;
+    pub const SCAN_CLOSE_REQ: u16 = 118;
     pub const LQH_PREPARE: u16 = 120;
     pub const LQH_PREPARED: u16 = 121;
     pub const LQH_COMMIT: u16 = 122;
@@ -325,7 +344,7 @@ mod kind {
 /// Frame kinds of data messages.
 pub const KINDS: std::ops::RangeInclusive<u16> = 100..=149;
 
-fn bad(_: crate::error::NdbError) -> WireError {
+pub(super) fn bad(_: crate::error::NdbError) -> WireError {
     WireError::BadValue("data message field")
 }
 
@@ -338,28 +357,28 @@ fn count(d: &mut Decoder<'_>, what: &'static str) -> Result<usize, WireError> {
     Ok(n)
 }
 
-fn enc_values(e: &mut Encoder, vs: &[Value]) {
+pub(super) fn enc_values(e: &mut Encoder, vs: &[Value]) {
     e.u32(vs.len() as u32);
     for v in vs {
         codec::encode_value(e, v);
     }
 }
 
-fn dec_values(d: &mut Decoder<'_>) -> Result<Vec<Value>, WireError> {
+pub(super) fn dec_values(d: &mut Decoder<'_>) -> Result<Vec<Value>, WireError> {
     let n = count(d, "values")?;
     (0..n)
         .map(|_| codec::decode_value(d).map_err(bad))
         .collect()
 }
 
-fn enc_u32s(e: &mut Encoder, vs: &[u32]) {
+pub(super) fn enc_u32s(e: &mut Encoder, vs: &[u32]) {
     e.u32(vs.len() as u32);
     for &v in vs {
         e.u32(v);
     }
 }
 
-fn dec_u32s(d: &mut Decoder<'_>) -> Result<Vec<u32>, WireError> {
+pub(super) fn dec_u32s(d: &mut Decoder<'_>) -> Result<Vec<u32>, WireError> {
     let n = count(d, "u32 list")?;
     (0..n).map(|_| d.u32().map_err(bad)).collect()
 }
@@ -444,6 +463,10 @@ impl DataMsg {
             DataMsg::TcKeyRef { .. } => TC_KEY_REF,
             DataMsg::ReadReq { .. } => READ_REQ,
             DataMsg::ReadConf { .. } => READ_CONF,
+            DataMsg::ScanReq(_) => SCAN_REQ,
+            DataMsg::ScanNextReq { .. } => SCAN_NEXT_REQ,
+            DataMsg::ScanConf(_) => SCAN_CONF,
+            DataMsg::ScanCloseReq { .. } => SCAN_CLOSE_REQ,
             DataMsg::LqhPrepare { .. } => LQH_PREPARE,
             DataMsg::LqhPrepared { .. } => LQH_PREPARED,
             DataMsg::LqhCommit { .. } => LQH_COMMIT,
@@ -581,6 +604,13 @@ impl DataMsg {
                 }
                 enc_values(&mut e, values);
             }
+            DataMsg::ScanReq(r) => r.encode(&mut e),
+            DataMsg::ScanNextReq { req, scan } => {
+                e.u64(*req);
+                e.u64(*scan);
+            }
+            DataMsg::ScanConf(c) => c.encode(&mut e),
+            DataMsg::ScanCloseReq { scan } => e.u64(*scan),
             DataMsg::LqhPrepare { txn, backup, ops } => {
                 enc_txn(&mut e, txn);
                 e.bool(*backup);
@@ -793,6 +823,13 @@ impl DataMsg {
                     values: dec_values(d)?,
                 }
             }
+            SCAN_REQ => DataMsg::ScanReq(Box::new(ScanReq::decode(d)?)),
+            SCAN_NEXT_REQ => DataMsg::ScanNextReq {
+                req: u64_(d)?,
+                scan: u64_(d)?,
+            },
+            SCAN_CONF => DataMsg::ScanConf(Box::new(ScanConf::decode(d)?)),
+            SCAN_CLOSE_REQ => DataMsg::ScanCloseReq { scan: u64_(d)? },
             LQH_PREPARE => {
                 let txn = dec_txn(d)?;
                 let backup = d.bool().map_err(bad)?;

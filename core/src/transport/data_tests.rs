@@ -79,6 +79,59 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             found: vec![true, false],
             values: vec![Value::Bytes(vec![1, 2]), Value::Null],
         },
+        DataMsg::ScanReq(Box::new(ScanReq {
+            req: 6,
+            scan: 11,
+            database: "test".into(),
+            table: "t".into(),
+            index: "ix".into(),
+            columns: vec![0, 2],
+            low: Some((vec![Value::Int(3)], true)),
+            high: Some((vec![Value::Int(9), Value::Str("z".into())], false)),
+            descending: true,
+            sorted: true,
+            batch_rows: 64,
+        })),
+        DataMsg::ScanReq(Box::new(ScanReq {
+            req: 7,
+            scan: 12,
+            database: "test".into(),
+            table: "t".into(),
+            index: String::new(),
+            columns: Vec::new(),
+            low: None,
+            high: None,
+            descending: false,
+            sorted: false,
+            batch_rows: 992,
+        })),
+        DataMsg::ScanNextReq { req: 8, scan: 11 },
+        DataMsg::ScanConf(Box::new(ScanConf {
+            req: 8,
+            scan: 11,
+            code: 0,
+            class: 0,
+            message: String::new(),
+            ncols: 2,
+            values: vec![
+                Value::Int(1),
+                Value::Null,
+                Value::Int(2),
+                Value::Str("b".into()),
+            ],
+            done: false,
+        })),
+        DataMsg::ScanConf(Box::new(ScanConf {
+            req: 9,
+            scan: 12,
+            code: 488,
+            class: 4,
+            message: "Too many active scans".into(),
+            ncols: 0,
+            values: Vec::new(),
+            done: true,
+        })),
+        DataMsg::ScanCloseReq { scan: 11 },
         DataMsg::LqhPrepare {
             txn,
             backup: true,
@@ -159,6 +212,54 @@ fn data_messages_round_trip_and_reject_damage() {
         longer.push(0);
         assert!(DataMsg::decode(m.kind(), &longer).is_err());
     }
+}
+
+#[test]
+fn a_scan_batch_of_broken_rows_or_flags_is_refused() {
+    let conf = ScanConf {
+        req: 1,
+        scan: 2,
+        code: 0,
+        class: 0,
+        message: String::new(),
+        ncols: 2,
+        values: vec![Value::Int(1), Value::Int(2), Value::Int(3)],
+        done: true,
+    };
+    let body = DataMsg::ScanConf(Box::new(conf.clone())).encode_body();
+    assert!(matches!(
+        DataMsg::decode(kind::SCAN_CONF, &body),
+        Err(WireError::BadValue(_))
+    ));
+    let rows = ScanConf {
+        values: vec![Value::Int(1), Value::Int(2), Value::Int(3), Value::Null],
+        ..conf
+    }
+    .rows();
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::Int(1), Value::Int(2)],
+            vec![Value::Int(3), Value::Null]
+        ]
+    );
+    let req = DataMsg::ScanReq(Box::new(ScanReq {
+        req: 1,
+        scan: 1,
+        database: "d".into(),
+        table: "t".into(),
+        index: String::new(),
+        columns: Vec::new(),
+        low: None,
+        high: None,
+        descending: false,
+        sorted: false,
+        batch_rows: 1,
+    }));
+    let mut body = req.encode_body();
+    let flags_at = body.len() - 5;
+    body[flags_at] = 4;
+    assert!(DataMsg::decode(kind::SCAN_REQ, &body).is_err());
 }
 
 #[test]

@@ -20,6 +20,7 @@
 //! on the sending peer through TCP).
 
 pub mod data;
+pub mod data_scan;
 pub mod frame;
 pub mod message;
 pub mod tcp;

@@ -127,6 +127,7 @@ impl DataPath {
     pub fn on_tick(&self, now_ms: u64) {
         self.clock_ms.fetch_max(now_ms, Ordering::AcqRel);
         self.lease_tick(now_ms);
+        self.scan_expire(now_ms);
         self.check_marks();
         let copying = matches!(*self.copy_in.lock(), CopyIn::Copying { .. })
             || !self.copy_out.lock().is_empty();

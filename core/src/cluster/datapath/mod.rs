@@ -38,14 +38,19 @@
 //! map and `copy_in` are leaves (held only to read or swap an entry); no map lock is
 //! held while a message is delivered or the engine is called.
 //!
+//! - **Scans** (`scan.rs`): committed-read table and ordered-index scans of one node
+//!   group's partitions, batch by batch, on the node's loop.
+//!
 //! Left for later (refused with a reason, never silently wrong): SQL DML over the
-//! transport (key operations carry the data) and scans.
+//! transport (key operations carry the data) and locking scans.
 
 mod copy;
 mod copy_out;
 mod lease;
 mod lqh;
 mod lqh_failure;
+mod scan;
+pub use scan::{MAX_OPEN_SCANS, SCAN_IDLE_MS};
 mod schema;
 #[cfg(test)]
 mod takeover_tests;
@@ -163,6 +168,8 @@ pub struct DataPath {
     copy_apply: Mutex<copy::ApplyQueue>,
     copy_out: Mutex<BTreeMap<NodeId, Arc<copy_out::CopyOutSlot>>>,
     copy_marks: Mutex<Vec<copy_out::PendingMark>>,
+    /// Open scans of API nodes (`scan`, a leaf lock).
+    scans: Mutex<scan::Scans>,
     /// Read leases from the node's group, fences after silent failures (`lease`).
     leases: Mutex<lease::Leases>,
     /// HeartbeatIntervalDbDb: the read lease's length.
@@ -273,6 +280,7 @@ impl DataPath {
             copy_out: Mutex::new(BTreeMap::new()),
             copy_marks: Mutex::new(Vec::new()),
             early: Mutex::new(BTreeMap::new()),
+            scans: Mutex::new(scan::Scans::default()),
             leases: Mutex::new(lease::Leases::default()),
             lease_ms: super::qmgr::MembershipConfig::from_cluster(cfg).heartbeat_interval_ms,
             tombstones: Mutex::new(BTreeMap::new()),
@@ -486,6 +494,7 @@ impl DataPath {
             self.copy_out.lock().clear();
             self.copy_marks.lock().clear();
             self.tombstones.lock().clear();
+            self.scans_reset();
             for w in 0..WORKERS {
                 self.dispatch(w, Job::Reset);
             }
@@ -608,6 +617,9 @@ impl DataPath {
                 let reply = self.table_def(req, &database, &table);
                 self.send(from, reply);
             }
+            DataMsg::ScanReq(r) => self.scan_open(from, *r),
+            DataMsg::ScanNextReq { req, scan } => self.scan_next(from, req, scan),
+            DataMsg::ScanCloseReq { scan } => self.scan_close(from, scan),
             DataMsg::SqlConf {
                 req,
                 code,
