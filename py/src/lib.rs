@@ -23,6 +23,7 @@ mod ddl;
 mod errors;
 mod mgmclient;
 mod ndb;
+mod remote_scan;
 mod scan;
 mod sqlglue;
 mod transaction;
@@ -106,6 +107,8 @@ mod _rndb {
     use crate::mgmclient::{MgmClient, connect};
     #[pymodule_export]
     use crate::ndb::Ndb;
+    #[pymodule_export]
+    use crate::remote_scan::RemoteScanIterator;
     #[pymodule_export]
     use crate::scan::ScanIterator;
     #[pymodule_export]

@@ -6,15 +6,17 @@
 //! The same object reaches the data nodes (`rndbd`) for tables and rows
 //! (`cluster::remote::RemoteCluster`, opened at the first such call): `sql()` for DDL
 //! and SELECT, `read_many()` for batched primary-key reads, `transaction()` for key
-//! operations committed together, `insert_many()` for loads.
+//! operations committed together, `insert_many()` for loads, `scan()` and
+//! `index_scan()` for committed-read scans over every node group.
 //!
 //! Invariant: one management request at a time per client (the connection sits behind
 //! a mutex, taken detached from the interpreter, so a slow server never holds the
 //! GIL); data requests run detached too; a closed client refuses every call.
 
-use crate::convert::{key_values, names, py_to_value, row_to_dict};
+use crate::convert::{extract_columns, key_values, names, py_to_value, row_to_dict};
 use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
+use crate::remote_scan::{IndexArgs, RemoteScanIterator};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rndb::cluster::client::{ConnectString, MgmConnection};
@@ -330,6 +332,54 @@ impl MgmClient {
             n += flush(&mut batch)?;
         }
         Ok(n)
+    }
+
+    /// A committed-read scan of every row of a table, over every node group: an
+    /// iterator of dicts (`RemoteScanIterator`), fetched `batch_size` rows at a time.
+    #[pyo3(signature = (table, columns=None, database="test", batch_size=256))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        columns: Option<&Bound<'_, PyAny>>,
+        database: &str,
+        batch_size: usize,
+    ) -> PyResult<RemoteScanIterator> {
+        let columns = extract_columns(columns).map_err(|e| to_pyerr(py, e))?;
+        let (d, def) = self.table_def(py, database, table)?;
+        RemoteScanIterator::open(py, d, def, database, columns, None, batch_size)
+    }
+
+    /// A committed-read range scan of an ordered index, in index order across every
+    /// node group: an iterator of dicts. Bounds are values (or tuples for a prefix of
+    /// a multi-column index).
+    #[pyo3(signature = (table, index, low=None, high=None, low_inclusive=true, high_inclusive=true, descending=false, columns=None, database="test", batch_size=256))]
+    #[allow(clippy::too_many_arguments)]
+    fn index_scan(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        index: &str,
+        low: Option<&Bound<'_, PyAny>>,
+        high: Option<&Bound<'_, PyAny>>,
+        low_inclusive: bool,
+        high_inclusive: bool,
+        descending: bool,
+        columns: Option<&Bound<'_, PyAny>>,
+        database: &str,
+        batch_size: usize,
+    ) -> PyResult<RemoteScanIterator> {
+        let columns = extract_columns(columns).map_err(|e| to_pyerr(py, e))?;
+        let (d, def) = self.table_def(py, database, table)?;
+        let ix = IndexArgs {
+            index,
+            low,
+            high,
+            low_inclusive,
+            high_inclusive,
+            descending,
+        };
+        RemoteScanIterator::open(py, d, def, database, columns, Some(ix), batch_size)
     }
 
     /// The data nodes this client reaches.

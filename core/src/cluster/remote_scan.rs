@@ -11,15 +11,16 @@
 //! columns (each group's node already returns its partitions in index order), as NDB
 //! API merges fragments for SF_OrderBy.
 //!
-//! Errors: a node that answers the opening request with 4035 (starting, or cut off
-//! from its group) is skipped and the group is asked at its next node; once rows have
-//! been returned, an error ends the scan (a lost node: 4010, temporary — the caller
+//! Errors: opening waits for every group's first batch, so a bad request fails there.
+//! A node that answers the opening request with 4035 (starting, or cut off from its
+//! group) is skipped and the group is asked at another of its nodes (4035 again when
+//! none is left); once rows have been returned, an error ends the scan (a lost node: 4010, temporary — the caller
 //! scans again). Dropping or closing a scan closes what is still open at the nodes.
 
 use super::datapath::err_from;
 use super::remote::{Pending, RemoteCluster};
 use crate::api::scan::cmp_keys;
-use crate::error::{Result, codes};
+use crate::error::{NdbError, Result, codes};
 use crate::schema::{IndexKind, TableDef, Value};
 use crate::transport::NodeId;
 use crate::transport::data::DataMsg;
@@ -72,6 +73,8 @@ struct GroupCursor {
     done: bool,
     /// Rows of this group have been returned (an error can no longer be retried).
     started: bool,
+    /// Nodes sent the opening request so far.
+    tried: Vec<NodeId>,
     inflight: Option<Pending>,
 }
 
@@ -178,6 +181,7 @@ impl RemoteCluster {
                     buffer: VecDeque::new(),
                     done: false,
                     started: false,
+                    tried: Vec::new(),
                     inflight: None,
                 }
             })
@@ -191,13 +195,19 @@ impl RemoteCluster {
             current: 0,
             closed: false,
         };
-        for g in 0..s.groups.len() {
-            if let Err(e) = s.open_group(g, 0) {
+        // Every group's opening request goes out, then each first batch is awaited, so
+        // that errors of the request (an unknown index, a bound of the wrong type) come
+        // from here.
+        let opened = (0..s.groups.len())
+            .try_for_each(|g| s.open_group(g, None))
+            .and_then(|()| (0..s.groups.len()).try_for_each(|g| s.fill(g)));
+        match opened {
+            Ok(()) => Ok(s),
+            Err(e) => {
                 s.close();
-                return Err(e);
+                Err(e)
             }
         }
-        Ok(s)
     }
 
     /// Every row of a scan.
@@ -212,29 +222,37 @@ impl RemoteCluster {
 }
 
 impl RemoteScan {
-    /// Sends the opening request of group `g` to its first usable node from `from` on.
-    fn open_group(&mut self, g: usize, from: usize) -> Result<()> {
-        let nodes = self.groups[g].nodes.clone();
-        let node = nodes
+    /// Sends the opening request of group `g` to a node not tried yet: a usable one
+    /// first, else any connected one. With none left, the error of the last node
+    /// tried (`last`), or 4009 when no node of the group is connected.
+    fn open_group(&mut self, g: usize, last: Option<NdbError>) -> Result<()> {
+        let c = &self.groups[g];
+        let untried: Vec<NodeId> = c
+            .nodes
             .iter()
-            .skip(from)
+            .copied()
+            .filter(|n| !c.tried.contains(n))
+            .collect();
+        let connected = self.rc.connected_nodes();
+        let node = untried
+            .iter()
             .copied()
             .find(|&n| self.rc.usable(n))
-            .or_else(|| {
-                let c = self.rc.connected_nodes();
-                nodes.iter().skip(from).copied().find(|n| c.contains(n))
-            })
-            .ok_or_else(|| {
+            .or_else(|| untried.iter().copied().find(|n| connected.contains(n)));
+        let Some(node) = node else {
+            return Err(last.unwrap_or_else(|| {
                 codes::node_group_down(format!(
                     "no data node of node group {g} is connected for the scan"
                 ))
-            })?;
+            }));
+        };
         let mut req = self.req.clone();
         let p = self.rc.submit(node, false, |r| {
             req.req = r;
             DataMsg::ScanReq(Box::new(req))
         })?;
         let c = &mut self.groups[g];
+        c.tried.push(node);
         c.node = node;
         c.inflight = Some(p);
         Ok(())
@@ -253,14 +271,10 @@ impl RemoteScan {
             self.groups[g].done = true;
             let e = err_from(conf.code, conf.class, &conf.message);
             if e.code == 4035 && !self.groups[g].started {
-                // Not up to date or cut off: the group's next node.
+                // Not up to date or cut off: another node of the group.
                 self.rc.note_not_ready(&e);
-                let c = &mut self.groups[g];
-                let at = c.nodes.iter().position(|&n| n == c.node).unwrap_or(0);
-                if at + 1 < c.nodes.len() {
-                    c.done = false;
-                    return self.open_group(g, at + 1);
-                }
+                self.groups[g].done = false;
+                return self.open_group(g, Some(e));
             }
             return Err(e);
         }

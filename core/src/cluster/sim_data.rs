@@ -26,6 +26,9 @@
 //!
 //! Maps iterated here are ordered; the only randomness is the seeded [`Rng`].
 
+#[path = "sim_data_scan.rs"]
+mod scan;
+
 use super::datapath::{DataPath, Threading};
 use crate::config::ClusterConfig;
 use crate::disk::policy::sim::Rng;
@@ -58,6 +61,11 @@ pub struct Workload {
     /// and transactions go on around it). 0: never (the random stream is then the
     /// same as without it).
     pub optimize_per_10k: u64,
+    /// Chance per tick, per mille, of a table scan of one node group's partitions at
+    /// one of its ready nodes, begun when nothing else is in flight and holding every
+    /// key until it ends (`sim_data/scan.rs`). 0: never (the random stream is then the
+    /// same as without it).
+    pub scan_per_mille: u64,
 }
 
 impl Default for Workload {
@@ -67,6 +75,7 @@ impl Default for Workload {
             max_in_flight: 6,
             start_per_mille: 400,
             optimize_per_10k: 0,
+            scan_per_mille: 0,
         }
     }
 }
@@ -128,6 +137,7 @@ enum ReqKind {
     Txn(Vec<(i64, Option<Option<String>>)>),
     Read(Vec<i64>),
     Sql,
+    Scan(scan::ScanState),
 }
 
 struct Req {
@@ -149,6 +159,9 @@ pub struct DataStats {
     /// OPTIMIZE TABLE runs, and the rows, var parts and index leaves they moved.
     pub optimizes: u64,
     pub optimize_moves: u64,
+    /// Scans that returned every row of their node group, and the rows they checked.
+    pub scans: u64,
+    pub scan_rows: u64,
     pub errors: BTreeMap<u32, u64>,
 }
 
@@ -164,6 +177,8 @@ impl DataStats {
         self.takeovers += o.takeovers;
         self.optimizes += o.optimizes;
         self.optimize_moves += o.optimize_moves;
+        self.scans += o.scans;
+        self.scan_rows += o.scan_rows;
         for (k, v) in &o.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -392,7 +407,7 @@ impl DataLayer {
             self.lines.push(line);
         }
         if to == API_NODE {
-            self.on_reply(from, m.msg)?;
+            self.on_reply(now, from, m.msg)?;
         } else if let Some(n) = self.nodes.get(&to) {
             n.dp.on_message(from, m.msg);
             self.drain(now, to);
@@ -523,6 +538,7 @@ impl DataLayer {
             DataMsg::TcKeyReq { req, .. }
             | DataMsg::ReadReq { req, .. }
             | DataMsg::SqlReq { req, .. } => *req,
+            DataMsg::ScanReq(r) => r.req,
             _ => return,
         };
         if let ReqKind::Txn(ops) = &kind {
@@ -530,6 +546,9 @@ impl DataLayer {
         }
         if let ReqKind::Read(keys) = &kind {
             self.busy.extend(keys.iter().copied());
+        }
+        if let ReqKind::Scan(_) = &kind {
+            self.busy.extend(0..self.workload.keys);
         }
         self.reqs.insert(id, Req { node, kind });
         self.push(now_ms, API_NODE, node, msg);
@@ -568,6 +587,13 @@ impl DataLayer {
                 };
                 self.new_req(now_ms, node, ReqKind::Sql, msg);
             }
+            return;
+        }
+        if self.workload.scan_per_mille > 0
+            && self.reqs.is_empty()
+            && self.rng.below(1000) < self.workload.scan_per_mille
+        {
+            self.start_scan(now_ms, &ready);
             return;
         }
         while self.reqs.len() < self.workload.max_in_flight
@@ -656,7 +682,7 @@ impl DataLayer {
         n.dp.live_replicas(p).first().copied()
     }
 
-    fn on_reply(&mut self, from: NodeId, msg: DataMsg) -> Result<(), String> {
+    fn on_reply(&mut self, now_ms: u64, from: NodeId, msg: DataMsg) -> Result<(), String> {
         match msg {
             DataMsg::TcKeyConf { req, results, .. } => {
                 self.settle(req, Outcome::Committed(results));
@@ -692,6 +718,7 @@ impl DataLayer {
                     self.settle(req, Outcome::Committed(rows));
                 }
             }
+            DataMsg::ScanConf(c) => self.on_scan_conf(now_ms, from, *c),
             DataMsg::SqlConf {
                 req, code, text, ..
             } => {
@@ -717,6 +744,14 @@ impl DataLayer {
         };
         match r.kind {
             ReqKind::Sql => {}
+            ReqKind::Scan(st) => {
+                for k in 0..self.workload.keys {
+                    self.busy.remove(&k);
+                }
+                if let Outcome::Committed(_) = outcome {
+                    self.check_scan(req, r.node, st);
+                }
+            }
             ReqKind::Read(keys) => {
                 for k in &keys {
                     self.busy.remove(k);

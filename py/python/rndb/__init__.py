@@ -14,7 +14,9 @@ Objects follow the NDB API: ``Cluster`` (Ndb_cluster_connection with its data no
 ``TemporaryError``, ``PermanentError`` and ``UnknownResultError`` subclass it by status.
 
 ``rndb.connect("host:1186")`` is a management client of a distributed cluster
-(``rndb_mgmd``): ``client.mgm("ALL STATUS")``, as ``ndb_mgm -c host:1186``.
+(``rndb_mgmd``): ``client.mgm("ALL STATUS")``, as ``ndb_mgm -c host:1186``; the same
+client reaches the data nodes (``sql``, ``read_many``, ``transaction``, ``insert_many``,
+``scan``, ``index_scan``).
 """
 
 from ._rndb import (
@@ -32,6 +34,7 @@ from ._rndb import (
     NoCommit,
     Operation,
     PermanentError,
+    RemoteScanIterator,
     Rollback,
     ScanIterator,
     TemporaryError,
@@ -56,6 +59,7 @@ __all__ = [
     "NoCommit",
     "Operation",
     "PermanentError",
+    "RemoteScanIterator",
     "Rollback",
     "ScanIterator",
     "TemporaryError",

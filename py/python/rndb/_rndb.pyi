@@ -123,6 +123,26 @@ class MgmClient:
         database: str = "test",
         batch_size: int = 500,
     ) -> int: ...
+    def scan(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        database: str = "test",
+        batch_size: int = 256,
+    ) -> RemoteScanIterator: ...
+    def index_scan(
+        self,
+        table: str,
+        index: str,
+        low: _Bound | None = None,
+        high: _Bound | None = None,
+        low_inclusive: bool = True,
+        high_inclusive: bool = True,
+        descending: bool = False,
+        columns: Sequence[str] | None = None,
+        database: str = "test",
+        batch_size: int = 256,
+    ) -> RemoteScanIterator: ...
     def data_nodes(self) -> list[int]: ...
     def __enter__(self) -> MgmClient: ...
     def __exit__(
@@ -264,6 +284,22 @@ class Operation:
     def kind(self) -> Literal["read", "insert", "update", "write", "delete"]: ...
 
 @final
+class RemoteScanIterator:
+    def __iter__(self) -> RemoteScanIterator: ...
+    def __next__(self) -> _Row: ...
+    @property
+    def columns(self) -> list[str]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> RemoteScanIterator: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> Literal[False]: ...
+
+@final
 class ScanIterator:
     def __iter__(self) -> ScanIterator: ...
     def __next__(self) -> _Row: ...
@@ -294,6 +330,7 @@ __all__ = [
     "NoCommit",
     "Operation",
     "PermanentError",
+    "RemoteScanIterator",
     "Rollback",
     "ScanIterator",
     "TemporaryError",

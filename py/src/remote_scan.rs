@@ -1,0 +1,158 @@
+//! `rndb.RemoteScanIterator`: rows of a table scan or an ordered-index range scan of a
+//! cluster of `rndbd` processes (`MgmClient.scan()`, `MgmClient.index_scan()`),
+//! fetched in batches with the interpreter released (`cluster::remote_scan`).
+//!
+//! Invariant: the scan is closed at the data nodes once its last row was fetched, at
+//! its first error, at `close()` or when the iterator is collected.
+
+use crate::convert::{bound_values, column_positions, names, row_to_dict_unbound};
+use crate::errors::{R, guard, to_pyerr};
+use crate::lock;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use rndb::Value;
+use rndb::cluster::remote::RemoteCluster;
+use rndb::cluster::remote_scan::{RemoteScan, RemoteScanSpec};
+use rndb::error::codes;
+use rndb::schema::{IndexKind, TableDef};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// What `index_scan` was asked for.
+pub(crate) struct IndexArgs<'a, 'py> {
+    pub index: &'a str,
+    pub low: Option<&'a Bound<'py, PyAny>>,
+    pub high: Option<&'a Bound<'py, PyAny>>,
+    pub low_inclusive: bool,
+    pub high_inclusive: bool,
+    pub descending: bool,
+}
+
+struct State {
+    scan: Option<RemoteScan>,
+    buffer: VecDeque<Vec<Value>>,
+}
+
+#[pyclass(frozen, module = "rndb")]
+pub struct RemoteScanIterator {
+    names: Vec<Py<PyString>>,
+    batch: usize,
+    state: Mutex<State>,
+}
+
+impl RemoteScanIterator {
+    /// Checks the arguments and opens the scan.
+    pub(crate) fn open(
+        py: Python<'_>,
+        data: Arc<RemoteCluster>,
+        def: Arc<TableDef>,
+        database: &str,
+        columns: Option<Vec<String>>,
+        index: Option<IndexArgs<'_, '_>>,
+        batch_size: usize,
+    ) -> PyResult<RemoteScanIterator> {
+        let spec = (|| -> R<(RemoteScanSpec, Vec<usize>)> {
+            if batch_size == 0 || batch_size > 992 {
+                return Err(codes::bad_argument(format!(
+                    "batch_size {batch_size}: give 1..=992 rows"
+                )));
+            }
+            let cols = column_positions(&def, columns.as_deref())?;
+            let mut spec = RemoteScanSpec::table(database, &def.name);
+            spec.columns = cols.iter().map(|&c| c as u32).collect();
+            spec.batch_rows = batch_size as u32;
+            if let Some(ix) = index {
+                let (_, idx) = def
+                    .index(ix.index)
+                    .ok_or_else(|| codes::no_such_index(ix.index))?;
+                if idx.kind != IndexKind::OrderedIndex {
+                    return Err(codes::bad_argument(format!(
+                        "index '{}' is a unique hash index: range scans need an ordered index",
+                        ix.index
+                    )));
+                }
+                spec.low = bound_values(&def, &idx.columns, ix.low)?.map(|v| (v, ix.low_inclusive));
+                spec.high =
+                    bound_values(&def, &idx.columns, ix.high)?.map(|v| (v, ix.high_inclusive));
+                spec.index = Some(idx.name.clone());
+                spec.descending = ix.descending;
+                spec.sorted = true;
+            }
+            Ok((spec, cols))
+        })();
+        let (spec, cols) = spec.map_err(|e| to_pyerr(py, e))?;
+        let scan = py
+            .detach(|| guard(|| data.scan(spec)))
+            .map_err(|e| to_pyerr(py, e))?;
+        Ok(RemoteScanIterator {
+            names: names(py, &def, &cols)
+                .into_iter()
+                .map(|n| n.unbind())
+                .collect(),
+            batch: batch_size,
+            state: Mutex::new(State {
+                scan: Some(scan),
+                buffer: VecDeque::new(),
+            }),
+        })
+    }
+}
+
+#[pymethods]
+impl RemoteScanIterator {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let mut st = lock(py, &self.state);
+        if st.buffer.is_empty()
+            && let Some(mut scan) = st.scan.take()
+        {
+            let n = self.batch;
+            let r = py.detach(|| guard(|| scan.next_batch(n).map(|rows| (rows, scan))));
+            match r {
+                Ok((rows, scan)) => {
+                    let ended = rows.len() < n || scan.is_closed();
+                    st.buffer.extend(rows);
+                    if !ended {
+                        st.scan = Some(scan);
+                    }
+                }
+                Err(e) => return Err(to_pyerr(py, e)),
+            }
+        }
+        match st.buffer.pop_front() {
+            Some(row) => {
+                drop(st);
+                Ok(Some(row_to_dict_unbound(py, &self.names, row)?))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Column names of the returned rows.
+    #[getter]
+    fn columns(&self, py: Python<'_>) -> Vec<Py<PyString>> {
+        self.names.iter().map(|n| n.clone_ref(py)).collect()
+    }
+
+    /// Ends the scan early (closed at the data nodes).
+    fn close(&self, py: Python<'_>) {
+        let mut st = lock(py, &self.state);
+        st.buffer.clear();
+        if let Some(mut s) = st.scan.take() {
+            py.detach(|| s.close());
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+}
