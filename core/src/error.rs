@@ -525,6 +525,12 @@ pub mod codes {
         .detail(detail)
     }
 
+    /// 1218 (ZTRANSPORTER_OVERLOADED_ERROR): the send buffer of a connection the new
+    /// work would answer or forward over holds more than OverloadLimit unsent bytes.
+    pub fn send_buffers_overloaded(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(1218, OverloadError, "Send Buffers overloaded in NDB kernel").detail(detail)
+    }
+
     // ---- REDO log (DBLQH fragment log) ----
 
     /// The REDO buffer of a log part did not drain within RedoOverCommitLimit.

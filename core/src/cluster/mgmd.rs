@@ -124,6 +124,7 @@ impl MgmServer {
         });
         let (tx, rx) = sync_channel(INBOX_CAPACITY);
         let transport = TcpTransport::new(node_id, Role::Management, tx);
+        transport.set_send_limits(super::ndbd::send_limits_of(&cfg, node_id));
         let addr = transport.listen(addr).map_err(|e| {
             codes::bad_config(format!(
                 "management server {node_id}: cannot listen on {addr}: {e}"

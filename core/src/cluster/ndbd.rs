@@ -51,6 +51,26 @@ pub const TICK: Duration = Duration::from_millis(10);
 /// Pause between attempts to reach the management server at start.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(500);
 
+/// Each peer's send-buffer limits for node `me`, from the configuration's `[tcp]`
+/// sections (`transport::send_buffer`).
+pub(crate) fn send_limits_of(
+    cfg: &ClusterConfig,
+    me: NodeId,
+) -> impl Fn(NodeId) -> crate::transport::send_buffer::SendLimits + Send + Sync + 'static {
+    let (mut own, default) = (BTreeMap::new(), cfg.send_buffer_of(me, 0));
+    for t in &cfg.tcp_connections {
+        for (a, b) in [(t.node_id1, t.node_id2), (t.node_id2, t.node_id1)] {
+            if a == me {
+                own.insert(b, cfg.send_buffer_of(a, b));
+            }
+        }
+    }
+    move |peer| {
+        let (buffer, overload) = own.get(&peer).copied().unwrap_or(default);
+        crate::transport::send_buffer::SendLimits::from_config(buffer, overload)
+    }
+}
+
 /// How a data node process starts.
 #[derive(Debug, Clone)]
 pub struct DataNodeOptions {
@@ -152,6 +172,7 @@ impl DataNodeProcess {
         let listen_on = resolve(&me.host_name, port)?;
         let (tx, rx) = sync_channel(INBOX_CAPACITY);
         let transport = TcpTransport::new(node_id, Role::DataNode, tx);
+        transport.set_send_limits(send_limits_of(&cfg, node_id));
         let listen = transport.listen(listen_on).map_err(|e| {
             codes::bad_config(format!("node {node_id}: cannot listen on {listen_on}: {e}"))
         })?;

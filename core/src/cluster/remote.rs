@@ -295,6 +295,8 @@ impl RemoteCluster {
             })?;
         let (tx, rx) = sync_channel(crate::transport::INBOX_CAPACITY);
         let transport = TcpTransport::new(0, Role::Api, tx);
+        // An API node is anonymous here: no `[tcp]` section names it.
+        transport.set_send_limits(super::ndbd::send_limits_of(&config, 0));
         let shared = Arc::new(Shared::default());
         let s2 = shared.clone();
         let receiver = std::thread::Builder::new()

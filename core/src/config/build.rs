@@ -90,6 +90,13 @@ struct Item<'a> {
     explicit: NameSet,
 }
 
+/// The parameter table's defaults of a section.
+pub(crate) fn defaults_of(kind: Section) -> ParamMap {
+    params_of(kind)
+        .filter_map(|spec| spec.default_value().map(|v| (spec.name, v)))
+        .collect()
+}
+
 pub(crate) fn build(
     file: &str,
     sections: &[RawSection],
@@ -184,6 +191,15 @@ pub(crate) fn build(
             Section::Computer => cfg.computers.push(Configured::from_parts(p, e)),
             Section::System => cfg.system = Some(Configured::from_parts(p, e)),
         }
+    }
+    if let Some(tcp_defaults) = defaults.get(&Section::Tcp) {
+        let mut params = defaults_of(Section::Tcp);
+        let mut explicit = NameSet::new();
+        for e in tcp_defaults.iter().flat_map(|s| &s.entries) {
+            params.insert(e.spec.name, e.value.clone());
+            explicit.insert(e.spec.name);
+        }
+        cfg.tcp_default = Some(Configured::from_parts(params, explicit));
     }
     let mut computer_ids = std::collections::BTreeSet::new();
     if let Some((i, c)) = cfg

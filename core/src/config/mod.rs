@@ -330,6 +330,9 @@ pub struct ClusterConfig {
     /// File name, or `"<defaults>"` for the embedded configuration.
     pub source: String,
     pub tcp_connections: Vec<TcpConfig>,
+    /// `[tcp default]`: what every connection without its own `[tcp]` section gets
+    /// (NDB generates a `[tcp]` section per connection from it).
+    pub tcp_default: Option<TcpConfig>,
     pub computers: Vec<ComputerConfig>,
     pub system: Option<SystemConfig>,
 }
@@ -340,6 +343,23 @@ impl ClusterConfig {
         let mut warnings = Vec::new();
         let sections = parse::parse_sections(text, file_name, &mut warnings)?;
         build::build(file_name, &sections, warnings)
+    }
+
+    /// The `[tcp]` parameters of the connection between nodes `a` and `b`: its own
+    /// `[tcp]` section, else `[tcp default]`, else NDB's defaults. Returns
+    /// (SendBufferMemory, OverloadLimit) in bytes.
+    pub fn send_buffer_of(&self, a: u32, b: u32) -> (u64, u64) {
+        let own = self
+            .tcp_connections
+            .iter()
+            .find(|t| (t.node_id1, t.node_id2) == (a, b) || (t.node_id1, t.node_id2) == (b, a));
+        match own.or(self.tcp_default.as_ref()) {
+            Some(t) => (t.send_buffer_memory, t.overload_limit),
+            None => {
+                let d = TcpConfig::from_parts(build::defaults_of(Section::Tcp), NameSet::new());
+                (d.send_buffer_memory, d.overload_limit)
+            }
+        }
     }
 
     /// Reads and parses a config.ini file (invalid UTF-8 is replaced, not rejected).

@@ -411,3 +411,22 @@ fn tcp_system_and_mgm_sections() {
         Some("FILE:filename=c.log,maxsize=1000000")
     );
 }
+
+#[test]
+fn tcp_default_applies_to_every_connection_without_its_own_section() {
+    let text = "[tcp default]\nSendBufferMemory=8M\nOverloadLimit=6M\n[ndbd default]\nNoOfReplicas=2\n\
+                [ndbd]\nNodeId=2\n[ndbd]\nNodeId=3\n[ndb_mgmd]\nNodeId=1\n\
+                [tcp]\nNodeId1=2\nNodeId2=3\nSendBufferMemory=4M\n";
+    let c = parse(text).expect("parses");
+    // Its own section (either order of the ends), its values over the defaults.
+    assert_eq!(c.send_buffer_of(3, 2), (4 * M, 6 * M));
+    // No section of its own: [tcp default].
+    assert_eq!(c.send_buffer_of(1, 2), (8 * M, 6 * M));
+    // The configuration the management server sends keeps [tcp default].
+    let again = ClusterConfig::parse(&c.to_ini(), "again").expect("round trip");
+    assert_eq!(again.send_buffer_of(1, 3), (8 * M, 6 * M));
+    assert_eq!(again.tcp_default, c.tcp_default);
+    // Without any [tcp default]: NDB's 2M and OverloadLimit 0.
+    let plain = parse("[ndbd default]\nNoOfReplicas=1\n[ndbd]\nNodeId=2\n").expect("parses");
+    assert_eq!(plain.send_buffer_of(1, 2), (2 * M, 0));
+}

@@ -37,6 +37,11 @@ pub(crate) fn to_ini(cfg: &ClusterConfig) -> String {
     for a in &cfg.api_nodes {
         section(&mut out, "mysqld", a, &none);
     }
+    if let Some(t) = &cfg.tcp_default {
+        out.push_str("\n[tcp default]\n");
+        let explicit = &t.parts().1;
+        write_params(&mut out, t, &|p| explicit.contains(p));
+    }
     for t in &cfg.tcp_connections {
         section(&mut out, "tcp", t, &none);
     }

@@ -5,7 +5,7 @@
 //! - [`tcp::TcpTransport`]: one TCP connection per pair of nodes (the lower node id
 //!   connects to the higher one's listening address; the management server is always
 //!   the listening side), a reader thread per connection that decodes frames into the
-//!   node's bounded inbox, writes under the connection's lock;
+//!   node's bounded inbox, a writer thread per connection draining its bounded send buffer;
 //! - the simulator's network (`cluster::sim`): the same messages, delivered by a seeded
 //!   event loop that may drop, delay, duplicate and reorder them.
 //!
@@ -17,12 +17,14 @@
 //!
 //! Limits: a frame's payload is at most `frame::MAX_PAYLOAD_BYTES`; a node's inbox holds
 //! at most [`INBOX_CAPACITY`] messages (a reader blocks when it is full: back-pressure
-//! on the sending peer through TCP).
+//! on the sending peer through TCP); a connection's unsent bytes are bounded by its
+//! send buffer (`send_buffer`), so a node's loop never waits on a peer.
 
 pub mod data;
 pub mod data_scan;
 pub mod frame;
 pub mod message;
+pub mod send_buffer;
 pub mod tcp;
 
 pub use frame::WireError;
@@ -57,4 +59,11 @@ pub enum Incoming {
 /// reports whether the message was handed to a live connection (false: dropped).
 pub trait Transport: Send + Sync {
     fn send(&self, to: NodeId, msg: &Message) -> bool;
+
+    /// Whether the connection to `to` has so much unsent that new work answering or
+    /// forwarding over it is refused (1218; `send_buffer`). Carriers without send
+    /// buffers are never overloaded.
+    fn overloaded(&self, _to: NodeId) -> bool {
+        false
+    }
 }

@@ -7,14 +7,20 @@
 //! the transport is open. A reader thread per connection decodes frames and queues them
 //! in the node's inbox (bounded: a full inbox stops the reader, and TCP slows the
 //! peer down); a frame that fails its checksum or decoding closes the connection.
-//! `send` writes under the connection's mutex (`TCP_NODELAY`); a failed write closes
-//! the connection. Every close is reported to the inbox once as
-//! [`Incoming::Disconnected`].
+//! `send` appends the frame to the connection's bounded send buffer (`send_buffer`:
+//! never waits on the network, 1218 overload and the ceiling there) and a writer
+//! thread per connection writes it out (`TCP_NODELAY`); a failed write closes the
+//! connection. An API node's transport waits for room instead (up to
+//! [`API_SEND_WAIT`]). Every close is reported to the inbox once as
+//! [`Incoming::Disconnected`], with the reason (a full send buffer names itself).
+//! [`TcpTransport::shut`] gives the writers up to [`FLUSH_TIMEOUT`] to write what was
+//! sent before it.
 //!
 //! Lock order: `conns` before a connection's `stream` lock is never needed (send takes
-//! the `Arc<Conn>` out of the map, then locks the stream).
+//! the `Arc<Conn>` out of the map, then uses its send buffer); `limits` is a leaf.
 
 use super::frame::{FRAME_HEADER_BYTES, FrameHeader, verify_payload};
+use super::send_buffer::{Queued, SendBuffer, SendLimits, SendStats};
 use super::{Incoming, Message, NodeId, Role, Transport};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -24,12 +30,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a new connection may take to say who it is.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause between attempts to reach a peer that is down.
 pub const REDIAL_INTERVAL: Duration = Duration::from_millis(100);
+/// How long [`TcpTransport::shut`] lets the writers finish what was sent.
+pub const FLUSH_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long an API node's send waits for room in a full send buffer.
+pub const API_SEND_WAIT: Duration = Duration::from_secs(30);
 /// How often a listener looks at the transport's close flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
 
@@ -82,9 +92,24 @@ fn handshake(stream: &mut TcpStream, me: NodeId, role: Role) -> io::Result<(Node
 struct Conn {
     id: u64,
     peer: NodeId,
+    /// Used to shut the socket down (the writer thread writes through a clone).
     stream: Mutex<TcpStream>,
-    buf: Mutex<Vec<u8>>,
+    out: SendBuffer,
+    /// Why the connection was closed from this side, if it was.
+    close_reason: Mutex<Option<String>>,
 }
+
+impl Conn {
+    /// Closes the connection from this side for `reason` (the reader reports it).
+    fn fail(&self, reason: String) {
+        self.close_reason.lock().get_or_insert(reason);
+        self.out.close();
+        let _ = self.stream.lock().shutdown(Shutdown::Both);
+    }
+}
+
+/// Send-buffer limits per peer (set once the configuration is known).
+type LimitsOf = Box<dyn Fn(NodeId) -> SendLimits + Send + Sync>;
 
 struct Inner {
     me: NodeId,
@@ -96,6 +121,16 @@ struct Inner {
     next_conn: AtomicU64,
     next_anonymous: std::sync::atomic::AtomicU32,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    limits: Mutex<Option<LimitsOf>>,
+}
+
+impl Inner {
+    fn limits_of(&self, peer: NodeId) -> SendLimits {
+        self.limits
+            .lock()
+            .as_ref()
+            .map_or_else(SendLimits::default, |f| f(peer))
+    }
 }
 
 /// The TCP transporter of one node (see the module notes).
@@ -118,12 +153,33 @@ impl TcpTransport {
                 next_conn: AtomicU64::new(1),
                 next_anonymous: std::sync::atomic::AtomicU32::new(ANONYMOUS_PEER_BASE),
                 threads: Mutex::new(Vec::new()),
+                limits: Mutex::new(None),
             }),
         }
     }
 
     pub fn node_id(&self) -> NodeId {
         self.inner.me
+    }
+
+    /// Sets each peer's send-buffer limits (from the configuration's `[tcp]`
+    /// sections: `ClusterConfig::send_buffer_of`); connections already up take them
+    /// at once. Until then every connection has NDB's defaults.
+    pub fn set_send_limits(
+        &self,
+        limits_of: impl Fn(NodeId) -> SendLimits + Send + Sync + 'static,
+    ) {
+        let conns: Vec<Arc<Conn>> = self.inner.conns.lock().values().cloned().collect();
+        for c in &conns {
+            c.out.set_limits(limits_of(c.peer));
+        }
+        *self.inner.limits.lock() = Some(Box::new(limits_of));
+    }
+
+    /// The send buffer's counters of the connection to `peer` (None: not connected).
+    pub fn send_stats(&self, peer: NodeId) -> Option<SendStats> {
+        let c = self.inner.conns.lock().get(&peer).cloned();
+        c.map(|c| c.out.stats())
     }
 
     /// Accepts connections on `addr` (port 0: any free port); returns the address
@@ -178,8 +234,14 @@ impl TcpTransport {
         let conns: Vec<Arc<Conn>> = std::mem::take(&mut *self.inner.conns.lock())
             .into_values()
             .collect();
+        // What was sent before the shut goes out first (a leaving node's last words),
+        // for at most FLUSH_TIMEOUT in all.
+        let deadline = Instant::now() + FLUSH_TIMEOUT;
+        for c in &conns {
+            c.out.wait_drained(deadline);
+        }
         for c in conns {
-            let _ = c.stream.lock().shutdown(Shutdown::Both);
+            c.fail("transport closed".into());
         }
     }
 
@@ -188,7 +250,7 @@ impl TcpTransport {
     pub fn disconnect(&self, peer: NodeId) {
         let c = self.inner.conns.lock().get(&peer).cloned();
         if let Some(c) = c {
-            let _ = c.stream.lock().shutdown(Shutdown::Both);
+            c.fail("disconnected by this node".into());
         }
     }
 }
@@ -198,20 +260,49 @@ impl Transport for TcpTransport {
         let Some(conn) = self.inner.conns.lock().get(&to).cloned() else {
             return false;
         };
-        let r = {
-            let mut buf = conn.buf.lock();
-            let mut stream = conn.stream.lock();
-            write_message(&mut *stream, msg, &mut buf)
-        };
-        match r {
-            Ok(()) => true,
-            Err(_) => {
-                // The reader thread sees the shutdown, removes the connection and
-                // reports it (never from here: this is the node's own thread, and the
-                // report goes to its inbox).
-                let _ = conn.stream.lock().shutdown(Shutdown::Both);
+        if self.inner.role == Role::Api && !conn.out.wait_for_room(Instant::now() + API_SEND_WAIT) {
+            conn.fail(format!(
+                "node {to} read nothing for {} s with the send buffer full",
+                API_SEND_WAIT.as_secs()
+            ));
+            return false;
+        }
+        // A refusal closes the connection; the reader thread sees the shutdown,
+        // removes the connection and reports it (never from here: this may be the
+        // node's own thread, and the report goes to its inbox).
+        match conn.out.push(msg) {
+            Queued::Yes => true,
+            Queued::Closed => false,
+            Queued::Full { unsent_bytes } => {
+                conn.fail(format!(
+                    "send buffer to node {to} full: {unsent_bytes} bytes unsent \
+                     (SendBufferMemory={}): the peer is not reading",
+                    conn.out.limits().buffer_bytes
+                ));
                 false
             }
+            Queued::Unencodable(e) => {
+                conn.fail(format!("a message to node {to} could not be encoded: {e}"));
+                false
+            }
+        }
+    }
+
+    fn overloaded(&self, to: NodeId) -> bool {
+        let c = self.inner.conns.lock().get(&to).cloned();
+        c.is_some_and(|c| c.out.overloaded())
+    }
+}
+
+/// The writer thread of a connection: writes what `send` queued, batch by batch.
+fn write_loop(conn: &Conn, mut w: TcpStream) {
+    let mut batch = Vec::new();
+    while conn.out.take(&mut batch) {
+        let r = w.write_all(&batch);
+        conn.out.written(batch.len());
+        if let Err(e) = r {
+            conn.fail(format!("write failed: {e}"));
+            return;
         }
     }
 }
@@ -266,33 +357,57 @@ fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
     if peer == 0 {
         peer = inner.next_anonymous.fetch_add(1, Ordering::Relaxed);
     }
-    let Ok(read_half) = stream.try_clone() else {
+    let (Ok(read_half), Ok(write_half)) = (stream.try_clone(), stream.try_clone()) else {
         return;
     };
     let conn = Arc::new(Conn {
         id: inner.next_conn.fetch_add(1, Ordering::Relaxed),
         peer,
         stream: Mutex::new(stream),
-        buf: Mutex::new(Vec::new()),
+        out: SendBuffer::new(inner.limits_of(peer)),
+        close_reason: Mutex::new(None),
     });
+    let writer = {
+        let conn = conn.clone();
+        std::thread::Builder::new()
+            .name(format!("rndb-send-{}-{peer}", inner.me))
+            .spawn(move || write_loop(&conn, write_half))
+    };
+    let Ok(writer) = writer else {
+        return;
+    };
+    let reason = read_connection(inner, &conn, role, read_half);
+    conn.out.close();
+    let _ = conn.stream.lock().shutdown(Shutdown::Both);
+    let _ = writer.join();
+    let reason = conn.close_reason.lock().take().unwrap_or(reason);
+    drop_conn(inner, &conn, reason);
+}
+
+/// Registers `conn`, reports it, then reads frames into the inbox until the
+/// connection ends; returns why it ended.
+fn read_connection(
+    inner: &Arc<Inner>,
+    conn: &Arc<Conn>,
+    role: Role,
+    read_half: TcpStream,
+) -> String {
+    let peer = conn.peer;
     if let Some(old) = inner.conns.lock().insert(peer, conn.clone()) {
-        let _ = old.stream.lock().shutdown(Shutdown::Both);
+        old.fail("replaced by a new connection".into());
     }
     if inner.closed.load(Ordering::Acquire) {
-        let _ = conn.stream.lock().shutdown(Shutdown::Both);
-        drop_conn(inner, &conn, "transport closed".into());
-        return;
+        return "transport closed".into();
     }
     if inner
         .inbox
         .send(Incoming::Connected { peer, role })
         .is_err()
     {
-        drop_conn(inner, &conn, "node stopped".into());
-        return;
+        return "node stopped".into();
     }
     let mut reader = io::BufReader::with_capacity(64 << 10, read_half);
-    let reason = loop {
+    loop {
         match read_message(&mut reader) {
             Ok(msg) => {
                 if inner
@@ -306,9 +421,7 @@ fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break "closed".to_string(),
             Err(e) => break e.to_string(),
         }
-    };
-    let _ = conn.stream.lock().shutdown(Shutdown::Both);
-    drop_conn(inner, &conn, reason);
+    }
 }
 
 /// Removes `conn` if it is still the peer's connection, and reports it once. Called
@@ -486,6 +599,107 @@ mod tests {
             }
             other => panic!("expected a disconnect, got {other:?}"),
         }
+        b.close();
+    }
+
+    #[test]
+    fn a_peer_that_stops_reading_overloads_then_loses_its_connection_without_blocking_the_sender() {
+        let (b, brx) = node(5);
+        b.set_send_limits(|_| SendLimits {
+            buffer_bytes: 256 << 10,
+            overload_bytes: 128 << 10,
+        });
+        let addr = b.listen(loopback()).expect("listen");
+        // A peer that says Hello and then never reads.
+        let mut s = TcpStream::connect(addr).expect("connect");
+        let mut buf = Vec::new();
+        write_message(
+            &mut s,
+            &Message::Hello {
+                node_id: 9,
+                role: Role::DataNode,
+            },
+            &mut buf,
+        )
+        .expect("hello");
+        assert!(matches!(next(&brx), Incoming::Connected { peer: 9, .. }));
+        assert!(!b.overloaded(9));
+        let big = Message::ConfigConf {
+            node_id: 9,
+            config_text: "x".repeat(1 << 20),
+        };
+        let started = Instant::now();
+        let mut sent = 0u64;
+        let mut saw_overload = false;
+        while b.send(9, &big) {
+            sent += 1;
+            saw_overload |= b.overloaded(9);
+            assert!(sent < 1000, "the ceiling never closed the connection");
+        }
+        // The ceiling is SendBufferMemory plus one largest frame (16 MiB): at least
+        // that much was queued, and no send waited for the peer.
+        assert!(sent >= 16, "{sent} MiB sent");
+        assert!(saw_overload, "the connection was overloaded on the way");
+        assert!(started.elapsed() < Duration::from_secs(5), "a send waited");
+        match next(&brx) {
+            Incoming::Disconnected { peer, reason } => {
+                assert_eq!(peer, 9);
+                assert!(reason.contains("send buffer to node 9 full"), "{reason}");
+                assert!(reason.contains("SendBufferMemory=262144"), "{reason}");
+            }
+            other => panic!("expected a disconnect, got {other:?}"),
+        }
+        assert!(!b.overloaded(9), "no connection: not overloaded");
+        b.close();
+    }
+
+    #[test]
+    fn shut_writes_what_was_sent_before_it_and_counts_bytes() {
+        let (a, arx) = node(2);
+        let (b, brx) = node(3);
+        let addr = b.listen(loopback()).expect("listen");
+        a.dial(3, addr).expect("dial");
+        assert!(matches!(next(&arx), Incoming::Connected { peer: 3, .. }));
+        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        for v in 0..200 {
+            assert!(a.send(3, &Message::Heartbeat { view_id: v }));
+        }
+        a.shut();
+        for v in 0..200 {
+            match next(&brx) {
+                Incoming::Message { from: 2, msg } => {
+                    assert_eq!(msg, Message::Heartbeat { view_id: v }, "in order");
+                }
+                other => panic!("message {v} lost before {other:?}"),
+            }
+        }
+        drop(arx);
+        a.close();
+        b.close();
+    }
+
+    #[test]
+    fn send_stats_count_what_was_written() {
+        let (a, arx) = node(2);
+        let (b, brx) = node(4);
+        let addr = b.listen(loopback()).expect("listen");
+        a.dial(4, addr).expect("dial");
+        assert!(matches!(next(&arx), Incoming::Connected { peer: 4, .. }));
+        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        let msg = Message::Heartbeat { view_id: 1 };
+        let mut frame = Vec::new();
+        msg.encode(&mut frame).expect("encode");
+        for _ in 0..10 {
+            assert!(a.send(4, &msg));
+        }
+        for _ in 0..10 {
+            assert!(matches!(next(&brx), Incoming::Message { from: 2, .. }));
+        }
+        let st = a.send_stats(4).expect("connected");
+        assert_eq!(st.bytes_sent, 10 * frame.len() as u64);
+        assert_eq!((st.unsent_bytes, st.overloaded), (0, false));
+        assert_eq!(a.send_stats(9), None);
+        a.close();
         b.close();
     }
 

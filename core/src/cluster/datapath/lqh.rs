@@ -318,8 +318,17 @@ impl DataPath {
             }
             // Only the primary of a partition in this node's view runs its operations.
             for (_, op) in &ops {
+                let replicas = self
+                    .partition_of_op(op)
+                    .map(|p| self.live_replicas(p))
+                    .unwrap_or_default();
+                // New work here answers the TC and forwards to the backups.
+                if let Err(e) = self.check_send_load(replicas.iter().copied().chain([from])) {
+                    self.send_from(worker, from, Self::prepared_msg(txn, false, &Err(e)));
+                    return;
+                }
                 let not_primary = match self.partition_of_op(op) {
-                    Ok(p) => self.live_replicas(p).first() != Some(&self.me),
+                    Ok(_) => replicas.first() != Some(&self.me),
                     Err(_) => false,
                 };
                 if not_primary {

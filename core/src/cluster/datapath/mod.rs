@@ -40,6 +40,10 @@
 //!
 //! - **Scans** (`scan.rs`): committed-read table and ordered-index scans of one node
 //!   group's partitions, batch by batch, on the node's loop.
+//! - **Overload** ([`DataPath::check_send_load`]): new work — a read, a transaction at
+//!   its TC, a primary's prepare, a scan's opening — is refused with 1218 while a
+//!   connection it would answer or forward over has more than OverloadLimit bytes
+//!   unsent (`transport::send_buffer`); work already admitted always goes on.
 //!
 //! Left for later (refused with a reason, never silently wrong): SQL DML over the
 //! transport (key operations carry the data) and locking scans.
@@ -606,7 +610,7 @@ impl DataPath {
                 columns,
                 keys,
             } => {
-                let reply = self.read(req, &database, &table, &columns, &keys);
+                let reply = self.read(from, req, &database, &table, &columns, &keys);
                 self.send(from, reply);
             }
             DataMsg::TableReq {
@@ -669,6 +673,22 @@ impl DataPath {
                 };
                 self.dispatch(Self::worker_of(&txn), Job::Msg(from, m));
             }
+        }
+    }
+
+    /// New work that would answer or forward over the connection to any of `peers`
+    /// is refused while that connection is overloaded (1218, temporary: NDB's LQH
+    /// and TC check the same); this node itself is never overloaded.
+    pub(crate) fn check_send_load(&self, peers: impl IntoIterator<Item = NodeId>) -> Result<()> {
+        match peers
+            .into_iter()
+            .find(|&p| p != self.me && self.out.overloaded(p))
+        {
+            Some(p) => Err(codes::send_buffers_overloaded(format!(
+                "data node {} has more than OverloadLimit bytes unsent to node {p}",
+                self.me
+            ))),
+            None => Ok(()),
         }
     }
 
@@ -790,6 +810,7 @@ impl DataPath {
     /// Committed reads of many keys (this node must hold their partitions).
     fn read(
         &self,
+        api: NodeId,
         req: u64,
         database: &str,
         table: &str,
@@ -801,6 +822,7 @@ impl DataPath {
                 return Err(not_ready(self.me));
             }
             self.check_serving()?;
+            self.check_send_load([api])?;
             let rt = self.engine.inner().table(database, table)?;
             let cols: Vec<usize> = if columns.is_empty() {
                 (0..rt.def.columns.len())

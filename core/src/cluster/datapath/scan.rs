@@ -142,6 +142,7 @@ impl DataPath {
 
     fn scan_start(&self, api: NodeId, r: ScanReq) -> Result<ScanConf> {
         self.check_scan_serving()?;
+        self.check_send_load([api])?;
         {
             let s = self.scans.lock();
             if s.open.len() >= MAX_OPEN_SCANS {

@@ -3,7 +3,8 @@
 //! node off at a chosen message, then a view without it. A TC that dies after some
 //! participants were told to commit must leave every replica committed; one that dies
 //! before any was told, every replica aborted; a participant lost during the commit is
-//! replaced by its backup.
+//! replaced by its backup. New work over an overloaded connection is refused with
+//! 1218 and changes nothing.
 
 use super::DataPath;
 use crate::config::ClusterConfig;
@@ -35,6 +36,8 @@ struct Router {
     crashed: Mutex<BTreeSet<NodeId>>,
     filter: Mutex<Option<Filter>>,
     api: Mutex<Option<SyncSender<DataMsg>>>,
+    /// Connections (from, to) whose send buffers count as overloaded.
+    overloaded: Mutex<BTreeSet<(NodeId, NodeId)>>,
 }
 
 struct MemTransport {
@@ -71,6 +74,10 @@ impl Transport for MemTransport {
             }
             None => false,
         }
+    }
+
+    fn overloaded(&self, to: NodeId) -> bool {
+        self.router.overloaded.lock().contains(&(self.me, to))
     }
 }
 
@@ -370,5 +377,68 @@ fn a_primary_lost_during_the_commit_is_replaced_by_its_backup() {
     }
     h.wait_value(a, Some("v4"), pa);
     h.wait_value(b, Some("v4"), pa);
+    h.stop();
+}
+
+#[test]
+fn new_work_over_an_overloaded_connection_gets_1218_and_changes_nothing() {
+    let (h, a, b) = setup();
+    let tc = outsider(&h, a, b);
+    let [primary, backup] = h.replicas(a)[..] else {
+        panic!("two replicas")
+    };
+    let code = |m: DataMsg| match m {
+        DataMsg::TcKeyRef { code, class, .. } => {
+            assert_eq!(
+                class,
+                crate::error::ErrorClassification::OverloadError as u8
+            );
+            code
+        }
+        DataMsg::ReadConf { code, .. } => code,
+        other => panic!("unexpected {other:?}"),
+    };
+    // The primary's connection to its backup: the primary refuses the prepare and
+    // the TC aborts everywhere.
+    h.router.overloaded.lock().insert((primary, backup));
+    begin(&h, tc, vec![write(a, "v1"), write(b, "v1")]);
+    assert_eq!(code(h.answer()), 1218);
+    // The TC's connection to the API node: refused before anything runs.
+    h.router.overloaded.lock().clear();
+    h.router.overloaded.lock().insert((tc, API));
+    begin(&h, tc, vec![write(a, "v2")]);
+    assert_eq!(code(h.answer()), 1218);
+    // A read at the primary whose connection to the API node is overloaded.
+    h.router.overloaded.lock().insert((primary, API));
+    let read = DataMsg::ReadReq {
+        req: 9,
+        database: DB.into(),
+        table: "kv".into(),
+        columns: vec![1],
+        keys: vec![Value::Int(a)],
+    };
+    h.node(primary).on_message(API, read.clone());
+    assert_eq!(code(h.answer()), 1218);
+    for n in h.replicas(a).into_iter().chain(h.replicas(b)) {
+        assert_eq!(
+            h.local(n, a).or(h.local(n, b)),
+            Some(Value::Str("v0".into()))
+        );
+    }
+    // Once the buffers drained, the same work goes through.
+    h.router.overloaded.lock().clear();
+    begin(&h, tc, vec![write(a, "v3"), write(b, "v3")]);
+    assert!(matches!(h.answer(), DataMsg::TcKeyConf { .. }));
+    h.node(primary).on_message(API, read);
+    match h.answer() {
+        DataMsg::ReadConf {
+            code: 0, values, ..
+        } => {
+            assert_eq!(values, vec![Value::Str("v3".into())])
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    h.wait_value(a, Some("v3"), 0);
+    h.wait_value(b, Some("v3"), 0);
     h.stop();
 }

@@ -92,6 +92,9 @@ impl DataPath {
         if !self.is_ready() {
             return self.refuse(worker, api, req, &super::not_ready(self.me));
         }
+        if let Err(e) = self.check_send_load([api]) {
+            return self.refuse(worker, api, req, &e);
+        }
         let mut per_node: BTreeMap<NodeId, Vec<(u32, KeyOp)>> = BTreeMap::new();
         let mut partitions: BTreeMap<NodeId, BTreeSet<usize>> = BTreeMap::new();
         let n = ops.len();
