@@ -453,6 +453,19 @@ mod tests {
         (TcpTransport::new(id, Role::DataNode, tx), rx)
     }
 
+    type Node = (TcpTransport, Receiver<Incoming>);
+
+    /// Node 2 dials node `b_id`; returns both once each saw the other connect.
+    fn connected_pair(b_id: NodeId) -> (Node, Node) {
+        let (a, arx) = node(2);
+        let (b, brx) = node(b_id);
+        let addr = b.listen(loopback()).expect("listen");
+        a.dial(b_id, addr).expect("dial");
+        assert!(matches!(next(&arx), Incoming::Connected { peer, .. } if peer == b_id));
+        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        ((a, arx), (b, brx))
+    }
+
     fn next(rx: &Receiver<Incoming>) -> Incoming {
         rx.recv_timeout(Duration::from_secs(10)).expect("an event")
     }
@@ -514,12 +527,7 @@ mod tests {
 
     #[test]
     fn a_dialer_reconnects_after_the_link_is_cut() {
-        let (a, arx) = node(2);
-        let (b, brx) = node(4);
-        let addr = b.listen(loopback()).expect("listen");
-        a.dial(4, addr).expect("dial");
-        assert!(matches!(next(&arx), Incoming::Connected { peer: 4, .. }));
-        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        let ((a, arx), (b, brx)) = connected_pair(4);
         a.disconnect(4);
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut saw_down = false;
@@ -544,12 +552,7 @@ mod tests {
 
     #[test]
     fn a_shut_transport_does_not_reconnect_even_with_its_inbox_gone() {
-        let (a, arx) = node(2);
-        let (b, brx) = node(7);
-        let addr = b.listen(loopback()).expect("listen");
-        a.dial(7, addr).expect("dial");
-        assert!(matches!(next(&arx), Incoming::Connected { peer: 7, .. }));
-        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        let ((a, arx), (b, brx)) = connected_pair(7);
         // As a data node's loop ends: shut, drop the inbox, then close.
         a.shut();
         drop(arx);
@@ -655,12 +658,7 @@ mod tests {
 
     #[test]
     fn shut_writes_what_was_sent_before_it_and_counts_bytes() {
-        let (a, arx) = node(2);
-        let (b, brx) = node(3);
-        let addr = b.listen(loopback()).expect("listen");
-        a.dial(3, addr).expect("dial");
-        assert!(matches!(next(&arx), Incoming::Connected { peer: 3, .. }));
-        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        let ((a, arx), (b, brx)) = connected_pair(3);
         for v in 0..200 {
             assert!(a.send(3, &Message::Heartbeat { view_id: v }));
         }
@@ -680,12 +678,7 @@ mod tests {
 
     #[test]
     fn send_stats_count_what_was_written() {
-        let (a, arx) = node(2);
-        let (b, brx) = node(4);
-        let addr = b.listen(loopback()).expect("listen");
-        a.dial(4, addr).expect("dial");
-        assert!(matches!(next(&arx), Incoming::Connected { peer: 4, .. }));
-        assert!(matches!(next(&brx), Incoming::Connected { peer: 2, .. }));
+        let ((a, _arx), (b, brx)) = connected_pair(4);
         let msg = Message::Heartbeat { view_id: 1 };
         let mut frame = Vec::new();
         msg.encode(&mut frame).expect("encode");
