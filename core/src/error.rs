@@ -364,6 +364,15 @@ pub mod codes {
         NdbError::new(4009, UnknownResultError, "Cluster Failure")
             .detail("the cluster has been shut down")
     }
+    /// 4006: a data node's TC holds MaxNoOfConcurrentTransactions transactions.
+    pub fn out_of_transactions(detail: impl std::fmt::Display) -> NdbError {
+        NdbError::new(
+            4006,
+            TemporaryResourceError,
+            "Connect failure - out of connection objects (increase MaxNoOfConcurrentTransactions)",
+        )
+        .detail(detail)
+    }
     /// 4010: a data node stopped under a running transaction (temporary: retry).
     pub fn node_failure_abort() -> NdbError {
         NdbError::new(

@@ -24,6 +24,7 @@ mod errors;
 mod mgmclient;
 mod ndb;
 mod remote_scan;
+mod remote_txn;
 mod scan;
 mod sqlglue;
 mod transaction;
@@ -109,6 +110,8 @@ mod _rndb {
     use crate::ndb::Ndb;
     #[pymodule_export]
     use crate::remote_scan::RemoteScanIterator;
+    #[pymodule_export]
+    use crate::remote_txn::RemoteTransaction;
     #[pymodule_export]
     use crate::scan::ScanIterator;
     #[pymodule_export]

@@ -6,7 +6,8 @@
 //! The same object reaches the data nodes (`rndbd`) for tables and rows
 //! (`cluster::remote::RemoteCluster`, opened at the first such call): `sql()` for DDL
 //! and SELECT, `read_many()` for batched primary-key reads, `transaction()` for key
-//! operations committed together, `insert_many()` for loads, `scan()` and
+//! operations committed together, `start_transaction()` for a transaction in rounds
+//! (`remote_txn`), `insert_many()` for loads, `scan()` and
 //! `index_scan()` for committed-read scans over every node group.
 //!
 //! Invariant: one management request at a time per client (the connection sits behind
@@ -53,7 +54,7 @@ impl MgmClient {
         Ok(d)
     }
 
-    fn table_def(
+    pub(crate) fn table_def(
         &self,
         py: Python<'_>,
         database: &str,
@@ -71,7 +72,7 @@ impl MgmClient {
 }
 
 /// A row dict's values as (position, value) pairs of `def`.
-fn row_values(def: &TableDef, row: &Bound<'_, PyAny>) -> R<Vec<(u32, Value)>> {
+pub(crate) fn row_values(def: &TableDef, row: &Bound<'_, PyAny>) -> R<Vec<(u32, Value)>> {
     let d = row
         .cast::<PyDict>()
         .map_err(|_| codes::bad_argument("a row is a dict of column name to value"))?;
@@ -87,7 +88,7 @@ fn row_values(def: &TableDef, row: &Bound<'_, PyAny>) -> R<Vec<(u32, Value)>> {
 }
 
 /// The key of a row dict (its primary-key columns).
-fn key_of(def: &TableDef, values: &[(u32, Value)]) -> R<Vec<Value>> {
+pub(crate) fn key_of(def: &TableDef, values: &[(u32, Value)]) -> R<Vec<Value>> {
     def.primary_key
         .iter()
         .map(|&p| {
@@ -281,6 +282,27 @@ impl MgmClient {
             }
         }
         Ok(out)
+    }
+
+    /// A transaction in rounds (`rndb.RemoteTransaction`: define operations, then
+    /// `execute(rndb.NoCommit)` as often as needed, then `commit()` or `rollback()`;
+    /// row locks are held between rounds). A `with` block commits at its end, or
+    /// rolls back when it raises.
+    #[pyo3(signature = (database="test"))]
+    fn start_transaction(
+        slf: &Bound<'_, Self>,
+        database: &str,
+    ) -> PyResult<crate::remote_txn::RemoteTransaction> {
+        let py = slf.py();
+        let me = slf.get();
+        let data = py
+            .detach(|| guard(|| me.data()))
+            .map_err(|e| to_pyerr(py, e))?;
+        Ok(crate::remote_txn::RemoteTransaction::start(
+            slf.clone().unbind(),
+            data.transaction(),
+            database,
+        ))
     }
 
     /// Inserts rows (dicts) in transactions of `batch_size` rows; returns the count.

@@ -36,7 +36,7 @@ pub struct Transaction {
 }
 
 /// What `execute` reports for one operation.
-enum Outcome {
+pub(crate) enum Outcome {
     Row(Vec<Value>),
     Done,
     Failed(rndb::NdbError),
@@ -60,7 +60,17 @@ pub struct Operation {
 }
 
 impl Operation {
-    fn set(&self, py: Python<'_>, o: Outcome) -> PyResult<()> {
+    /// A pending operation on `table`; a read's row dict gets `names` as keys.
+    pub(crate) fn pending(table: String, kind: &'static str, names: Vec<Py<PyString>>) -> Self {
+        Operation {
+            table,
+            kind,
+            names,
+            state: Mutex::new(OpState::default()),
+        }
+    }
+
+    pub(crate) fn set(&self, py: Python<'_>, o: Outcome) -> PyResult<()> {
         let mut st = lock(py, &self.state);
         match o {
             Outcome::Row(r) => {

@@ -21,6 +21,7 @@ mod process_tests;
 pub mod qmgr;
 pub mod remote;
 pub mod remote_scan;
+pub mod remote_txn;
 pub mod sim;
 pub mod sim_data;
 #[cfg(test)]

@@ -38,7 +38,7 @@ use crate::config::ClusterConfig;
 use crate::error::{NdbError, Result, codes};
 use crate::schema::layout::key_hash;
 use crate::schema::{TableDef, Value};
-use crate::transport::data::{DataMsg, KeyOp, OpResult};
+use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{Incoming, Message, NodeId, Role, Transport, View};
 use parking_lot::{Condvar, Mutex};
@@ -203,7 +203,8 @@ impl ReadPending {
     }
 }
 
-/// A committed transaction: its GCI and one result per operation.
+/// A committed transaction (or a NoCommit round of one: GCI 0): its GCI and one
+/// result per operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Committed {
     pub gci: u64,
@@ -443,7 +444,7 @@ impl RemoteCluster {
     }
 
     /// The node to send a key's partition to: its first usable replica.
-    fn node_for(&self, partition: usize) -> Result<NodeId> {
+    pub(super) fn node_for(&self, partition: usize) -> Result<NodeId> {
         let reps = replica_nodes(partition, &self.groups);
         reps.iter()
             .copied()
@@ -621,14 +622,20 @@ impl RemoteCluster {
     }
 
     /// Sends one transaction (committed whole, or aborted) to the TC on the primary of
-    /// its first operation's partition.
+    /// its first operation's partition. Transactions in rounds: `transaction`
+    /// (`remote_txn`).
     pub fn execute_submit(&self, ops: Vec<KeyOp>) -> Result<Pending> {
         let first = ops
             .first()
             .ok_or_else(|| codes::bad_argument("a transaction needs at least one operation"))?;
         let def = self.table(&first.database, &first.table)?;
         let node = self.node_for(Self::partition_of(&def, &first.key)?)?;
-        self.submit(node, true, move |req| DataMsg::TcKeyReq { req, ops })
+        self.submit(node, true, move |req| DataMsg::TcKeyReq {
+            req,
+            txn: 0,
+            exec: TcExec::Commit,
+            ops,
+        })
     }
 
     /// The answer to [`RemoteCluster::execute_submit`].

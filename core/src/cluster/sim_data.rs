@@ -667,7 +667,12 @@ impl DataLayer {
                             }
                         }
                     }
-                    let msg = DataMsg::TcKeyReq { req, ops };
+                    let msg = DataMsg::TcKeyReq {
+                        req,
+                        txn: 0,
+                        exec: crate::transport::data::TcExec::Commit,
+                        ops,
+                    };
                     self.new_req(now_ms, node, ReqKind::Txn(plan), msg);
                 }
             }

@@ -72,6 +72,30 @@ pub struct KeyOp {
 /// What one operation returned: a read's row (None: no row with that key).
 pub type OpResult = Option<Vec<Value>>;
 
+/// What a `TcKeyReq` asks of its transaction once this round's operations ran
+/// (NDB API's `ExecType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TcExec {
+    /// Run the operations and keep the transaction open (its locks held) for more.
+    NoCommit = 0,
+    /// Run the operations, then commit everything the transaction did.
+    Commit = 1,
+    /// Abort everything the transaction did (the round carries no operations).
+    Rollback = 2,
+}
+
+impl TcExec {
+    fn from_u8(v: u8) -> Result<TcExec, WireError> {
+        Ok(match v {
+            0 => TcExec::NoCommit,
+            1 => TcExec::Commit,
+            2 => TcExec::Rollback,
+            _ => return Err(WireError::BadValue("execute type")),
+        })
+    }
+}
+
 /// Where a transaction's state is, for a takeover query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -141,14 +165,20 @@ pub enum DataMsg {
         message: String,
         def: Option<WireTableDef>,
     },
-    /// API → a data node's TC: one transaction, committed (or aborted) whole.
+    /// API → a data node's TC: one round of a transaction. `txn` 0 begins a new one;
+    /// otherwise it is the id the TC gave in its first `TcKeyConf` (the same node).
     TcKeyReq {
         req: u64,
+        txn: u64,
+        exec: TcExec,
         ops: Vec<KeyOp>,
     },
-    /// The transaction committed at every live replica; one result per op.
+    /// The round ran (NoCommit: the transaction stays open as `txn`), committed at
+    /// every live replica (Commit: `gci`), or was rolled back; one result per op of
+    /// the round.
     TcKeyConf {
         req: u64,
+        txn: u64,
         gci: u64,
         results: Vec<OpResult>,
     },
@@ -194,9 +224,12 @@ pub enum DataMsg {
     },
     /// TC → primary (`backup` false), primary → backup (`backup` true): prepare these
     /// operations (op index, op). A backup gets after-images only (Write or Delete).
+    /// `round` counts the transaction's rounds from 1 (the TC's, which the primary
+    /// passes on): a round at or below one already run is a duplicate.
     LqhPrepare {
         txn: TxnKey,
         backup: bool,
+        round: u32,
         ops: Vec<(u32, KeyOp)>,
     },
     /// Prepared (code 0, with the reads' results by op index) or refused; `backup`:
@@ -204,6 +237,7 @@ pub enum DataMsg {
     LqhPrepared {
         txn: TxnKey,
         backup: bool,
+        round: u32,
         code: u32,
         /// The error's `ErrorClassification` (0 with code 0).
         class: u8,
@@ -547,15 +581,28 @@ impl DataMsg {
                     }
                 }
             }
-            DataMsg::TcKeyReq { req, ops } => {
+            DataMsg::TcKeyReq {
+                req,
+                txn,
+                exec,
+                ops,
+            } => {
                 e.u64(*req);
+                e.u64(*txn);
+                e.u8(*exec as u8);
                 e.u32(ops.len() as u32);
                 for op in ops {
                     enc_op(&mut e, op);
                 }
             }
-            DataMsg::TcKeyConf { req, gci, results } => {
+            DataMsg::TcKeyConf {
+                req,
+                txn,
+                gci,
+                results,
+            } => {
                 e.u64(*req);
+                e.u64(*txn);
                 e.u64(*gci);
                 e.u32(results.len() as u32);
                 for r in results {
@@ -611,9 +658,15 @@ impl DataMsg {
             }
             DataMsg::ScanConf(c) => c.encode(&mut e),
             DataMsg::ScanCloseReq { scan } => e.u64(*scan),
-            DataMsg::LqhPrepare { txn, backup, ops } => {
+            DataMsg::LqhPrepare {
+                txn,
+                backup,
+                round,
+                ops,
+            } => {
                 enc_txn(&mut e, txn);
                 e.bool(*backup);
+                e.u32(*round);
                 e.u32(ops.len() as u32);
                 for (i, op) in ops {
                     e.u32(*i);
@@ -623,6 +676,7 @@ impl DataMsg {
             DataMsg::LqhPrepared {
                 txn,
                 backup,
+                round,
                 code,
                 class,
                 message,
@@ -630,6 +684,7 @@ impl DataMsg {
             } => {
                 enc_txn(&mut e, txn);
                 e.bool(*backup);
+                e.u32(*round);
                 e.u32(*code);
                 e.u8(*class);
                 e.str(message);
@@ -777,22 +832,33 @@ impl DataMsg {
                 },
             },
             TC_KEY_REQ => {
-                let req = u64_(d)?;
+                let (req, txn) = (u64_(d)?, u64_(d)?);
+                let exec = TcExec::from_u8(d.u8().map_err(bad)?)?;
                 let n = count(d, "operations")?;
                 let mut ops = Vec::with_capacity(n);
                 for _ in 0..n {
                     ops.push(dec_op(d)?);
                 }
-                DataMsg::TcKeyReq { req, ops }
+                DataMsg::TcKeyReq {
+                    req,
+                    txn,
+                    exec,
+                    ops,
+                }
             }
             TC_KEY_CONF => {
-                let (req, gci) = (u64_(d)?, u64_(d)?);
+                let (req, txn, gci) = (u64_(d)?, u64_(d)?, u64_(d)?);
                 let n = count(d, "results")?;
                 let mut results = Vec::with_capacity(n);
                 for _ in 0..n {
                     results.push(dec_result(d)?);
                 }
-                DataMsg::TcKeyConf { req, gci, results }
+                DataMsg::TcKeyConf {
+                    req,
+                    txn,
+                    gci,
+                    results,
+                }
             }
             TC_KEY_REF => DataMsg::TcKeyRef {
                 req: u64_(d)?,
@@ -833,17 +899,24 @@ impl DataMsg {
             LQH_PREPARE => {
                 let txn = dec_txn(d)?;
                 let backup = d.bool().map_err(bad)?;
+                let round = u32_(d)?;
                 let n = count(d, "operations")?;
                 let mut ops = Vec::with_capacity(n);
                 for _ in 0..n {
                     let i = u32_(d)?;
                     ops.push((i, dec_op(d)?));
                 }
-                DataMsg::LqhPrepare { txn, backup, ops }
+                DataMsg::LqhPrepare {
+                    txn,
+                    backup,
+                    round,
+                    ops,
+                }
             }
             LQH_PREPARED => {
                 let txn = dec_txn(d)?;
                 let backup = d.bool().map_err(bad)?;
+                let round = u32_(d)?;
                 let (code, class, message) = (u32_(d)?, d.u8().map_err(bad)?, s(d)?);
                 let n = count(d, "reads")?;
                 let mut reads = Vec::with_capacity(n);
@@ -854,6 +927,7 @@ impl DataMsg {
                 DataMsg::LqhPrepared {
                     txn,
                     backup,
+                    round,
                     code,
                     class,
                     message,

@@ -51,10 +51,25 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
         },
         DataMsg::TcKeyReq {
             req: 4,
+            txn: 0,
+            exec: TcExec::Commit,
             ops: vec![op(OpType::Insert), op(OpType::ReadCommitted)],
+        },
+        DataMsg::TcKeyReq {
+            req: 5,
+            txn: 12,
+            exec: TcExec::NoCommit,
+            ops: vec![op(OpType::ReadExclusive)],
+        },
+        DataMsg::TcKeyReq {
+            req: 6,
+            txn: 12,
+            exec: TcExec::Rollback,
+            ops: Vec::new(),
         },
         DataMsg::TcKeyConf {
             req: 4,
+            txn: 12,
             gci: 17,
             results: vec![None, Some(vec![Value::UInt(3), Value::Double(1.5)])],
         },
@@ -135,11 +150,13 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
         DataMsg::LqhPrepare {
             txn,
             backup: true,
+            round: 3,
             ops: vec![(3, op(OpType::Write))],
         },
         DataMsg::LqhPrepared {
             txn,
             backup: false,
+            round: 2,
             code: 0,
             class: 0,
             message: String::new(),
@@ -266,10 +283,30 @@ fn a_scan_batch_of_broken_rows_or_flags_is_refused() {
 fn huge_counts_are_refused_without_allocating() {
     let mut e = Encoder::new();
     e.u64(1);
+    e.u64(0);
+    e.u8(TcExec::Commit as u8);
     e.u32(u32::MAX);
     let body = e.into_bytes();
     assert!(matches!(
         DataMsg::decode(kind::TC_KEY_REQ, &body),
         Err(WireError::BadValue(_))
+    ));
+}
+
+#[test]
+fn an_unknown_execute_type_is_refused() {
+    let mut body = DataMsg::TcKeyReq {
+        req: 1,
+        txn: 9,
+        exec: TcExec::NoCommit,
+        ops: Vec::new(),
+    }
+    .encode_body();
+    // u64 request, u64 transaction, then the execute type.
+    assert_eq!(body[16], 0);
+    body[16] = 3;
+    assert!(matches!(
+        DataMsg::decode(kind::TC_KEY_REQ, &body),
+        Err(WireError::BadValue("execute type"))
     ));
 }

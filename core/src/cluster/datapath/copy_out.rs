@@ -67,8 +67,15 @@ pub(crate) struct PendingMark {
     mark: bool,
     /// Marking: the primary records that existed at the mark (they must end first).
     before: BTreeSet<(TxnKey, bool)>,
+    /// Those whose TC was asked to end them (open and idle past the grace).
+    asked: BTreeSet<TxnKey>,
+    since_ms: u64,
     deadline_ms: u64,
 }
+
+/// How long a mark waits for an open transaction from before it (its client between
+/// rounds) before asking its TC to end it (4010 at the client's next round).
+pub const MARK_OPEN_GRACE_MS: u64 = 1000;
 
 impl DataPath {
     /// `CopyMark` from a copy source: change the joining set, then answer once the
@@ -92,12 +99,20 @@ impl DataPath {
             node,
             mark,
             before,
+            asked: BTreeSet::new(),
+            since_ms: self.now_ms(),
             deadline_ms: self.now_ms() + COPY_STEP_TIMEOUT_MS,
         });
         self.check_marks();
     }
 
-    /// Answers the copy marks whose transactions are over (or that waited too long).
+    fn ask_end_open(&self, txn: TxnKey) {
+        self.dispatch(Self::worker_of(&txn), super::Job::EndOpen(txn));
+    }
+
+    /// Answers the copy marks whose transactions are over (or that waited too long);
+    /// past [`MARK_OPEN_GRACE_MS`] asks the TCs of those still there to end them if
+    /// they are open between rounds.
     pub(super) fn check_marks(&self) {
         let pending = std::mem::take(&mut *self.copy_marks.lock());
         if pending.is_empty() {
@@ -105,6 +120,21 @@ impl DataPath {
         }
         let now = self.now_ms();
         let records = self.primary_records();
+        let mut pending = pending;
+        for pm in pending.iter_mut().filter(|pm| pm.mark) {
+            if now < pm.since_ms + MARK_OPEN_GRACE_MS {
+                continue;
+            }
+            let left: Vec<TxnKey> = records
+                .intersection(&pm.before)
+                .map(|(t, _)| *t)
+                .filter(|t| !pm.asked.contains(t))
+                .collect();
+            for txn in left {
+                pm.asked.insert(txn);
+                self.ask_end_open(txn);
+            }
+        }
         let (answer, wait): (Vec<PendingMark>, Vec<PendingMark>) =
             pending.into_iter().partition(|pm| {
                 let busy = if pm.mark {

@@ -8,6 +8,15 @@
 //!   `LqhCommit`: the backups commit first, then this node; then the TC is answered.
 //! - As **backup**: apply after-images (a Write of the whole row, or a delete of the
 //!   row if present) and answer the primary; commit when told.
+//! - **Rounds** (NDB API's execute(NoCommit)): the TC may send a primary more
+//!   operations of a prepared transaction, numbered with the TC's round; they run in
+//!   the same local transaction and their after-images go to the backups the same
+//!   way. A round at or below the last one run is a duplicate and ignored. A round
+//!   that finds the joining set changed since the record's first round (a
+//!   node-restart copy marked or unmarked meanwhile) is refused with 4010 and the
+//!   transaction aborts: the rows of its earlier rounds never reached the joining
+//!   node, so it must not go on writing (`copy_out` waits for records from before a
+//!   mark, and asks the TC to end those left open and idle).
 //! - **Takeover** (the TC failed while this node held the transaction prepared and the
 //!   decision is unknown here): ask every live data node what it knows; a node that
 //!   committed it means commit, otherwise abort once every node answered. A node asked
@@ -46,13 +55,18 @@ pub(super) enum Role {
     },
     /// A backup of one or more partitions of the transaction: with three or more
     /// replicas a node can be backup of partitions with different primaries, each
-    /// sending its after-images; they share one local transaction.
-    Backup { primaries: BTreeSet<NodeId> },
+    /// sending its after-images; they share one local transaction. Each primary's
+    /// last round applied.
+    Backup { primaries: BTreeMap<NodeId, u32> },
 }
 
 pub(crate) struct LqhTxn {
     pub(super) tx: Transaction,
     pub(super) role: Role,
+    /// A primary's last round (the TC's numbering; the one under way included).
+    pub(super) round: u32,
+    /// A primary's view of the joining nodes at its first round (see the notes).
+    joining_at_start: BTreeSet<NodeId>,
     /// A takeover's unanswered queries (None: no takeover running).
     pub(super) takeover: Option<BTreeSet<NodeId>>,
     pub(super) frozen: bool,
@@ -215,11 +229,17 @@ impl DataPath {
         Ok(out)
     }
 
-    fn prepared_msg(txn: TxnKey, backup: bool, r: &Result<Vec<(u32, OpResult)>>) -> DataMsg {
+    fn prepared_msg(
+        txn: TxnKey,
+        backup: bool,
+        round: u32,
+        r: &Result<Vec<(u32, OpResult)>>,
+    ) -> DataMsg {
         match r {
             Ok(reads) => DataMsg::LqhPrepared {
                 txn,
                 backup,
+                round,
                 code: 0,
                 class: 0,
                 message: String::new(),
@@ -230,6 +250,7 @@ impl DataPath {
                 DataMsg::LqhPrepared {
                     txn,
                     backup,
+                    round,
                     code,
                     class,
                     message,
@@ -239,14 +260,15 @@ impl DataPath {
         }
     }
 
-    /// LQHKEYREQ: see the module notes.
-    /// After-images from another primary of a transaction this node is already a
-    /// backup of: they join its local transaction.
+    /// After-images from a primary for a transaction this node is already a backup
+    /// of: another primary's, or the next round of one it has (a round at or below
+    /// the last one applied is a duplicate). They join its local transaction.
     fn lqh_prepare_more(
         &self,
         worker: usize,
         from: NodeId,
         txn: TxnKey,
+        round: u32,
         mut rec: LqhTxn,
         ops: Vec<(u32, KeyOp)>,
     ) {
@@ -254,16 +276,11 @@ impl DataPath {
             self.lqh.lock().insert((txn, true), rec);
             return;
         };
-        if !primaries.insert(from) {
-            // The same primary twice is a protocol error.
+        if primaries.get(&from).is_some_and(|&last| last >= round) {
             self.lqh.lock().insert((txn, true), rec);
-            let e = codes::internal(format!(
-                "transaction {}:{} prepared twice by node {from} on node {}",
-                txn.tc, txn.id, self.me
-            ));
-            self.send_from(worker, from, Self::prepared_msg(txn, true, &Err(e)));
             return;
         }
+        primaries.insert(from, round);
         let r = self.run_ops(&mut rec.tx, &ops, true);
         if r.is_ok() && !self.is_ready() {
             rec.tombs.extend(
@@ -277,143 +294,138 @@ impl DataPath {
         // A refusal aborts the transaction (its primary tells the TC); the record
         // stays until the abort comes.
         self.lqh.lock().insert((txn, true), rec);
-        self.send_from(worker, from, Self::prepared_msg(txn, true, &answer));
+        self.send_from(worker, from, Self::prepared_msg(txn, true, round, &answer));
     }
 
+    /// LQHKEYREQ: see the module notes.
     pub(super) fn lqh_prepare(
         &self,
         worker: usize,
         from: NodeId,
         txn: TxnKey,
         backup: bool,
+        round: u32,
         ops: Vec<(u32, KeyOp)>,
     ) {
         if backup {
             let existing = self.lqh.lock().remove(&(txn, true));
-            if let Some(rec) = existing {
-                return self.lqh_prepare_more(worker, from, txn, rec, ops);
+            return match existing {
+                Some(rec) => self.lqh_prepare_more(worker, from, txn, round, rec, ops),
+                None => self.lqh_prepare_backup(worker, from, txn, round, ops),
+            };
+        }
+        let existing = self.lqh.lock().remove(&(txn, false));
+        let mut rec = match existing {
+            Some(rec) => {
+                let duplicate = rec.round >= round || (rec.frozen && from == txn.tc);
+                let idle = matches!(
+                    rec.role,
+                    Role::Primary { phase: Phase::Prepared, tc, .. } if tc == from
+                );
+                if duplicate || !idle {
+                    self.lqh.lock().insert((txn, false), rec);
+                    if !duplicate {
+                        let e = codes::internal(format!(
+                            "transaction {}:{} got round {round} on node {} while another ran",
+                            txn.tc, txn.id, self.me
+                        ));
+                        self.send_from(
+                            worker,
+                            from,
+                            Self::prepared_msg(txn, false, round, &Err(e)),
+                        );
+                    }
+                    return;
+                }
+                rec
             }
-        }
-        if self.lqh.lock().contains_key(&(txn, backup)) {
-            // One prepare per transaction, node and role: a second is a protocol error.
-            let e = codes::internal(format!(
-                "transaction {}:{} prepared twice on node {}",
-                txn.tc, txn.id, self.me
-            ));
-            self.send_from(worker, from, Self::prepared_msg(txn, backup, &Err(e)));
-            return;
-        }
-        let mut tx = match self.engine.ndb("rndb").start_transaction() {
-            Ok(t) => t,
-            Err(e) => {
-                self.send_from(worker, from, Self::prepared_msg(txn, backup, &Err(e)));
-                return;
+            None => {
+                let tx = match self.engine.ndb("rndb").start_transaction() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let m = Self::prepared_msg(txn, false, round, &Err(e));
+                        return self.send_from(worker, from, m);
+                    }
+                };
+                LqhTxn {
+                    tx,
+                    role: Role::Primary {
+                        tc: from,
+                        backups: BTreeSet::new(),
+                        waiting: BTreeSet::new(),
+                        phase: Phase::Prepared,
+                        reads: Vec::new(),
+                        error: None,
+                        commit_to: from,
+                    },
+                    round: 0,
+                    joining_at_start: BTreeSet::new(),
+                    takeover: None,
+                    frozen: false,
+                    tombs: Vec::new(),
+                }
             }
         };
-        if !backup {
-            // A primary serves only under its read lease (`lease`).
-            if let Err(e) = self.check_serving() {
-                self.send_from(worker, from, Self::prepared_msg(txn, false, &Err(e)));
-                return;
-            }
-            // Only the primary of a partition in this node's view runs its operations.
-            for (_, op) in &ops {
-                let replicas = self
-                    .partition_of_op(op)
-                    .map(|p| self.live_replicas(p))
-                    .unwrap_or_default();
-                // New work here answers the TC and forwards to the backups.
-                if let Err(e) = self.check_send_load(replicas.iter().copied().chain([from])) {
-                    self.send_from(worker, from, Self::prepared_msg(txn, false, &Err(e)));
-                    return;
-                }
-                let not_primary = match self.partition_of_op(op) {
-                    Ok(_) => replicas.first() != Some(&self.me),
-                    Err(_) => false,
-                };
-                if not_primary {
-                    let e = codes::node_failure_abort().detail(format!(
-                        "node {} is not the primary of a partition of {} (a view change is under way)",
-                        self.me, op.table
-                    ));
-                    self.send_from(worker, from, Self::prepared_msg(txn, false, &Err(e)));
-                    return;
-                }
-            }
-        }
-        let r = self.run_ops(&mut tx, &ops, backup);
+        let first_round = rec.round == 0;
+        rec.round = round;
+        let r = self
+            .primary_admits(from, &ops)
+            .and_then(|()| self.run_ops(&mut rec.tx, &ops, false));
         // From choosing the backups to holding the record: a copy's mark either sees
         // this transaction's record or this transaction sees the mark (`copy`).
         let gate = self.chain_gate.read();
-        let images = match (&r, backup) {
-            (Ok(_), false) => self.after_images(&mut tx, &ops).map(Some),
-            _ => Ok(None),
+        let images = r.and_then(|reads| {
+            let joining = self.members.read().joining.clone();
+            if first_round {
+                rec.joining_at_start = joining;
+            } else if rec.joining_at_start != joining {
+                return Err(codes::node_failure_abort().detail(format!(
+                    "a node restart copy began on node {} during the transaction; its earlier rows did not reach the restarting node",
+                    self.me
+                )));
+            }
+            Ok((reads, self.after_images(&mut rec.tx, &ops)?))
+        });
+        let (reads, images) = match images {
+            Ok(v) => v,
+            Err(e) => {
+                drop(gate);
+                self.abort_record(worker, txn, &mut rec);
+                self.send_from(worker, from, Self::prepared_msg(txn, false, round, &Err(e)));
+                return;
+            }
         };
-        let (r, images) = match images {
-            Ok(i) => (r, i.unwrap_or_default()),
-            Err(e) => (Err(e), BTreeMap::new()),
-        };
-        if r.is_err() {
-            drop(gate);
-            let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
-            self.send_from(worker, from, Self::prepared_msg(txn, backup, &r));
-            return;
-        }
-        let reads = r.unwrap_or_default();
-        if backup {
-            drop(gate);
-            // A joining node remembers the deletes it prepares (`copy`).
-            let tombs: Vec<Vec<u8>> = if self.is_ready() {
-                Vec::new()
+        let round_backups: BTreeSet<NodeId> = images.keys().copied().collect();
+        let done = round_backups.is_empty();
+        if let Role::Primary {
+            backups,
+            waiting,
+            phase,
+            reads: pending_reads,
+            error,
+            commit_to,
+            ..
+        } = &mut rec.role
+        {
+            backups.extend(round_backups.iter().copied());
+            *waiting = round_backups;
+            *phase = if done {
+                Phase::Prepared
             } else {
-                ops.iter()
-                    .filter(|(_, op)| op.op == OpType::Delete)
-                    .filter_map(|(_, op)| self.row_key(&op.database, &op.table, &op.key).ok())
-                    .collect()
+                Phase::PreparingBackups
             };
-            self.note_tombstones(txn, &tombs);
-            self.lqh.lock().insert(
-                (txn, true),
-                LqhTxn {
-                    tx,
-                    role: Role::Backup {
-                        primaries: BTreeSet::from([from]),
-                    },
-                    takeover: None,
-                    frozen: false,
-                    tombs,
-                },
-            );
-            self.send_from(worker, from, Self::prepared_msg(txn, true, &Ok(Vec::new())));
-            return;
+            *pending_reads = if done { Vec::new() } else { reads.clone() };
+            *error = None;
+            *commit_to = from;
         }
-        let backups: BTreeSet<NodeId> = images.keys().copied().collect();
-        let done = backups.is_empty();
-        self.lqh.lock().insert(
-            (txn, false),
-            LqhTxn {
-                tx,
-                role: Role::Primary {
-                    tc: from,
-                    waiting: backups.clone(),
-                    backups,
-                    phase: if done {
-                        Phase::Prepared
-                    } else {
-                        Phase::PreparingBackups
-                    },
-                    reads: if done { Vec::new() } else { reads.clone() },
-                    error: None,
-                    commit_to: from,
-                },
-                takeover: None,
-                frozen: false,
-                tombs: Vec::new(),
-            },
-        );
+        self.lqh.lock().insert((txn, false), rec);
         drop(gate);
         if done {
-            self.send_from(worker, from, Self::prepared_msg(txn, false, &Ok(reads)));
+            self.send_from(
+                worker,
+                from,
+                Self::prepared_msg(txn, false, round, &Ok(reads)),
+            );
             return;
         }
         for (b, ops) in images {
@@ -423,10 +435,90 @@ impl DataPath {
                 DataMsg::LqhPrepare {
                     txn,
                     backup: true,
+                    round,
                     ops,
                 },
             );
         }
+    }
+
+    /// Whether this node, as primary, takes these operations from `tc` now: under its
+    /// read lease, as the primary of each operation's partition in its view, with
+    /// room to answer and forward.
+    fn primary_admits(&self, tc: NodeId, ops: &[(u32, KeyOp)]) -> Result<()> {
+        // A primary serves only under its read lease (`lease`).
+        self.check_serving()?;
+        for (_, op) in ops {
+            let replicas = self
+                .partition_of_op(op)
+                .map(|p| self.live_replicas(p))
+                .unwrap_or_default();
+            // New work here answers the TC and forwards to the backups.
+            self.check_send_load(replicas.iter().copied().chain([tc]))?;
+            let not_primary = match self.partition_of_op(op) {
+                Ok(_) => replicas.first() != Some(&self.me),
+                Err(_) => false,
+            };
+            if not_primary {
+                return Err(codes::node_failure_abort().detail(format!(
+                    "node {} is not the primary of a partition of {} (a view change is under way)",
+                    self.me, op.table
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The first after-images of a transaction from a primary: a backup record.
+    fn lqh_prepare_backup(
+        &self,
+        worker: usize,
+        from: NodeId,
+        txn: TxnKey,
+        round: u32,
+        ops: Vec<(u32, KeyOp)>,
+    ) {
+        let mut tx = match self.engine.ndb("rndb").start_transaction() {
+            Ok(t) => t,
+            Err(e) => {
+                let m = Self::prepared_msg(txn, true, round, &Err(e));
+                return self.send_from(worker, from, m);
+            }
+        };
+        if let Err(e) = self.run_ops(&mut tx, &ops, true) {
+            let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
+            let m = Self::prepared_msg(txn, true, round, &Err(e));
+            return self.send_from(worker, from, m);
+        }
+        // A joining node remembers the deletes it prepares (`copy`).
+        let tombs: Vec<Vec<u8>> = if self.is_ready() {
+            Vec::new()
+        } else {
+            ops.iter()
+                .filter(|(_, op)| op.op == OpType::Delete)
+                .filter_map(|(_, op)| self.row_key(&op.database, &op.table, &op.key).ok())
+                .collect()
+        };
+        self.note_tombstones(txn, &tombs);
+        self.lqh.lock().insert(
+            (txn, true),
+            LqhTxn {
+                tx,
+                role: Role::Backup {
+                    primaries: BTreeMap::from([(from, round)]),
+                },
+                round,
+                joining_at_start: BTreeSet::new(),
+                takeover: None,
+                frozen: false,
+                tombs,
+            },
+        );
+        self.send_from(
+            worker,
+            from,
+            Self::prepared_msg(txn, true, round, &Ok(Vec::new())),
+        );
     }
 
     /// A backup's prepare answer (or its loss: `from` left the view).
@@ -435,6 +527,7 @@ impl DataPath {
         worker: usize,
         from: NodeId,
         txn: TxnKey,
+        round: u32,
         err: Option<NdbError>,
     ) {
         // (Read before the records: lock order.) A joining node's refusal stops its
@@ -455,7 +548,7 @@ impl DataPath {
             else {
                 return;
             };
-            if *phase != Phase::PreparingBackups || !waiting.remove(&from) {
+            if rec.round != round || *phase != Phase::PreparingBackups || !waiting.remove(&from) {
                 return;
             }
             if let Some(e) = &err {
@@ -663,7 +756,7 @@ impl DataPath {
     /// record is then aborted everywhere).
     fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
         let key = (txn, false);
-        let (tc, reads) = {
+        let (tc, round, reads) = {
             let mut map = self.lqh.lock();
             let Some(rec) = map.get_mut(&key) else { return };
             let Role::Primary {
@@ -687,13 +780,48 @@ impl DataPath {
                 };
                 drop(map);
                 self.abort_record(worker, txn, &mut rec);
-                self.send_from(worker, tc, Self::prepared_msg(txn, false, &Err(e)));
+                let m = Self::prepared_msg(txn, false, rec.round, &Err(e));
+                self.send_from(worker, tc, m);
                 return;
             }
             *phase = Phase::Prepared;
-            (*tc, std::mem::take(reads))
+            (*tc, rec.round, std::mem::take(reads))
         };
-        self.send_from(worker, tc, Self::prepared_msg(txn, false, &Ok(reads)));
+        self.send_from(
+            worker,
+            tc,
+            Self::prepared_msg(txn, false, round, &Ok(reads)),
+        );
+    }
+
+    /// Asks the TC of a prepared primary record to end its transaction if it is open
+    /// between rounds (the TC ignores it otherwise: the record is never aborted here,
+    /// since the TC may have decided to commit).
+    pub(super) fn lqh_ask_end_open(&self, worker: usize, txn: TxnKey) {
+        let ask = {
+            let map = self.lqh.lock();
+            match map.get(&(txn, false)) {
+                Some(LqhTxn {
+                    role:
+                        Role::Primary {
+                            tc,
+                            phase: Phase::Prepared,
+                            ..
+                        },
+                    round,
+                    frozen: false,
+                    ..
+                }) => Some((*tc, *round)),
+                _ => None,
+            }
+        };
+        if let Some((tc, round)) = ask {
+            let e = codes::node_failure_abort().detail(format!(
+                "a node restart copy on node {} waited for this transaction while it was open",
+                self.me
+            ));
+            self.send_from(worker, tc, Self::prepared_msg(txn, false, round, &Err(e)));
+        }
     }
 
     /// Keys of the records where this node is primary.

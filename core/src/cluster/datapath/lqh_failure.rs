@@ -142,7 +142,7 @@ impl DataPath {
         let mut takeovers = BTreeSet::new();
         for key in mine {
             let txn = key.0;
-            let (lost_backups, phase, takeover) = {
+            let (lost_backups, phase, takeover, round) = {
                 let mut map = self.lqh.lock();
                 let Some(rec) = map.get_mut(&key) else {
                     continue;
@@ -163,20 +163,22 @@ impl DataPath {
                             .collect();
                         backups.retain(|b| !nodes.contains(b));
                         let takeover = nodes.contains(tc) && *phase != Phase::CommittingBackups;
-                        (lost, *phase, takeover)
+                        (lost, *phase, takeover, rec.round)
                     }
                     Role::Backup { primaries } => {
                         // The primary drives its backups, the TC drives a backup whose
                         // primary failed; with both gone this node asks the others.
-                        let both = primaries.iter().any(|p| nodes.contains(p))
+                        let both = primaries.keys().any(|p| nodes.contains(p))
                             && (nodes.contains(&txn.tc) || !self.is_live(txn.tc));
-                        (Vec::new(), Phase::Prepared, both)
+                        (Vec::new(), Phase::Prepared, both, rec.round)
                     }
                 }
             };
             for b in lost_backups {
                 match phase {
-                    Phase::PreparingBackups => self.lqh_backup_prepared(worker, b, txn, None),
+                    Phase::PreparingBackups => {
+                        self.lqh_backup_prepared(worker, b, txn, round, None)
+                    }
                     Phase::CommittingBackups => self.lqh_backup_committed(worker, b, txn),
                     Phase::Prepared => {}
                 }

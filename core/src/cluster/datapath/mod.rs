@@ -55,6 +55,10 @@ mod lqh;
 mod lqh_failure;
 mod scan;
 pub use scan::{MAX_OPEN_SCANS, SCAN_IDLE_MS};
+#[cfg(test)]
+mod mem_harness;
+#[cfg(test)]
+mod rounds_tests;
 mod schema;
 #[cfg(test)]
 mod takeover_tests;
@@ -94,8 +98,13 @@ pub enum Threading {
 /// A job for a worker.
 enum Job {
     Msg(NodeId, DataMsg),
-    /// A transaction from an API node, with the id this node gave it.
-    Begin(NodeId, TxnKey, u64, Vec<crate::transport::data::KeyOp>),
+    /// A round of a transaction from an API node.
+    Tc(tc::TcRequest),
+    /// An API node's connection closed: its open transactions end.
+    ApiGone(NodeId),
+    /// A copy mark waited too long for this primary record: ask its TC to end the
+    /// transaction if it is open (`copy_out`).
+    EndOpen(TxnKey),
     /// These data nodes left the view.
     NodesFailed(Vec<NodeId>),
     /// This node left the cluster (an angel restart): forget its transactions.
@@ -160,6 +169,10 @@ pub struct DataPath {
     next_txn: AtomicU64,
     next_req: AtomicU64,
     tc: Mutex<BTreeMap<TxnKey, tc::TcTxn>>,
+    /// MaxNoOfConcurrentTransactions: the most `tc` records.
+    max_transactions: usize,
+    /// Open transactions ended while their API waited for nothing (a leaf lock).
+    tc_ended: Mutex<tc::Ended>,
     /// By transaction and role (true: backup): a node may be primary of some of a
     /// transaction's partitions and backup of others.
     lqh: Mutex<BTreeMap<(TxnKey, bool), lqh::LqhTxn>>,
@@ -302,6 +315,11 @@ impl DataPath {
             next_txn: AtomicU64::new(1),
             next_req: AtomicU64::new(1),
             tc: Mutex::new(BTreeMap::new()),
+            max_transactions: cfg
+                .data_node(me)
+                .and_then(|n| n.get_u64("MaxNoOfConcurrentTransactions"))
+                .unwrap_or(4096) as usize,
+            tc_ended: Mutex::new(tc::Ended::default()),
             lqh: Mutex::new(BTreeMap::new()),
             recent: Mutex::new(Recent::default()),
             schema_waits: Mutex::new(BTreeMap::new()),
@@ -349,7 +367,9 @@ impl DataPath {
     fn run_job(&self, worker: usize, job: Job) {
         match job {
             Job::Msg(from, m) => self.handle(worker, from, m),
-            Job::Begin(from, txn, req, ops) => self.tc_begin(worker, from, txn, req, ops),
+            Job::Tc(r) => self.tc_request(worker, r),
+            Job::ApiGone(api) => self.tc_api_gone(worker, api),
+            Job::EndOpen(txn) => self.lqh_ask_end_open(worker, txn),
             Job::NodesFailed(nodes) => self.nodes_failed(worker, &nodes),
             Job::Reset => self.reset_worker(worker),
             Job::CopyTick | Job::Stop => {}
@@ -551,6 +571,13 @@ impl DataPath {
     pub fn on_disconnect(&self, peer: NodeId) {
         self.early.lock().remove(&peer);
         self.lease_closed(peer);
+        if !self.groups.iter().flatten().any(|&n| n == peer) {
+            // An API node: the transactions it left open end (NDB's API failure
+            // handling in DBTC).
+            for w in 0..WORKERS {
+                self.dispatch(w, Job::ApiGone(peer));
+            }
+        }
     }
 
     /// Some(why) when a node group has no live up-to-date replica left: its rows are
@@ -653,12 +680,30 @@ impl DataPath {
             m @ (DataMsg::SqlReq { .. } | DataMsg::SchemaReq { .. }) => {
                 self.dispatch(0, Job::Msg(from, m));
             }
-            DataMsg::TcKeyReq { req, ops } => {
+            DataMsg::TcKeyReq {
+                req,
+                txn,
+                exec,
+                ops,
+            } => {
+                let new = txn == 0;
                 let txn = TxnKey {
                     tc: self.me,
-                    id: self.next_txn.fetch_add(1, Ordering::Relaxed),
+                    id: if new {
+                        self.next_txn.fetch_add(1, Ordering::Relaxed)
+                    } else {
+                        txn
+                    },
                 };
-                self.dispatch(Self::worker_of(&txn), Job::Begin(from, txn, req, ops));
+                let job = Job::Tc(tc::TcRequest {
+                    api: from,
+                    txn,
+                    new,
+                    req,
+                    exec,
+                    ops,
+                });
+                self.dispatch(Self::worker_of(&txn), job);
             }
             m => {
                 let txn = match &m {
@@ -724,12 +769,16 @@ impl DataPath {
 
     fn handle(&self, worker: usize, from: NodeId, msg: DataMsg) {
         match msg {
-            DataMsg::LqhPrepare { txn, backup, ops } => {
-                self.lqh_prepare(worker, from, txn, backup, ops)
-            }
+            DataMsg::LqhPrepare {
+                txn,
+                backup,
+                round,
+                ops,
+            } => self.lqh_prepare(worker, from, txn, backup, round, ops),
             DataMsg::LqhPrepared {
                 txn,
                 backup,
+                round,
                 code,
                 class,
                 message,
@@ -737,9 +786,9 @@ impl DataPath {
             } => {
                 let err = (code != 0).then(|| err_from(code, class, &message));
                 if backup {
-                    self.lqh_backup_prepared(worker, from, txn, err);
+                    self.lqh_backup_prepared(worker, from, txn, round, err);
                 } else {
-                    self.tc_prepared(worker, from, txn, err, reads);
+                    self.tc_prepared(worker, from, txn, round, err, reads);
                 }
             }
             DataMsg::LqhCommit { txn, backup } => self.lqh_commit(worker, from, txn, backup),

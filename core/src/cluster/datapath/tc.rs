@@ -1,41 +1,103 @@
 //! The TC role (NDB's DBTC): one record per transaction this node coordinates.
 //!
-//! Life of a record: `Preparing` (an `LqhPrepare` sent to each participant — the
-//! primary of each operation's partition — waiting for every `LqhPrepared`), then
-//! `Committing` (an `LqhCommit` to each participant, waiting for every
-//! `LqhCommitted`), then the answer to the API node and the record is gone. Any refusal
-//! in `Preparing` aborts at every replica of the transaction's partitions.
+//! A transaction runs in rounds (NDB API's `execute(NoCommit)`, then `Commit` or
+//! `Rollback`). A round is `Preparing`: an `LqhPrepare` numbered with the round sent
+//! to each participant of the round — the primary of each operation's partition —
+//! waiting for every `LqhPrepared` of that round. Then either `Open` (NoCommit: the
+//! API hears the round's results and the transaction id, the participants keep their
+//! locks) until the API's next round, or `Committing` (an `LqhCommit` to every
+//! participant of every round, waiting for every `LqhCommitted`), then the answer to
+//! the API node and the record is gone. Any refusal in a round aborts at every
+//! replica of the transaction's partitions; so does `Rollback`.
 //!
-//! Failures (a view without some nodes): a participant lost while `Preparing` aborts
-//! the transaction (4010, temporary: the API retries); a participant lost while
-//! `Committing` — the decision is made — is replaced by the partitions' surviving
-//! replicas, which hold the prepared after-images and commit them.
+//! Failures (a view without some nodes): a participant lost while `Preparing` or
+//! `Open` aborts the transaction (4010, temporary: the API retries; an open one hears
+//! it at its next round); a participant lost while `Committing` — the decision is
+//! made — is replaced by the partitions' surviving replicas, which hold the prepared
+//! after-images and commit them. The API node's connection closing aborts its open
+//! transactions (and those whose round is under way, once it ends). A participant
+//! may end an open transaction on its own (a node-restart copy waited for it: `copy_out`);
+//! it says so with an `LqhPrepared` refusal of the round already answered.
+//!
+//! Limits: at most MaxNoOfConcurrentTransactions records (4006 beyond); the
+//! transactions ended under an idle API ([`ENDED_MAX`]) are remembered with their
+//! error for its next round.
 
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
 use crate::transport::NodeId;
-use crate::transport::data::{DataMsg, KeyOp, OpResult, TxnKey};
+use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec, TxnKey};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Transactions ended while their API node waited for nothing, remembered (oldest
+/// forgotten first) so that its next round hears why.
+pub const ENDED_MAX: usize = 1 << 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Preparing,
+    /// A NoCommit round ended; the API decides what comes next.
+    Open,
     Committing,
 }
 
 pub(crate) struct TcTxn {
     api: NodeId,
+    /// The API's request of the round under way (answered at its end).
     req: u64,
     phase: Phase,
-    /// Participant (primary) -> its operations' partitions.
+    /// The rounds so far (the one under way included).
+    round: u32,
+    /// What the API asked for once the round's operations ran.
+    exec: TcExec,
+    /// Participant (primary) -> its operations' partitions, over every round.
     partitions: BTreeMap<NodeId, BTreeSet<usize>>,
     waiting: BTreeSet<NodeId>,
+    /// The round's results.
     results: Vec<OpResult>,
     error: Option<NdbError>,
     gci: u64,
     /// A surviving replica asked to commit for a lost participant knew nothing of
     /// the transaction: the outcome is unknown (4012).
     unknown: bool,
+    /// The API node's connection closed: abort instead of staying open.
+    api_gone: bool,
+}
+
+/// A round of a transaction from an API node, as the loop hands it to a worker.
+pub(crate) struct TcRequest {
+    pub api: NodeId,
+    pub txn: TxnKey,
+    /// Its first round (the id was just made).
+    pub new: bool,
+    pub req: u64,
+    pub exec: TcExec,
+    pub ops: Vec<KeyOp>,
+}
+
+/// Transactions ended under an idle API, with the error its next round gets.
+#[derive(Default)]
+pub(crate) struct Ended {
+    order: std::collections::VecDeque<TxnKey>,
+    errors: BTreeMap<TxnKey, NdbError>,
+}
+
+impl Ended {
+    fn insert(&mut self, txn: TxnKey, e: NdbError) {
+        if self.errors.insert(txn, e).is_none() {
+            self.order.push_back(txn);
+            if self.order.len() > ENDED_MAX
+                && let Some(old) = self.order.pop_front()
+            {
+                self.errors.remove(&old);
+            }
+        }
+    }
+
+    fn take(&mut self, txn: &TxnKey) -> Option<NdbError> {
+        // Its place in `order` is dropped with the oldest, later.
+        self.errors.remove(txn)
+    }
 }
 
 impl DataPath {
@@ -78,67 +140,161 @@ impl DataPath {
         );
     }
 
-    /// TCKEYREQ: route every operation to its partition's primary.
-    pub(super) fn tc_begin(
+    /// TCKEYREQ: a new transaction (`new`: its id just made here) or the next round
+    /// of an open one.
+    pub(super) fn tc_request(&self, worker: usize, r: TcRequest) {
+        let TcRequest {
+            api,
+            txn,
+            new,
+            req,
+            exec,
+            ops,
+        } = r;
+        if new {
+            // A node whose replicas are not up to date may lack the schema too: its
+            // API nodes go to another replica (4035 is temporary).
+            if !self.is_ready() {
+                return self.refuse(worker, api, req, &super::not_ready(self.me));
+            }
+            if let Err(e) = self.check_send_load([api]) {
+                return self.refuse(worker, api, req, &e);
+            }
+            if exec == TcExec::Rollback {
+                return self.tc_conf(worker, api, req, 0, 0, Vec::new());
+            }
+            let mut map = self.tc.lock();
+            if map.len() >= self.max_transactions {
+                drop(map);
+                let e = codes::out_of_transactions(format!(
+                    "data node {} coordinates {} transactions already",
+                    self.me, self.max_transactions
+                ));
+                return self.refuse(worker, api, req, &e);
+            }
+            map.insert(
+                txn,
+                TcTxn {
+                    api,
+                    req,
+                    phase: Phase::Open,
+                    round: 0,
+                    exec,
+                    partitions: BTreeMap::new(),
+                    waiting: BTreeSet::new(),
+                    results: Vec::new(),
+                    error: None,
+                    gci: 0,
+                    unknown: false,
+                    api_gone: false,
+                },
+            );
+        } else {
+            let mut map = self.tc.lock();
+            let state = map.get(&txn).map(|t| (t.api, t.phase));
+            match state {
+                Some((owner, Phase::Open)) if owner == api => {}
+                Some(_) => {
+                    drop(map);
+                    let e = codes::bad_argument(format!(
+                        "transaction {} at data node {} has a round under way (one execute at a time)",
+                        txn.id, self.me
+                    ));
+                    return self.refuse(worker, api, req, &e);
+                }
+                None => {
+                    let ended = self.tc_ended.lock().take(&txn);
+                    drop(map);
+                    let e = ended.unwrap_or_else(|| {
+                        codes::node_failure_abort().detail(format!(
+                            "transaction {} is not open at data node {} (it restarted, or ended the transaction)",
+                            txn.id, self.me
+                        ))
+                    });
+                    return self.refuse(worker, api, req, &e);
+                }
+            }
+            if exec == TcExec::Rollback {
+                let Some(t) = map.remove(&txn) else { return };
+                drop(map);
+                self.tc_abort(worker, txn, &t, None, false);
+                return self.tc_conf(worker, api, req, txn.id, 0, Vec::new());
+            }
+            if let Some(t) = map.get_mut(&txn) {
+                t.req = req;
+                t.exec = exec;
+            }
+        }
+        self.tc_round(worker, txn, ops);
+    }
+
+    fn tc_conf(
         &self,
         worker: usize,
         api: NodeId,
-        txn: TxnKey,
         req: u64,
-        ops: Vec<KeyOp>,
+        txn: u64,
+        gci: u64,
+        results: Vec<OpResult>,
     ) {
-        // A node whose replicas are not up to date may lack the schema too: its API
-        // nodes go to another replica (4035 is temporary).
-        if !self.is_ready() {
-            return self.refuse(worker, api, req, &super::not_ready(self.me));
-        }
-        if let Err(e) = self.check_send_load([api]) {
-            return self.refuse(worker, api, req, &e);
-        }
+        self.send_from(
+            worker,
+            api,
+            DataMsg::TcKeyConf {
+                req,
+                txn,
+                gci,
+                results,
+            },
+        );
+    }
+
+    /// Routes a round's operations to their partitions' primaries (none: the round
+    /// ends at once).
+    fn tc_round(&self, worker: usize, txn: TxnKey, ops: Vec<KeyOp>) {
         let mut per_node: BTreeMap<NodeId, Vec<(u32, KeyOp)>> = BTreeMap::new();
         let mut partitions: BTreeMap<NodeId, BTreeSet<usize>> = BTreeMap::new();
         let n = ops.len();
+        let mut failed = None;
         for (i, op) in ops.into_iter().enumerate() {
             let part = match self.partition_of_op(&op) {
                 Ok(p) => p,
-                Err(e) => return self.refuse(worker, api, req, &e),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             };
             let Some(&primary) = self.live_replicas(part).first() else {
-                let e = codes::node_group_down(format!(
+                failed = Some(codes::node_group_down(format!(
                     "partition {part} of table {} has no live replica",
                     op.table
-                ));
-                return self.refuse(worker, api, req, &e);
+                )));
+                break;
             };
             per_node.entry(primary).or_default().push((i as u32, op));
             partitions.entry(primary).or_default().insert(part);
         }
+        let round = {
+            let mut map = self.tc.lock();
+            let Some(t) = map.get_mut(&txn) else { return };
+            if let Some(e) = failed {
+                // A bad operation aborts the transaction, as any refusal does.
+                let Some(t) = map.remove(&txn) else { return };
+                drop(map);
+                return self.tc_abort(worker, txn, &t, Some(e), true);
+            }
+            t.round += 1;
+            t.phase = Phase::Preparing;
+            t.waiting = per_node.keys().copied().collect();
+            t.results = vec![None; n];
+            for (node, parts) in partitions {
+                t.partitions.entry(node).or_default().extend(parts);
+            }
+            t.round
+        };
         if per_node.is_empty() {
-            self.send_from(
-                worker,
-                api,
-                DataMsg::TcKeyConf {
-                    req,
-                    gci: 0,
-                    results: Vec::new(),
-                },
-            );
-            return;
+            return self.tc_round_done(worker, txn);
         }
-        self.tc.lock().insert(
-            txn,
-            TcTxn {
-                api,
-                req,
-                phase: Phase::Preparing,
-                waiting: per_node.keys().copied().collect(),
-                partitions,
-                results: vec![None; n],
-                error: None,
-                gci: 0,
-                unknown: false,
-            },
-        );
         for (node, ops) in per_node {
             self.send_from(
                 worker,
@@ -146,9 +302,40 @@ impl DataPath {
                 DataMsg::LqhPrepare {
                     txn,
                     backup: false,
+                    round,
                     ops,
                 },
             );
+        }
+    }
+
+    /// A round's every participant answered: abort on a refusal; else answer and stay
+    /// open (NoCommit), or commit.
+    fn tc_round_done(&self, worker: usize, txn: TxnKey) {
+        let mut map = self.tc.lock();
+        let Some(t) = map.get_mut(&txn) else { return };
+        if t.error.is_some() || (t.api_gone && t.exec != TcExec::Commit) {
+            let Some(t) = map.remove(&txn) else { return };
+            drop(map);
+            return self.tc_abort(worker, txn, &t, None, !t.api_gone);
+        }
+        if t.exec == TcExec::NoCommit {
+            t.phase = Phase::Open;
+            let (api, req, results) = (t.api, t.req, std::mem::take(&mut t.results));
+            drop(map);
+            return self.tc_conf(worker, api, req, txn.id, 0, results);
+        }
+        t.phase = Phase::Committing;
+        t.waiting = t.partitions.keys().copied().collect();
+        if t.waiting.is_empty() {
+            let Some(t) = map.remove(&txn) else { return };
+            drop(map);
+            return self.tc_answer(worker, txn, t);
+        }
+        let sends = t.waiting.clone();
+        drop(map);
+        for n in sends {
+            self.send_from(worker, n, DataMsg::LqhCommit { txn, backup: false });
         }
     }
 
@@ -161,19 +348,33 @@ impl DataPath {
             .collect()
     }
 
-    /// LQHKEYCONF / LQHKEYREF from a participant.
+    /// LQHKEYCONF / LQHKEYREF from a participant, for round `round`.
     pub(super) fn tc_prepared(
         &self,
         worker: usize,
         from: NodeId,
         txn: TxnKey,
+        round: u32,
         err: Option<NdbError>,
         reads: Vec<(u32, OpResult)>,
     ) {
-        let sends = {
+        {
             let mut map = self.tc.lock();
             let Some(t) = map.get_mut(&txn) else { return };
-            if t.phase != Phase::Preparing || !t.waiting.remove(&from) {
+            if t.phase == Phase::Open {
+                // A participant asks to end the open transaction (its last round may
+                // be older than the TC's).
+                let Some(e) = err else { return };
+                if round > t.round || !t.partitions.contains_key(&from) {
+                    return;
+                }
+                let Some(t) = map.remove(&txn) else { return };
+                drop(map);
+                self.tc_abort(worker, txn, &t, None, false);
+                self.tc_ended.lock().insert(txn, e);
+                return;
+            }
+            if t.round != round || t.phase != Phase::Preparing || !t.waiting.remove(&from) {
                 return;
             }
             for (i, r) in reads {
@@ -187,30 +388,50 @@ impl DataPath {
             if !t.waiting.is_empty() {
                 return;
             }
-            if t.error.is_some() {
-                let Some(t) = map.remove(&txn) else { return };
-                drop(map);
-                return self.tc_abort(worker, txn, &t, None);
-            }
-            t.phase = Phase::Committing;
-            t.waiting = t.partitions.keys().copied().collect();
-            t.waiting.clone()
-        };
-        for n in sends {
-            self.send_from(worker, n, DataMsg::LqhCommit { txn, backup: false });
         }
+        self.tc_round_done(worker, txn);
     }
 
-    /// Aborts at every live replica and answers the API with the transaction's error
-    /// (or `err`).
-    fn tc_abort(&self, worker: usize, txn: TxnKey, t: &TcTxn, err: Option<NdbError>) {
+    /// Aborts at every live replica; with `answer`, the API hears the transaction's
+    /// error (or `err`).
+    fn tc_abort(&self, worker: usize, txn: TxnKey, t: &TcTxn, err: Option<NdbError>, answer: bool) {
         for n in self.replicas_of(t) {
             self.send_from(worker, n, DataMsg::LqhAbort { txn });
         }
-        let e = err
-            .or_else(|| t.error.clone())
-            .unwrap_or_else(codes::transaction_aborted);
-        self.refuse(worker, t.api, t.req, &e);
+        if answer {
+            let e = err
+                .or_else(|| t.error.clone())
+                .unwrap_or_else(codes::transaction_aborted);
+            self.refuse(worker, t.api, t.req, &e);
+        }
+    }
+
+    /// The API node's connection closed: its open transactions abort now, those with
+    /// a round under way when it ends (a commit under way goes on).
+    pub(super) fn tc_api_gone(&self, worker: usize, api: NodeId) {
+        let open: Vec<(TxnKey, TcTxn)> = {
+            let mut map = self.tc.lock();
+            let keys: Vec<TxnKey> = map
+                .iter()
+                .filter(|(k, t)| Self::worker_of(k) == worker && t.api == api)
+                .map(|(k, _)| *k)
+                .collect();
+            let mut open = Vec::new();
+            for k in keys {
+                let is_open = map.get(&k).is_some_and(|t| t.phase == Phase::Open);
+                if is_open {
+                    if let Some(t) = map.remove(&k) {
+                        open.push((k, t));
+                    }
+                } else if let Some(t) = map.get_mut(&k) {
+                    t.api_gone = true;
+                }
+            }
+            open
+        };
+        for (k, t) in open {
+            self.tc_abort(worker, k, &t, None, false);
+        }
     }
 
     /// COMMITTED from a participant.
@@ -228,26 +449,18 @@ impl DataPath {
             map.remove(&txn)
         };
         if let Some(t) = done {
-            self.tc_answer(worker, t);
+            self.tc_answer(worker, txn, t);
         }
     }
 
-    fn tc_answer(&self, worker: usize, t: TcTxn) {
+    fn tc_answer(&self, worker: usize, txn: TxnKey, t: TcTxn) {
         if t.unknown {
             let e = codes::request_timeout(
                 "a data node was lost during the commit and no surviving replica knew the transaction",
             );
             return self.refuse(worker, t.api, t.req, &e);
         }
-        self.send_from(
-            worker,
-            t.api,
-            DataMsg::TcKeyConf {
-                req: t.req,
-                gci: t.gci,
-                results: t.results,
-            },
-        );
+        self.tc_conf(worker, t.api, t.req, txn.id, t.gci, t.results);
     }
 
     /// A surviving replica asked to commit for a lost participant answered that it
@@ -275,7 +488,7 @@ impl DataPath {
             map.remove(&txn)
         };
         if let Some(t) = done {
-            self.tc_answer(worker, t);
+            self.tc_answer(worker, txn, t);
         }
     }
 
@@ -293,6 +506,9 @@ impl DataPath {
         };
         for t in mine {
             let e = match t.phase {
+                // Nobody waits: the API's next round hears that the transaction is
+                // not open here.
+                Phase::Open => continue,
                 Phase::Preparing => {
                     codes::node_failure_abort().detail(format!("data node {} restarted", self.me))
                 }
@@ -321,7 +537,7 @@ impl DataPath {
             // with its locks and its answer is void: the decision is not made, so
             // abort); committing, only those that have not committed yet.
             let counted: Vec<NodeId> = match t.phase {
-                Phase::Preparing => t.partitions.keys().copied().collect(),
+                Phase::Preparing | Phase::Open => t.partitions.keys().copied().collect(),
                 Phase::Committing => t.waiting.iter().copied().collect(),
             };
             let lost: Vec<NodeId> = counted.into_iter().filter(|n| nodes.contains(n)).collect();
@@ -329,12 +545,19 @@ impl DataPath {
                 continue;
             }
             match t.phase {
-                Phase::Preparing => {
+                Phase::Preparing | Phase::Open => {
                     let Some(t) = map.remove(&txn) else { continue };
                     drop(map);
-                    let e = codes::node_failure_abort()
-                        .detail(format!("data node {} failed during prepare", lost[0]));
-                    self.tc_abort(worker, txn, &t, Some(e));
+                    let e = codes::node_failure_abort().detail(format!(
+                        "data node {} failed during the transaction",
+                        lost[0]
+                    ));
+                    if t.phase == Phase::Open {
+                        self.tc_abort(worker, txn, &t, None, false);
+                        self.tc_ended.lock().insert(txn, e);
+                    } else {
+                        self.tc_abort(worker, txn, &t, Some(e), true);
+                    }
                 }
                 Phase::Committing => {
                     // The surviving replicas of the lost participant's partitions hold

@@ -1,0 +1,182 @@
+//! Transactions in rounds over TCP (NDB API's `execute(NoCommit)` … then `Commit` or
+//! `Rollback`): one data node's TC keeps the transaction open between rounds, its
+//! participants holding the row locks (`datapath::tc`).
+//!
+//! The first round goes to the primary of its first operation's partition (NDB's
+//! startTransaction hint); the TC's answer names the transaction, and every later
+//! round goes to that node with that id. A round's error (TcKeyRef) has aborted the
+//! whole transaction at the TC: the transaction is over, as it is after Commit or
+//! Rollback. The TC's node lost while the transaction is open ends it too (4010 at
+//! the next round; a commit under way: 4012, outcome unknown). Dropping an open
+//! transaction rolls it back (without waiting for the answer).
+
+use super::remote::{Committed, RemoteCluster};
+use crate::error::{Result, codes};
+use crate::transport::NodeId;
+use crate::transport::data::{DataMsg, KeyOp, TcExec};
+use std::sync::Arc;
+
+/// See the module notes.
+pub struct RemoteTransaction {
+    cluster: Arc<RemoteCluster>,
+    /// The TC's node and the transaction's id there, once a round was answered.
+    at: Option<(NodeId, u64)>,
+    /// Committed, rolled back, or aborted by an error: no more rounds.
+    ended: bool,
+}
+
+impl RemoteCluster {
+    /// A transaction to run in rounds (nothing is sent before its first round).
+    pub fn transaction(self: &Arc<Self>) -> RemoteTransaction {
+        RemoteTransaction {
+            cluster: self.clone(),
+            at: None,
+            ended: false,
+        }
+    }
+}
+
+impl RemoteTransaction {
+    /// Whether a round may still run (not committed, rolled back or aborted).
+    pub fn is_open(&self) -> bool {
+        !self.ended
+    }
+
+    /// The TC's node, once the first round ran.
+    pub fn tc_node(&self) -> Option<NodeId> {
+        self.at.map(|(n, _)| n)
+    }
+
+    /// Runs `ops` as one round, then keeps the transaction open (NoCommit), commits it
+    /// (Commit: the GCI is in the answer) or rolls it back (Rollback, with no
+    /// operations). One result per operation of the round.
+    pub fn execute(&mut self, ops: Vec<KeyOp>, exec: TcExec) -> Result<Committed> {
+        if self.ended {
+            return Err(codes::transaction_closed());
+        }
+        if exec == TcExec::Rollback && !ops.is_empty() {
+            return Err(codes::bad_argument(
+                "a Rollback round carries no operations",
+            ));
+        }
+        let (node, txn) = match self.at {
+            Some(at) => at,
+            None if ops.is_empty() => {
+                // Nothing was done: committing or rolling back is a no-op.
+                self.ended = exec != TcExec::NoCommit;
+                return Ok(Committed {
+                    gci: 0,
+                    results: Vec::new(),
+                });
+            }
+            None => {
+                let first = &ops[0];
+                let def = self.cluster.table(&first.database, &first.table)?;
+                let part = RemoteCluster::partition_of(&def, &first.key)?;
+                (self.cluster.node_for(part)?, 0)
+            }
+        };
+        let commit = exec == TcExec::Commit;
+        let sent = self
+            .cluster
+            .submit(node, commit, move |req| DataMsg::TcKeyReq {
+                req,
+                txn,
+                exec,
+                ops,
+            });
+        let answer = sent.and_then(|p| p.wait());
+        match answer {
+            Ok(DataMsg::TcKeyConf {
+                txn, gci, results, ..
+            }) => {
+                if exec == TcExec::NoCommit {
+                    self.at = Some((node, txn));
+                } else {
+                    self.ended = true;
+                }
+                Ok(Committed { gci, results })
+            }
+            Ok(DataMsg::TcKeyRef {
+                code,
+                class,
+                message,
+                ..
+            }) => {
+                self.ended = true;
+                let e = super::datapath::err_from(code, class, &message);
+                if e.code == 4035 {
+                    self.cluster.note_not_ready(&e);
+                }
+                Err(e)
+            }
+            Ok(_) => {
+                self.ended = true;
+                Err(codes::internal("unexpected answer to a transaction round"))
+            }
+            Err(e) => {
+                self.ended = true;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl RemoteTransaction {
+    /// [`RemoteTransaction::execute`] with NDB API's AbortOnError for reads: a read
+    /// that finds no row fails the transaction with 626 and rolls it back. A Commit
+    /// round with reads then runs as NoCommit first and commits only when every read
+    /// found its row (so nothing commits that the caller would have aborted). With
+    /// `abort_on_error` false a missing row is a None result and the round goes on.
+    /// Failed writes (626 for an update, 630 for an insert, ...) abort the whole
+    /// transaction either way.
+    pub fn execute_checked(
+        &mut self,
+        ops: Vec<KeyOp>,
+        exec: TcExec,
+        abort_on_error: bool,
+    ) -> Result<Committed> {
+        let reads: Vec<bool> = ops.iter().map(|o| o.op.is_read()).collect();
+        if !abort_on_error || !reads.contains(&true) {
+            return self.execute(ops, exec);
+        }
+        let first = self.execute(ops, TcExec::NoCommit)?;
+        let missing = first
+            .results
+            .iter()
+            .zip(&reads)
+            .any(|(r, &is_read)| is_read && r.is_none());
+        if missing {
+            let _ = self.execute(Vec::new(), TcExec::Rollback);
+            self.ended = true;
+            return Err(codes::tuple_not_found());
+        }
+        match exec {
+            TcExec::NoCommit => Ok(first),
+            _ => {
+                let done = self.execute(Vec::new(), exec)?;
+                Ok(Committed {
+                    gci: done.gci,
+                    results: first.results,
+                })
+            }
+        }
+    }
+}
+
+impl Drop for RemoteTransaction {
+    fn drop(&mut self) {
+        if let (false, Some((node, txn))) = (self.ended, self.at) {
+            // The answer is not waited for; the waiter goes when it comes (or at
+            // the connection's loss).
+            let _ = self
+                .cluster
+                .submit(node, false, move |req| DataMsg::TcKeyReq {
+                    req,
+                    txn,
+                    exec: TcExec::Rollback,
+                    ops: Vec::new(),
+                });
+        }
+    }
+}

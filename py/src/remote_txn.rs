@@ -1,0 +1,344 @@
+//! `rndb.RemoteTransaction`: a transaction over TCP in rounds, from
+//! `MgmClient.start_transaction()` — the embedded `rndb.Transaction`'s surface
+//! (insert/update/write/delete/read define operations, `execute(NoCommit|Commit|
+//! Rollback, abort_option)` runs those defined since the last execute), on
+//! `rndb::cluster::remote_txn::RemoteTransaction`.
+//!
+//! Semantics over TCP: the TC on a data node keeps the transaction open between
+//! rounds with its row locks held. A failed write (630, 626 for an update or delete,
+//! ...) aborts the whole transaction whatever the abort option, and every operation of
+//! that round carries the error; a read that finds no row is 626 on its operation,
+//! which with AbortOnError (the default) aborts the transaction and with
+//! AO_IgnoreError does not. LM_SimpleRead takes a shared lock held to the end of the
+//! transaction (as LM_Read). A node failure under the transaction is 4010
+//! (temporary: run it again); 4012 means the commit's outcome is unknown.
+//!
+//! Invariant: one round at a time (the state sits behind a mutex taken detached from
+//! the interpreter; the round runs without the GIL).
+
+use crate::convert::{extract_columns, key_values, names};
+use crate::errors::{err, guard, to_pyerr};
+use crate::lock_detached;
+use crate::mgmclient::{MgmClient, key_of, row_values};
+use crate::transaction::{Operation, Outcome};
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use rndb::api::OpKind;
+use rndb::cluster::remote_txn::RemoteTransaction as CoreTxn;
+use rndb::error::codes;
+use rndb::transport::data::{KeyOp, OpType, TcExec};
+use rndb::{AbortOption, ExecType, LockMode};
+use std::sync::Mutex;
+
+struct Inner {
+    tx: CoreTxn,
+    /// Operations defined since the last execute.
+    pending: Vec<(KeyOp, Py<Operation>)>,
+    gci: Option<u64>,
+    /// "Open", "Committed", "Aborted" or "Closed".
+    state: &'static str,
+    error: Option<rndb::NdbError>,
+}
+
+/// See the module notes.
+#[pyclass(frozen, module = "rndb")]
+pub struct RemoteTransaction {
+    /// The client it came from (table definitions).
+    client: Py<MgmClient>,
+    database: String,
+    inner: Mutex<Inner>,
+}
+
+impl RemoteTransaction {
+    pub(crate) fn start(client: Py<MgmClient>, tx: CoreTxn, database: &str) -> RemoteTransaction {
+        RemoteTransaction {
+            client,
+            database: database.to_string(),
+            inner: Mutex::new(Inner {
+                tx,
+                pending: Vec::new(),
+                gci: None,
+                state: "Open",
+                error: None,
+            }),
+        }
+    }
+
+    fn define(
+        &self,
+        py: Python<'_>,
+        kind: OpKind,
+        table: &str,
+        data: &Bound<'_, PyAny>,
+        columns: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Operation>> {
+        let (_, def) = self.client.get().table_def(py, &self.database, table)?;
+        let (op, key, values, cols, op_names) = match kind {
+            OpKind::Read(mode) => {
+                let pk_names = names(py, &def, &def.primary_key);
+                let key = key_values(&def, &pk_names, data).map_err(err)?;
+                let wanted = extract_columns(columns).map_err(err)?;
+                let cols =
+                    crate::convert::column_positions(&def, wanted.as_deref()).map_err(err)?;
+                let op_names = names(py, &def, &cols)
+                    .into_iter()
+                    .map(|n| n.unbind())
+                    .collect::<Vec<Py<PyString>>>();
+                let op = match mode {
+                    LockMode::CommittedRead => OpType::ReadCommitted,
+                    LockMode::Exclusive => OpType::ReadExclusive,
+                    LockMode::Read | LockMode::SimpleRead => OpType::ReadShared,
+                };
+                let cols = cols.iter().map(|&c| c as u32).collect();
+                (op, key, Vec::new(), cols, op_names)
+            }
+            _ => {
+                let values = row_values(&def, data).map_err(err)?;
+                let key = key_of(&def, &values).map_err(err)?;
+                let op = match kind {
+                    OpKind::Insert => OpType::Insert,
+                    OpKind::Update => OpType::Update,
+                    OpKind::Write => OpType::Write,
+                    _ => OpType::Delete,
+                };
+                let non_key = if op == OpType::Delete {
+                    Vec::new()
+                } else {
+                    values
+                        .into_iter()
+                        .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
+                        .collect()
+                };
+                (op, key, non_key, Vec::new(), Vec::new())
+            }
+        };
+        let kind_name = match kind {
+            OpKind::Read(_) => "read",
+            OpKind::Insert => "insert",
+            OpKind::Update => "update",
+            OpKind::Write => "write",
+            OpKind::Delete => "delete",
+        };
+        let handle = Py::new(
+            py,
+            Operation::pending(def.name.clone(), kind_name, op_names),
+        )?;
+        let mut g = lock_detached(&self.inner);
+        if g.state != "Open" {
+            return Err(to_pyerr(py, codes::transaction_closed()));
+        }
+        g.pending.push((
+            KeyOp {
+                op,
+                database: self.database.clone(),
+                table: def.name.clone(),
+                key,
+                values,
+                columns: cols,
+            },
+            handle.clone_ref(py),
+        ));
+        Ok(handle)
+    }
+
+    fn run(&self, py: Python<'_>, exec: ExecType, ao: AbortOption) -> PyResult<()> {
+        let exec = match exec {
+            ExecType::NoCommit => TcExec::NoCommit,
+            ExecType::Commit => TcExec::Commit,
+            ExecType::Rollback => TcExec::Rollback,
+        };
+        let (r, handles) = py.detach(|| {
+            let mut g = lock_detached(&self.inner);
+            if g.state != "Open" {
+                return (Err(codes::transaction_closed()), Vec::new());
+            }
+            let pending = std::mem::take(&mut g.pending);
+            let (ops, handles): (Vec<KeyOp>, Vec<Py<Operation>>) = if exec == TcExec::Rollback {
+                (Vec::new(), Vec::new())
+            } else {
+                pending.into_iter().unzip()
+            };
+            let reads: Vec<bool> = ops.iter().map(|o| o.op.is_read()).collect();
+            let abort = ao == AbortOption::AbortOnError;
+            let r = guard(|| g.tx.execute_checked(ops, exec, abort));
+            match &r {
+                Ok(c) => {
+                    if exec == TcExec::Commit {
+                        g.state = "Committed";
+                        g.gci = Some(c.gci);
+                    } else if exec == TcExec::Rollback {
+                        g.state = "Aborted";
+                    }
+                }
+                Err(e) => {
+                    g.state = "Aborted";
+                    g.error = Some(e.clone());
+                }
+            }
+            (r.map(|c| (c.results, reads)), handles)
+        });
+        match r {
+            Ok((results, reads)) => {
+                for ((res, is_read), h) in results.into_iter().zip(reads).zip(&handles) {
+                    let o = match (res, is_read) {
+                        (Some(row), true) => Outcome::Row(row),
+                        (None, true) => Outcome::Failed(codes::tuple_not_found()),
+                        _ => Outcome::Done,
+                    };
+                    h.get().set(py, o)?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for h in &handles {
+                    h.get().set(py, Outcome::Failed(e.clone()))?;
+                }
+                Err(to_pyerr(py, e))
+            }
+        }
+    }
+
+    fn close_inner(&self, py: Python<'_>) {
+        py.detach(|| {
+            let mut g = lock_detached(&self.inner);
+            g.pending.clear();
+            if g.state == "Open" && g.tx.is_open() {
+                let _ = guard(|| g.tx.execute(Vec::new(), TcExec::Rollback));
+            }
+            g.state = "Closed";
+        })
+    }
+}
+
+#[pymethods]
+impl RemoteTransaction {
+    /// Defines an insert of a row (dict). Returns its Operation.
+    fn insert(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        row: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<Operation>> {
+        self.define(py, OpKind::Insert, table, row, None)
+    }
+
+    /// Defines an update: the dict holds the full primary key and the columns to set.
+    fn update(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        row: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<Operation>> {
+        self.define(py, OpKind::Update, table, row, None)
+    }
+
+    /// Defines a write (insert or overwrite): the dict holds the full primary key.
+    fn write(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        row: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<Operation>> {
+        self.define(py, OpKind::Write, table, row, None)
+    }
+
+    /// Defines a delete by primary key (other columns of the dict are ignored).
+    fn delete(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<Operation>> {
+        self.define(py, OpKind::Delete, table, key, None)
+    }
+
+    /// Defines a primary-key read; LM_Read and LM_Exclusive hold the row's lock until
+    /// the transaction ends. The row is in `.row` after execute.
+    #[pyo3(signature = (table, key, columns=None, lock_mode=0))]
+    fn read(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        key: &Bound<'_, PyAny>,
+        columns: Option<&Bound<'_, PyAny>>,
+        lock_mode: i32,
+    ) -> PyResult<Py<Operation>> {
+        let mode = crate::lock_mode(lock_mode).map_err(err)?;
+        self.define(py, OpKind::Read(mode), table, key, columns)
+    }
+
+    /// Runs the operations defined since the last execute, then keeps the transaction
+    /// open (NoCommit), commits (Commit) or rolls back (Rollback).
+    #[pyo3(signature = (exec_type=1, abort_option=0))]
+    fn execute(&self, py: Python<'_>, exec_type: i32, abort_option: i32) -> PyResult<()> {
+        let exec = crate::exec_type(exec_type).map_err(err)?;
+        let ao = crate::abort_option(abort_option).map_err(err)?;
+        self.run(py, exec, ao)
+    }
+
+    /// execute(Commit).
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, ExecType::Commit, AbortOption::AbortOnError)
+    }
+
+    /// execute(Rollback).
+    fn rollback(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, ExecType::Rollback, AbortOption::AbortOnError)
+    }
+
+    /// Closes the transaction; an open one is rolled back. Later use raises 4604.
+    fn close(&self, py: Python<'_>) {
+        self.close_inner(py);
+    }
+
+    /// "Open", "Committed", "Aborted" or "Closed".
+    #[getter]
+    fn state(&self) -> &'static str {
+        lock_detached(&self.inner).state
+    }
+
+    /// The global checkpoint of the commit (None before a successful commit).
+    #[getter]
+    fn gci(&self) -> Option<u64> {
+        lock_detached(&self.inner).gci
+    }
+
+    /// The error that failed the transaction, if any.
+    #[getter]
+    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        let e = lock_detached(&self.inner).error.clone();
+        e.map(|e| to_pyerr(py, e).into_value(py).into_any())
+    }
+
+    /// The data node coordinating the transaction (None before its first round).
+    #[getter]
+    fn tc_node(&self) -> Option<u32> {
+        lock_detached(&self.inner).tx.tc_node()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Commits when the block ends normally (unless already committed or rolled back),
+    /// rolls back when it raises; closes the transaction either way.
+    #[pyo3(signature = (*exc))]
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        let raised = exc.len() > 0 && !exc.get_item(0)?.is_none();
+        let r = if !raised && self.state() == "Open" {
+            self.run(py, ExecType::Commit, AbortOption::AbortOnError)
+        } else {
+            Ok(())
+        };
+        self.close_inner(py);
+        r.map(|()| false)
+    }
+
+    fn __repr__(&self) -> String {
+        let g = lock_detached(&self.inner);
+        match g.tx.tc_node() {
+            Some(n) => format!("<rndb.RemoteTransaction at node {n} {}>", g.state),
+            None => format!("<rndb.RemoteTransaction {}>", g.state),
+        }
+    }
+}
