@@ -34,7 +34,7 @@ use crate::config::ClusterConfig;
 use crate::disk::policy::sim::Rng;
 use crate::schema::Value;
 use crate::sql::{Session, SqlResult};
-use crate::transport::data::{DataMsg, KeyOp, OpType};
+use crate::transport::data::{DataMsg, KeyOp, OpType, TcExec};
 use crate::transport::{Message, NodeId, Transport, View};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -66,6 +66,11 @@ pub struct Workload {
     /// key until it ends (`sim_data/scan.rs`). 0: never (the random stream is then the
     /// same as without it).
     pub scan_per_mille: u64,
+    /// Chance per transaction, per mille, that it runs in two rounds: a NoCommit round
+    /// with its first operations, then — some ticks later, the transaction open with
+    /// its locks held — a Commit round with the rest, or a Rollback. 0: never (the
+    /// random stream is then the same as without it).
+    pub rounds_per_mille: u64,
 }
 
 impl Default for Workload {
@@ -76,6 +81,7 @@ impl Default for Workload {
             start_per_mille: 400,
             optimize_per_10k: 0,
             scan_per_mille: 0,
+            rounds_per_mille: 0,
         }
     }
 }
@@ -143,6 +149,33 @@ enum ReqKind {
 struct Req {
     node: NodeId,
     kind: ReqKind,
+    /// A transaction in rounds: what follows this request.
+    next: Option<Next>,
+}
+
+/// The rounds of a transaction (`Workload::rounds_per_mille`).
+enum Next {
+    /// This request is the NoCommit round; then these operations commit, or the
+    /// transaction rolls back.
+    Continue { ops: Vec<KeyOp>, rollback: bool },
+    /// This request ends the transaction; the first round's results come first.
+    Final {
+        prefix: Vec<Option<Vec<Value>>>,
+        rollback: bool,
+    },
+}
+
+/// A transaction between its rounds (open at its TC, its keys busy).
+struct OpenTxn {
+    node: NodeId,
+    txn: u64,
+    plan: Vec<(i64, Option<Option<String>>)>,
+    ops: Vec<KeyOp>,
+    rollback: bool,
+    prefix: Vec<Option<Vec<Value>>>,
+    /// Not continued before this time (some transactions stay open past a copy
+    /// mark's grace).
+    hold_until_ms: u64,
 }
 
 /// Counts for the report.
@@ -162,6 +195,9 @@ pub struct DataStats {
     /// Scans that returned every row of their node group, and the rows they checked.
     pub scans: u64,
     pub scan_rows: u64,
+    /// Transactions in two rounds that committed, and that rolled back.
+    pub rounds_committed: u64,
+    pub rounds_rolled_back: u64,
     pub errors: BTreeMap<u32, u64>,
 }
 
@@ -179,6 +215,8 @@ impl DataStats {
         self.optimize_moves += o.optimize_moves;
         self.scans += o.scans;
         self.scan_rows += o.scan_rows;
+        self.rounds_committed += o.rounds_committed;
+        self.rounds_rolled_back += o.rounds_rolled_back;
         for (k, v) in &o.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -195,6 +233,8 @@ pub struct DataLayer {
     workload: Workload,
     next_req: u64,
     reqs: BTreeMap<u64, Req>,
+    /// Transactions between rounds, in the order their first round ended.
+    open: Vec<OpenTxn>,
     busy: BTreeSet<i64>,
     model: BTreeMap<i64, KeyModel>,
     table_ready: bool,
@@ -255,6 +295,7 @@ impl DataLayer {
             workload,
             next_req: 1,
             reqs: BTreeMap::new(),
+            open: Vec::new(),
             busy: BTreeSet::new(),
             table_ready: false,
             generation: None,
@@ -309,6 +350,17 @@ impl DataLayer {
             .collect();
         for id in lost {
             self.settle(id, Outcome::Unknown);
+        }
+        // Transactions open at it ended with it: nothing of them committed.
+        let (gone, kept): (Vec<OpenTxn>, Vec<OpenTxn>) = std::mem::take(&mut self.open)
+            .into_iter()
+            .partition(|o| o.node == node);
+        self.open = kept;
+        for o in gone {
+            self.stats.refused += 1;
+            for (k, _) in &o.plan {
+                self.busy.remove(k);
+            }
         }
     }
 
@@ -534,6 +586,17 @@ impl DataLayer {
     }
 
     fn new_req(&mut self, now_ms: u64, node: NodeId, kind: ReqKind, msg: DataMsg) {
+        self.new_req_then(now_ms, node, kind, msg, None);
+    }
+
+    fn new_req_then(
+        &mut self,
+        now_ms: u64,
+        node: NodeId,
+        kind: ReqKind,
+        msg: DataMsg,
+        next: Option<Next>,
+    ) {
         let id = match &msg {
             DataMsg::TcKeyReq { req, .. }
             | DataMsg::ReadReq { req, .. }
@@ -550,7 +613,7 @@ impl DataLayer {
         if let ReqKind::Scan(_) = &kind {
             self.busy.extend(0..self.workload.keys);
         }
-        self.reqs.insert(id, Req { node, kind });
+        self.reqs.insert(id, Req { node, kind, next });
         self.push(now_ms, API_NODE, node, msg);
     }
 
@@ -568,6 +631,8 @@ impl DataLayer {
     }
 
     fn client_tick(&mut self, now_ms: u64, up: &BTreeSet<NodeId>) {
+        // Open transactions go on even when quiescing (they hold their keys).
+        self.continue_open(now_ms);
         if self.quiesce {
             return;
         }
@@ -591,6 +656,7 @@ impl DataLayer {
         }
         if self.workload.scan_per_mille > 0
             && self.reqs.is_empty()
+            && self.open.is_empty()
             && self.rng.below(1000) < self.workload.scan_per_mille
         {
             self.start_scan(now_ms, &ready);
@@ -667,16 +733,111 @@ impl DataLayer {
                             }
                         }
                     }
+                    let mut ops = ops;
+                    let mut next = None;
+                    let mut exec = TcExec::Commit;
+                    if self.workload.rounds_per_mille > 0
+                        && self.rng.below(1000) < self.workload.rounds_per_mille
+                    {
+                        // The first half (at least one operation) NoCommit; the rest
+                        // (maybe none) at the commit, or a rollback one time in five.
+                        let rest = ops.split_off(ops.len().div_ceil(2));
+                        let rollback = self.rng.below(5) == 0;
+                        next = Some(Next::Continue {
+                            ops: rest,
+                            rollback,
+                        });
+                        exec = TcExec::NoCommit;
+                    }
                     let msg = DataMsg::TcKeyReq {
                         req,
                         txn: 0,
-                        exec: crate::transport::data::TcExec::Commit,
+                        exec,
                         ops,
                     };
-                    self.new_req(now_ms, node, ReqKind::Txn(plan), msg);
+                    self.new_req_then(now_ms, node, ReqKind::Txn(plan), msg, next);
                 }
             }
         }
+    }
+
+    /// Sends the last round of some open transactions (each, per tick, one time in
+    /// two once its hold is over: a transaction stays open, its locks held, for a
+    /// while).
+    fn continue_open(&mut self, now_ms: u64) {
+        let mut i = 0;
+        while i < self.open.len() {
+            if now_ms < self.open[i].hold_until_ms || self.rng.below(2) == 0 {
+                i += 1;
+                continue;
+            }
+            let o = self.open.remove(i);
+            let req = self.next_req;
+            self.next_req += 1;
+            let (exec, ops) = if o.rollback {
+                (TcExec::Rollback, Vec::new())
+            } else {
+                (TcExec::Commit, o.ops)
+            };
+            let msg = DataMsg::TcKeyReq {
+                req,
+                txn: o.txn,
+                exec,
+                ops,
+            };
+            let next = Next::Final {
+                prefix: o.prefix,
+                rollback: o.rollback,
+            };
+            // The keys stay busy: they were never released.
+            self.reqs.insert(
+                req,
+                Req {
+                    node: o.node,
+                    kind: ReqKind::Txn(o.plan),
+                    next: Some(next),
+                },
+            );
+            self.push(now_ms, API_NODE, o.node, msg);
+        }
+    }
+
+    /// A NoCommit round answered: the transaction is open until `continue_open`.
+    fn on_first_round(
+        &mut self,
+        now_ms: u64,
+        req: u64,
+        txn: u64,
+        results: Vec<Option<Vec<Value>>>,
+    ) -> bool {
+        let Some(r) = self.reqs.get(&req) else {
+            return false;
+        };
+        if !matches!(r.next, Some(Next::Continue { .. })) {
+            return false;
+        }
+        let Some(r) = self.reqs.remove(&req) else {
+            return false;
+        };
+        let (ReqKind::Txn(plan), Some(Next::Continue { ops, rollback })) = (r.kind, r.next) else {
+            return false;
+        };
+        // One in ten stays open for 1.5 to 3 s (past `MARK_OPEN_GRACE_MS`).
+        let hold_until_ms = if self.rng.below(10) == 0 {
+            now_ms + 1_500 + self.rng.below(1_500)
+        } else {
+            0
+        };
+        self.open.push(OpenTxn {
+            node: r.node,
+            txn,
+            plan,
+            ops,
+            rollback,
+            prefix: results,
+            hold_until_ms,
+        });
+        true
     }
 
     /// The primary of key `k` in `node`'s view.
@@ -689,8 +850,12 @@ impl DataLayer {
 
     fn on_reply(&mut self, now_ms: u64, from: NodeId, msg: DataMsg) -> Result<(), String> {
         match msg {
-            DataMsg::TcKeyConf { req, results, .. } => {
-                self.settle(req, Outcome::Committed(results));
+            DataMsg::TcKeyConf {
+                req, txn, results, ..
+            } => {
+                if !self.on_first_round(now_ms, req, txn, results.clone()) {
+                    self.settle(req, Outcome::Committed(results));
+                }
             }
             DataMsg::TcKeyRef { req, code, .. } => {
                 *self.stats.errors.entry(code).or_default() += 1;
@@ -775,6 +940,31 @@ impl DataLayer {
                 for (k, _) in &plan {
                     self.busy.remove(k);
                 }
+                let outcome = match (r.next, outcome) {
+                    // Nothing commits in a NoCommit round: its loss is no commit.
+                    (Some(Next::Continue { .. }), Outcome::Unknown) => Outcome::Refused,
+                    (
+                        Some(Next::Final {
+                            mut prefix,
+                            rollback,
+                        }),
+                        Outcome::Committed(rest),
+                    ) => {
+                        prefix.extend(rest);
+                        if rollback {
+                            self.stats.rounds_rolled_back += 1;
+                            Outcome::RolledBack(prefix)
+                        } else {
+                            self.stats.rounds_committed += 1;
+                            Outcome::Committed(prefix)
+                        }
+                    }
+                    // A lost rollback leaves nothing committed either.
+                    (Some(Next::Final { rollback: true, .. }), Outcome::Unknown) => {
+                        Outcome::Refused
+                    }
+                    (_, o) => o,
+                };
                 match outcome {
                     Outcome::Committed(results) => {
                         self.stats.committed += 1;
@@ -794,6 +984,18 @@ impl DataLayer {
                         }
                     }
                     Outcome::Refused => self.stats.refused += 1,
+                    Outcome::RolledBack(results) => {
+                        self.stats.refused += 1;
+                        for ((k, what), row) in plan.iter().zip(results) {
+                            if what.is_none() {
+                                self.check_read(
+                                    *k,
+                                    &row,
+                                    &format!("rolled-back transaction {req} via node {}", r.node),
+                                );
+                            }
+                        }
+                    }
                     Outcome::Unknown => {
                         self.stats.unknown += 1;
                         for (k, what) in plan {
@@ -843,7 +1045,7 @@ impl DataLayer {
 
     /// Requests still outstanding.
     pub fn in_flight(&self) -> usize {
-        self.reqs.len()
+        self.reqs.len() + self.open.len()
     }
 
     /// The outstanding requests: (request id, node sent to), for a failure report.
@@ -919,6 +1121,9 @@ impl DataLayer {
 
 enum Outcome {
     Committed(Vec<Option<Vec<Value>>>),
+    /// Every round ran and the transaction was rolled back: reads to check, nothing
+    /// written.
+    RolledBack(Vec<Option<Vec<Value>>>),
     Refused,
     Unknown,
 }

@@ -167,6 +167,11 @@ pub struct DataPath {
     pub(crate) groups: Vec<Vec<NodeId>>,
     members: RwLock<Membership>,
     next_txn: AtomicU64,
+    /// The id of the first view this node installed since it (re)started: the high
+    /// half of its transaction ids, so that an id is never reused by a later life of
+    /// the node (another node may remember the earlier one as committed, and a
+    /// takeover would commit the new one by that).
+    txn_epoch: AtomicU64,
     next_req: AtomicU64,
     tc: Mutex<BTreeMap<TxnKey, tc::TcTxn>>,
     /// MaxNoOfConcurrentTransactions: the most `tc` records.
@@ -313,6 +318,7 @@ impl DataPath {
             groups,
             members: RwLock::new(Membership::default()),
             next_txn: AtomicU64::new(1),
+            txn_epoch: AtomicU64::new(0),
             next_req: AtomicU64::new(1),
             tc: Mutex::new(BTreeMap::new()),
             max_transactions: cfg
@@ -469,6 +475,7 @@ impl DataPath {
                 // empty, so every member is up to date; joining a running cluster, this
                 // node learns who is (`ReadySet`) and gets its rows by copy.
                 m.in_cluster = true;
+                self.txn_epoch.store(view.id, Ordering::Release);
                 if view.id == 1 {
                     m.ready = new.iter().map(|&n| (n, 0)).collect();
                     m.ready_known = true;
@@ -690,7 +697,8 @@ impl DataPath {
                 let txn = TxnKey {
                     tc: self.me,
                     id: if new {
-                        self.next_txn.fetch_add(1, Ordering::Relaxed)
+                        let n = self.next_txn.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff;
+                        (self.txn_epoch.load(Ordering::Acquire) << 32) | n
                     } else {
                         txn
                     },
