@@ -733,7 +733,6 @@ impl DataLayer {
                             }
                         }
                     }
-                    let mut ops = ops;
                     let mut next = None;
                     let mut exec = TcExec::Commit;
                     if self.workload.rounds_per_mille > 0
