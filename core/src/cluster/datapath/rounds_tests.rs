@@ -175,7 +175,12 @@ fn a_refusal_in_a_later_round_aborts_the_earlier_rounds() {
 fn a_duplicate_round_at_a_primary_is_ignored() {
     let (h, a, _) = setup();
     let primary = h.replicas(a)[0];
-    let txn = TxnKey { tc: 2, id: 999_999 };
+    // The TC is another node, so that the primary's answer crosses the transport.
+    let tc = [2, 3, 4, 5]
+        .into_iter()
+        .find(|&n| n != primary)
+        .expect("another node");
+    let txn = TxnKey { tc, id: 999_999 };
     let prepare = |k: i64, round: u32| DataMsg::LqhPrepare {
         txn,
         backup: false,
@@ -185,13 +190,32 @@ fn a_duplicate_round_at_a_primary_is_ignored() {
     let fresh = (1000..)
         .find(|&k| h.replicas(k)[0] == primary)
         .expect("a key of the same primary");
-    h.node(primary).on_message(2, prepare(fresh, 1));
+    let answers = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let seen = answers.clone();
+    *h.router.filter.lock() = Some(Box::new(move |_from, to, m| {
+        if let DataMsg::LqhPrepared {
+            backup: false,
+            code,
+            ..
+        } = m
+            && to == tc
+        {
+            seen.lock().push(*code);
+        }
+        Verdict::Deliver
+    }));
+    h.node(primary).on_message(tc, prepare(fresh, 1));
     // The same round again (a network that duplicates): an insert run twice would
     // fail with 630 and abort the record.
-    h.node(primary).on_message(2, prepare(fresh, 1));
-    h.node(primary)
-        .on_message(2, DataMsg::LqhCommit { txn, backup: false });
+    h.node(primary).on_message(tc, prepare(fresh, 1));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // As a TC does, commit once the round is prepared (backups included).
+    while answers.lock().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no prepare answer");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.node(primary)
+        .on_message(tc, DataMsg::LqhCommit { txn, backup: false });
     for n in h.replicas(fresh) {
         while h.local(n, fresh) != Some(Value::Str("ins".into())) {
             assert!(
@@ -201,6 +225,7 @@ fn a_duplicate_round_at_a_primary_is_ignored() {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
+    assert_eq!(*answers.lock(), vec![0], "one answer, a success");
     h.stop();
 }
 

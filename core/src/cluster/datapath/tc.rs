@@ -194,12 +194,19 @@ impl DataPath {
             let state = map.get(&txn).map(|t| (t.api, t.phase));
             match state {
                 Some((owner, Phase::Open)) if owner == api => {}
-                Some(_) => {
+                Some((owner, _)) => {
                     drop(map);
-                    let e = codes::bad_argument(format!(
-                        "transaction {} at data node {} has a round under way (one execute at a time)",
-                        txn.id, self.me
-                    ));
+                    let e = codes::bad_argument(if owner == api {
+                        format!(
+                            "transaction {} at data node {} has a round under way (one execute at a time)",
+                            txn.id, self.me
+                        )
+                    } else {
+                        format!(
+                            "transaction {} at data node {} belongs to another API node",
+                            txn.id, self.me
+                        )
+                    });
                     return self.refuse(worker, api, req, &e);
                 }
                 None => {
