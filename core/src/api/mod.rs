@@ -6,6 +6,7 @@ pub mod dict;
 pub mod dict_file;
 pub mod disk;
 mod disk_restart;
+pub mod disk_sql;
 pub mod durability;
 pub mod lcp;
 pub mod ndb;

@@ -7,7 +7,7 @@
 //!    up to date (`ReadyQuery`, repeated until a `ReadySet` from an up-to-date node);
 //! 2. asks the lowest up-to-date node L of its group to copy (`CopyReq`);
 //! 3. applies what L sends in order on its copy thread ([`ApplyQueue`]): the schema
-//!    (its tables made anew), then rows; each row is inserted only if S has no row with
+//!    (its disk objects and tables made anew), then rows; each row is inserted only if S has no row with
 //!    that key and no delete of that key is committed at S (`tombstones`) — whatever
 //!    the transactions already wrote to S is newer than the copy; a row whose key has
 //!    a delete pending or is locked by a transaction waits (the queue stops there and
@@ -279,8 +279,10 @@ impl DataPath {
         }
     }
 
-    /// The schema as SQL: every database, then every table's SHOW CREATE TABLE.
+    /// The schema as SQL: the disk objects (database ""), every database, then every
+    /// table's SHOW CREATE TABLE.
     pub(super) fn schema_statements(&self) -> Result<Vec<(String, String)>> {
+        let disk = self.engine.inner().disk_dict.lock().create_statements();
         let tables = self.engine.inner().dict.read().all();
         let mut dbs = BTreeSet::new();
         let mut creates = Vec::new();
@@ -299,10 +301,15 @@ impl DataPath {
             };
             creates.push((t.database.clone(), text));
         }
-        let mut out: Vec<(String, String)> = dbs
+        let mut out: Vec<(String, String)> = disk
             .into_iter()
-            .map(|d| (d.clone(), format!("CREATE DATABASE IF NOT EXISTS `{d}`")))
+            .flat_map(|(_, stmts)| stmts)
+            .map(|sql| (String::new(), sql))
             .collect();
+        out.extend(
+            dbs.into_iter()
+                .map(|d| (d.clone(), format!("CREATE DATABASE IF NOT EXISTS `{d}`"))),
+        );
         out.extend(creates);
         Ok(out)
     }
@@ -431,14 +438,31 @@ impl DataPath {
         }
     }
 
-    /// Drops every table of the local engine and makes the source's schema.
+    /// Drops every table of the local engine and makes the source's schema. Disk
+    /// objects this node already has (it restarted in place, keeping its engine: they
+    /// came from the same DDL) are kept; the others are made, files and all, in this
+    /// node's own file-system directory.
     fn apply_schema(&self, statements: &[(String, String)]) -> Result<()> {
         self.tombstones.lock().clear();
         let tables = self.engine.inner().dict.read().all();
         for t in tables.iter().filter(|t| !t.hidden) {
             self.engine.ndb(&t.database).drop_table(&t.def.name, true)?;
         }
+        let have: BTreeSet<String> = self
+            .engine
+            .inner()
+            .disk_dict
+            .lock()
+            .create_statements()
+            .into_iter()
+            .map(|(name, _)| name.to_ascii_lowercase())
+            .collect();
         for (db, sql) in statements {
+            if crate::api::disk_sql::object_of(sql)
+                .is_some_and(|o| have.contains(&o.to_ascii_lowercase()))
+            {
+                continue;
+            }
             let mut s = crate::sql::Session::new(self.engine.ndb(db));
             s.execute(sql)?;
         }
