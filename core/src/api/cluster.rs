@@ -59,6 +59,9 @@ pub struct ClusterInner {
     pub data_dir: Option<PathBuf>,
     /// Disk-data objects (logfile group, tablespaces).
     pub disk_dict: Mutex<super::disk::DiskDict>,
+    /// ndbinfo.transporters of a data node process (`rndbd` sets it; the embedded
+    /// cluster has no transporters): `ndbinfo::transporters`.
+    pub transporters: crate::ndbinfo::TransporterSource,
     /// A private directory holding the data nodes' files when no data directory was
     /// given; removed at shutdown.
     scratch_dir: Option<PathBuf>,
@@ -322,6 +325,7 @@ impl ClusterInner {
             dict: shared_dict(),
             data_dir,
             disk_dict: Mutex::new(super::disk::DiskDict::default()),
+            transporters: crate::ndbinfo::TransporterSource::default(),
             scratch_dir,
             initial_removed,
             next_txn: AtomicU64::new(1),

@@ -188,6 +188,13 @@ impl DataNodeProcess {
         }));
         let mcfg = MembershipConfig::from_cluster(&cfg);
         let data = DataPath::start(&cfg, node_id, mgm_id, Arc::new(transport.clone()))?;
+        {
+            let t = transport.clone();
+            data.engine
+                .inner()
+                .transporters
+                .set(move || crate::ndbinfo::transporter_rows(node_id, &t.transporters()));
+        }
         let mut node = NodeLoop {
             data: data.clone(),
             me: node_id,

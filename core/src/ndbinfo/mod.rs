@@ -6,6 +6,7 @@
 //! OPTIMIZE TABLE would give back: `reclaimable_fixed_bytes` — for an ordered index row
 //! its node pages — `reclaimable_var_bytes`, `disk_extents`,
 //! `reclaimable_disk_extents`), `nodes`, and
+//! `transporters` (a data node process's connections, [`transporters`]),
 //! the disk-data tables of [`disk`] (diskpagebuffer, diskpagebuffer_advice, logspaces,
 //! logbuffers, files, and information_schema.FILES).
 //! SQL SELECTs over them run in the `sql` module on the rows returned here.
@@ -27,12 +28,15 @@ pub fn table_names() -> Vec<&'static str> {
         "memoryusage",
         "nodes",
         "restart_info",
+        "transporters",
     ]
 }
 
 mod disk;
 mod restart;
+mod transporters;
 pub use disk::ADVICE_SIZES_MB;
+pub use transporters::{TransporterSource, transporter_rows};
 
 /// A materialised virtual table: column names and rows.
 pub type VirtualTable = (Vec<String>, Vec<Vec<Value>>);
@@ -60,6 +64,7 @@ pub fn lookup(cluster: &ClusterInner, schema: &str, name: &str) -> Option<Result
         "memory_per_fragment" => memory_per_fragment(cluster),
         "nodes" => nodes(cluster),
         "restart_info" => restart::restart_info(cluster),
+        "transporters" => transporters::transporters(cluster),
         "diskpagebuffer" => disk::diskpagebuffer(cluster),
         "diskpagebuffer_advice" => disk::diskpagebuffer_advice(cluster),
         "logspaces" => disk::logspaces(cluster),

@@ -334,6 +334,14 @@ pub enum DataMsg {
     LeasePong {
         seq: u64,
     },
+    /// Data node → data node: your rows of ndbinfo.transporters (for a query).
+    TransportersReq {
+        req: u64,
+    },
+    TransportersConf {
+        req: u64,
+        rows: Vec<Vec<Value>>,
+    },
 }
 
 mod kind {
@@ -373,6 +381,8 @@ mod kind {
     pub const NODE_READY: u16 = 140;
     pub const LEASE_PING: u16 = 141;
     pub const LEASE_PONG: u16 = 142;
+    pub const TRANSPORTERS_REQ: u16 = 143;
+    pub const TRANSPORTERS_CONF: u16 = 144;
 }
 
 /// Frame kinds of data messages.
@@ -521,6 +531,8 @@ impl DataMsg {
             DataMsg::NodeReady { .. } => NODE_READY,
             DataMsg::LeasePing { .. } => LEASE_PING,
             DataMsg::LeasePong { .. } => LEASE_PONG,
+            DataMsg::TransportersReq { .. } => TRANSPORTERS_REQ,
+            DataMsg::TransportersConf { .. } => TRANSPORTERS_CONF,
         }
     }
 
@@ -771,6 +783,14 @@ impl DataMsg {
                 e.u64(*seq);
             }
             DataMsg::LeasePing { seq } | DataMsg::LeasePong { seq } => e.u64(*seq),
+            DataMsg::TransportersReq { req } => e.u64(*req),
+            DataMsg::TransportersConf { req, rows } => {
+                e.u64(*req);
+                e.u32(rows.len() as u32);
+                for r in rows {
+                    enc_values(&mut e, r);
+                }
+            }
         }
         e.into_bytes()
     }
@@ -1022,6 +1042,16 @@ impl DataMsg {
             },
             LEASE_PING => DataMsg::LeasePing { seq: u64_(d)? },
             LEASE_PONG => DataMsg::LeasePong { seq: u64_(d)? },
+            TRANSPORTERS_REQ => DataMsg::TransportersReq { req: u64_(d)? },
+            TRANSPORTERS_CONF => {
+                let req = u64_(d)?;
+                let n = count(d, "rows")?;
+                let mut rows = Vec::with_capacity(n);
+                for _ in 0..n {
+                    rows.push(dec_values(d)?);
+                }
+                DataMsg::TransportersConf { req, rows }
+            }
             k => return Err(WireError::UnknownKind(k)),
         };
         if d.remaining() != 0 {

@@ -147,6 +147,14 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             done: true,
         })),
         DataMsg::ScanCloseReq { scan: 11 },
+        DataMsg::TransportersReq { req: 12 },
+        DataMsg::TransportersConf {
+            req: 12,
+            rows: vec![
+                vec![Value::UInt(2), Value::Str("CONNECTED".into())],
+                Vec::new(),
+            ],
+        },
         DataMsg::LqhPrepare {
             txn,
             backup: true,

@@ -23,7 +23,7 @@ use super::frame::{FRAME_HEADER_BYTES, FrameHeader, verify_payload};
 use super::send_buffer::{Queued, SendBuffer, SendLimits, SendStats};
 use super::{Incoming, Message, NodeId, Role, Transport};
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -92,6 +92,10 @@ fn handshake(stream: &mut TcpStream, me: NodeId, role: Role) -> io::Result<(Node
 struct Conn {
     id: u64,
     peer: NodeId,
+    /// The peer's address, as the socket has it.
+    remote_address: String,
+    /// Bytes read from the socket.
+    bytes_received: Arc<AtomicU64>,
     /// Used to shut the socket down (the writer thread writes through a clone).
     stream: Mutex<TcpStream>,
     out: SendBuffer,
@@ -122,6 +126,45 @@ struct Inner {
     next_anonymous: std::sync::atomic::AtomicU32,
     threads: Mutex<Vec<JoinHandle<()>>>,
     limits: Mutex<Option<LimitsOf>>,
+    /// Per peer: connections so far, and the bytes of those that ended.
+    history: Mutex<BTreeMap<NodeId, PeerHistory>>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct PeerHistory {
+    connect_count: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    overload_count: u64,
+}
+
+/// This node's transporter to one peer (ndbinfo.transporters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransporterStat {
+    pub peer: NodeId,
+    pub connected: bool,
+    /// The peer's address while connected (else empty).
+    pub remote_address: String,
+    /// Over every connection to the peer so far.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub connect_count: u64,
+    pub overloaded: bool,
+    pub overload_count: u64,
+}
+
+/// Counts the bytes read through it.
+struct CountingReader<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: io::Read> io::Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 impl Inner {
@@ -154,6 +197,7 @@ impl TcpTransport {
                 next_anonymous: std::sync::atomic::AtomicU32::new(ANONYMOUS_PEER_BASE),
                 threads: Mutex::new(Vec::new()),
                 limits: Mutex::new(None),
+                history: Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -177,6 +221,39 @@ impl TcpTransport {
     }
 
     /// The send buffer's counters of the connection to `peer` (None: not connected).
+    /// Every peer this transport connected to or dials, with its counters (the
+    /// connection's and those of the connections before it).
+    pub fn transporters(&self) -> Vec<TransporterStat> {
+        let conns = self.inner.conns.lock().clone();
+        let history = self.inner.history.lock().clone();
+        let dialing: Vec<NodeId> = self.inner.dialing.lock().keys().copied().collect();
+        let peers: BTreeSet<NodeId> = conns
+            .keys()
+            .chain(history.keys())
+            .chain(dialing.iter())
+            .copied()
+            .collect();
+        peers
+            .into_iter()
+            .map(|peer| {
+                let h = history.get(&peer).copied().unwrap_or_default();
+                let c = conns.get(&peer);
+                let st = c.map(|c| c.out.stats()).unwrap_or_default();
+                TransporterStat {
+                    peer,
+                    connected: c.is_some(),
+                    remote_address: c.map(|c| c.remote_address.clone()).unwrap_or_default(),
+                    bytes_sent: h.bytes_sent + st.bytes_sent,
+                    bytes_received: h.bytes_received
+                        + c.map_or(0, |c| c.bytes_received.load(Ordering::Relaxed)),
+                    connect_count: h.connect_count,
+                    overloaded: st.overloaded,
+                    overload_count: h.overload_count + st.overload_count,
+                }
+            })
+            .collect()
+    }
+
     pub fn send_stats(&self, peer: NodeId) -> Option<SendStats> {
         let c = self.inner.conns.lock().get(&peer).cloned();
         c.map(|c| c.out.stats())
@@ -360,9 +437,15 @@ fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
     let (Ok(read_half), Ok(write_half)) = (stream.try_clone(), stream.try_clone()) else {
         return;
     };
+    let remote_address = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     let conn = Arc::new(Conn {
         id: inner.next_conn.fetch_add(1, Ordering::Relaxed),
         peer,
+        remote_address,
+        bytes_received: Arc::new(AtomicU64::new(0)),
         stream: Mutex::new(stream),
         out: SendBuffer::new(inner.limits_of(peer)),
         close_reason: Mutex::new(None),
@@ -396,6 +479,7 @@ fn read_connection(
     if let Some(old) = inner.conns.lock().insert(peer, conn.clone()) {
         old.fail("replaced by a new connection".into());
     }
+    inner.history.lock().entry(peer).or_default().connect_count += 1;
     if inner.closed.load(Ordering::Acquire) {
         return "transport closed".into();
     }
@@ -406,7 +490,11 @@ fn read_connection(
     {
         return "node stopped".into();
     }
-    let mut reader = io::BufReader::with_capacity(64 << 10, read_half);
+    let counting = CountingReader {
+        inner: read_half,
+        count: conn.bytes_received.clone(),
+    };
+    let mut reader = io::BufReader::with_capacity(64 << 10, counting);
     loop {
         match read_message(&mut reader) {
             Ok(msg) => {
@@ -427,6 +515,14 @@ fn read_connection(
 /// Removes `conn` if it is still the peer's connection, and reports it once. Called
 /// only from the connection's own thread (the report may wait for room in the inbox).
 fn drop_conn(inner: &Inner, conn: &Arc<Conn>, reason: String) {
+    {
+        let mut h = inner.history.lock();
+        let e = h.entry(conn.peer).or_default();
+        let st = conn.out.stats();
+        e.bytes_sent += st.bytes_sent;
+        e.overload_count += st.overload_count;
+        e.bytes_received += conn.bytes_received.swap(0, Ordering::Relaxed);
+    }
     let removed = {
         let mut conns = inner.conns.lock();
         match conns.get(&conn.peer) {
@@ -694,6 +790,47 @@ mod tests {
         assert_eq!(a.send_stats(9), None);
         a.close();
         b.close();
+    }
+
+    #[test]
+    fn transporters_count_both_ways_and_keep_their_totals_past_a_disconnect() {
+        let ((a, arx), (b, brx)) = connected_pair(5);
+        let msg = Message::Heartbeat { view_id: 1 };
+        let mut frame = Vec::new();
+        msg.encode(&mut frame).expect("encode");
+        for _ in 0..10 {
+            assert!(a.send(5, &msg));
+        }
+        for _ in 0..10 {
+            assert!(matches!(next(&brx), Incoming::Message { from: 2, .. }));
+        }
+        let ta = a.transporters();
+        assert_eq!(ta.len(), 1, "{ta:?}");
+        assert_eq!(
+            (ta[0].peer, ta[0].connected, ta[0].connect_count),
+            (5, true, 1)
+        );
+        assert_eq!(ta[0].bytes_sent, 10 * frame.len() as u64);
+        assert!(ta[0].remote_address.starts_with("127.0.0.1:"), "{ta:?}");
+        let tb = b.transporters();
+        assert_eq!((tb[0].peer, tb[0].connected), (2, true));
+        // The handshake came first on the same socket.
+        assert!(tb[0].bytes_received >= 10 * frame.len() as u64, "{tb:?}");
+        b.close();
+        assert!(matches!(next(&arx), Incoming::Disconnected { peer: 5, .. }));
+        let after = a.transporters();
+        let row = after
+            .iter()
+            .find(|t| t.peer == 5)
+            .expect("a row for node 5");
+        assert!(!row.connected && row.remote_address.is_empty(), "{row:?}");
+        assert_eq!(
+            row.bytes_sent,
+            10 * frame.len() as u64,
+            "kept past the disconnect"
+        );
+        assert_eq!(row.connect_count, 1);
+        a.close();
     }
 
     #[test]

@@ -53,6 +53,7 @@ mod copy_out;
 mod lease;
 mod lqh;
 mod lqh_failure;
+mod ndbinfo;
 mod scan;
 pub use scan::{MAX_OPEN_SCANS, SCAN_IDLE_MS};
 #[cfg(test)]
@@ -183,6 +184,8 @@ pub struct DataPath {
     lqh: Mutex<BTreeMap<(TxnKey, bool), lqh::LqhTxn>>,
     recent: Mutex<Recent>,
     schema_waits: Mutex<BTreeMap<u64, schema::SchemaWait>>,
+    /// ndbinfo queries gathering other nodes' rows (`ndbinfo`, a leaf lock).
+    gathers: Mutex<BTreeMap<u64, ndbinfo::Gather>>,
     /// Node restart: this node's copy (joining side) and what it still has to apply,
     /// the copies to joining nodes (source side, by joining node), copy marks waiting
     /// for transactions to end, deletes seen while joining.
@@ -329,6 +332,7 @@ impl DataPath {
             lqh: Mutex::new(BTreeMap::new()),
             recent: Mutex::new(Recent::default()),
             schema_waits: Mutex::new(BTreeMap::new()),
+            gathers: Mutex::new(BTreeMap::new()),
             workers: senders,
             threads: Mutex::new(Vec::new()),
             me_weak: Mutex::new(std::sync::Weak::new()),
@@ -542,6 +546,7 @@ impl DataPath {
                 self.dispatch(w, Job::NodesFailed(failed.clone()));
             }
             self.schema_nodes_failed(&failed);
+            self.gather_nodes_failed(&failed);
         }
     }
 
@@ -666,6 +671,11 @@ impl DataPath {
             } => self.schema_answer(from, req, code, class, text),
             DataMsg::LeasePing { seq } => self.on_lease_ping(from, seq),
             DataMsg::LeasePong { seq } => self.on_lease_pong(from, seq),
+            DataMsg::TransportersReq { req } => {
+                let rows = self.engine.inner().transporters.own_rows();
+                self.send(from, DataMsg::TransportersConf { req, rows });
+            }
+            m @ DataMsg::TransportersConf { .. } => self.dispatch(0, Job::Msg(from, m)),
             DataMsg::ReadyQuery => {
                 if self.is_ready() {
                     let ready = self.ready_map();
@@ -817,6 +827,7 @@ impl DataPath {
                 self.takeover_answer(worker, from, txn, state)
             }
             DataMsg::SqlReq { req, database, sql } => self.sql(from, req, &database, &sql),
+            DataMsg::TransportersConf { req, rows } => self.gather_answer(from, req, rows),
             DataMsg::SchemaReq { req, database, sql } => {
                 self.schema_apply(from, req, &database, &sql)
             }

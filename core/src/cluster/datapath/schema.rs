@@ -42,7 +42,7 @@ fn kind_of(sql: &str) -> Kind {
 }
 
 impl DataPath {
-    fn run_sql(&self, database: &str, sql: &str) -> Result<String> {
+    pub(super) fn run_sql(&self, database: &str, sql: &str) -> Result<String> {
         let mut session = crate::sql::Session::new(self.engine.ndb(database));
         let t0 = std::time::Instant::now();
         let results = session.execute(sql)?;
@@ -54,7 +54,7 @@ impl DataPath {
             .join("\n"))
     }
 
-    fn sql_reply(req: u64, r: &Result<String>) -> DataMsg {
+    pub(super) fn sql_reply(req: u64, r: &Result<String>) -> DataMsg {
         match r {
             Ok(text) => DataMsg::SqlConf {
                 req,
@@ -77,7 +77,8 @@ impl DataPath {
     /// SQL from an API node (on worker 0: DDL is serialized).
     pub(super) fn sql(&self, api: NodeId, req: u64, database: &str, sql: &str) {
         let kind = kind_of(sql);
-        if kind == Kind::ReadOnly && self.groups.len() > 1 {
+        let node_tables = super::ndbinfo::reads_node_tables_only(sql);
+        if kind == Kind::ReadOnly && self.groups.len() > 1 && !node_tables {
             let e = codes::unsupported(
                 "SELECT over the transport reads one node group's replicas; with several node groups use key operations",
             );
@@ -97,6 +98,14 @@ impl DataPath {
                 "System busy with node restart, schema operations not allowed",
             );
             return self.send(api, Self::sql_reply(req, &Err(e)));
+        }
+        let lower = sql.to_ascii_lowercase();
+        if kind == Kind::ReadOnly
+            && lower.contains("ndbinfo")
+            && lower.contains("transporters")
+            && self.gather_transporters(api, req, database, sql)
+        {
+            return;
         }
         let r = self.run_sql(database, sql);
         let (Kind::Ddl, Ok(text)) = (kind, &r) else {

@@ -1,0 +1,174 @@
+//! ndbinfo queries over the transport: `ndbinfo.transporters` shows every live data
+//! node's transporters, as NDB's does. The data node that runs such a query (on worker
+//! 0, where SQL runs one statement at a time) asks every other live data node for its
+//! rows (`TransportersReq`), and runs the query once each answered or left the view,
+//! with its own rows and theirs (`ndbinfo::TransporterSource::with_gathered`).
+//!
+//! Queries that read only ndbinfo and information_schema tables are answered by the
+//! node that gets them whatever the number of node groups (they read no replicas).
+//!
+//! Limits: at most [`MAX_GATHERS`] queries gathering at once (more: 4006-like
+//! temporary refusal is not needed: the API waits for each answer; beyond the bound a
+//! query runs on this node's rows only and says so in the log).
+
+use super::DataPath;
+use crate::schema::Value;
+use crate::transport::NodeId;
+use crate::transport::data::DataMsg;
+use std::collections::BTreeSet;
+
+/// Queries gathering rows at once, at most.
+pub const MAX_GATHERS: usize = 64;
+
+pub(crate) struct Gather {
+    api: NodeId,
+    req: u64,
+    database: String,
+    sql: String,
+    rows: Vec<Vec<Value>>,
+    waiting: BTreeSet<NodeId>,
+}
+
+/// Whether every table `sql` reads is an ndbinfo or information_schema table (a
+/// conservative reading: every name after FROM or JOIN must be qualified so).
+pub(super) fn reads_node_tables_only(sql: &str) -> bool {
+    let lower = sql
+        .to_ascii_lowercase()
+        .replace(',', " , ")
+        .replace(['(', ')', ';'], " ");
+    let tokens: Vec<String> = lower
+        .split_whitespace()
+        .map(|t| t.replace('`', ""))
+        .collect();
+    let node_table = |t: &str| t.starts_with("ndbinfo.") || t.starts_with("information_schema.");
+    let mut tables = 0;
+    for (i, t) in tokens.iter().enumerate() {
+        // A table follows FROM, JOIN, and a comma in a FROM list (a comma elsewhere,
+        // as in a select list, is followed by a column: refused, conservatively,
+        // unless qualified as a node table).
+        let after_from = tokens[..i].iter().any(|w| w == "from");
+        if t == "from" || t == "join" || (t == "," && after_from) {
+            match tokens.get(i + 1) {
+                Some(name) if node_table(name) => tables += 1,
+                _ => return false,
+            }
+        }
+    }
+    tables > 0
+}
+
+impl DataPath {
+    /// Starts a query that reads ndbinfo.transporters: asks every other live data
+    /// node (none: runs it now). Returns false when it cannot gather (too many at once).
+    pub(super) fn gather_transporters(
+        &self,
+        api: NodeId,
+        req: u64,
+        database: &str,
+        sql: &str,
+    ) -> bool {
+        let peers: BTreeSet<NodeId> = {
+            let m = self.members.read();
+            m.live.iter().copied().filter(|&n| n != self.me).collect()
+        };
+        let id = self.next_req();
+        {
+            let mut g = self.gathers.lock();
+            if g.len() >= MAX_GATHERS {
+                return false;
+            }
+            g.insert(
+                id,
+                Gather {
+                    api,
+                    req,
+                    database: database.to_string(),
+                    sql: sql.to_string(),
+                    rows: self.engine.inner().transporters.own_rows(),
+                    waiting: peers.clone(),
+                },
+            );
+        }
+        for &n in &peers {
+            self.send_from(0, n, DataMsg::TransportersReq { req: id });
+        }
+        self.gather_check(id);
+        true
+    }
+
+    /// A node's rows (or its loss: no rows) for gather `id` (on worker 0).
+    pub(super) fn gather_answer(&self, from: NodeId, id: u64, rows: Vec<Vec<Value>>) {
+        {
+            let mut g = self.gathers.lock();
+            let Some(q) = g.get_mut(&id) else { return };
+            if !q.waiting.remove(&from) {
+                return;
+            }
+            q.rows.extend(rows);
+        }
+        self.gather_check(id);
+    }
+
+    fn gather_check(&self, id: u64) {
+        let done = {
+            let mut g = self.gathers.lock();
+            match g.get(&id) {
+                Some(q) if q.waiting.is_empty() => g.remove(&id),
+                _ => None,
+            }
+        };
+        let Some(q) = done else { return };
+        let r = self
+            .engine
+            .inner()
+            .transporters
+            .with_gathered(q.rows, || self.run_sql(&q.database, &q.sql));
+        self.send(q.api, Self::sql_reply(q.req, &r));
+    }
+
+    /// These nodes left the view: their answers will not come (worker 0 completes).
+    pub(super) fn gather_nodes_failed(&self, nodes: &[NodeId]) {
+        let ids: Vec<u64> = self.gathers.lock().keys().copied().collect();
+        for id in ids {
+            for &n in nodes {
+                self.dispatch(
+                    0,
+                    super::Job::Msg(
+                        n,
+                        DataMsg::TransportersConf {
+                            req: id,
+                            rows: Vec::new(),
+                        },
+                    ),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reads_node_tables_only;
+
+    #[test]
+    fn only_statements_over_node_tables_qualify() {
+        for yes in [
+            "SELECT * FROM ndbinfo.transporters",
+            "select node_id, status from `ndbinfo`.transporters where node_id = 2",
+            "SELECT FILE_NAME FROM information_schema.FILES ORDER BY FILE_NAME",
+            "SELECT * FROM ndbinfo.nodes JOIN ndbinfo.transporters ON node_id = remote_node_id",
+        ] {
+            assert!(reads_node_tables_only(yes), "{yes}");
+        }
+        for no in [
+            "SELECT * FROM kv",
+            "SELECT * FROM ndbinfo.nodes, kv",
+            "SELECT * FROM ndbinfo.nodes JOIN test.kv ON 1 = 1",
+            "SELECT * FROM ndbinfo.nodes JOIN kv ON 1 = 1",
+            "SELECT 1",
+            "SHOW TABLES",
+        ] {
+            assert!(!reads_node_tables_only(no), "{no}");
+        }
+    }
+}
