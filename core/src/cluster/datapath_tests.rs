@@ -31,7 +31,11 @@ pub(super) fn cluster(n: u32, replicas: u32) -> (MgmServer, Vec<DataNodeProcess>
         started(&nodes.iter().collect::<Vec<_>>())
     });
     let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
-    assert_eq!(api.connected_nodes().len(), n as usize);
+    // Connected, and in the newest view the client holds (a node's first report may
+    // come from a view that is being replaced while the last node joins).
+    wait_until("every data node usable by the client", 20, || {
+        api.connected_nodes().len() == n as usize
+    });
     (m, nodes, api)
 }
 
