@@ -87,6 +87,21 @@ pub(crate) fn row_values(def: &TableDef, row: &Bound<'_, PyAny>) -> R<Vec<(u32, 
     Ok(out)
 }
 
+/// What a write of `op` sets: the row's non-key values (none for a delete).
+pub(crate) fn set_values(
+    def: &TableDef,
+    op: OpType,
+    values: Vec<(u32, Value)>,
+) -> Vec<(u32, Value)> {
+    if op == OpType::Delete {
+        return Vec::new();
+    }
+    values
+        .into_iter()
+        .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
+        .collect()
+}
+
 /// The key of a row dict (its primary-key columns).
 pub(crate) fn key_of(def: &TableDef, values: &[(u32, Value)]) -> R<Vec<Value>> {
     def.primary_key
@@ -252,15 +267,7 @@ impl MgmClient {
                 (Vec::new(), cols.iter().map(|&c| c as u32).collect())
             } else {
                 read_names.push(None);
-                let non_key = if op == OpType::Delete {
-                    Vec::new()
-                } else {
-                    values
-                        .into_iter()
-                        .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
-                        .collect()
-                };
-                (non_key, Vec::new())
+                (set_values(&def, op, values), Vec::new())
             };
             wire.push(KeyOp {
                 op,

@@ -19,7 +19,7 @@
 use crate::convert::{extract_columns, key_values, names};
 use crate::errors::{err, guard, to_pyerr};
 use crate::lock_detached;
-use crate::mgmclient::{MgmClient, key_of, row_values};
+use crate::mgmclient::{MgmClient, key_of, row_values, set_values};
 use crate::transaction::{Operation, Outcome};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
@@ -101,15 +101,13 @@ impl RemoteTransaction {
                     OpKind::Write => OpType::Write,
                     _ => OpType::Delete,
                 };
-                let non_key = if op == OpType::Delete {
-                    Vec::new()
-                } else {
-                    values
-                        .into_iter()
-                        .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
-                        .collect()
-                };
-                (op, key, non_key, Vec::new(), Vec::new())
+                (
+                    op,
+                    key,
+                    set_values(&def, op, values),
+                    Vec::new(),
+                    Vec::new(),
+                )
             }
         };
         let kind_name = match kind {

@@ -147,8 +147,8 @@ impl RemoteTransaction {
             .zip(&reads)
             .any(|(r, &is_read)| is_read && r.is_none());
         if missing {
+            // The rollback ends the transaction, answered or not.
             let _ = self.execute(Vec::new(), TcExec::Rollback);
-            self.ended = true;
             return Err(codes::tuple_not_found());
         }
         match exec {

@@ -48,6 +48,17 @@ fn run_seed_r(seed: u64, groups: u32, replicas: u32, faulty_ms: u64) -> Result<D
     }
 }
 
+/// Seeds `A..B` from the environment variable `var`, else `default`.
+fn seed_range(var: &str, default: (u64, u64)) -> (u64, u64) {
+    std::env::var(var)
+        .ok()
+        .and_then(|r| {
+            let (a, b) = r.split_once("..")?;
+            Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?))
+        })
+        .unwrap_or(default)
+}
+
 fn quiet_sim(seed: u64, groups: u32) -> Sim {
     let mut c = data_config(seed, groups, 0);
     c.drop_per_mille = 0;
@@ -106,11 +117,7 @@ fn a_crashed_node_restarts_by_copy_under_load_and_its_replicas_match() {
 
 #[test]
 fn seed_sweep() {
-    let range = std::env::var("RNDB_DATA_SIM_SEEDS").unwrap_or_else(|_| "0..200".into());
-    let (a, b) = range
-        .split_once("..")
-        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-        .unwrap_or((0, 200));
+    let (a, b) = seed_range("RNDB_DATA_SIM_SEEDS", (0, 200));
     let mut total = DataStats::default();
     for seed in a..b {
         // Seeds cycle through two node groups of two, one of two, one of three.
@@ -253,11 +260,7 @@ fn scans_amid_crashes_copies_and_partitions_return_exactly_the_models_rows() {
     // nodes crash, restart by copy and are cut off: a finished scan returned every key
     // of its group once, with the value the model holds (a cut-off node refuses by its
     // read lease), and nothing of another group.
-    let range = std::env::var("RNDB_DATA_SIM_SCAN_SEEDS").unwrap_or_else(|_| "600..630".into());
-    let (a, b) = range
-        .split_once("..")
-        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-        .unwrap_or((600, 630));
+    let (a, b) = seed_range("RNDB_DATA_SIM_SCAN_SEEDS", (600, 630));
     let mut total = DataStats::default();
     for seed in a..b {
         let (groups, replicas) = match seed % 3 {
@@ -303,11 +306,7 @@ fn transactions_in_rounds_amid_crashes_copies_and_partitions_keep_the_model() {
     // (whose marks end open transactions from before them) and are cut off: every
     // read matches the model, nothing of a rolled-back or aborted transaction shows,
     // and at the end every partition's replicas are identical.
-    let range = std::env::var("RNDB_DATA_SIM_ROUNDS_SEEDS").unwrap_or_else(|_| "1000..1030".into());
-    let (a, b) = range
-        .split_once("..")
-        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-        .unwrap_or((1000, 1030));
+    let (a, b) = seed_range("RNDB_DATA_SIM_ROUNDS_SEEDS", (1000, 1030));
     let mut total = DataStats::default();
     for seed in a..b {
         let (groups, replicas) = match seed % 3 {

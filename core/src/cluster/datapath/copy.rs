@@ -448,15 +448,14 @@ impl DataPath {
         for t in tables.iter().filter(|t| !t.hidden) {
             self.engine.ndb(&t.database).drop_table(&t.def.name, true)?;
         }
-        let have: BTreeSet<String> = self
-            .engine
-            .inner()
-            .disk_dict
-            .lock()
-            .create_statements()
-            .into_iter()
-            .map(|(name, _)| name.to_ascii_lowercase())
-            .collect();
+        let have: BTreeSet<String> = {
+            let d = self.engine.inner().disk_dict.lock();
+            d.logfile_group
+                .iter()
+                .map(|g| g.name.to_ascii_lowercase())
+                .chain(d.tablespaces.keys().cloned())
+                .collect()
+        };
         for (db, sql) in statements {
             if crate::api::disk_sql::object_of(sql)
                 .is_some_and(|o| have.contains(&o.to_ascii_lowercase()))

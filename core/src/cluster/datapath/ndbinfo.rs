@@ -7,9 +7,8 @@
 //! Queries that read only ndbinfo and information_schema tables are answered by the
 //! node that gets them whatever the number of node groups (they read no replicas).
 //!
-//! Limits: at most [`MAX_GATHERS`] queries gathering at once (more: 4006-like
-//! temporary refusal is not needed: the API waits for each answer; beyond the bound a
-//! query runs on this node's rows only and says so in the log).
+//! Limits: at most [`MAX_GATHERS`] queries gathering at once; beyond that a query
+//! shows this node's rows only.
 
 use super::DataPath;
 use crate::schema::Value;
