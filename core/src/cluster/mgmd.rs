@@ -12,6 +12,13 @@
 //! connected or the id was handed out within the last [`RESERVE_MS`]; id 0 gets the
 //! first free `[ndbd]` whose HostName matches the asker's host (NDB's allocation).
 //!
+//! A STOP or RESTART shows the node as stopping at once: a status it sent before the
+//! command arrived does not show it started again (a client that waits for it to be
+//! started again after `3 RESTART` waits for the restart). After SHUTDOWN the loop
+//! keeps reading its inbox, without acting on it, until the owner stops the server:
+//! a reader whose inbox is gone closes its connection, which would lose a STOP still
+//! queued behind it.
+//!
 //! Lock order: `nodes` and the cluster log's lock are leaves (never held together).
 
 use super::Outbox;
@@ -51,6 +58,10 @@ pub struct NodeEntry {
     pub listen: String,
     pub view: View,
     reserved_until_ms: u64,
+    /// A STOP or RESTART was sent and the node has not yet reported a state other
+    /// than started: a `NodeStatus` it sent before the command is stale and shows
+    /// the node as stopping instead (see [`send_going_down`]).
+    going_down: bool,
 }
 
 struct Shared {
@@ -149,10 +160,10 @@ impl MgmServer {
         let thread = std::thread::Builder::new()
             .name(format!("rndb-mgmd-{node_id}"))
             .spawn(move || {
-                while !stop2.load(Ordering::Acquire)
-                    && !server.shared.shutdown.load(Ordering::Acquire)
-                {
+                while !stop2.load(Ordering::Acquire) {
                     match rx.recv_timeout(Duration::from_millis(50)) {
+                        // After SHUTDOWN only drained (see the module notes).
+                        Ok(_) if server.shared.shutdown.load(Ordering::Acquire) => {}
                         Ok(ev) => server.on_incoming(ev),
                         Err(RecvTimeoutError::Timeout) => {}
                         Err(RecvTimeoutError::Disconnected) => break,
@@ -248,6 +259,7 @@ impl Server {
                             Some(e) => {
                                 e.connected = true;
                                 e.state = None;
+                                e.going_down = false;
                                 // Taken by the connection now; free again when it ends.
                                 e.reserved_until_ms = 0;
                                 true
@@ -271,6 +283,7 @@ impl Server {
                             let was = e.connected;
                             e.connected = false;
                             e.state = None;
+                            e.going_down = false;
                             e.view = View::default();
                             was
                         })
@@ -323,6 +336,13 @@ impl Server {
                         return;
                     };
                     let changed_addr = e.listen != listen;
+                    // Sent before the STOP or RESTART reached it (see the module notes).
+                    let state = if e.going_down && state == NodeState::Started {
+                        NodeState::Stopping
+                    } else {
+                        e.going_down = false;
+                        state
+                    };
                     let changed_state = e.state != Some(state);
                     e.state = Some(state);
                     e.start_phase = start_phase;
@@ -507,12 +527,7 @@ impl Server {
                 let mut out = Vec::new();
                 for id in &ids {
                     if nodes[id].connected {
-                        self.transport.send(
-                            *id,
-                            &Message::MgmCommand {
-                                text: "STOP".into(),
-                            },
-                        );
+                        send_going_down(&self.shared, &self.transport, *id, "STOP");
                         out.push(format!("Node {id}: Node shutdown initiated"));
                     } else {
                         out.push(format!("Node {id}: not connected"));
@@ -529,12 +544,7 @@ impl Server {
                 let mut n = 0;
                 for (id, e) in &nodes {
                     if e.connected {
-                        self.transport.send(
-                            *id,
-                            &Message::MgmCommand {
-                                text: "STOP".into(),
-                            },
-                        );
+                        send_going_down(&self.shared, &self.transport, *id, "STOP");
                         n += 1;
                     }
                 }
@@ -562,8 +572,7 @@ impl Server {
                     refuse_last_of_group(&nodes, id, "Restart")?;
                 }
                 for id in &ids {
-                    self.transport
-                        .send(*id, &Message::MgmCommand { text: verb.into() });
+                    send_going_down(&self.shared, &self.transport, *id, verb);
                     out.push(format!("Node {id}: Node shutdown initiated"));
                 }
                 out.push(format!(
@@ -740,6 +749,21 @@ SHUTDOWN                               Shutdown all data and management nodes
 
 /// NDB's refusal to stop the last started node of a node group (its rows would be
 /// gone: the data nodes of a distributed cluster keep them in memory).
+/// Sends STOP or RESTART (`verb`) to data node `id` and shows it as stopping until it
+/// reports the command's effect (see the module notes).
+fn send_going_down(shared: &Shared, transport: &TcpTransport, id: NodeId, verb: &str) {
+    let sent = transport.send(id, &Message::MgmCommand { text: verb.into() });
+    if let Some(e) = shared.nodes.lock().get_mut(&id)
+        && sent
+        && e.connected
+    {
+        e.going_down = true;
+        if e.state == Some(NodeState::Started) {
+            e.state = Some(NodeState::Stopping);
+        }
+    }
+}
+
 fn refuse_last_of_group(nodes: &BTreeMap<NodeId, NodeEntry>, id: NodeId, what: &str) -> Result<()> {
     let Some(me) = nodes.get(&id) else {
         return Ok(());
@@ -796,12 +820,7 @@ fn rolling_restart(shared: &Shared, transport: &TcpTransport, me: NodeId, ids: &
             Severity::Info,
             &format!("Rolling restart: restarting node {id}"),
         );
-        transport.send(
-            id,
-            &Message::MgmCommand {
-                text: "RESTART".into(),
-            },
-        );
+        send_going_down(shared, transport, id, "RESTART");
         loop {
             let done = shared.nodes.lock().get(&id).is_some_and(|e| {
                 e.connected && e.state == Some(NodeState::Started) && e.view.id > before

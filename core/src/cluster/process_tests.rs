@@ -177,6 +177,39 @@ fn stop_restart_and_start_from_the_shell() {
     drop(a);
 }
 
+/// `3 RESTART` shows node 3 stopping at once, never started by a status it sent
+/// before the command; a SHUTDOWN in the middle of the restart stops both nodes.
+#[test]
+fn a_restarting_node_is_not_shown_started_and_a_shutdown_amid_it_stops_it() {
+    let cfg = config(2, 2);
+    let m = mgm(&cfg);
+    let a = data_node(&m, 2, false);
+    let b = data_node(&m, 3, false);
+    let mut c = shell(&m);
+    wait_until("both started", 10, || {
+        let s = c.command("ALL STATUS").expect("status");
+        s.contains("Node 2: started") && s.contains("Node 3: started")
+    });
+    let r = c.command("3 RESTART").expect("restart");
+    assert!(r.ends_with("Node 3 is being restarted"), "{r}");
+    let s = c.command("3 STATUS").expect("status");
+    assert!(!s.starts_with("Node 3: started"), "{s}");
+    // Restarting node 2 too would leave the group without a started node.
+    let e = c
+        .command("2 RESTART")
+        .expect_err("last started node of the group");
+    assert!(
+        e.message.contains("Node shutdown would cause system crash"),
+        "{}",
+        e.message
+    );
+    let r = c.command("SHUTDOWN").expect("shutdown");
+    assert!(r.starts_with("2 NDB Cluster node(s) have shutdown."), "{r}");
+    assert!(m.shutdown_requested());
+    assert_eq!(a.wait(), 0, "node 2 stops gracefully");
+    assert_eq!(b.wait(), 0, "node 3 stops in its restart");
+}
+
 #[test]
 fn node_ids_are_allocated_once() {
     let cfg = config(2, 2);

@@ -488,7 +488,7 @@ fn read_connection(
         .send(Incoming::Connected { peer, role })
         .is_err()
     {
-        return "node stopped".into();
+        return owner_gone(conn);
     }
     let counting = CountingReader {
         inner: read_half,
@@ -503,13 +503,21 @@ fn read_connection(
                     .send(Incoming::Message { from: peer, msg })
                     .is_err()
                 {
-                    break "node stopped".to_string();
+                    break owner_gone(conn);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break "closed".to_string(),
             Err(e) => break e.to_string(),
         }
     }
+}
+
+/// The owner dropped its inbox (its loop ended): what it sent before still goes out,
+/// for up to [`FLUSH_TIMEOUT`], before the connection closes (a management server's
+/// last STOP queued behind a message it will never read).
+fn owner_gone(conn: &Conn) -> String {
+    conn.out.wait_drained(Instant::now() + FLUSH_TIMEOUT);
+    "node stopped".into()
 }
 
 /// Removes `conn` if it is still the peer's connection, and reports it once. Called
