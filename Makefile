@@ -16,6 +16,7 @@ test: test-rust test-python
 
 test-rust:
 	$(CARGO) build -p rndb-capi
+	$(CARGO) build -p rndb-shell --bins
 	$(CARGO) test --workspace --exclude rndb-py
 
 venv: $(VENV)/.installed

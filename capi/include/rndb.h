@@ -287,29 +287,32 @@ const char *rndb_version(void);
 // Creates a cluster connection object, NDB's `Ndb_cluster_connection(connectstring)`.
 // Nothing is started until `rndb_cluster_connection_connect`. `connectstring`:
 // "embedded", "embedded;config=PATH;datadir=PATH;Parameter=value...", NULL or "" for
-// the NDB_CONNECTSTRING environment variable (else "embedded"); "host:port" is
-// accepted here and refused by connect (not available yet). Free with
-// `rndb_cluster_connection_free`.
+// the NDB_CONNECTSTRING environment variable (else "embedded"); "host:port" names a
+// management server. Free with `rndb_cluster_connection_free`.
 struct rndb_cluster_connection *rndb_cluster_connection_create(const char *connectstring);
 
 // Frees a connection; the embedded cluster it started is shut down (every page
-// freed). `rndb_ndb` objects still open fail afterwards with error 4009. Returns 0, or
-// -1 for a NULL or already freed handle.
+// freed), the connections to a remote cluster's nodes are closed (its open
+// transactions roll back). `rndb_ndb` objects still open fail afterwards with error
+// 4009. Returns 0, or -1 for a NULL or already freed handle.
 int rndb_cluster_connection_free(struct rndb_cluster_connection *conn);
 
 // Connects, NDB's `connect(no_retries, retry_delay_in_seconds, verbose)`: for an
-// embedded connectstring, starts the cluster in this process. Returns 0 on success
-// (also when already connected), -1 on failure (bad config.ini, a management server
-// connectstring...) with the error in `rndb_cluster_connection_get_error`. `verbose`
-// prints the failure to stderr.
+// embedded connectstring, starts the cluster in this process; for a management
+// server, reaches it and the data nodes it knows, trying for up to
+// `(no_retries + 1) * retry_delay_in_seconds` seconds (at least one). Returns 0 on
+// success (also when already connected), -1 on failure (bad config.ini, 4009 no
+// management server or data node answered...) with the error in
+// `rndb_cluster_connection_get_error`. `verbose` prints the failure to stderr.
 int rndb_cluster_connection_connect(struct rndb_cluster_connection *conn,
                                     int no_retries,
                                     int retry_delay_in_seconds,
                                     int verbose);
 
-// NDB's `wait_until_ready(timeout_for_first_alive, timeout_after_first_alive)`: 0 when
-// the data nodes are up (the embedded cluster is ready as soon as connect returned),
-// -1 when not connected.
+// NDB's `wait_until_ready(timeout_for_first_alive, timeout_after_first_alive)`
+// (seconds): 0 when every data node is up, 1 when some are once the second timeout
+// passed, -1 when none came up within the first (or not connected). The embedded
+// cluster is ready as soon as connect returned.
 int rndb_cluster_connection_wait_until_ready(struct rndb_cluster_connection *conn,
                                              int timeout_for_first_alive,
                                              int timeout_after_first_alive);

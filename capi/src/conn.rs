@@ -6,23 +6,39 @@
 //! `embedded;datadir=PATH` gives the data nodes a file-system path; any other
 //! `;Name=value` sets a data node parameter by NDB's name (`embedded;DataMemory=256M`).
 //! NULL or "" means the NDB_CONNECTSTRING environment variable, else `embedded`.
-//! `host:port` (a management server) is refused for now with the reason: the data path
-//! over TCP exists (`rndb_core::cluster::remote`, used by Python's `rndb.connect`), but
-//! this API's operations run on the embedded engine only.
+//! `host:port` (or `host`, port 1186; several hosts separated by commas, as NDB)
+//! names a management server (`rndb_mgmd`): connect reaches it and every data node it
+//! knows, and the API's objects then work over TCP (the `remote` module).
 
 use crate::error::{ErrorStore, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
 use crate::{cstr, rndb_cluster_connection};
 use rndb_core::api::Cluster;
+use rndb_core::cluster::remote::RemoteCluster;
 use rndb_core::config::ClusterConfig;
 use rndb_core::error::{NdbError, Result, codes};
 use std::ffi::{c_char, c_int};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest `connect` tries for.
+const MAX_CONNECT_S: i64 = 600;
+/// Pause between two tries of `connect`.
+const CONNECT_RETRY: Duration = Duration::from_millis(100);
 
 pub(crate) struct ConnState {
+    /// The embedded cluster, once connected to an embedded connectstring.
     pub cluster: Option<Cluster>,
+    /// The data nodes over TCP, once connected to a management server.
+    pub remote: Option<Arc<RemoteCluster>>,
     pub error: ErrorStore,
+}
+
+/// What a connected connection runs on.
+pub(crate) enum Engine {
+    Embedded(Cluster),
+    Remote(Arc<RemoteCluster>),
 }
 
 pub(crate) struct ConnObj {
@@ -53,14 +69,20 @@ pub(crate) fn conn_ref<'a>(p: *const rndb_cluster_connection) -> Result<(Handle,
     Ok((h, unsafe { &*o }))
 }
 
-/// The running cluster of a connection.
-pub(crate) fn cluster_of(h: Handle) -> Result<Cluster> {
+/// What a connected connection runs on (not connected: the error says so).
+pub(crate) fn engine_of(h: Handle) -> Result<Engine> {
     let o = CONNS
         .get(h)
         .map_err(|e| handle_error(Kind::Connection, e))?;
     // SAFETY: as in conn_ref.
-    let o = unsafe { &*o };
-    o.lock().cluster.clone().ok_or_else(not_connected)
+    let st = unsafe { &*o }.lock();
+    if let Some(c) = &st.cluster {
+        return Ok(Engine::Embedded(c.clone()));
+    }
+    match &st.remote {
+        Some(r) => Ok(Engine::Remote(r.clone())),
+        None => Err(not_connected()),
+    }
 }
 
 pub(crate) fn not_connected() -> NdbError {
@@ -106,13 +128,23 @@ pub(crate) fn parse_spec(s: &str) -> Result<Spec> {
     })
 }
 
-fn start(spec: &str) -> Result<Cluster> {
+fn start(spec: &str, timeout: Duration) -> Result<Engine> {
     match parse_spec(spec)? {
-        Spec::Remote(s) => Err(codes::unsupported(format!(
-            "connectstring '{s}' names a management server: the C/C++ API does not reach \
-             rndbd data nodes yet (Python's rndb.connect does); use 'embedded' (optionally \
-             'embedded;datadir=PATH;config=PATH') to run the cluster inside this process"
-        ))),
+        Spec::Remote(s) => {
+            // As NDB's connect retries: the management server may not be up yet, or
+            // know no data node yet (4009 both).
+            let deadline = Instant::now() + timeout;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match RemoteCluster::connect(&s, left.max(Duration::from_millis(100))) {
+                    Ok(r) => return Ok(Engine::Remote(Arc::new(r))),
+                    Err(e) if e.code == 4009 && Instant::now() + CONNECT_RETRY < deadline => {
+                        std::thread::sleep(CONNECT_RETRY);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
         Spec::Embedded {
             config,
             datadir,
@@ -129,6 +161,7 @@ fn start(spec: &str) -> Result<Cluster> {
                 Some(d) => Cluster::embedded_in(cfg, d),
                 None => Cluster::embedded(cfg),
             }
+            .map(Engine::Embedded)
         }
     }
 }
@@ -136,9 +169,8 @@ fn start(spec: &str) -> Result<Cluster> {
 /// Creates a cluster connection object, NDB's `Ndb_cluster_connection(connectstring)`.
 /// Nothing is started until `rndb_cluster_connection_connect`. `connectstring`:
 /// "embedded", "embedded;config=PATH;datadir=PATH;Parameter=value...", NULL or "" for
-/// the NDB_CONNECTSTRING environment variable (else "embedded"); "host:port" is
-/// accepted here and refused by connect (not available yet). Free with
-/// `rndb_cluster_connection_free`.
+/// the NDB_CONNECTSTRING environment variable (else "embedded"); "host:port" names a
+/// management server. Free with `rndb_cluster_connection_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rndb_cluster_connection_create(
     connectstring: *const c_char,
@@ -160,6 +192,7 @@ pub unsafe extern "C" fn rndb_cluster_connection_create(
             spec,
             state: Mutex::new(ConnState {
                 cluster: None,
+                remote: None,
                 error: ErrorStore::new(),
             }),
         };
@@ -171,8 +204,9 @@ pub unsafe extern "C" fn rndb_cluster_connection_create(
 }
 
 /// Frees a connection; the embedded cluster it started is shut down (every page
-/// freed). `rndb_ndb` objects still open fail afterwards with error 4009. Returns 0, or
-/// -1 for a NULL or already freed handle.
+/// freed), the connections to a remote cluster's nodes are closed (its open
+/// transactions roll back). `rndb_ndb` objects still open fail afterwards with error
+/// 4009. Returns 0, or -1 for a NULL or already freed handle.
 #[unsafe(no_mangle)]
 pub extern "C" fn rndb_cluster_connection_free(conn: *mut rndb_cluster_connection) -> c_int {
     guard("rndb_cluster_connection_free", || {
@@ -181,18 +215,24 @@ pub extern "C" fn rndb_cluster_connection_free(conn: *mut rndb_cluster_connectio
         let obj = CONNS
             .remove(h)
             .map_err(|e| handle_error(Kind::Connection, e))?;
-        if let Some(c) = obj.lock().cluster.take() {
+        let mut st = obj.lock();
+        if let Some(c) = st.cluster.take() {
             c.shutdown();
+        }
+        if let Some(r) = st.remote.take() {
+            r.close();
         }
         Ok(0)
     })
 }
 
 /// Connects, NDB's `connect(no_retries, retry_delay_in_seconds, verbose)`: for an
-/// embedded connectstring, starts the cluster in this process. Returns 0 on success
-/// (also when already connected), -1 on failure (bad config.ini, a management server
-/// connectstring...) with the error in `rndb_cluster_connection_get_error`. `verbose`
-/// prints the failure to stderr.
+/// embedded connectstring, starts the cluster in this process; for a management
+/// server, reaches it and the data nodes it knows, trying for up to
+/// `(no_retries + 1) * retry_delay_in_seconds` seconds (at least one). Returns 0 on
+/// success (also when already connected), -1 on failure (bad config.ini, 4009 no
+/// management server or data node answered...) with the error in
+/// `rndb_cluster_connection_get_error`. `verbose` prints the failure to stderr.
 #[unsafe(no_mangle)]
 pub extern "C" fn rndb_cluster_connection_connect(
     conn: *mut rndb_cluster_connection,
@@ -200,16 +240,21 @@ pub extern "C" fn rndb_cluster_connection_connect(
     retry_delay_in_seconds: c_int,
     verbose: c_int,
 ) -> c_int {
-    let _ = (no_retries, retry_delay_in_seconds);
     guard("rndb_cluster_connection_connect", || {
         let (_, o) = conn_ref(conn)?;
         let mut st = o.lock();
-        if st.cluster.is_some() {
+        if st.cluster.is_some() || st.remote.is_some() {
             return Ok(0);
         }
-        match start(&o.spec) {
-            Ok(c) => {
-                st.cluster = Some(c);
+        let tries = i64::from(no_retries.max(0)) + 1;
+        let delay_s = i64::from(retry_delay_in_seconds.max(1));
+        let timeout = Duration::from_secs((tries * delay_s).clamp(1, MAX_CONNECT_S) as u64);
+        match start(&o.spec, timeout) {
+            Ok(e) => {
+                match e {
+                    Engine::Embedded(c) => st.cluster = Some(c),
+                    Engine::Remote(r) => st.remote = Some(r),
+                }
                 st.error.clear();
                 Ok(0)
             }
@@ -224,27 +269,55 @@ pub extern "C" fn rndb_cluster_connection_connect(
     })
 }
 
-/// NDB's `wait_until_ready(timeout_for_first_alive, timeout_after_first_alive)`: 0 when
-/// the data nodes are up (the embedded cluster is ready as soon as connect returned),
-/// -1 when not connected.
+/// NDB's `wait_until_ready(timeout_for_first_alive, timeout_after_first_alive)`
+/// (seconds): 0 when every data node is up, 1 when some are once the second timeout
+/// passed, -1 when none came up within the first (or not connected). The embedded
+/// cluster is ready as soon as connect returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn rndb_cluster_connection_wait_until_ready(
     conn: *mut rndb_cluster_connection,
     timeout_for_first_alive: c_int,
     timeout_after_first_alive: c_int,
 ) -> c_int {
-    let _ = (timeout_for_first_alive, timeout_after_first_alive);
     guard("rndb_cluster_connection_wait_until_ready", || {
         let (h, o) = conn_ref(conn)?;
-        match cluster_of(h) {
-            Ok(c) if !c.is_closed() => Ok(0),
-            Ok(_) => Err(codes::cluster_closed()),
-            Err(e) => {
-                o.lock().error.set(&e);
-                Err(e)
+        let r = match engine_of(h) {
+            Ok(Engine::Embedded(c)) if !c.is_closed() => Ok(0),
+            Ok(Engine::Embedded(_)) => Err(codes::cluster_closed()),
+            Ok(Engine::Remote(r)) => {
+                wait_remote_ready(&r, timeout_for_first_alive, timeout_after_first_alive)
             }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &r {
+            o.lock().error.set(e);
         }
+        r
     })
+}
+
+/// `wait_until_ready` of a remote cluster (see `rndb_cluster_connection_wait_until_ready`).
+fn wait_remote_ready(r: &RemoteCluster, first_s: c_int, after_s: c_int) -> Result<c_int> {
+    let all: usize = r.node_groups().iter().map(Vec::len).sum();
+    let poll = Duration::from_millis(50);
+    let ask = Duration::from_secs(2);
+    let started = || r.started_nodes(ask).map(|s| s.len()).unwrap_or(0);
+    let first = Instant::now() + Duration::from_secs(first_s.max(0) as u64);
+    while started() == 0 {
+        if Instant::now() >= first {
+            return Err(codes::cluster_closed()
+                .detail(format!("no data node is started after {first_s} s")));
+        }
+        std::thread::sleep(poll);
+    }
+    let after = Instant::now() + Duration::from_secs(after_s.max(0) as u64);
+    while started() < all {
+        if Instant::now() >= after {
+            return Ok(1);
+        }
+        std::thread::sleep(poll);
+    }
+    Ok(0)
 }
 
 /// Waits until the commit with GCI `gci` (from `rndb_transaction_get_gci`) is on disk on
@@ -259,9 +332,15 @@ pub extern "C" fn rndb_cluster_connection_wait_durable(
 ) -> c_int {
     guard("rndb_cluster_connection_wait_durable", || {
         let (h, o) = conn_ref(conn)?;
-        let r = cluster_of(h).and_then(|c| {
-            c.wait_durable(gci, std::time::Duration::from_millis(u64::from(timeout_ms)))
-        });
+        let r = match engine_of(h) {
+            Ok(Engine::Embedded(c)) => {
+                c.wait_durable(gci, Duration::from_millis(u64::from(timeout_ms)))
+            }
+            Ok(Engine::Remote(_)) => Err(codes::unsupported(
+                "wait_durable over a management server connection: rndbd data nodes do not yet write their redo log and global checkpoints to disk",
+            )),
+            Err(e) => Err(e),
+        };
         match r {
             Ok(()) => Ok(0),
             Err(e) => {
@@ -295,7 +374,10 @@ pub extern "C" fn rndb_cluster_connection_no_db_nodes(
 ) -> c_int {
     guard("rndb_cluster_connection_no_db_nodes", || {
         let (h, _) = conn_ref(conn)?;
-        Ok(cluster_of(h)?.data_node_ids().len() as c_int)
+        Ok(match engine_of(h)? {
+            Engine::Embedded(c) => c.data_node_ids().len(),
+            Engine::Remote(r) => r.node_groups().iter().map(Vec::len).sum(),
+        } as c_int)
     })
 }
 
@@ -341,7 +423,10 @@ mod tests {
             Some(Spec::Remote("mgm1:1186".into()))
         );
         assert!(parse_spec("embedded;junk").is_err());
-        let e = start("localhost:1186").err().map(|e| e.code);
-        assert_eq!(e, Some(4003));
+        // Nobody listens on port 1 of loopback.
+        let e = start("127.0.0.1:1", Duration::from_millis(300))
+            .err()
+            .map(|e| e.code);
+        assert_eq!(e, Some(4009));
     }
 }

@@ -9,10 +9,11 @@
 
 use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
-use crate::ndb::{ndb_by_handle, ndb_mut};
+use crate::ndb::{NdbObj, ndb_by_handle, ndb_mut};
+use crate::remote::RemoteNdb;
 use crate::types::{ColDef, rndb_column_type, size_in_bytes};
 use crate::{cstr, rndb_column, rndb_dictionary, rndb_index, rndb_ndb, rndb_table};
-use rndb_core::api::{Ndb, TableRuntime, TableSpec};
+use rndb_core::api::{TableRuntime, TableSpec};
 use rndb_core::error::{NdbError, Result, codes};
 use rndb_core::schema::IndexKind;
 use std::collections::HashMap;
@@ -167,7 +168,7 @@ pub(crate) fn free_dict(h: Handle) {
 /// table object the application built, the table of that name in `ndb`'s database.
 pub(crate) fn with_table_runtime<R>(
     p: *const rndb_table,
-    ndb: Option<&Ndb>,
+    ndb: Option<&mut NdbObj>,
     f: impl FnOnce(&Arc<TableRuntime>) -> Result<R>,
 ) -> Result<R> {
     let (_, t) = table_mut(p)?;
@@ -213,9 +214,9 @@ fn load_table(th: Handle, t: &mut TableObj, rt: Arc<TableRuntime>) -> Result<()>
     Ok(())
 }
 
-fn dict_core<'a>(d: &DictObj) -> Result<&'a Ndb> {
-    let (_, n) = ndb_by_handle(d.ndb)?;
-    n.core()
+/// The Ndb object of a dictionary.
+fn dict_ndb<'a>(d: &DictObj) -> Result<&'a mut NdbObj> {
+    Ok(ndb_by_handle(d.ndb)?.1)
 }
 
 /// The dictionary of an Ndb object (NDB's getDictionary), owned by it. NULL on a bad
@@ -285,7 +286,7 @@ pub unsafe extern "C" fn rndb_dict_get_table(
     with_dict("rndb_dict_get_table", dict, |dh, d| {
         // SAFETY: a NUL-terminated string from the caller.
         let name = unsafe { cstr(name, "table name") }?;
-        let rt = dict_core(d)?.table(name)?;
+        let rt = dict_ndb(d)?.table(name)?;
         let key = name.to_ascii_lowercase();
         if let Some(&th) = d.tables.get(&key)
             && let Ok(t) = TABLES.get(th)
@@ -337,10 +338,9 @@ pub unsafe extern "C" fn rndb_dict_get_index(
                 cstr(table_name, "table name")?,
             )
         };
-        let rt = dict_core(d)?.table(tname)?;
-        let (_, idx) = rt
-            .def
-            .index(iname)
+        let rt = dict_ndb(d)?.table(tname)?;
+        let idx = RemoteNdb::index_of(&rt, iname)
+            .map(|i| &rt.def.indexes[i])
             .ok_or_else(|| codes::no_such_index(iname))?;
         let key = (tname.to_ascii_lowercase(), iname.to_ascii_lowercase());
         let columns: Vec<String> = idx
@@ -414,7 +414,14 @@ pub extern "C" fn rndb_dict_create_table(
                 .as_ref()
                 .map(|ts| ts.to_string_lossy().into_owned()),
         };
-        dict_core(d)?.create_table(spec)?;
+        let n = dict_ndb(d)?;
+        let db = n.db().to_string();
+        match n.remote_engine()? {
+            Some(r) => r.create_table(&db, &spec)?,
+            None => {
+                n.core()?.create_table(spec)?;
+            }
+        }
         Ok(0)
     })
 }
@@ -429,7 +436,14 @@ pub unsafe extern "C" fn rndb_dict_drop_table(
     with_dict("rndb_dict_drop_table", dict, |_, d| {
         // SAFETY: a NUL-terminated string from the caller.
         let name = unsafe { cstr(name, "table name") }?;
-        dict_core(d)?.drop_table(name, false)?;
+        let n = dict_ndb(d)?;
+        let db = n.db().to_string();
+        match n.remote_engine()? {
+            Some(r) => r.drop_table(&db, name)?,
+            None => {
+                n.core()?.drop_table(name, false)?;
+            }
+        }
         Ok(0)
     })
 }
@@ -457,7 +471,13 @@ pub extern "C" fn rndb_dict_create_index(
         if table.is_empty() {
             return Err(codes::bad_argument("the index has no table (setTable)"));
         }
-        dict_core(d)?.create_index(table, i.name.to_str().unwrap_or(""), kind, &i.columns)?;
+        let iname = i.name.to_str().unwrap_or("");
+        let n = dict_ndb(d)?;
+        let db = n.db().to_string();
+        match n.remote_engine()? {
+            Some(r) => r.create_index(&db, table, iname, kind, &i.columns)?,
+            None => n.core()?.create_index(table, iname, kind, &i.columns)?,
+        }
         Ok(0)
     })
 }
@@ -477,7 +497,12 @@ pub unsafe extern "C" fn rndb_dict_drop_index(
                 cstr(table_name, "table name")?,
             )
         };
-        dict_core(d)?.drop_index(tname, iname)?;
+        let n = dict_ndb(d)?;
+        let db = n.db().to_string();
+        match n.remote_engine()? {
+            Some(r) => r.drop_index(&db, tname, iname)?,
+            None => n.core()?.drop_index(tname, iname)?,
+        }
         Ok(0)
     })
 }
@@ -1189,16 +1214,14 @@ pub extern "C" fn rndb_index_set_logging(index: *mut rndb_index, logging: c_int)
 /// Index position and column count of an index object in its table (for scans).
 pub(crate) fn index_target(
     p: *const rndb_index,
-    ndb: &Ndb,
+    ndb: &mut NdbObj,
 ) -> Result<(Arc<TableRuntime>, usize, String)> {
     let (_, ix) = index_mut(p)?;
     let tname = ix.table.to_str().unwrap_or("");
     let iname = ix.name.to_str().unwrap_or("");
     let rt = ndb.table(tname)?;
-    let (pos, idx) = rt
-        .def
-        .index(iname)
-        .ok_or_else(|| codes::no_such_index(iname))?;
+    let pos = RemoteNdb::index_of(&rt, iname).ok_or_else(|| codes::no_such_index(iname))?;
+    let idx = &rt.def.indexes[pos];
     if idx.kind != IndexKind::OrderedIndex {
         return Err(codes::bad_argument(format!(
             "index '{iname}' is a unique hash index: index scans need an ordered index"

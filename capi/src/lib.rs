@@ -34,6 +34,7 @@ mod ndb;
 mod operation;
 mod recattr;
 mod record;
+mod remote;
 mod scan;
 mod single;
 mod sql;

@@ -1,10 +1,15 @@
 //! Ndb objects: the database they work in, their transactions (started, closed,
 //! prepared for asynchronous execution, polled) and their dictionary.
+//!
+//! An Ndb runs on the engine of its connection, found at its first use: the embedded
+//! cluster's `Ndb` (`core`) or a remote cluster (`remote`, see the `remote` module);
+//! never both.
 
 use crate::batch::{Scratch, run_fast_reads, run_record_batch};
-use crate::conn::{cluster_of, conn_ref, not_connected};
+use crate::conn::{Engine, conn_ref, engine_of, not_connected};
 use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
+use crate::remote::{RemoteNdb, execute_prepared_remote};
 use crate::txn::{Completion, NdbPtr, TXS, TxObj, TxStatus};
 use crate::{cstr, rndb_cluster_connection, rndb_ndb, rndb_table, rndb_transaction};
 use rndb_core::api::Ndb;
@@ -16,6 +21,8 @@ pub(crate) struct NdbObj {
     pub conn: Handle,
     pub database: CString,
     pub core: Option<Ndb>,
+    /// The remote cluster, for a connection to a management server.
+    pub remote: Option<RemoteNdb>,
     pub dict: Option<Handle>,
     pub error: ErrorStore,
     /// Retired transaction slots of this Ndb, reused by startTransaction.
@@ -66,12 +73,43 @@ impl NdbObj {
     #[cold]
     #[inline(never)]
     fn make_core(&mut self) -> Result<&Ndb> {
-        if self.core.is_none() {
-            let cluster = cluster_of(self.conn).map_err(|_| not_connected())?;
-            let db = self.database.to_str().unwrap_or("def");
-            self.core = Some(cluster.ndb(db));
+        self.remote_engine()?;
+        self.core.as_ref().ok_or_else(|| {
+            codes::internal("an Ndb of a management server connection has no embedded engine")
+        })
+    }
+
+    /// Finds the engine at the first use: Some for a remote cluster, None for the
+    /// embedded one (then `core` is set).
+    pub fn remote_engine(&mut self) -> Result<Option<&mut RemoteNdb>> {
+        if self.core.is_some() {
+            return Ok(None);
         }
-        self.core.as_ref().ok_or_else(not_connected)
+        if self.remote.is_none() {
+            match engine_of(self.conn).map_err(|_| not_connected())? {
+                Engine::Embedded(cluster) => {
+                    let db = self.database.to_str().unwrap_or("def");
+                    self.core = Some(cluster.ndb(db));
+                    return Ok(None);
+                }
+                Engine::Remote(r) => self.remote = Some(RemoteNdb::new(r)),
+            }
+        }
+        Ok(self.remote.as_mut())
+    }
+
+    /// The database name.
+    pub fn db(&self) -> &str {
+        self.database.to_str().unwrap_or("def")
+    }
+
+    /// A table of the Ndb's database, on either engine.
+    pub fn table(&mut self, name: &str) -> Result<std::sync::Arc<rndb_core::api::TableRuntime>> {
+        let db = self.db().to_string();
+        match self.remote_engine()? {
+            Some(r) => r.table(&db, name),
+            None => self.core()?.table(name),
+        }
     }
 
     pub fn fail(&mut self, e: NdbError) -> NdbError {
@@ -123,8 +161,12 @@ pub(crate) fn tx_by_handle_raw<'a>(h: Handle) -> Result<&'a mut TxObj> {
 /// the callee wrote it stalls on store forwarding.
 #[inline(always)]
 pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
-    let core = n.core()?;
-    if core.cluster().is_closed() {
+    if n.core.is_none() {
+        n.remote_engine()?;
+    }
+    if let Some(core) = &n.core
+        && core.cluster().is_closed()
+    {
         return Err(codes::cluster_closed());
     }
     if n.n_open >= n.max_transactions {
@@ -190,6 +232,10 @@ fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj) -> Result<()> {
 
 /// Executes prepared transactions in order; their completions go to `n.completed`.
 pub(crate) fn execute_prepared(n: &mut NdbObj, list: &[Handle]) {
+    if n.core.is_none() && matches!(n.remote_engine(), Ok(Some(_))) {
+        execute_prepared_remote(n, list);
+        return;
+    }
     if n.core().is_err() {
         let done = &mut n.completed;
         for &h in list {
@@ -322,6 +368,7 @@ pub unsafe extern "C" fn rndb_ndb_create(
             conn: ch,
             database: c_string(db),
             core: None,
+            remote: None,
             dict: None,
             error: ErrorStore::new(),
             tx_free: Vec::new(),
@@ -375,7 +422,7 @@ pub extern "C" fn rndb_ndb_free(ndb: *mut rndb_ndb) -> c_int {
 pub extern "C" fn rndb_ndb_init(ndb: *mut rndb_ndb, max_no_of_transactions: c_int) -> c_int {
     guard("rndb_ndb_init", || {
         let (_, n) = ndb_mut(ndb)?;
-        if let Err(e) = n.core() {
+        if let Err(e) = n.remote_engine() {
             return Err(n.fail(e));
         }
         if max_no_of_transactions > 0 {

@@ -439,8 +439,7 @@ pub unsafe extern "C" fn rndb_dict_create_record(
                 return Err(codes::bad_argument("NULL record specification array"));
             }
             let (_, ndb) = ndb_by_handle(d.ndb)?;
-            let core = ndb.core()?;
-            let rt = with_table_runtime(table, Some(core), |rt| Ok(rt.clone()))?;
+            let rt = with_table_runtime(table, Some(ndb), |rt| Ok(rt.clone()))?;
             let def = &rt.def;
             let mut cols = Vec::with_capacity(n as usize);
             let mut by_col = vec![None; def.columns.len()];

@@ -99,7 +99,7 @@ pub extern "C" fn rndb_scan_read_tuples(
             .scan
             .as_mut()
             .ok_or_else(|| codes::internal("scan without state"))?;
-        if s.core.is_some() {
+        if s.core.is_some() || s.remote.is_some() {
             return Err(op_status_error("readTuples after the scan was executed"));
         }
         s.defined = true;
@@ -133,7 +133,7 @@ unsafe fn set_bound_impl(
             "this is a table scan",
         ));
     };
-    if s.core.is_some() {
+    if s.core.is_some() || s.remote.is_some() {
         return Err(op_status_error("setBound after the scan was executed"));
     }
     let icols = &table.def.indexes[ix].columns;
@@ -279,6 +279,9 @@ pub extern "C" fn rndb_scan_close(
         if let Some(s) = tx.ops[i].scan.as_mut() {
             if let Some(c) = &mut s.core {
                 c.close();
+            }
+            if let Some(r) = &mut s.remote {
+                r.close();
             }
             s.closed = true;
             s.buffer.clear();

@@ -30,6 +30,29 @@ pub unsafe extern "C" fn rndb_execute_sql(
         let (_, n) = ndb_mut(ndb)?;
         // SAFETY: a NUL-terminated string from the caller.
         let text = unsafe { cstr(sql, "SQL text") }?;
+        let db = n.db().to_string();
+        let remote = match n.remote_engine() {
+            Ok(r) => r.is_some(),
+            Err(e) => return Err(n.fail(e)),
+        };
+        if let (true, Some(r)) = (remote, n.remote.as_mut()) {
+            let result = r.sql(&db, text);
+            let (rendered, res) = match result {
+                Ok((out, count)) => (out, Ok(count)),
+                Err(e) => (render_error(&e), Err(e)),
+            };
+            match &res {
+                Ok(_) => n.error.clear(),
+                Err(e) => {
+                    n.fail(e.clone());
+                }
+            }
+            if !output.is_null() {
+                // SAFETY: as below; the string is freed by rndb_string_free.
+                unsafe { *output = c_string(&rendered).into_raw() };
+            }
+            return res;
+        }
         let core = match n.core() {
             Ok(c) => c.clone(),
             Err(e) => return Err(n.fail(e)),

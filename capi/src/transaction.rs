@@ -106,7 +106,7 @@ fn new_op(
     }
     o.ty = ty;
     if scan.is_some() {
-        tx.has_scans = true;
+        tx.close_work = true;
     }
     let o = &mut tx.ops[i];
     o.scan = scan.map(Box::new);
@@ -120,8 +120,7 @@ fn on_table<R>(
     f: impl FnOnce(&mut TxObj, &Arc<TableRuntime>) -> Result<R>,
 ) -> Result<R> {
     let (_, n) = ndb_by_handle(tx.ndb)?;
-    let core = n.core()?;
-    with_table_runtime(table, Some(core), |rt| f(tx, rt))
+    with_table_runtime(table, Some(n), |rt| f(tx, rt))
 }
 
 /// A primary-key operation on a table, NDB's `getNdbOperation(table)`; define it with
@@ -157,7 +156,7 @@ pub unsafe extern "C" fn rndb_transaction_get_operation_by_name(
         let name = unsafe { cstr(table_name, "table name") }?;
         let rt = {
             let (_, n) = ndb_by_handle(t.ndb)?;
-            n.core()?.table(name)
+            n.table(name)
         };
         let r = rt.and_then(|rt| new_op(th, t, &rt, OpType::Undefined, None, Kind::Operation));
         match r {
@@ -206,7 +205,7 @@ pub extern "C" fn rndb_transaction_get_index_scan_operation(
         let (th, t) = tx_ref(tx)?;
         let target = {
             let (_, n) = ndb_by_handle(t.ndb)?;
-            n.core().and_then(|core| index_target(index, core))
+            index_target(index, n)
         };
         let r = target.and_then(|(rt, pos, name)| {
             let ncols = rt.def.indexes[pos].columns.len();
@@ -271,7 +270,12 @@ pub extern "C" fn rndb_transaction_execute(
 /// Executes a transaction synchronously (batched read path when it qualifies).
 pub(crate) fn execute_now(t: &mut TxObj, exec: ExecType, abort: AbortOption) -> Result<()> {
     let (_, n) = ndb_by_handle(t.ndb)?;
-    n.core()?;
+    if n.core.is_none() {
+        let db = n.db().to_string();
+        if let Some(r) = n.remote_engine()? {
+            return t.execute_remote(r, &db, exec, abort);
+        }
+    }
     let crate::ndb::NdbObj { core, scratch, .. } = n;
     let core = core.as_ref().ok_or_else(crate::conn::not_connected)?;
     if t.fast_reads_eligible(exec) {

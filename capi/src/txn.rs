@@ -20,6 +20,8 @@ use crate::handle::{Handle, Kind, MAX_SUB, Registry};
 use crate::types::to_ndb;
 use crate::{rndb_asynch_callback, rndb_transaction};
 use rndb_core::api::{Ndb, OpOutcome, Scan, ScanSpec, TableRuntime, TxState};
+use rndb_core::cluster::remote_scan::RemoteScan;
+use rndb_core::cluster::remote_txn::RemoteTransaction;
 use rndb_core::error::{ErrorClassification, NdbError, Result, codes};
 use rndb_core::schema::layout::StoredRow;
 use rndb_core::schema::{ColumnType, RowLayout, Value};
@@ -148,6 +150,8 @@ pub(crate) struct ScanState {
     pub low: Vec<Bound>,
     pub high: Vec<Bound>,
     pub core: Option<Scan>,
+    /// The scan over TCP of a remote cluster (instead of `core`).
+    pub remote: Option<Box<RemoteScan>>,
     pub buffer: VecDeque<Vec<Value>>,
     pub ended: bool,
     pub closed: bool,
@@ -168,6 +172,7 @@ impl ScanState {
             low: vec![None; index_columns],
             high: vec![None; index_columns],
             core: None,
+            remote: None,
             buffer: VecDeque::new(),
             ended: false,
             closed: false,
@@ -359,8 +364,9 @@ pub(crate) struct TxObj {
     /// and a small object keeps a batch's transactions in fewer cache lines.
     pub core: Option<Box<Transaction>>,
     pub status: TxStatus,
-    /// Whether a scan operation was defined (close_core has scans to end).
-    pub has_scans: bool,
+    /// Whether a scan operation was defined or the transaction ran on a remote
+    /// cluster: `close_core` has scans and a remote transaction to end.
+    pub close_work: bool,
     /// Set by every access outside the single-read hot path (`ndb::tx_by_handle`, `fail`):
     /// the fields below may differ from a new object's, and `reset` must clear them.
     pub dirty: bool,
@@ -386,6 +392,8 @@ pub(crate) struct TxObj {
     /// The allocation of the last engine transaction, reused by the next one (no
     /// allocation per write transaction).
     pub spare_core: Option<Box<std::mem::MaybeUninit<Transaction>>>,
+    /// The transaction at a remote cluster's TC (rounds of `execute`), while open.
+    pub remote: Option<Box<RemoteTransaction>>,
 }
 
 impl TxObj {
@@ -407,7 +415,8 @@ impl TxObj {
             define_error: None,
             asynch: None,
             gci: 0,
-            has_scans: false,
+            close_work: false,
+            remote: None,
             dirty: false,
             single_active: false,
             single_lock: LockMode::Read,
@@ -429,13 +438,13 @@ impl TxObj {
         if self.dirty {
             self.reset_cold();
         }
-        debug_assert!(self.core.is_none() && !self.has_scans && self.error.code() == 0);
+        debug_assert!(self.core.is_none() && !self.close_work && self.error.code() == 0);
     }
 
     /// The rest of `reset`, for an object that was used outside the single-read path.
     #[inline(never)]
     fn reset_cold(&mut self) {
-        if self.core.is_some() || self.has_scans {
+        if self.core.is_some() || self.close_work {
             self.close_core();
         }
         self.n_ras = 0;
@@ -443,29 +452,36 @@ impl TxObj {
         self.error_op = None;
         self.define_error = None;
         self.gci = 0;
-        self.has_scans = false;
+        self.close_work = false;
         self.dirty = false;
     }
 
     /// Ends the engine transaction (rolled back if still open) and drops open scans.
     #[inline(always)]
     pub fn close_core(&mut self) {
-        if self.has_scans || self.core.is_some() {
+        if self.close_work || self.core.is_some() {
             self.close_core_slow();
         }
     }
 
     #[inline(never)]
     fn close_core_slow(&mut self) {
-        let scans = if self.has_scans { self.n_ops } else { 0 };
+        let scans = if self.close_work { self.n_ops } else { 0 };
         for op in &mut self.ops[..scans] {
             if let Some(s) = &mut op.scan {
                 if let Some(c) = &mut s.core {
                     c.close();
                 }
                 s.core = None;
+                if let Some(r) = &mut s.remote {
+                    r.close();
+                }
+                s.remote = None;
             }
         }
+        // Dropping an open remote transaction rolls it back.
+        self.remote = None;
+        self.close_work = false;
         if let Some(mut c) = self.core.take() {
             c.close();
             // Keep the allocation for the next engine transaction of this object.
@@ -952,9 +968,16 @@ impl TxObj {
 
     /// NdbScanOperation::nextResult for scan operation `i`.
     pub fn next_result(&mut self, i: usize, fetch_allowed: bool) -> Result<c_int> {
-        let TxObj { core, ops, ras, .. } = self;
+        let TxObj {
+            core,
+            ops,
+            ras,
+            remote,
+            ..
+        } = self;
         let op = &mut ops[i];
         let table = op.table()?.clone();
+        let reads = &op.reads;
         let s = op
             .scan
             .as_mut()
@@ -962,11 +985,11 @@ impl TxObj {
         if s.closed {
             return Err(codes::scan_closed().detail("the scan was closed"));
         }
-        let Some(cs) = s.core.as_mut() else {
+        if s.core.is_none() && s.remote.is_none() {
             return Err(op_status_error(
                 "the scan has not been executed: call execute(NoCommit) before nextResult",
             ));
-        };
+        }
         if s.buffer.is_empty() {
             if s.ended {
                 return Ok(1);
@@ -974,16 +997,31 @@ impl TxObj {
             if !fetch_allowed {
                 return Ok(2);
             }
-            let core = core
-                .as_mut()
-                .ok_or_else(|| codes::internal("no engine transaction"))?;
             let batch = if s.batch == 0 { 256 } else { s.batch };
-            while s.buffer.len() < batch {
-                match core.scan_next(cs)? {
-                    Some(row) => s.buffer.push_back(row),
-                    None => {
+            if let Some(rs) = s.remote.as_mut() {
+                // Rows a locking scan finds deleted when it locks them are skipped.
+                while s.buffer.is_empty() && !s.ended {
+                    let mut rows = rs.next_batch(batch)?;
+                    // A scan that returned its last row has closed itself.
+                    if rows.is_empty() || rs.is_closed() {
                         s.ended = true;
-                        break;
+                    }
+                    if s.mode == LockMode::Exclusive && !rows.is_empty() {
+                        rows = crate::remote::lock_rows(remote, &table, reads, rows)?;
+                    }
+                    s.buffer.extend(rows);
+                }
+            } else if let Some(cs) = s.core.as_mut() {
+                let core = core
+                    .as_mut()
+                    .ok_or_else(|| codes::internal("no engine transaction"))?;
+                while s.buffer.len() < batch {
+                    match core.scan_next(cs)? {
+                        Some(row) => s.buffer.push_back(row),
+                        None => {
+                            s.ended = true;
+                            break;
+                        }
                     }
                 }
             }
@@ -1028,7 +1066,7 @@ pub(crate) fn op_status_error(detail: &str) -> NdbError {
 
 /// The engine bound of per-column bounds: the defined prefix, inclusive as its last
 /// column says.
-fn bound_of(b: &[Bound], index: &str) -> Result<Option<(Vec<Value>, bool)>> {
+pub(crate) fn bound_of(b: &[Bound], index: &str) -> Result<Option<(Vec<Value>, bool)>> {
     let n = b.iter().take_while(|x| x.is_some()).count();
     if b[n..].iter().any(|x| x.is_some()) {
         return Err(NdbError::new(

@@ -107,6 +107,26 @@ impl TableRuntime {
         self.fragments.iter().flatten()
     }
 
+    /// The definition of a table that lives on data nodes reached over TCP (a client of
+    /// `rndb_mgmd`): no fragments here, the data nodes hold them. Such a runtime is
+    /// only ever read for its definition (the C ABI's operations name tables by it); it
+    /// is never given to the embedded engine, where it would hold no rows.
+    pub fn definition_only(def: Arc<TableDef>, database: &str) -> Arc<TableRuntime> {
+        let columns = def.columns.len();
+        let indexes = def.indexes.len();
+        Arc::new(TableRuntime {
+            def,
+            database: database.to_string(),
+            fragments: Vec::new(),
+            auto_increment: Arc::new(AtomicU64::new(1)),
+            blob_tables: vec![None; columns],
+            unique_tables: vec![None; indexes],
+            dropped: Arc::new(AtomicBool::new(false)),
+            hidden: false,
+            extra_metadata: Arc::from(Vec::new()),
+        })
+    }
+
     pub fn check_live(&self) -> Result<()> {
         if self.dropped.load(Ordering::Acquire) {
             return Err(codes::no_such_table(&self.def.name));

@@ -13,6 +13,7 @@ pub mod ndb;
 pub mod node_restart;
 pub mod optimize;
 pub mod scan;
+pub mod spec_sql;
 pub mod transaction;
 pub mod unique;
 

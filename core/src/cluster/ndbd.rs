@@ -210,6 +210,7 @@ impl DataNodeProcess {
             status: status.clone(),
             echo: opts.echo,
             incarnation: 0,
+            started_incarnation: 0,
             api_peers: BTreeSet::new(),
         };
         node.log(
@@ -308,6 +309,8 @@ struct NodeLoop {
     status: Arc<Mutex<NodeStatus>>,
     echo: bool,
     incarnation: u64,
+    /// The incarnation that has been reported started (see `state`).
+    started_incarnation: u64,
     /// API nodes connected now (they get every installed view).
     api_peers: BTreeSet<NodeId>,
 }
@@ -350,14 +353,26 @@ impl NodeLoop {
         self.next_status_ms = 0;
     }
 
-    fn state(&self) -> NodeState {
+    fn state(&mut self) -> NodeState {
         match self.qmgr.as_ref().map(|q| q.phase()) {
             None => NodeState::NotStarted,
             Some(Phase::Starting) => NodeState::Starting,
             // A member whose replicas are still being copied is starting (NDB's
             // copy runs in start phase 5: "Last completed phase 4").
             Some(Phase::Member) if !self.data.is_ready() => NodeState::Starting,
-            Some(Phase::Member) => NodeState::Started,
+            // Up to date, and serving once it holds its read leases: from then on it
+            // is started (a lease that lapses later makes it refuse reads for a while
+            // with 4035, it does not make it a starting node again).
+            Some(Phase::Member)
+                if self.started_incarnation != self.incarnation
+                    && self.data.check_serving().is_err() =>
+            {
+                NodeState::Starting
+            }
+            Some(Phase::Member) => {
+                self.started_incarnation = self.incarnation;
+                NodeState::Started
+            }
             Some(Phase::Stopped) => NodeState::Stopped,
         }
     }

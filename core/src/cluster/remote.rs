@@ -378,6 +378,23 @@ impl RemoteCluster {
             .collect()
     }
 
+    /// The data nodes that are connected and that the management server reports
+    /// started (`ALL STATUS`: up to date and serving), as NDB API's `wait_until_ready`
+    /// counts them.
+    pub fn started_nodes(&self, timeout: Duration) -> Result<Vec<NodeId>> {
+        let mut mgm = MgmConnection::open(&self.connectstring, Role::Api, timeout)?;
+        let status = mgm.command("ALL STATUS")?;
+        let connected = self.connected_nodes();
+        Ok(status
+            .lines()
+            .filter_map(|l| {
+                let (node, state) = l.strip_prefix("Node ")?.split_once(": ")?;
+                let n = node.parse::<NodeId>().ok()?;
+                (state.starts_with("started") && connected.contains(&n)).then_some(n)
+            })
+            .collect())
+    }
+
     /// The node groups of the configuration (data node ids, in `[ndbd]` order).
     pub fn node_groups(&self) -> &[Vec<NodeId>] {
         &self.groups
