@@ -20,6 +20,7 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("ndbapi_disk.cpp", &[]),
     ("ndbapi_threads.cpp", &[]),
     ("ndbapi_durable.cpp", &[]),
+    ("ndbapi_locks.cpp", &[]),
     (
         "ndbapi_retries.cpp",
         &["embedded;TransactionDeadlockDetectionTimeout=300"],
@@ -171,6 +172,11 @@ fn run_example(src: &str) {
 #[test]
 fn ndbapi_disk() {
     run_example("ndbapi_disk.cpp");
+}
+
+#[test]
+fn ndbapi_locks() {
+    run_example("ndbapi_locks.cpp");
 }
 
 #[test]
@@ -550,6 +556,7 @@ fn examples_against_rndb_mgmd_and_two_rndbd() {
         "ndbapi_record.cpp",
         "ndbapi_retries.cpp",
         "ndbapi_threads.cpp",
+        "ndbapi_locks.cpp",
         "c_basic.c",
     ] {
         let mut out = Command::new(binary(src))
