@@ -21,7 +21,10 @@
 //! - `sendPollNdb`: the prepared transactions that commit in one round (no scans, not
 //!   yet executed, no reads that AbortOnError would make wait for a second round) are
 //!   all sent first and then waited for in order, so a batch costs about one round
-//!   trip; the others run one after the other;
+//!   trip; those that only do committed key reads skip the TC: the batch's reads of
+//!   one table go in one request per data node, to the primaries (as
+//!   `Ndb::read_batch_visit` serves them embedded); the others run one after the
+//!   other;
 //! - scans: committed-read scans of the table or of an ordered index over every node
 //!   group (`RemoteScan`). An LM_Exclusive scan locks each batch it returns in the
 //!   transaction (one NoCommit round of exclusive key reads of the batch's rows,
@@ -573,6 +576,37 @@ impl TxObj {
         Ok(())
     }
 
+    /// The outcome of a transaction of committed reads run by `run_committed_reads`:
+    /// `rows` by operation, or the error of its request.
+    fn finish_committed_reads(
+        &mut self,
+        rows: Vec<Option<Vec<Value>>>,
+        err: Option<NdbError>,
+        abort: AbortOption,
+        exec: ExecType,
+    ) -> Result<()> {
+        self.dirty = true;
+        self.executed = self.n_ops;
+        if let Some(e) = err {
+            self.status = TxStatus::Aborted;
+            return Err(self.fail(None, e));
+        }
+        let at: Vec<usize> = (0..self.n_ops).collect();
+        if let Some(i) = self.apply_round(&at, &rows) {
+            if abort == AbortOption::AbortOnError {
+                self.status = TxStatus::Aborted;
+                return Err(self.fail(Some(i), codes::tuple_not_found()));
+            }
+            if self.error_op.is_none() {
+                self.error_op = Some(i);
+            }
+        }
+        if exec == ExecType::Commit {
+            self.status = TxStatus::Committed;
+        }
+        Ok(())
+    }
+
     /// Opens the remote scan of scan operation `i`.
     fn start_remote_scan(&mut self, rn: &RemoteNdb, database: &str, i: usize) -> Result<()> {
         let op = &mut self.ops[i];
@@ -651,6 +685,106 @@ pub(crate) fn lock_rows(
     Ok(locked.results.into_iter().flatten().collect())
 }
 
+/// The prepared transactions `reads` (each only committed key reads, `list` positions
+/// with their abort option and exec type), all at once: the reads of one table and
+/// columns go in one request per data node (`RemoteCluster::read_submit`), no TC
+/// involved, every request sent before the first answer is waited for.
+fn run_committed_reads(
+    rn: &RemoteNdb,
+    db: &str,
+    reads: &mut Vec<(usize, AbortOption, ExecType)>,
+    list: &[crate::handle::Handle],
+    results: &mut [Option<bool>],
+) {
+    if reads.is_empty() {
+        return;
+    }
+    struct Group {
+        table: Arc<TableRuntime>,
+        columns: Vec<u32>,
+        keys: Vec<Vec<Value>>,
+        /// (position in `reads`, operation) of each key.
+        at: Vec<(usize, usize)>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    for (r, &(k, _, _)) in reads.iter().enumerate() {
+        let Ok(tx) = crate::ndb::tx_by_handle(list[k]) else {
+            continue;
+        };
+        for (i, op) in tx.ops[..tx.n_ops].iter().enumerate() {
+            let Some(table) = &op.table else { continue };
+            let columns: Vec<u32> = op.read_cols().iter().map(|&c| c as u32).collect();
+            let key: Vec<Value> = table
+                .def
+                .primary_key
+                .iter()
+                .filter_map(|p| op.key.iter().find(|(c, _)| c == p).map(|(_, v)| v.clone()))
+                .collect();
+            let g = match groups
+                .iter_mut()
+                .position(|g| Arc::ptr_eq(&g.table, table) && g.columns == columns)
+            {
+                Some(g) => &mut groups[g],
+                None => {
+                    groups.push(Group {
+                        table: table.clone(),
+                        columns,
+                        keys: Vec::new(),
+                        at: Vec::new(),
+                    });
+                    groups.last_mut().expect("just pushed")
+                }
+            };
+            g.keys.push(key);
+            g.at.push((r, i));
+        }
+    }
+    let sent: Vec<_> = groups
+        .iter()
+        .map(|g| {
+            rn.cluster
+                .read_submit(db, &g.table.def.name, &g.keys, &g.columns)
+        })
+        .collect();
+    // (rows, error) per read transaction, by operation.
+    let mut rows: Vec<Vec<Option<Vec<Value>>>> = reads
+        .iter()
+        .map(|&(k, _, _)| {
+            let n = crate::ndb::tx_by_handle(list[k]).map_or(0, |t| t.n_ops);
+            vec![None; n]
+        })
+        .collect();
+    let mut failed: Vec<Option<NdbError>> = vec![None; reads.len()];
+    for (g, s) in groups.iter().zip(sent) {
+        let answer = match s.and_then(|p| p.wait()) {
+            // A node that is starting: read from another replica, one request at a time.
+            Err(e) if e.code == 4035 => {
+                rn.cluster
+                    .read_batch(db, &g.table.def.name, &g.keys, &g.columns)
+            }
+            other => other,
+        };
+        match answer {
+            Ok(found) => {
+                for (&(r, i), row) in g.at.iter().zip(found) {
+                    rows[r][i] = row;
+                }
+            }
+            Err(e) => {
+                for &(r, _) in &g.at {
+                    failed[r].get_or_insert_with(|| e.clone());
+                }
+            }
+        }
+    }
+    for (((k, abort, exec), got), err) in reads.drain(..).zip(rows).zip(failed) {
+        let Ok(tx) = crate::ndb::tx_by_handle(list[k]) else {
+            continue;
+        };
+        results[k] = Some(tx.finish_committed_reads(got, err, abort, exec).is_ok());
+    }
+}
+
 /// Hashes of the rows a prepared transaction's operations name (table and key): two
 /// transactions whose sets meet may touch the same row.
 fn row_hashes(tx: &TxObj) -> Vec<u64> {
@@ -661,18 +795,29 @@ fn row_hashes(tx: &TxObj) -> Vec<u64> {
             let t = o.table.as_ref()?;
             let mut h = std::collections::hash_map::DefaultHasher::new();
             t.def.name.hash(&mut h);
-            // Values carry floats (no Hash): their debug text stands for them.
-            format!("{:?}", o.key).hash(&mut h);
+            for (c, v) in &o.key {
+                c.hash(&mut h);
+                // A key given as signed or unsigned names the same row; values with
+                // floats (no Hash) hash their debug text. A collision only costs a wait.
+                match v {
+                    Value::Int(i) => i128::from(*i).hash(&mut h),
+                    Value::UInt(u) => i128::from(*u).hash(&mut h),
+                    Value::Str(s) => s.hash(&mut h),
+                    Value::Bytes(b) => b.hash(&mut h),
+                    other => format!("{other:?}").hash(&mut h),
+                }
+            }
             Some(h.finish())
         })
         .collect()
 }
 
 /// `sendPollNdb` against a remote cluster (see the module notes): one-round
-/// transactions are sent together and their answers read afterwards, except that a
-/// transaction naming a row that one in flight names waits for those in flight to
-/// end first, and the others run alone, in turn: each transaction sees what the ones
-/// prepared before it did, as on the embedded cluster. Completions go to
+/// transactions are sent together and their answers read afterwards, committed reads
+/// together at the next drain, except that a transaction naming a row that one in
+/// flight names waits for those in flight to end first (a write waits for the reads
+/// gathered before it), and the others run alone, in turn: each transaction sees what
+/// the ones prepared before it did, as on the embedded cluster. Completions go to
 /// `n.completed` in `list` order.
 pub(crate) fn execute_prepared_remote(n: &mut NdbObj, list: &[crate::handle::Handle]) {
     let NdbObj {
@@ -691,11 +836,15 @@ pub(crate) fn execute_prepared_remote(n: &mut NdbObj, list: &[crate::handle::Han
         abort: AbortOption,
     }
     fn drain(
+        rn: &RemoteNdb,
+        db: &str,
         inflight: &mut Vec<InFlight>,
+        reads: &mut Vec<(usize, AbortOption, ExecType)>,
         rows: &mut std::collections::HashSet<u64>,
         list: &[crate::handle::Handle],
         results: &mut [Option<bool>],
     ) {
+        run_committed_reads(rn, db, reads, list, results);
         for f in inflight.drain(..) {
             if let Ok(tx) = crate::ndb::tx_by_handle(list[f.at]) {
                 results[f.at] = Some(tx.finish_submitted(f.sent, f.abort).is_ok());
@@ -706,6 +855,7 @@ pub(crate) fn execute_prepared_remote(n: &mut NdbObj, list: &[crate::handle::Han
     let mut results: Vec<Option<bool>> = vec![None; list.len()];
     let mut asynchs = Vec::with_capacity(list.len());
     let mut inflight: Vec<InFlight> = Vec::new();
+    let mut reads: Vec<(usize, AbortOption, ExecType)> = Vec::new();
     let mut rows = std::collections::HashSet::new();
     for (k, &h) in list.iter().enumerate() {
         let Ok(tx) = crate::ndb::tx_by_handle(h) else {
@@ -716,10 +866,33 @@ pub(crate) fn execute_prepared_remote(n: &mut NdbObj, list: &[crate::handle::Han
             asynchs.push(None);
             continue;
         };
-        if tx.one_round(a.exec, a.abort) {
+        if tx.fast_reads_eligible(a.exec) {
+            // Committed key reads: sent with the others of the batch (`run_committed_reads`),
+            // after the writes in flight to the rows they read.
+            if !rows.is_empty() && row_hashes(tx).iter().any(|r| rows.contains(r)) {
+                drain(
+                    rn,
+                    &db,
+                    &mut inflight,
+                    &mut reads,
+                    &mut rows,
+                    list,
+                    &mut results,
+                );
+            }
+            reads.push((k, a.abort, a.exec));
+        } else if tx.one_round(a.exec, a.abort) {
             let mine = row_hashes(tx);
-            if mine.iter().any(|r| rows.contains(r)) {
-                drain(&mut inflight, &mut rows, list, &mut results);
+            if !reads.is_empty() || mine.iter().any(|r| rows.contains(r)) {
+                drain(
+                    rn,
+                    &db,
+                    &mut inflight,
+                    &mut reads,
+                    &mut rows,
+                    list,
+                    &mut results,
+                );
             }
             let tx = match crate::ndb::tx_by_handle(h) {
                 Ok(tx) => tx,
@@ -740,14 +913,30 @@ pub(crate) fn execute_prepared_remote(n: &mut NdbObj, list: &[crate::handle::Han
                 Err(_) => results[k] = Some(false),
             }
         } else {
-            drain(&mut inflight, &mut rows, list, &mut results);
+            drain(
+                rn,
+                &db,
+                &mut inflight,
+                &mut reads,
+                &mut rows,
+                list,
+                &mut results,
+            );
             if let Ok(tx) = crate::ndb::tx_by_handle(h) {
                 results[k] = Some(tx.execute_remote(rn, &db, a.exec, a.abort).is_ok());
             }
         }
         asynchs.push(Some(a));
     }
-    drain(&mut inflight, &mut rows, list, &mut results);
+    drain(
+        rn,
+        &db,
+        &mut inflight,
+        &mut reads,
+        &mut rows,
+        list,
+        &mut results,
+    );
     for ((&h, a), ok) in list.iter().zip(asynchs).zip(results) {
         let Some(a) = a else { continue };
         done.push(crate::txn::Completion {
