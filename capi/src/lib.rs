@@ -35,6 +35,8 @@ mod operation;
 mod recattr;
 mod record;
 mod remote;
+mod remote_batch;
+mod remote_exec;
 mod scan;
 mod single;
 mod sql;
