@@ -470,10 +470,9 @@ impl TxObj {
     }
 }
 
-/// Locks the rows a batch of an LM_Exclusive remote scan returned (see the module
-/// notes): each row is the values of columns `reads`, then the primary key. Returns
-/// the rows as read under the lock (the same columns), without those deleted
-/// meanwhile.
+/// Locks the rows a batch of an LM_Exclusive remote scan returned, in the scan's
+/// transaction (`RemoteTransaction::lock_rows`): each row is the values of columns
+/// `reads`, then the primary key.
 pub(crate) fn lock_rows(
     remote: &mut Option<Box<RemoteTransaction>>,
     table: &TableRuntime,
@@ -483,23 +482,6 @@ pub(crate) fn lock_rows(
     let txn = remote
         .as_mut()
         .ok_or_else(|| codes::internal("a remote scan without its transaction"))?;
-    let def = &table.def;
-    let columns: Vec<u32> = reads
-        .iter()
-        .chain(&def.primary_key)
-        .map(|&c| c as u32)
-        .collect();
-    let ops: Vec<KeyOp> = rows
-        .iter()
-        .map(|row| KeyOp {
-            op: WireOp::ReadExclusive,
-            database: table.database.clone(),
-            table: def.name.clone(),
-            key: row.get(reads.len()..).unwrap_or_default().to_vec(),
-            values: Vec::new(),
-            columns: columns.clone(),
-        })
-        .collect();
-    let locked = txn.execute(ops, TcExec::NoCommit)?;
-    Ok(locked.results.into_iter().flatten().collect())
+    let reads: Vec<u32> = reads.iter().map(|&c| c as u32).collect();
+    txn.lock_rows(&table.database, &table.def, &reads, rows)
 }

@@ -376,7 +376,7 @@ impl MgmClient {
     ) -> PyResult<RemoteScanIterator> {
         let columns = extract_columns(columns).map_err(|e| to_pyerr(py, e))?;
         let (d, def) = self.table_def(py, database, table)?;
-        RemoteScanIterator::open(py, d, def, database, columns, None, batch_size)
+        RemoteScanIterator::open(py, d, def, database, columns, None, batch_size, None)
     }
 
     /// A committed-read range scan of an ordered index, in index order across every
@@ -408,7 +408,7 @@ impl MgmClient {
             high_inclusive,
             descending,
         };
-        RemoteScanIterator::open(py, d, def, database, columns, Some(ix), batch_size)
+        RemoteScanIterator::open(py, d, def, database, columns, Some(ix), batch_size, None)
     }
 
     /// The data nodes this client reaches.

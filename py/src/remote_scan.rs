@@ -2,6 +2,11 @@
 //! cluster of `rndbd` processes (`MgmClient.scan()`, `MgmClient.index_scan()`),
 //! fetched in batches with the interpreter released (`cluster::remote_scan`).
 //!
+//! A scan from `RemoteTransaction.scan()` with LM_Exclusive locks each batch in that
+//! transaction before returning it (`RemoteTransaction::lock_rows` in the core: the
+//! values returned are read under the lock); its rows carry the primary key for that,
+//! which is dropped again unless asked for.
+//!
 //! Invariant: the scan is closed at the data nodes once its last row was fetched, at
 //! its first error, at `close()` or when the iterator is collected.
 
@@ -33,15 +38,25 @@ struct State {
     buffer: VecDeque<Vec<Value>>,
 }
 
+/// The transaction an LM_Exclusive scan locks its rows in.
+pub(crate) struct Locker {
+    pub tx: Py<crate::remote_txn::RemoteTransaction>,
+    def: Arc<TableDef>,
+    /// The columns asked for (the rows fetched carry the primary key after them).
+    reads: Vec<u32>,
+}
+
 #[pyclass(frozen, module = "rndb")]
 pub struct RemoteScanIterator {
     names: Vec<Py<PyString>>,
     batch: usize,
     state: Mutex<State>,
+    locker: Option<Locker>,
 }
 
 impl RemoteScanIterator {
     /// Checks the arguments and opens the scan.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
         py: Python<'_>,
         data: Arc<RemoteCluster>,
@@ -50,6 +65,7 @@ impl RemoteScanIterator {
         columns: Option<Vec<String>>,
         index: Option<IndexArgs<'_, '_>>,
         batch_size: usize,
+        lock_in: Option<Py<crate::remote_txn::RemoteTransaction>>,
     ) -> PyResult<RemoteScanIterator> {
         let spec = (|| -> R<(RemoteScanSpec, Vec<usize>)> {
             if batch_size == 0 || batch_size > 992 {
@@ -80,7 +96,17 @@ impl RemoteScanIterator {
             }
             Ok((spec, cols))
         })();
-        let (spec, cols) = spec.map_err(|e| to_pyerr(py, e))?;
+        let (mut spec, cols) = spec.map_err(|e| to_pyerr(py, e))?;
+        let locker = lock_in.map(|tx| {
+            let reads = spec.columns.clone();
+            spec.columns
+                .extend(def.primary_key.iter().map(|&c| c as u32));
+            Locker {
+                tx,
+                def: def.clone(),
+                reads,
+            }
+        });
         let scan = py
             .detach(|| guard(|| data.scan(spec)))
             .map_err(|e| to_pyerr(py, e))?;
@@ -94,6 +120,7 @@ impl RemoteScanIterator {
                 scan: Some(scan),
                 buffer: VecDeque::new(),
             }),
+            locker,
         })
     }
 }
@@ -114,12 +141,28 @@ impl RemoteScanIterator {
             match r {
                 Ok((rows, scan)) => {
                     let ended = rows.len() < n || scan.is_closed();
+                    let rows = match &self.locker {
+                        Some(l) => {
+                            let reads = l.reads.len();
+                            let mut locked = l.tx.get().lock_scanned(py, &l.def, &l.reads, rows)?;
+                            for r in &mut locked {
+                                r.truncate(reads);
+                            }
+                            locked
+                        }
+                        None => rows,
+                    };
                     st.buffer.extend(rows);
                     if !ended {
                         st.scan = Some(scan);
                     }
                 }
                 Err(e) => return Err(to_pyerr(py, e)),
+            }
+            // A locking scan's rows deleted before they were locked: fetch on.
+            if st.buffer.is_empty() && st.scan.is_some() {
+                drop(st);
+                return self.__next__(py);
             }
         }
         match st.buffer.pop_front() {

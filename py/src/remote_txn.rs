@@ -20,6 +20,7 @@ use crate::convert::{extract_columns, key_values, names};
 use crate::errors::{err, guard, to_pyerr};
 use crate::lock_detached;
 use crate::mgmclient::{MgmClient, key_of, row_values, set_values};
+use crate::remote_scan::RemoteScanIterator;
 use crate::transaction::{Operation, Outcome};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
@@ -196,6 +197,52 @@ impl RemoteTransaction {
         }
     }
 
+    /// Locks the rows of a scan's batch in this transaction (an LM_Exclusive scan from
+    /// `scan`/`index_scan`); a refusal aborts it, as any failed round does.
+    pub(crate) fn lock_scanned(
+        &self,
+        py: Python<'_>,
+        def: &rndb::schema::TableDef,
+        reads: &[u32],
+        rows: Vec<Vec<rndb::Value>>,
+    ) -> PyResult<Vec<Vec<rndb::Value>>> {
+        py.detach(|| {
+            let mut g = lock_detached(&self.inner);
+            if g.state != "Open" {
+                return Err(codes::transaction_closed());
+            }
+            let r = guard(|| g.tx.lock_rows(&self.database, def, reads, rows));
+            if let Err(e) = &r {
+                g.state = "Aborted";
+                g.error = Some(e.clone());
+            }
+            r
+        })
+        .map_err(|e| to_pyerr(py, e))
+    }
+
+    /// A scan for `scan`/`index_scan`: committed reads, locked in this transaction
+    /// for LM_Exclusive.
+    fn open_scan(
+        slf: &Bound<'_, Self>,
+        table: &str,
+        columns: Option<&Bound<'_, PyAny>>,
+        index: Option<crate::remote_scan::IndexArgs<'_, '_>>,
+        lock_mode: i32,
+        batch_size: usize,
+    ) -> PyResult<RemoteScanIterator> {
+        let py = slf.py();
+        let me = slf.get();
+        let mode = crate::lock_mode(lock_mode).map_err(err)?;
+        if lock_detached(&me.inner).state != "Open" {
+            return Err(to_pyerr(py, codes::transaction_closed()));
+        }
+        let columns = extract_columns(columns).map_err(err)?;
+        let (d, def) = me.client.get().table_def(py, &me.database, table)?;
+        let locker = (mode == LockMode::Exclusive).then(|| slf.clone().unbind());
+        RemoteScanIterator::open(py, d, def, &me.database, columns, index, batch_size, locker)
+    }
+
     fn close_inner(&self, py: Python<'_>) {
         py.detach(|| {
             let mut g = lock_detached(&self.inner);
@@ -263,6 +310,50 @@ impl RemoteTransaction {
     ) -> PyResult<Py<Operation>> {
         let mode = crate::lock_mode(lock_mode).map_err(err)?;
         self.define(py, OpKind::Read(mode), table, key, columns)
+    }
+
+    /// A scan of every row of a table, inside this transaction: with LM_Exclusive each
+    /// batch is locked in the transaction before its rows are returned (their values
+    /// read under the lock), so updates and deletes by their keys change rows nobody
+    /// changed in between; the locks are held until the transaction ends. Other lock
+    /// modes read committed rows (NDB releases an LM_Read scan's lock as it moves on).
+    #[pyo3(signature = (table, columns=None, lock_mode=2, batch_size=256))]
+    fn scan(
+        slf: &Bound<'_, Self>,
+        table: &str,
+        columns: Option<&Bound<'_, PyAny>>,
+        lock_mode: i32,
+        batch_size: usize,
+    ) -> PyResult<RemoteScanIterator> {
+        Self::open_scan(slf, table, columns, None, lock_mode, batch_size)
+    }
+
+    /// An ordered-index range scan inside this transaction, in index order; locks as
+    /// `scan` does.
+    #[pyo3(signature = (table, index, low=None, high=None, low_inclusive=true, high_inclusive=true, descending=false, columns=None, lock_mode=2, batch_size=256))]
+    #[allow(clippy::too_many_arguments)]
+    fn index_scan(
+        slf: &Bound<'_, Self>,
+        table: &str,
+        index: &str,
+        low: Option<&Bound<'_, PyAny>>,
+        high: Option<&Bound<'_, PyAny>>,
+        low_inclusive: bool,
+        high_inclusive: bool,
+        descending: bool,
+        columns: Option<&Bound<'_, PyAny>>,
+        lock_mode: i32,
+        batch_size: usize,
+    ) -> PyResult<RemoteScanIterator> {
+        let ix = crate::remote_scan::IndexArgs {
+            index,
+            low,
+            high,
+            low_inclusive,
+            high_inclusive,
+            descending,
+        };
+        Self::open_scan(slf, table, columns, Some(ix), lock_mode, batch_size)
     }
 
     /// Runs the operations defined since the last execute, then keeps the transaction

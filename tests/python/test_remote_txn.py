@@ -154,3 +154,42 @@ def test_the_coordinator_killed_under_an_open_transaction(four_nodes: Nodes) -> 
             assert time.monotonic() < deadline, "the cluster did not settle"
             time.sleep(0.1)
     assert got == [f"v{k}" for k in range(10, 20)]
+
+
+def test_a_locking_scan_holds_every_row_it_returned(four_nodes: Nodes) -> None:  # noqa: F811
+    """An LM_Exclusive scan inside a transaction locks each batch before returning it:
+    another transaction cannot change a returned row until the scanning one ends, the
+    updates made by key from the scanned values all commit, and a committed-read scan
+    in the same transaction takes no lock."""
+    c, _ = four_nodes
+    setup_table(c, rows=40)
+    c.sql("CREATE INDEX ix_v ON kv (v)")
+    tx = c.start_transaction()
+    scanned = {int(r["id"]): str(r["v"]) for r in tx.scan("kv", lock_mode=rndb.LM_Exclusive, batch_size=16)}
+    assert sorted(scanned) == list(range(40))
+    # The scan alone holds the rows: another transaction's update waits, then 266.
+    other = c.start_transaction()
+    other.update("kv", {"id": 7, "v": "other"})
+    with pytest.raises(rndb.TemporaryError) as ei:
+        other.commit()
+    assert ei.value.code == 266, ei.value
+    for k, v in scanned.items():
+        tx.update("kv", {"id": k, "v": v + "!"})
+    tx.execute(rndb.NoCommit)
+    # Until the commit, committed reads see the old values.
+    assert committed(c, 7) == "v7"
+    tx.commit()
+    assert [committed(c, k) for k in (0, 7, 39)] == ["v0!", "v7!", "v39!"]
+    # An index scan with LM_Exclusive returns the values read under the lock, the
+    # columns asked for only.
+    tx = c.start_transaction()
+    rows = list(tx.index_scan("kv", "ix_v", low="v1", high="v2", high_inclusive=False,
+                              columns=["v"], lock_mode=rndb.LM_Exclusive))
+    assert rows and all(set(r) == {"v"} and str(r["v"]).startswith("v1") for r in rows), rows
+    # A committed-read scan locks nothing: another writer goes through.
+    assert len(list(tx.scan("kv"))) == 40
+    w = c.start_transaction()
+    w.update("kv", {"id": 30, "v": "free"})
+    w.commit()
+    tx.rollback()
+    assert committed(c, 30) == "free"

@@ -9,11 +9,20 @@
 //! Rollback. The TC's node lost while the transaction is open ends it too (4010 at
 //! the next round; a commit under way: 4012, outcome unknown). Dropping an open
 //! transaction rolls it back (without waiting for the answer).
+//!
+//! Locking scans: a scan over TCP reads committed rows and takes no locks; an
+//! LM_Exclusive scan inside a transaction locks each batch it returns with
+//! [`RemoteTransaction::lock_rows`] — one NoCommit round of exclusive key reads of the
+//! batch's rows, whose values, read under the lock, are the ones returned (a row
+//! deleted since the scan saw it is left out). The transaction then holds every row
+//! the scan returned until it ends, as NDB's scan takeover does, so updates and
+//! deletes by their keys change rows nobody else changed in between.
 
 use super::remote::{Committed, RemoteCluster};
 use crate::error::{Result, codes};
+use crate::schema::{TableDef, Value};
 use crate::transport::NodeId;
-use crate::transport::data::{DataMsg, KeyOp, TcExec};
+use crate::transport::data::{DataMsg, KeyOp, OpType, TcExec};
 use std::sync::Arc;
 
 /// See the module notes.
@@ -161,6 +170,51 @@ impl RemoteTransaction {
                 })
             }
         }
+    }
+}
+
+impl RemoteTransaction {
+    /// Locks rows a committed-read scan of `def` returned (see the module notes): each
+    /// row holds the values of columns `reads` followed by the primary key. Returns
+    /// the rows as read under an exclusive lock (the same columns), without those
+    /// deleted meanwhile. A refusal (266 after a lock wait, 4010...) has aborted the
+    /// transaction.
+    pub fn lock_rows(
+        &mut self,
+        database: &str,
+        def: &TableDef,
+        reads: &[u32],
+        rows: Vec<Vec<Value>>,
+    ) -> Result<Vec<Vec<Value>>> {
+        if rows.is_empty() {
+            return Ok(rows);
+        }
+        let columns: Vec<u32> = reads
+            .iter()
+            .copied()
+            .chain(def.primary_key.iter().map(|&c| c as u32))
+            .collect();
+        let mut ops = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if row.len() != columns.len() {
+                return Err(codes::internal(format!(
+                    "a scanned row of {} has {} values, {} expected (its columns, then its key)",
+                    def.name,
+                    row.len(),
+                    columns.len()
+                )));
+            }
+            ops.push(KeyOp {
+                op: OpType::ReadExclusive,
+                database: database.to_string(),
+                table: def.name.clone(),
+                key: row[reads.len()..].to_vec(),
+                values: Vec::new(),
+                columns: columns.clone(),
+            });
+        }
+        let locked = self.execute(ops, TcExec::NoCommit)?;
+        Ok(locked.results.into_iter().flatten().collect())
     }
 }
 

@@ -297,6 +297,26 @@ class RemoteTransaction:
         columns: Sequence[str] | None = None,
         lock_mode: int = 0,
     ) -> Operation: ...
+    def scan(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        lock_mode: int = 2,
+        batch_size: int = 256,
+    ) -> RemoteScanIterator: ...
+    def index_scan(
+        self,
+        table: str,
+        index: str,
+        low: _Bound | None = None,
+        high: _Bound | None = None,
+        low_inclusive: bool = True,
+        high_inclusive: bool = True,
+        descending: bool = False,
+        columns: Sequence[str] | None = None,
+        lock_mode: int = 2,
+        batch_size: int = 256,
+    ) -> RemoteScanIterator: ...
     def execute(self, exec_type: int = 1, abort_option: int = 0) -> None: ...
     def commit(self) -> None: ...
     def rollback(self) -> None: ...
