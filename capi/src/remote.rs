@@ -45,10 +45,9 @@ pub(crate) use crate::remote_batch::execute_prepared_remote;
 pub(crate) use crate::remote_exec::lock_rows;
 use rndb_core::api::TableRuntime;
 use rndb_core::api::dict::TableSpec;
-use rndb_core::api::spec_sql::UNIQUE_SUFFIX;
 use rndb_core::cluster::remote::RemoteCluster;
 use rndb_core::error::{Result, codes};
-use rndb_core::schema::IndexKind;
+use rndb_core::schema::{IndexKind, UNIQUE_INDEX_SUFFIX};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -95,7 +94,7 @@ impl RemoteNdb {
     pub fn index_of(rt: &TableRuntime, name: &str) -> Option<usize> {
         rt.def.index(name).map(|(i, _)| i).or_else(|| {
             rt.def
-                .index(&format!("{name}{UNIQUE_SUFFIX}"))
+                .index(&format!("{name}{UNIQUE_INDEX_SUFFIX}"))
                 .filter(|(_, x)| x.kind == IndexKind::UniqueHashIndex)
                 .map(|(i, _)| i)
         })

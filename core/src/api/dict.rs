@@ -541,7 +541,12 @@ impl ClusterInner {
             col.nullable = false;
             cols.push(col);
         }
-        let name = format!("{}${}$unique", main.name, idx.name);
+        let name = format!(
+            "{}${}{}",
+            main.name,
+            idx.name,
+            crate::schema::UNIQUE_INDEX_SUFFIX
+        );
         let pk: Vec<String> = idx
             .columns
             .iter()

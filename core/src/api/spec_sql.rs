@@ -7,17 +7,16 @@
 //! character set of string columns, NOT NULL, AUTO_INCREMENT and STORAGE DISK; the
 //! primary key (the columns marked primary key, else the spec's key names; none: NDB's
 //! hidden key) as a hash index only, and the spec's indexes; the tablespace. SQL names
-//! a unique hash index as mysqld does, `NAME$unique` (see `UNIQUE_SUFFIX`), which a
+//! a unique hash index as mysqld does, `NAME$unique` (`schema::UNIQUE_INDEX_SUFFIX`), which a
 //! lookup by the NDB API name falls back to. A table that is not logged
 //! (`setLogging(false)`) has no SQL form here and is refused rather than created
 //! logged.
 
 use super::dict::TableSpec;
 use crate::error::{NdbError, codes};
+#[cfg(test)]
+use crate::schema::UNIQUE_INDEX_SUFFIX;
 use crate::schema::{ColumnType, IndexKind, StorageType};
-
-/// What mysqld (and rndb's SQL) appends to the name of a unique hash index.
-pub const UNIQUE_SUFFIX: &str = "$unique";
 
 fn ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
@@ -167,7 +166,7 @@ mod tests {
             d.indexes
                 .iter()
                 .map(|i| {
-                    let name = i.name.trim_end_matches(UNIQUE_SUFFIX).to_string();
+                    let name = i.name.trim_end_matches(UNIQUE_INDEX_SUFFIX).to_string();
                     (name, i.kind, i.columns.clone())
                 })
                 .collect::<Vec<_>>()

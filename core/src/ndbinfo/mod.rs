@@ -167,7 +167,7 @@ fn memory_per_fragment(cluster: &ClusterInner) -> VirtualTable {
         let fq = format!("{}/def/{}", t.database, def.name);
         let (ty, parent) = if !t.hidden {
             ("User table", Value::Null)
-        } else if def.name.ends_with("$unique") {
+        } else if def.name.ends_with(crate::schema::UNIQUE_INDEX_SUFFIX) {
             ("Unique hash index", parent_of(&t.database, &def.name))
         } else {
             ("User table", parent_of(&t.database, &def.name))

@@ -72,6 +72,10 @@ impl Column {
     }
 }
 
+/// What mysqld appends to the name of the unique hash index of a UNIQUE KEY (NDB's
+/// `NAME$unique`), and rndb's SQL with it.
+pub const UNIQUE_INDEX_SUFFIX: &str = "$unique";
+
 /// Kind of a secondary index (NdbDictionary::Index::Type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexKind {

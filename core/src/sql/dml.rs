@@ -166,7 +166,9 @@ pub(crate) fn write_error(e: NdbError, def: &TableDef, row: Option<&[Value]>) ->
                 .and_then(|r| r.split('\'').next())
                 .unwrap_or("")
                 .to_string();
-            let key = idx_name.trim_end_matches("$unique").to_string();
+            let key = idx_name
+                .trim_end_matches(crate::schema::UNIQUE_INDEX_SUFFIX)
+                .to_string();
             let entry = match (def.index(&idx_name), row) {
                 (Some((_, idx)), Some(r)) => entry_text(
                     &idx.columns

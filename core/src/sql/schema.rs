@@ -27,7 +27,9 @@ use super::{Session, SqlResult};
 use crate::api::optimize::{OptimizeOptions, OptimizeReport};
 use crate::api::{TableRuntime, TableSpec};
 use crate::error::{Result, codes};
-use crate::schema::{Charset, Column, ColumnType, IndexKind, StorageType, TableDef, Value};
+use crate::schema::{
+    Charset, Column, ColumnType, IndexKind, StorageType, TableDef, UNIQUE_INDEX_SUFFIX, Value,
+};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -505,7 +507,7 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
         match ix.kind {
             IndexType::Unique => {
                 engine_indexes.push((
-                    format!("{name}$unique"),
+                    format!("{name}{UNIQUE_INDEX_SUFFIX}"),
                     IndexKind::UniqueHashIndex,
                     ix.columns.clone(),
                 ));
@@ -581,11 +583,13 @@ pub(crate) fn sql_indexes(
         if ix.name.eq_ignore_ascii_case("PRIMARY") {
             continue;
         }
-        if let Some(base) = ix.name.strip_suffix("$unique") {
+        if let Some(base) = ix.name.strip_suffix(UNIQUE_INDEX_SUFFIX) {
             let ordered = def.index(base).is_some();
             out.push((base.to_string(), true, ix.columns.clone(), !ordered));
         } else if ix.kind == IndexKind::OrderedIndex {
-            let has_unique = def.index(&format!("{}$unique", ix.name)).is_some();
+            let has_unique = def
+                .index(&format!("{}{UNIQUE_INDEX_SUFFIX}", ix.name))
+                .is_some();
             if !has_unique {
                 out.push((ix.name.clone(), false, ix.columns.clone(), false));
             }
@@ -634,7 +638,7 @@ fn add_index(s: &mut Session, t: &TableName, ix: IndexSpec) -> Result<()> {
     };
     match ix.kind {
         IndexType::Unique => {
-            let uname = format!("{name}$unique");
+            let uname = format!("{name}{UNIQUE_INDEX_SUFFIX}");
             ndb.create_index(&def.name, &uname, IndexKind::UniqueHashIndex, &ix.columns)
                 .map_err(|e| {
                     if e.code == 893 {
@@ -674,10 +678,10 @@ fn drop_index(s: &mut Session, t: &TableName, name: &str) -> Result<()> {
     if let Some((_, ix)) = def.index(name) {
         targets.push(ix.name.clone());
     }
-    if let Some((_, ix)) = def.index(&format!("{name}$unique")) {
+    if let Some((_, ix)) = def.index(&format!("{name}{UNIQUE_INDEX_SUFFIX}")) {
         targets.push(ix.name.clone());
     }
-    if targets.is_empty() || name.ends_with("$unique") {
+    if targets.is_empty() || name.ends_with(UNIQUE_INDEX_SUFFIX) {
         return Err(errors::app(
             1091,
             format!("Can't DROP '{name}'; check that column/key exists"),
