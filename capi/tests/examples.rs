@@ -295,25 +295,31 @@ fn c_programs_under_valgrind() {
         "ndbapi_async.cpp",
         "ndbapi_record.cpp",
     ] {
-        let out = Command::new("valgrind")
-            .args([
-                "-q",
-                "--error-exitcode=1",
-                "--leak-check=full",
-                "--errors-for-leak-kinds=definite",
-            ])
-            .arg(binary(src))
-            .args(args_of(src))
-            .env_remove("NDB_CONNECTSTRING")
-            .output()
-            .expect("run valgrind");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() && !stderr.contains("Invalid "),
-            "valgrind found errors in {src}:\n{stderr}"
-        );
+        let out = under_valgrind(src, args_of(src));
         check_output(src, &out);
     }
+}
+
+/// Runs example `src` with `args` under valgrind: no invalid access, no definite leak.
+fn under_valgrind(src: &str, args: &[&str]) -> Output {
+    let out = Command::new("valgrind")
+        .args([
+            "-q",
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+        ])
+        .arg(binary(src))
+        .args(args)
+        .env_remove("NDB_CONNECTSTRING")
+        .output()
+        .expect("run valgrind");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("Invalid "),
+        "valgrind found errors in {src} {args:?}:\n{stderr}"
+    );
+    out
 }
 
 /// `make install PREFIX=DIR` (with this run's debug build instead of a release build),
@@ -576,6 +582,9 @@ fn examples_against_rndb_mgmd_and_two_rndbd() {
         out.stdout = without_sql_times(&String::from_utf8_lossy(&out.stdout)).into_bytes();
         check_output(src, &out);
     }
+    // The remote path's rounds, batches, scans and locks under valgrind.
+    let out = under_valgrind("ndbapi_locks.cpp", &[&cs]);
+    check_output("ndbapi_locks.cpp", &out);
 }
 
 /// kill -9 of a data node while ndbapi_failover inserts over TCP: the program retries
