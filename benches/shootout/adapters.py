@@ -162,8 +162,16 @@ class MariaDB(Adapter):
         first.close()
         self.conn = mariadb.connect(host="127.0.0.1", port=params["port"], user="root",
                                     database="bench", autocommit=True)
-        self.cur = self.conn.cursor(prepared=self.prepared)
+        # One cursor per statement: with prepared=True each holds its statement prepared
+        # (Connector/Python 1.1 mixes up results when one cursor alternates statements).
+        self.curs: dict[str, Any] = {}
         self.batch_sql: dict[int, str] = {}
+
+    def cur(self, sql: str, tag: str = "") -> Any:
+        c = self.curs.get(tag + sql)
+        if c is None:
+            c = self.curs[tag + sql] = self.conn.cursor(prepared=self.prepared)
+        return c
 
     def setup(self) -> None:
         cur = self.conn.cursor()
@@ -179,12 +187,14 @@ class MariaDB(Adapter):
 
     def warm(self) -> None:
         """A full scan of the clustered index: every page in the buffer pool."""
-        self.cur.execute("SELECT COUNT(*), SUM(LENGTH(v)) FROM kv")
-        self.cur.fetchall()
+        cur = self.conn.cursor()
+        cur.execute("SELECT COUNT(*), SUM(LENGTH(v)) FROM kv")
+        cur.fetchall()
 
     def read(self, key: int) -> bytes | None:
-        self.cur.execute("SELECT v FROM kv WHERE id = ?", (key,))
-        row = self.cur.fetchone()
+        cur = self.cur("SELECT v FROM kv WHERE id = ?")
+        cur.execute("SELECT v FROM kv WHERE id = ?", (key,))
+        row = cur.fetchone()
         return row[0] if row else None
 
     def read_batch(self, keys: list[int]) -> int:
@@ -192,15 +202,18 @@ class MariaDB(Adapter):
         if sql is None:
             sql = "SELECT id, v FROM kv WHERE id IN (" + ",".join("?" * len(keys)) + ")"
             self.batch_sql[len(keys)] = sql
-        self.cur.execute(sql, keys)
-        found = {r[0] for r in self.cur.fetchall()}
+        cur = self.cur(sql)
+        cur.execute(sql, tuple(keys))
+        found = {r[0] for r in cur.fetchall()}
         return sum(k in found for k in keys)
 
     def update(self, key: int, value: bytes) -> None:
-        self.cur.execute("UPDATE kv SET v = ? WHERE id = ?", (value, key))
+        self.cur("UPDATE kv SET v = ? WHERE id = ?").execute(
+            "UPDATE kv SET v = ? WHERE id = ?", (value, key))
 
     def update_batch(self, items: dict[int, bytes]) -> None:
-        self.cur.executemany("UPDATE kv SET v = ? WHERE id = ?", [(v, k) for k, v in items.items()])
+        sql = "UPDATE kv SET v = ? WHERE id = ?"
+        self.cur(sql, "many:").executemany(sql, [(v, k) for k, v in items.items()])
 
     def close(self) -> None:
         self.conn.close()

@@ -21,8 +21,8 @@ SECTION = "## Issue 9 — key-value shootout"
 INTRO = (
     "One Python load generator (benches/shootout/shootout.py) drives every system with its\n"
     "standard client library; `make shootout-quick` / `make shootout` install, start, run,\n"
-    "stop everything and rewrite the generated subsections below (benches/shootout/README.md\n"
-    "tells the method). The notes at the end are written by hand.\n"
+    "stop everything and rewrite the generated subsections below (benches/README.md tells\n"
+    "the method). The notes at the end are written by hand.\n"
 )
 EMBEDDED = {"rndb-embedded", "sqlite", "lmdb"}
 NETWORKED_PEERS = ["redis", "memcached", "tarantool", "mariadb-prepared", "mariadb-text"]
