@@ -52,6 +52,7 @@ def switches(pid: int) -> int:
 
 def measure(system: str, reads: int, records: int) -> dict[str, float]:
     start = {"redis": lambda: servers.start_redis(512),
+             "memcached": lambda: servers.start_memcached(512),
              "rndb-cluster-r2": lambda: servers.start_rndb_cluster(2, 512),
              "rndb-cluster-r1": lambda: servers.start_rndb_cluster(1, 512)}[system]
     srv = start()
