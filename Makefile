@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PIP      = $(VENV)/bin/pip
 CARGO   ?= cargo
 
-.PHONY: demo test test-rust test-python venv py lint bench install
+.PHONY: demo test test-rust test-python venv py lint bench install shootout shootout-quick
 
 demo:
 	$(CARGO) run --release -p rndb --example demo
@@ -19,12 +19,13 @@ test-rust:
 	$(CARGO) build -p rndb-shell --bins
 	$(CARGO) test --workspace --exclude rndb-py
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed-2
 
-$(VENV)/.installed:
+# -2: numpy added (tests/python/test_shootout.py); an older venv gets it on the next make.
+$(VENV)/.installed-2:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=8" "mypy>=1.10"
+	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=8" "mypy>=1.10" "numpy>=1.26"
 	touch $@
 
 py: venv
@@ -39,6 +40,14 @@ lint:
 
 bench:
 	$(CARGO) run --release -p rndb-benches --bin core_kv
+
+# The key-value shootout (issue 9): installs redis, memcached, Tarantool, MariaDB and the
+# Python clients, runs rndb against them on loopback, writes benches/RESULTS.md's section.
+shootout:
+	benches/shootout/run.sh --full
+
+shootout-quick:
+	benches/shootout/run.sh --quick
 
 # make install PREFIX=DIR: librndb (shared and static), rndb.h, NdbApi.hpp and rndb.pc, so
 # that `g++ app.cpp $(pkg-config --cflags --libs rndb)` builds with
