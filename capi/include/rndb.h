@@ -333,7 +333,7 @@ const struct rndb_error *rndb_cluster_connection_get_error(const struct rndb_clu
 // connected.
 int rndb_cluster_connection_no_db_nodes(const struct rndb_cluster_connection *conn);
 
-// NDB's `set_name`: accepted and ignored (there is no management server to show it).
+// NDB's `set_name`: accepted and ignored (rndb_mgmd does not list API names).
 // Returns 0.
 int rndb_cluster_connection_set_name(struct rndb_cluster_connection *conn, const char *name);
 

@@ -381,7 +381,7 @@ pub extern "C" fn rndb_cluster_connection_no_db_nodes(
     })
 }
 
-/// NDB's `set_name`: accepted and ignored (there is no management server to show it).
+/// NDB's `set_name`: accepted and ignored (rndb_mgmd does not list API names).
 /// Returns 0.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rndb_cluster_connection_set_name(
