@@ -165,7 +165,8 @@ impl RemoteNdb {
     /// line: "N rows in set" or "N rows affected").
     pub fn sql(&self, database: &str, text: &str) -> Result<(String, i32)> {
         let out = self.cluster.sql(database, text)?;
-        Ok((out.clone(), row_count_of(&out)))
+        let count = row_count_of(&out);
+        Ok((out, count))
     }
 }
 

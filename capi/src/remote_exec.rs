@@ -213,26 +213,7 @@ impl TxObj {
             self.status = TxStatus::Aborted;
             return r;
         }
-        if self.status == TxStatus::Committed {
-            return Err(self.fail(
-                None,
-                codes::transaction_closed()
-                    .detail("execute called again after the transaction was committed"),
-            ));
-        }
-        if let Some(e) = self.define_error.take() {
-            self.remote = None;
-            self.status = TxStatus::Aborted;
-            self.executed = self.n_ops;
-            return Err(self.fail(None, e));
-        }
-        if self.status == TxStatus::Aborted {
-            return Err(self
-                .error
-                .last
-                .clone()
-                .unwrap_or_else(codes::transaction_aborted));
-        }
+        self.check_executable()?;
         let round = match self.remote_round(database) {
             Ok(r) => r,
             Err((i, e)) => {

@@ -748,6 +748,33 @@ impl TxObj {
         }
     }
 
+    /// What every execute but a rollback checks first, on either engine: not committed,
+    /// no operation failed to define (that aborts the transaction, its engine or
+    /// remote transaction closed), not aborted.
+    pub(crate) fn check_executable(&mut self) -> Result<()> {
+        if self.status == TxStatus::Committed {
+            return Err(self.fail(
+                None,
+                codes::transaction_closed()
+                    .detail("execute called again after the transaction was committed"),
+            ));
+        }
+        if let Some(e) = self.define_error.take() {
+            self.close_core();
+            self.status = TxStatus::Aborted;
+            self.executed = self.n_ops;
+            return Err(self.fail(None, e));
+        }
+        if self.status == TxStatus::Aborted {
+            return Err(self
+                .error
+                .last
+                .clone()
+                .unwrap_or_else(codes::transaction_aborted));
+        }
+        Ok(())
+    }
+
     /// Executes the operations defined since the last execute on the engine transaction.
     pub fn execute_slow(&mut self, ndb: &Ndb, exec: ExecType, abort: AbortOption) -> Result<()> {
         if self.single_write(exec) {
@@ -765,27 +792,7 @@ impl TxObj {
             self.status = TxStatus::Aborted;
             return Ok(());
         }
-        if self.status == TxStatus::Committed {
-            return Err(self.fail(
-                None,
-                codes::transaction_closed()
-                    .detail("execute called again after the transaction was committed"),
-            ));
-        }
-        if let Some(e) = self.define_error.take() {
-            self.close_core();
-            self.status = TxStatus::Aborted;
-            self.executed = self.n_ops;
-            return Err(self.fail(None, e));
-        }
-        if self.status == TxStatus::Aborted {
-            let e = self
-                .error
-                .last
-                .clone()
-                .unwrap_or_else(codes::transaction_aborted);
-            return Err(e);
-        }
+        self.check_executable()?;
         if self.core.is_none() {
             match ndb.start_transaction() {
                 Ok(t) => {
