@@ -67,6 +67,13 @@ int main(int argc, char** argv) {
   }
   if (rndb_transaction_execute(tx, RNDB_COMMIT, RNDB_ABORT_ON_ERROR, 0) != 0)
     die("insert", rndb_transaction_get_error(tx));
+  /* The commit on disk on every data node (embedded, or rndbd over TCP). */
+  uint64_t gci = 0;
+  if (rndb_transaction_get_gci(tx, &gci) != 0 || gci == 0)
+    die("get_gci", rndb_transaction_get_error(tx));
+  if (rndb_cluster_connection_wait_durable(conn, gci, 20000) != 0)
+    die("wait_durable", rndb_cluster_connection_get_error(conn));
+  printf("insert durable\n");
   rndb_ndb_close_transaction(ndb, tx);
 
   tx = rndb_ndb_start_transaction(ndb);

@@ -336,9 +336,9 @@ pub extern "C" fn rndb_cluster_connection_wait_durable(
             Ok(Engine::Embedded(c)) => {
                 c.wait_durable(gci, Duration::from_millis(u64::from(timeout_ms)))
             }
-            Ok(Engine::Remote(_)) => Err(codes::unsupported(
-                "wait_durable over a management server connection: rndbd data nodes do not yet write their redo log and global checkpoints to disk",
-            )),
+            Ok(Engine::Remote(r)) => {
+                r.wait_durable(gci, Duration::from_millis(u64::from(timeout_ms)))
+            }
             Err(e) => Err(e),
         };
         match r {

@@ -171,6 +171,21 @@ impl MgmClient {
             .map_err(|e| to_pyerr(py, e))
     }
 
+    /// Blocks until the commit with GCI `gci` (`RemoteTransaction.gci`) is on disk on
+    /// every data node: the data nodes run a global checkpoint at once. 4008 after
+    /// `timeout` seconds.
+    #[pyo3(signature = (gci, timeout=60.0))]
+    fn wait_durable(&self, py: Python<'_>, gci: u64, timeout: f64) -> PyResult<()> {
+        if !timeout.is_finite() || timeout < 0.0 {
+            return Err(crate::errors::bad_argument(
+                "timeout must be a non-negative number of seconds",
+            ));
+        }
+        let wait = std::time::Duration::from_secs_f64(timeout.min(1e9));
+        py.detach(|| guard(|| self.data()?.wait_durable(gci, wait)))
+            .map_err(|e| to_pyerr(py, e))
+    }
+
     /// Committed reads of many primary keys (a dict, a tuple in key order or a bare
     /// value each), one request per data node: a dict per key, None where no row has
     /// that key.

@@ -200,6 +200,26 @@ impl ClusterInner {
         fs: Arc<dyn crate::disk::io::FileSystem>,
         progress: &dyn Fn(&str),
     ) -> Result<Arc<ClusterInner>> {
+        Self::start_full(
+            config,
+            data_dir,
+            initial,
+            fs,
+            progress,
+            &LocalEngineStart::default(),
+        )
+    }
+
+    /// The start of every constructor above, with what a data node process adds
+    /// ([`LocalEngineStart`]).
+    pub fn start_full(
+        config: ClusterConfig,
+        data_dir: Option<PathBuf>,
+        initial: bool,
+        fs: Arc<dyn crate::disk::io::FileSystem>,
+        progress: &dyn Fn(&str),
+        local: &LocalEngineStart,
+    ) -> Result<Arc<ClusterInner>> {
         use crate::disk::node::NodeDisk;
         if config.data_nodes.is_empty() {
             return Err(codes::bad_config(
@@ -240,8 +260,13 @@ impl ClusterInner {
             .first()
             .and_then(|d| d.get_bool("Diskless"))
             .unwrap_or(false);
-        let plan =
-            super::durability::plan_start(&config, &fs, &base, data_dir.is_some() && !diskless)?;
+        let plan = super::durability::plan_start(
+            &config,
+            &fs,
+            &base,
+            data_dir.is_some() && !diskless,
+            local.restore_cap,
+        )?;
         let mut data_nodes: Vec<Arc<DataNode>> = Vec::with_capacity(config.data_nodes.len());
         for (dn, log) in config.data_nodes.iter().zip(&plan.logs) {
             let fs_dir = super::durability::node_fs_dir(&base, dn.node_id);
@@ -361,6 +386,9 @@ impl ClusterInner {
             replica_epoch: AtomicU64::new(0),
         });
         let _ = inner.me.set(Arc::downgrade(&inner));
+        if local.external_gcp {
+            inner.gcp.set_external();
+        }
         if let Some(point) = &plan.restore {
             let stats = inner.recover(point, progress)?;
             *inner.restart.lock() = Some(stats);
@@ -542,9 +570,11 @@ impl ClusterInner {
     }
 
     /// A graceful shutdown: a last global checkpoint makes every commit durable, then
-    /// [`ClusterInner::shutdown_now`].
+    /// [`ClusterInner::shutdown_now`]. With checkpoints driven from outside, the data
+    /// path has asked its master for that last checkpoint before (a local one would
+    /// be a cut the other nodes never made).
     pub fn shutdown(&self) {
-        if !self.is_closed() && self.gcp.failure().is_none() {
+        if !self.is_closed() && self.gcp.failure().is_none() && !self.gcp.is_external() {
             // A failure is logged and stops the cluster by itself.
             let _ = self.force_gcp();
         }
@@ -599,6 +629,18 @@ impl Drop for ClusterInner {
             let _ = std::fs::remove_dir_all(d);
         }
     }
+}
+
+/// What a data node process (`rndbd`) asks of its local engine at start
+/// (`cluster/datapath`): the default is the embedded cluster's own start.
+#[derive(Debug, Clone, Default)]
+pub struct LocalEngineStart {
+    /// A system restart recovers to at most this checkpoint (the one the whole cluster
+    /// agreed on), not to the newest this node saved.
+    pub restore_cap: Option<u32>,
+    /// Checkpoints are cut and saved by the data path's global checkpoint protocol,
+    /// not by the engine's timer (`log::gcp`, external mode).
+    pub external_gcp: bool,
 }
 
 /// How often the page cleaner of each data node writes a batch of dirty pages.

@@ -41,6 +41,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+/// How long a local checkpoint waits for the checkpoint it needs when checkpoints are
+/// driven from outside (a data node process whose master is unreachable this long
+/// fails the local checkpoint, which runs again later).
+const EXTERNAL_GCP_WAIT: Duration = Duration::from_secs(60);
+
 /// What the data directory says about the start.
 pub(crate) struct StartPlan {
     /// Per data node (configuration order): its log, when the cluster writes redo.
@@ -95,6 +100,7 @@ pub(crate) fn plan_start(
     fs: &Arc<dyn FileSystem>,
     base: &Path,
     durable: bool,
+    restore_cap: Option<u32>,
 ) -> Result<StartPlan> {
     if !durable {
         return Ok(StartPlan {
@@ -170,7 +176,8 @@ pub(crate) fn plan_start(
         .iter()
         .map(|s| s.last_saved().map_or(0, |g| g.gci_hi))
         .min()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(restore_cap.unwrap_or(u32::MAX));
     let mut ranges = Vec::with_capacity(sysfiles.len());
     let mut max_gci_seen = 0u64;
     for (dn, mut sf) in config.data_nodes.iter().zip(sysfiles) {
@@ -460,10 +467,32 @@ impl ClusterInner {
             .collect()
     }
 
-    /// Runs a global checkpoint now (graceful shutdown, tests).
+    /// Runs a global checkpoint now (graceful shutdown, tests). With checkpoints
+    /// driven from outside (a data node process), asks for one and waits until the
+    /// checkpoint current now is saved here.
     pub fn force_gcp(&self) -> Result<u32> {
+        if self.gcp.is_external() {
+            let gci = self.gcp.current();
+            self.gcp.wait_durable(gci, EXTERNAL_GCP_WAIT)?;
+            return Ok(crate::log::gcp::gci_hi(gci));
+        }
         let savers = self.gcp_savers();
         self.gcp.force(&savers).inspect_err(|e| self.stop_on(e))
+    }
+
+    /// Moves the checkpoint number on to `hi` (external checkpoints: the master data
+    /// node's cut, or a commit stamped with a newer one).
+    pub fn gcp_cut_to(&self, hi: u32) -> u32 {
+        self.gcp.cut_to(hi)
+    }
+
+    /// Saves the closed checkpoint `hi` on this engine's nodes (external checkpoints).
+    /// A failure stops the engine: an fsync is never retried.
+    pub fn gcp_save(&self, hi: u32) -> Result<()> {
+        let savers = self.gcp_savers();
+        self.gcp
+            .save_closed(hi, &savers)
+            .inspect_err(|e| self.stop_on(e))
     }
 
     /// Blocks until the commit with GCI `gci` is on disk on every node.

@@ -17,7 +17,7 @@ pub mod spec_sql;
 pub mod transaction;
 pub mod unique;
 
-pub use cluster::{Cluster, ClusterInner};
+pub use cluster::{Cluster, ClusterInner, LocalEngineStart};
 pub use dict::{TableRuntime, TableSpec};
 pub use ndb::Ndb;
 pub use scan::{Scan, ScanSpec};

@@ -79,7 +79,13 @@ fn scans_over_two_node_groups_return_the_models_rows() {
     let model = load(&api);
     // Both node groups hold rows (else the test would not cover the merge).
     for n in &nodes {
-        let t = n.data().engine.inner().table(DB, "t").expect("t");
+        let t = n
+            .data()
+            .expect("data path")
+            .engine
+            .inner()
+            .table(DB, "t")
+            .expect("t");
         assert!(t.row_count() > 0, "node {} holds rows", n.node_id);
     }
 
@@ -177,7 +183,12 @@ fn scans_over_two_node_groups_return_the_models_rows() {
     // Nothing stays open at the nodes.
     std::thread::sleep(Duration::from_millis(100));
     for n in &nodes {
-        assert_eq!(n.data().open_scans(), 0, "node {}", n.node_id);
+        assert_eq!(
+            n.data().expect("data path").open_scans(),
+            0,
+            "node {}",
+            n.node_id
+        );
     }
 }
 
@@ -231,11 +242,17 @@ fn scan_errors_limits_and_closing() {
     }
     // (A node takes a scan out of its map while it reads the batch asked for ahead.)
     super::process_tests::wait_until("one node holds each scan", 5, || {
-        nodes.iter().map(|n| n.data().open_scans()).sum::<usize>() == 5
+        nodes
+            .iter()
+            .map(|n| n.data().expect("data path").open_scans())
+            .sum::<usize>()
+            == 5
     });
     drop(open);
     super::process_tests::wait_until("dropped scans closed at the nodes", 5, || {
-        nodes.iter().all(|n| n.data().open_scans() == 0)
+        nodes
+            .iter()
+            .all(|n| n.data().expect("data path").open_scans() == 0)
     });
 
     // The limit: MaxNoOfConcurrentScans per node, then 488 (temporary).
@@ -255,11 +272,15 @@ fn scan_errors_limits_and_closing() {
     assert_eq!(e.code, 488, "{e}");
     assert!(e.is_temporary());
     super::process_tests::wait_until("a node holds the maximum", 5, || {
-        nodes.iter().any(|n| n.data().open_scans() == max)
+        nodes
+            .iter()
+            .any(|n| n.data().expect("data path").open_scans() == max)
     });
     drop(open);
     super::process_tests::wait_until("the refused round's scans closed", 5, || {
-        nodes.iter().all(|n| n.data().open_scans() == 0)
+        nodes
+            .iter()
+            .all(|n| n.data().expect("data path").open_scans() == 0)
     });
 
     // A scan the API leaves without fetching is closed after SCAN_IDLE_MS of the
@@ -274,10 +295,10 @@ fn scan_errors_limits_and_closing() {
     super::process_tests::wait_until("the holder alone has the scan", 5, || {
         nodes
             .iter()
-            .all(|n| n.data().open_scans() == usize::from(n.node_id == holder))
+            .all(|n| n.data().expect("data path").open_scans() == usize::from(n.node_id == holder))
     });
     for n in &nodes {
-        let d = n.data();
+        let d = n.data().expect("data path");
         // The node's clock moves while the test runs: half the idle time later
         // the scan is kept, the full idle time later it is closed.
         d.scan_expire(d.now_ms() + super::datapath::SCAN_IDLE_MS / 2);
@@ -285,7 +306,10 @@ fn scan_errors_limits_and_closing() {
         d.scan_expire(d.now_ms() + super::datapath::SCAN_IDLE_MS);
     }
     assert_eq!(
-        nodes.iter().map(|n| n.data().open_scans()).sum::<usize>(),
+        nodes
+            .iter()
+            .map(|n| n.data().expect("data path").open_scans())
+            .sum::<usize>(),
         0
     );
     let mut e = None;

@@ -74,7 +74,14 @@ fn ddl_and_writes_reach_every_replica_and_reads_see_them() {
     create_kv(&api);
     // Every node has the table.
     for n in &nodes {
-        assert!(n.data().engine.inner().table(DB, "kv").is_ok());
+        assert!(
+            n.data()
+                .expect("data path")
+                .engine
+                .inner()
+                .table(DB, "kv")
+                .is_ok()
+        );
     }
     let ops: Vec<KeyOp> = (0..200)
         .map(|i| op(OpType::Insert, i, Some(&format!("v{i}"))))
@@ -83,7 +90,7 @@ fn ddl_and_writes_reach_every_replica_and_reads_see_them() {
     assert!(c.gci > 0, "a commit has a GCI");
     for n in &nodes {
         assert_eq!(
-            local_rows(n.data()),
+            local_rows(n.data().expect("data path")),
             200,
             "node {} holds every row",
             n.node_id
@@ -117,9 +124,20 @@ fn ddl_and_writes_reach_every_replica_and_reads_see_them() {
     );
     assert_eq!(c.results[3], None, "a read of a deleted row finds nothing");
     for n in &nodes {
-        assert_eq!(local_rows(n.data()), 200, "node {}: -1 +1", n.node_id);
-        let t = n.data().engine.inner().table(DB, "kv").expect("kv");
-        let ndb = n.data().engine.ndb(DB);
+        assert_eq!(
+            local_rows(n.data().expect("data path")),
+            200,
+            "node {}: -1 +1",
+            n.node_id
+        );
+        let t = n
+            .data()
+            .expect("data path")
+            .engine
+            .inner()
+            .table(DB, "kv")
+            .expect("kv");
+        let ndb = n.data().expect("data path").engine.ndb(DB);
         let got = ndb
             .read_batch(&t, &[vec![Value::Int(1)], vec![Value::Int(2)]], &[1])
             .expect("local read");
@@ -169,7 +187,12 @@ fn errors_come_back_with_ndb_codes_and_abort_the_whole_transaction() {
     assert_eq!(e.code, 4264, "{e}");
     // Nothing of the failed transaction is anywhere.
     for n in &nodes {
-        assert_eq!(local_rows(n.data()), 1, "node {}", n.node_id);
+        assert_eq!(
+            local_rows(n.data().expect("data path")),
+            1,
+            "node {}",
+            n.node_id
+        );
     }
     let rows = api
         .read_batch(DB, "kv", &[vec![Value::Int(2)], vec![Value::Int(3)]], &[])
@@ -351,7 +374,7 @@ fn a_killed_node_restarts_gets_every_row_by_copy_under_writes_and_serves_again()
     std::thread::sleep(Duration::from_millis(300));
     let restarted = data_node(&m, victim_id, false);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !restarted.data().is_ready() {
+    while !restarted.data().expect("data path").is_ready() {
         assert!(
             std::time::Instant::now() < deadline,
             "the restarted node is not up to date after 30 s; cluster log:\n{}",
@@ -374,14 +397,15 @@ fn a_killed_node_restarts_gets_every_row_by_copy_under_writes_and_serves_again()
     // replica) are applied. A replica that lost a row never catches up: the wait
     // fails and so does the comparison below.
     let agreed = (0..250).any(|_| {
-        let same = local_table(survivor.data()) == local_table(restarted.data());
+        let same = local_table(survivor.data().expect("data path"))
+            == local_table(restarted.data().expect("data path"));
         if !same {
             std::thread::sleep(Duration::from_millis(20));
         }
         same
     });
-    let a = local_table(survivor.data());
-    let b = local_table(restarted.data());
+    let a = local_table(survivor.data().expect("data path"));
+    let b = local_table(restarted.data().expect("data path"));
     assert!(agreed || a == b, "the replicas never agreed within 5 s");
     assert_eq!(a.len(), b.len(), "row counts of the two replicas");
     assert!(a == b, "the replicas differ after the copy");
@@ -460,7 +484,10 @@ fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
     // Within each group the replicas are equal, and hold what was acknowledged.
     let by_id = |id: u32| nodes.iter().find(|n| n.node_id == id).expect("node");
     for (a, b) in [(2, 3), (4, 5)] {
-        let (ta, tb) = (local_table(by_id(a).data()), local_table(by_id(b).data()));
+        let (ta, tb) = (
+            local_table(by_id(a).data().expect("data path")),
+            local_table(by_id(b).data().expect("data path")),
+        );
         assert!(
             ta == tb,
             "nodes {a} and {b} differ ({} / {} rows)",

@@ -155,6 +155,7 @@ impl MgmServer {
             transport: transport.clone(),
             arbitrator: Arbitrator::new(node_id),
             started: Instant::now(),
+            restart: RestartPlanning::default(),
         };
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -238,9 +239,99 @@ struct Server {
     transport: TcpTransport,
     arbitrator: Arbitrator,
     started: Instant,
+    /// A system restart being decided (`cluster::start_plan`).
+    restart: RestartPlanning,
+}
+
+/// The data nodes' start reports while no data node is started, and the decision once
+/// made (kept until a data node is started, so every node asking hears the same).
+#[derive(Default)]
+struct RestartPlanning {
+    reports: BTreeMap<NodeId, super::start_plan::LocalState>,
+    first_report: Option<Instant>,
+    decided: Option<super::start_plan::StartAction>,
+    /// The "impossible" alert was logged (once per planning).
+    impossible_logged: bool,
 }
 
 impl Server {
+    /// How data node `node` starts (`cluster::start_plan`): a node restart while a
+    /// data node is started; else the system restart's decision, once every data node
+    /// reported or StartPartialTimeout passed with every node group represented.
+    fn start_plan(
+        &mut self,
+        node: NodeId,
+        state: super::start_plan::LocalState,
+    ) -> super::start_plan::StartAction {
+        use super::start_plan::{StartAction, decide};
+        let running = self
+            .shared
+            .nodes
+            .lock()
+            .iter()
+            .any(|(&n, e)| n != node && e.connected && e.state == Some(NodeState::Started));
+        if running {
+            return StartAction::NodeRestart;
+        }
+        if let Some(d) = &self.restart.decided {
+            return d.clone();
+        }
+        self.restart.reports.insert(node, state);
+        let first = *self.restart.first_report.get_or_insert_with(Instant::now);
+        let all: Vec<NodeId> = self.cfg.data_nodes.iter().map(|d| d.node_id).collect();
+        let everyone = all.iter().all(|n| self.restart.reports.contains_key(n));
+        let partial_ms = self
+            .cfg
+            .data_nodes
+            .first()
+            .and_then(|d| d.get_u64("StartPartialTimeout"))
+            .unwrap_or(30_000);
+        if !everyone && (partial_ms == 0 || first.elapsed().as_millis() < u128::from(partial_ms)) {
+            return StartAction::Wait;
+        }
+        let groups = self.cfg.node_groups();
+        match decide(&self.restart.reports, &groups) {
+            Ok(Some(d)) => {
+                let text = match &d {
+                    StartAction::SystemRestart { restore_gci, ready } => format!(
+                        "System restart: restoring GCI {restore_gci} from node(s) {}; {}",
+                        ready
+                            .iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if ready.len() == all.len() {
+                            "every data node holds it".to_string()
+                        } else {
+                            "the other data nodes copy from them".to_string()
+                        }
+                    ),
+                    StartAction::Fresh => {
+                        "Initial start: no data node holds a saved global checkpoint".into()
+                    }
+                    _ => String::new(),
+                };
+                self.log(Severity::Info, self.me, &text);
+                self.restart.decided = Some(d.clone());
+                d
+            }
+            Ok(None) => {
+                if everyone && !self.restart.impossible_logged {
+                    self.restart.impossible_logged = true;
+                    // Every node reported and some node group holds no complete copy
+                    // of any checkpoint the others hold: nothing consistent to restore.
+                    let text = "System restart impossible: no global checkpoint is held completely by a node of every node group; start the data nodes with --initial";
+                    self.log(Severity::Alert, self.me, text);
+                }
+                StartAction::Wait
+            }
+            Err(e) => {
+                self.log(Severity::Alert, self.me, &e.message);
+                StartAction::Wait
+            }
+        }
+    }
+
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
@@ -356,7 +447,31 @@ impl Server {
                 }
                 if changed_state && state == NodeState::Started {
                     self.log(Severity::Info, from, "Started");
+                    // The cluster runs: a node starting from now on copies.
+                    self.restart = RestartPlanning::default();
                 }
+            }
+            Message::StartPlanReq {
+                node_id,
+                saved,
+                complete_from,
+            } => {
+                let action = self.start_plan(
+                    node_id,
+                    super::start_plan::LocalState {
+                        saved,
+                        complete_from,
+                    },
+                );
+                let (action, restore_gci, ready) = action.to_wire();
+                self.transport.send(
+                    from,
+                    &Message::StartPlanConf {
+                        action,
+                        restore_gci,
+                        ready,
+                    },
+                );
             }
             Message::Event { severity, text } => {
                 let sev = Severity::ALL

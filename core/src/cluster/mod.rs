@@ -28,6 +28,9 @@ pub mod sim_data;
 mod sim_data_tests;
 #[cfg(test)]
 mod sim_tests;
+pub mod start_plan;
+#[cfg(test)]
+mod system_restart_tests;
 
 use crate::mgm::log::Severity;
 use crate::transport::{Message, NodeId, View};

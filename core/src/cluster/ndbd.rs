@@ -25,8 +25,9 @@
 //! the loop that would answer them (the dialers would otherwise reconnect to peers
 //! with nobody reading).
 
+use super::client::MgmConnection;
 use super::client::{ConnectString, fetch_config};
-use super::datapath::DataPath;
+use super::datapath::{DataPath, DataPathStart};
 use super::mgmd::resolve;
 use super::qmgr::{MembershipConfig, Phase, Qmgr};
 use super::{Event, Outbox};
@@ -48,6 +49,11 @@ use std::time::{Duration, Instant};
 
 /// How often the node's loop ticks QMGR.
 pub const TICK: Duration = Duration::from_millis(10);
+/// How long a graceful stop waits for its last global checkpoint.
+pub const STOP_FLUSH_MAX: Duration = Duration::from_secs(3);
+/// Pause between asks while the management server waits for the other data nodes of
+/// a system restart.
+pub const START_PLAN_RETRY: Duration = Duration::from_millis(200);
 /// Pause between attempts to reach the management server at start.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(500);
 
@@ -106,7 +112,8 @@ pub struct DataNodeProcess {
     status: Arc<Mutex<NodeStatus>>,
     thread: Option<JoinHandle<i32>>,
     transport: TcpTransport,
-    data: Arc<DataPath>,
+    /// Set once the node's thread has started the data path.
+    data: Arc<std::sync::OnceLock<Arc<DataPath>>>,
 }
 
 fn now_nonce() -> u64 {
@@ -122,6 +129,112 @@ fn now_nonce() -> u64 {
     } else {
         t ^ u64::from(std::process::id())
     }
+}
+
+/// Asks the management server how this node starts (`cluster::start_plan`) and
+/// prepares its file system for it; returns the data path's start and a log line.
+fn data_path_start(
+    opts: &DataNodeOptions,
+    node_id: NodeId,
+    me: &crate::config::DataNodeConfig,
+    begin: Instant,
+    aborted: &dyn Fn() -> bool,
+) -> Result<(DataPathStart, String)> {
+    use super::start_plan::{NOT_COMPLETE, StartAction, local_state, write_complete_from};
+    let fs = crate::disk::io::OsFileSystem;
+    let diskless = me.get_bool("Diskless").unwrap_or(false);
+    let fs_dir = me.data_dir.join(format!("ndb_{node_id}_fs"));
+    let state = if diskless {
+        super::start_plan::LocalState::default()
+    } else {
+        local_state(&fs, &fs_dir)?
+    };
+    let action = loop {
+        let answer = MgmConnection::open(&opts.connectstring, Role::DataNode, CONNECT_RETRY * 4)
+            .and_then(|mut c| {
+                c.request(&Message::StartPlanReq {
+                    node_id,
+                    saved: state.saved.clone(),
+                    complete_from: state.complete_from,
+                })
+            });
+        match answer {
+            Ok(Message::StartPlanConf {
+                action,
+                restore_gci,
+                ready,
+            }) => match StartAction::from_wire(action, restore_gci, ready)? {
+                StartAction::Wait => {}
+                a => break a,
+            },
+            Ok(_) => {
+                return Err(codes::internal(
+                    "management server: unexpected reply to StartPlanReq",
+                ));
+            }
+            Err(e) if opts.connect_timeout.is_some_and(|t| begin.elapsed() >= t) => return Err(e),
+            Err(_) => {}
+        }
+        if aborted() {
+            return Err(codes::internal("stopped while waiting for the start plan"));
+        }
+        if opts.connect_timeout.is_some_and(|t| begin.elapsed() >= t) {
+            return Err(codes::request_timeout(
+                "system restart: the other data nodes did not report in time",
+            ));
+        }
+        std::thread::sleep(START_PLAN_RETRY);
+    };
+    let data_dir = (!diskless).then(|| me.data_dir.clone());
+    let mut start = DataPathStart {
+        data_dir,
+        ..DataPathStart::default()
+    };
+    let copy = |start: &mut DataPathStart| -> Result<()> {
+        // Until the copy ends, this node's checkpoints restore nothing.
+        if start.data_dir.is_some() {
+            write_complete_from(&fs, &fs_dir, NOT_COMPLETE)?;
+        }
+        start.initial = true;
+        Ok(())
+    };
+    let text = match action {
+        StartAction::Fresh => {
+            if start.data_dir.is_some() {
+                write_complete_from(&fs, &fs_dir, 0)?;
+            }
+            start.initial = true;
+            "Initial start of the cluster (no global checkpoint saved anywhere)".to_string()
+        }
+        StartAction::NodeRestart => {
+            copy(&mut start)?;
+            "Node restart: the cluster runs; copying every row from a peer".to_string()
+        }
+        StartAction::SystemRestart { restore_gci, ready } => {
+            let text = if ready.contains(&node_id) {
+                start.restore_cap = Some(restore_gci);
+                format!(
+                    "System restart: restoring GCI {restore_gci} from this node's checkpoints and redo"
+                )
+            } else {
+                copy(&mut start)?;
+                format!(
+                    "System restart to GCI {restore_gci}: this node does not hold it completely; copying from node(s) {}",
+                    ready
+                        .iter()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            start.first_view_ready = Some(ready);
+            text
+        }
+        StartAction::Wait => {
+            return Err(codes::internal("start plan: the loop ended waiting"));
+        }
+    };
+    Ok((start, text))
 }
 
 impl DataNodeProcess {
@@ -187,45 +300,81 @@ impl DataNodeProcess {
             stop_reason: None,
         }));
         let mcfg = MembershipConfig::from_cluster(&cfg);
-        let data = DataPath::start(&cfg, node_id, mgm_id, Arc::new(transport.clone()))?;
-        {
-            let t = transport.clone();
-            data.engine
-                .inner()
-                .transporters
-                .set(move || crate::ndbinfo::transporter_rows(node_id, &t.transporters()));
-        }
-        let mut node = NodeLoop {
-            data: data.clone(),
-            me: node_id,
-            node_group: me.node_group,
-            mgm_id,
-            listen,
-            qmgr: None,
-            mcfg,
-            transport: transport.clone(),
-            t0: Instant::now(),
-            next_status_ms: 0,
-            dialed: BTreeMap::new(),
-            status: status.clone(),
-            echo: opts.echo,
-            incarnation: 0,
-            started_incarnation: 0,
-            api_peers: BTreeSet::new(),
-        };
-        node.log(
-            Severity::Info,
-            &format!(
-                "Angel connected to the management server at {mgm_host}:{mgm_port}; node {node_id} listening on {listen}"
-            ),
-        );
-        if !opts.nostart {
-            node.begin();
-        }
+        let data_cell: Arc<std::sync::OnceLock<Arc<DataPath>>> = Arc::default();
         let (stop2, kill2, transport2) = (stop.clone(), kill.clone(), transport.clone());
+        let (cfg2, status2, cell2) = (cfg.clone(), status.clone(), data_cell.clone());
+        // The node's thread first learns how to start (a system restart waits for the
+        // other data nodes: `cluster::start_plan`), then starts the data path and runs
+        // the loop; the caller gets the process at once.
         let thread = std::thread::Builder::new()
             .name(format!("rndbd-{node_id}"))
             .spawn(move || {
+                let aborted = || stop2.load(Ordering::Acquire) || kill2.load(Ordering::Acquire);
+                let started = data_path_start(&opts, node_id, &me, begin, &aborted).and_then(
+                    |(start, text)| {
+                        let data = DataPath::start_in(
+                            &cfg2,
+                            node_id,
+                            mgm_id,
+                            Arc::new(transport2.clone()),
+                            start,
+                        )?;
+                        Ok((data, text))
+                    },
+                );
+                let (data, start_text) = match started {
+                    Ok(x) => x,
+                    Err(e) => {
+                        let text = format!("Node {node_id}: start failed: {e}");
+                        if opts.echo {
+                            eprintln!("{text}");
+                        }
+                        let mut st = status2.lock();
+                        st.state = NodeState::Stopped;
+                        st.stop_reason = Some(text);
+                        drop(st);
+                        transport2.shut();
+                        drop(rx);
+                        transport2.close();
+                        return 1;
+                    }
+                };
+                {
+                    let t = transport2.clone();
+                    data.engine
+                        .inner()
+                        .transporters
+                        .set(move || crate::ndbinfo::transporter_rows(node_id, &t.transporters()));
+                }
+                let _ = cell2.set(data.clone());
+                let mut node = NodeLoop {
+                    data,
+                    me: node_id,
+                    node_group: me.node_group,
+                    mgm_id,
+                    listen,
+                    qmgr: None,
+                    mcfg,
+                    transport: transport2.clone(),
+                    t0: Instant::now(),
+                    next_status_ms: 0,
+                    dialed: BTreeMap::new(),
+                    status: status2,
+                    echo: opts.echo,
+                    incarnation: 0,
+                    started_incarnation: 0,
+                    api_peers: BTreeSet::new(),
+                };
+                node.log(
+                    Severity::Info,
+                    &format!(
+                        "Angel connected to the management server at {mgm_host}:{mgm_port}; node {node_id} listening on {listen}"
+                    ),
+                );
+                node.log(Severity::Info, &start_text);
+                if !opts.nostart {
+                    node.begin();
+                }
                 let code = node.run(&rx, &stop2, &kill2);
                 // No new connection from now (a dialer would reconnect at once to
                 // a peer whose reader just ended), then the inbox: a reader waiting
@@ -244,7 +393,7 @@ impl DataNodeProcess {
             status,
             thread: Some(thread),
             transport,
-            data,
+            data: data_cell,
         })
     }
 
@@ -252,9 +401,19 @@ impl DataNodeProcess {
         self.status.lock().clone()
     }
 
-    /// The node's data path (its local engine holds the node's replicas).
-    pub fn data(&self) -> &Arc<DataPath> {
-        &self.data
+    /// The node's data path (its local engine holds the node's replicas), once the
+    /// node has started it: waits for that (a system restart waits for the other data
+    /// nodes), None if the node ended first.
+    pub fn data(&self) -> Option<&Arc<DataPath>> {
+        loop {
+            if let Some(d) = self.data.get() {
+                return Some(d);
+            }
+            if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
+                return self.data.get();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Waits for the node to end (STOP, SHUTDOWN, or a forced shutdown); its exit
@@ -262,7 +421,9 @@ impl DataNodeProcess {
     pub fn wait(mut self) -> i32 {
         let code = self.thread.take().map_or(0, |t| t.join().unwrap_or(2));
         self.transport.close();
-        self.data.stop();
+        if let Some(d) = self.data.get() {
+            d.stop();
+        }
         code
     }
 
@@ -289,7 +450,9 @@ impl Drop for DataNodeProcess {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.data.stop();
+        if let Some(d) = self.data.get() {
+            d.stop();
+        }
     }
 }
 
@@ -447,12 +610,37 @@ impl NodeLoop {
         kill: &AtomicBool,
     ) -> i32 {
         let mut next_tick = Instant::now();
+        // A graceful stop first has the checkpoint current then saved on every node
+        // (so that a shutdown of the whole cluster keeps every commit), up to a bound.
+        let mut flush: Option<(u32, Instant)> = None;
+        let mut flush_members = 0;
         loop {
             if kill.load(Ordering::Acquire) {
                 return 137;
             }
             if stop.load(Ordering::Acquire) {
-                return self.leave("Node shutdown completed.");
+                match flush {
+                    None => match self.data.begin_flush() {
+                        Some(want) => {
+                            flush = Some((want, Instant::now() + STOP_FLUSH_MAX));
+                            flush_members = self.data.live_count();
+                        }
+                        None => return self.leave("Node shutdown completed."),
+                    },
+                    Some((want, deadline)) => {
+                        // A peer gone meanwhile (it stopped first) ends the wait: the
+                        // checkpoint cannot include it any more.
+                        if self.data.flushed(want) || self.data.live_count() < flush_members {
+                            return self.leave("Node shutdown completed.");
+                        }
+                        if Instant::now() >= deadline {
+                            return self.leave(&format!(
+                                "Node shutdown completed (global checkpoint {want} not saved on every node within {} ms).",
+                                STOP_FLUSH_MAX.as_millis()
+                            ));
+                        }
+                    }
+                }
             }
             let wait = next_tick.saturating_duration_since(Instant::now());
             match rx.recv_timeout(wait) {
@@ -475,6 +663,9 @@ impl NodeLoop {
                 q.on_tick(now, &mut out);
             }
             self.data.on_tick(now);
+            if let (Some(q), Some(why)) = (&mut self.qmgr, self.data.fatal_error()) {
+                q.force_stop(&mut out, super::qmgr::ARBITRATION_LOST, why);
+            }
             if let (Some(q), Some(why)) = (&mut self.qmgr, self.data.lost_node_group()) {
                 q.force_stop(
                     &mut out,
@@ -483,6 +674,11 @@ impl NodeLoop {
                 );
             }
             if let Some(code) = self.flush(out) {
+                if flush.is_some() {
+                    // Stopping anyway: peers that stop first (a cluster shutdown)
+                    // are no failure of this node.
+                    return self.leave("Node shutdown completed.");
+                }
                 self.send_status();
                 return code;
             }

@@ -11,8 +11,16 @@ use std::time::{Duration, Instant};
 
 pub(super) fn config(data_nodes: u32, replicas: u32) -> ClusterConfig {
     let mut text = String::from("[ndbd default]\n");
+    // Each cluster its own DataDir: the data nodes keep their redo and checkpoints there.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "rndb-proc-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
     text.push_str(&format!(
-        "NoOfReplicas={replicas}\nHeartbeatIntervalDbDb=100\nArbitrationTimeout=1000\nDataMemory=16M\n"
+        "NoOfReplicas={replicas}\nHeartbeatIntervalDbDb=100\nArbitrationTimeout=1000\nDataMemory=16M\nDataDir={}\n",
+        dir.display()
     ));
     text.push_str("[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\n");
     for i in 0..data_nodes {
@@ -155,7 +163,10 @@ fn stop_restart_and_start_from_the_shell() {
             .expect("status")
             .starts_with("Node 3: not started")
     });
-    assert_eq!(a.status().state, NodeState::Starting, "waits for node 3");
+    // Node 2 starts its data path once node 3 reported how it starts (both empty).
+    wait_until("node 2 waits for node 3", 10, || {
+        a.status().state == NodeState::Starting
+    });
     assert_eq!(
         c.command("3 START").expect("start"),
         "Database node 3 is being started."

@@ -231,7 +231,8 @@ fn answer_req(m: &DataMsg) -> Option<u64> {
         | DataMsg::TableConf { req, .. }
         | DataMsg::TcKeyConf { req, .. }
         | DataMsg::TcKeyRef { req, .. }
-        | DataMsg::ReadConf { req, .. } => Some(*req),
+        | DataMsg::ReadConf { req, .. }
+        | DataMsg::DurableConf { req, .. } => Some(*req),
         DataMsg::ScanConf(c) => Some(c.req),
         _ => None,
     }
@@ -507,6 +508,41 @@ impl RemoteCluster {
                 code, class, text, ..
             } => Err(err_from(code, class, &text)),
             _ => Err(codes::internal("unexpected answer to SQL")),
+        }
+    }
+
+    /// Blocks until the commit with GCI `gci` (a [`Committed`]'s) is durable on every
+    /// data node: the data node asked has its master run a global checkpoint at once
+    /// (`cluster/datapath/gcp.rs`). 4008 after `timeout`; a data node lost meanwhile
+    /// is replaced by another.
+    pub fn wait_durable(&self, gci: u64, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let node = self.any_node()?;
+            let mut p = self.submit(node, false, |req| DataMsg::DurableReq { req, gci })?;
+            p.deadline = deadline;
+            let r = match p.wait() {
+                Ok(DataMsg::DurableConf { code: 0, .. }) => return Ok(()),
+                Ok(DataMsg::DurableConf {
+                    code,
+                    class,
+                    message,
+                    ..
+                }) => Err(err_from(code, class, &message)),
+                Ok(_) => return Err(codes::internal("unexpected answer to a durability wait")),
+                Err(e) if e.code == codes::request_timeout("").code => {
+                    return Err(codes::durable_wait_timeout(gci, timeout));
+                }
+                Err(e) => Err(e),
+            };
+            match r {
+                Err(e)
+                    if e.code == codes::node_failure_abort().code && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => return other,
+            }
         }
     }
 

@@ -30,6 +30,13 @@
 //! waiting meanwhile rides on the same checkpoint (group commit), so the wait is about
 //! one round of redo fsyncs rather than half a checkpoint interval.
 //!
+//! **Driven from outside** ([`GlobalCheckpoint::set_external`]): in a data node process
+//! (`rndbd`) the cluster's checkpoints are cut by the master data node for every node
+//! at once (`cluster/datapath/gcp.rs`). The timer then only ends epochs; the data path
+//! moves the checkpoint number on with [`GlobalCheckpoint::cut_to`] and saves a closed
+//! one with [`GlobalCheckpoint::save_closed`]; a wait for durability asks it for a
+//! checkpoint ([`GlobalCheckpoint::take_request`]) instead of running one here.
+//!
 //! Lock order: the commit gate (read by commits, written by the epoch cut) is taken
 //! before any fragment mutex; nobody may enter a commit while holding a fragment mutex.
 //! `state` is a leaf lock.
@@ -90,6 +97,8 @@ pub struct GlobalCheckpoint {
     running: Mutex<()>,
     epoch_interval_ms: u64,
     gcp_interval_ms: u64,
+    /// Checkpoints are cut and saved by the caller (see the module notes).
+    external: std::sync::atomic::AtomicBool,
 }
 
 /// What a timer tick did.
@@ -122,7 +131,59 @@ impl GlobalCheckpoint {
             running: Mutex::new(()),
             epoch_interval_ms,
             gcp_interval_ms: gcp_interval_ms.max(1),
+            external: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// From now on checkpoints are cut and saved from outside (a data node process:
+    /// the master data node decides for every node); the timer only ends epochs.
+    pub fn set_external(&self) {
+        self.external.store(true, Ordering::Release);
+    }
+
+    pub fn is_external(&self) -> bool {
+        self.external.load(Ordering::Acquire)
+    }
+
+    /// Moves the checkpoint number on to `hi` (epoch 0) once every commit entered
+    /// before is done; nothing when it is already there. Returns the checkpoint
+    /// number current before.
+    pub fn cut_to(&self, hi: u32) -> u32 {
+        let current_hi = gci_hi(self.current.load(Ordering::Acquire));
+        if current_hi >= hi {
+            return current_hi;
+        }
+        let _cut = self.gate.write();
+        let old = gci_hi(self.current.load(Ordering::Acquire));
+        if old < hi {
+            self.current.store(make_gci(hi, 0), Ordering::Release);
+        }
+        old
+    }
+
+    /// Saves the closed checkpoint `hi` (below the current number) on `savers` and
+    /// records it durable here. A failure fails checkpointing for good, as in
+    /// [`GlobalCheckpoint::force`]; a checkpoint at or below the durable one is
+    /// already saved.
+    pub fn save_closed(&self, hi: u32, savers: &[&dyn GcpSaver]) -> Result<()> {
+        let _one = self.running.lock();
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        if hi <= self.durable_hi() {
+            return Ok(());
+        }
+        assert!(
+            hi < gci_hi(self.current()),
+            "checkpoint {hi} saved while still open"
+        );
+        self.save_all(hi, savers)
+    }
+
+    /// A waiter asked for a checkpoint since the last call (external mode: the data
+    /// path asks its master for one).
+    pub fn take_request(&self) -> bool {
+        std::mem::take(&mut self.state.lock().requested)
     }
 
     /// Enters a commit: its GCI is fixed until the ticket is dropped.
@@ -182,6 +243,11 @@ impl GlobalCheckpoint {
             return Err(e);
         }
         let hi = self.close_gci();
+        self.save_all(hi, savers).map(|()| hi)
+    }
+
+    /// Saves the closed `hi` on every saver and records it durable (or the failure).
+    fn save_all(&self, hi: u32, savers: &[&dyn GcpSaver]) -> Result<()> {
         // The nodes save in parallel (each an fdatasync or two of its own files).
         let failed = match savers {
             [] => None,
@@ -216,7 +282,7 @@ impl GlobalCheckpoint {
         st.gcps_completed += 1;
         drop(st);
         self.durable_changed.notify_all();
-        Ok(hi)
+        Ok(())
     }
 
     /// Advances epochs and checkpoints by the caller's clock (`now_ms` from any fixed
@@ -230,6 +296,7 @@ impl GlobalCheckpoint {
                     && now_ms.saturating_sub(st.last_epoch_ms) >= self.epoch_interval_ms,
             )
         };
+        let gcp_due = gcp_due && !self.is_external();
         if gcp_due {
             {
                 let mut st = self.state.lock();
@@ -249,10 +316,16 @@ impl GlobalCheckpoint {
     /// Milliseconds from `now_ms` until the next epoch or checkpoint is due.
     pub fn next_due_ms(&self, now_ms: u64) -> u64 {
         let st = self.state.lock();
-        if st.requested {
+        let external = self.is_external();
+        if st.requested && !external {
             return 0;
         }
-        let gcp = (st.last_gcp_ms + self.gcp_interval_ms).saturating_sub(now_ms);
+        let gcp = if external {
+            // Only epochs are this driver's; checkpoints come from outside.
+            self.gcp_interval_ms
+        } else {
+            (st.last_gcp_ms + self.gcp_interval_ms).saturating_sub(now_ms)
+        };
         if self.epoch_interval_ms == 0 {
             return gcp;
         }
@@ -262,7 +335,7 @@ impl GlobalCheckpoint {
     /// The driver's sleep: up to `max`, ended early when a checkpoint is requested.
     pub fn nap(&self, max: Duration) {
         let mut st = self.state.lock();
-        if !st.requested {
+        if !st.requested || self.is_external() {
             self.wake_driver.wait_for(&mut st, max);
         }
     }
@@ -418,6 +491,40 @@ mod tests {
         waiter.join().unwrap().unwrap();
         // the request is consumed: the next tick is idle again
         assert_eq!(g.on_timer(3, &s).unwrap(), GcpTick::Idle);
+    }
+
+    #[test]
+    fn checkpoints_driven_from_outside_cut_and_save_only_when_told() {
+        let g = Arc::new(GlobalCheckpoint::new(1, 100, 10));
+        g.set_external();
+        let r = Recorder::default();
+        let s: [&dyn GcpSaver; 1] = [&r];
+        // the timer ends epochs only
+        assert_eq!(g.on_timer(50, &s).unwrap(), GcpTick::Idle);
+        assert_eq!(g.on_timer(100, &s).unwrap(), GcpTick::Epoch(make_gci(1, 0)));
+        assert_eq!(g.durable_hi(), 0);
+        // a waiter asks; the request is taken once, and the driver does not spin on it
+        let gci = g.enter_commit().gci;
+        let g2 = g.clone();
+        let waiter = std::thread::spawn(move || g2.wait_durable(gci, Duration::from_secs(10)));
+        let t0 = Instant::now();
+        while !g.take_request() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "no request");
+            std::thread::yield_now();
+        }
+        assert!(!g.take_request());
+        assert_eq!(g.next_due_ms(150), 10, "a nap, not 0 for the request");
+        // the master's cut, then its save
+        assert_eq!(g.cut_to(4), 1);
+        assert_eq!(g.cut_to(3), 4, "never backwards");
+        assert_eq!(g.current(), make_gci(4, 0));
+        g.save_closed(3, &s).unwrap();
+        waiter.join().unwrap().unwrap();
+        assert_eq!(g.durable_hi(), 3);
+        assert_eq!(*r.saved.lock(), vec![3]);
+        // saved already: nothing written again
+        g.save_closed(2, &s).unwrap();
+        assert_eq!(*r.saved.lock(), vec![3]);
     }
 
     #[test]

@@ -246,9 +246,12 @@ pub enum DataMsg {
     },
     /// Commit (`backup`: a primary to its backup; else from the TC). The answer
     /// carries the same `backup`.
+    /// `gci_hi`: the checkpoint number the TC committed in (0: none); a receiver
+    /// behind it moves its own on first, so that no commit straddles a global cut.
     LqhCommit {
         txn: TxnKey,
         backup: bool,
+        gci_hi: u32,
     },
     LqhCommitted {
         txn: TxnKey,
@@ -342,6 +345,51 @@ pub enum DataMsg {
         req: u64,
         rows: Vec<Vec<Value>>,
     },
+    /// Global checkpoint (`datapath/gcp.rs`), master → every live data node: hold new
+    /// commit decisions, answer once this node's commits under way are done.
+    GcpPrepare {
+        round: u64,
+    },
+    /// The answer, with the node's current checkpoint number.
+    GcpPrepared {
+        round: u64,
+        current_hi: u32,
+    },
+    /// Master → every node: move on to checkpoint `new_hi`, release held commits.
+    GcpCommit {
+        round: u64,
+        new_hi: u32,
+    },
+    GcpCommitted {
+        round: u64,
+    },
+    /// Master → every node: make checkpoint `gci_hi` durable here.
+    GcpSave {
+        round: u64,
+        gci_hi: u32,
+    },
+    GcpSaved {
+        round: u64,
+        gci_hi: u32,
+    },
+    /// Master → every node: `gci_hi` is saved on every node of the round.
+    GcpDurable {
+        gci_hi: u32,
+    },
+    /// A node → the master: a client waits for durability, run a checkpoint now.
+    GcpAsk,
+    /// API → data node: answer once the commit with GCI `gci` is durable on every
+    /// data node (NDB API has none; `docs/cluster.md` §6).
+    DurableReq {
+        req: u64,
+        gci: u64,
+    },
+    DurableConf {
+        req: u64,
+        code: u32,
+        class: u8,
+        message: String,
+    },
 }
 
 mod kind {
@@ -383,10 +431,20 @@ mod kind {
     pub const LEASE_PONG: u16 = 142;
     pub const TRANSPORTERS_REQ: u16 = 143;
     pub const TRANSPORTERS_CONF: u16 = 144;
+    pub const GCP_PREPARE: u16 = 145;
+    pub const GCP_PREPARED: u16 = 146;
+    pub const GCP_COMMIT: u16 = 147;
+    pub const GCP_COMMITTED: u16 = 148;
+    pub const GCP_SAVE: u16 = 149;
+    pub const GCP_SAVED: u16 = 150;
+    pub const GCP_DURABLE: u16 = 151;
+    pub const GCP_ASK: u16 = 152;
+    pub const DURABLE_REQ: u16 = 153;
+    pub const DURABLE_CONF: u16 = 154;
 }
 
 /// Frame kinds of data messages.
-pub const KINDS: std::ops::RangeInclusive<u16> = 100..=149;
+pub const KINDS: std::ops::RangeInclusive<u16> = 100..=159;
 
 pub(super) fn bad(_: crate::error::NdbError) -> WireError {
     WireError::BadValue("data message field")
@@ -533,6 +591,16 @@ impl DataMsg {
             DataMsg::LeasePong { .. } => LEASE_PONG,
             DataMsg::TransportersReq { .. } => TRANSPORTERS_REQ,
             DataMsg::TransportersConf { .. } => TRANSPORTERS_CONF,
+            DataMsg::GcpPrepare { .. } => GCP_PREPARE,
+            DataMsg::GcpPrepared { .. } => GCP_PREPARED,
+            DataMsg::GcpCommit { .. } => GCP_COMMIT,
+            DataMsg::GcpCommitted { .. } => GCP_COMMITTED,
+            DataMsg::GcpSave { .. } => GCP_SAVE,
+            DataMsg::GcpSaved { .. } => GCP_SAVED,
+            DataMsg::GcpDurable { .. } => GCP_DURABLE,
+            DataMsg::GcpAsk => GCP_ASK,
+            DataMsg::DurableReq { .. } => DURABLE_REQ,
+            DataMsg::DurableConf { .. } => DURABLE_CONF,
         }
     }
 
@@ -706,9 +774,14 @@ impl DataMsg {
                     enc_result(&mut e, r);
                 }
             }
-            DataMsg::LqhCommit { txn, backup } => {
+            DataMsg::LqhCommit {
+                txn,
+                backup,
+                gci_hi,
+            } => {
                 enc_txn(&mut e, txn);
                 e.bool(*backup);
+                e.u32(*gci_hi);
             }
             DataMsg::LqhAbort { txn } => enc_txn(&mut e, txn),
             DataMsg::TxnStateReq { txn } => enc_txn(&mut e, txn),
@@ -790,6 +863,34 @@ impl DataMsg {
                 for r in rows {
                     enc_values(&mut e, r);
                 }
+            }
+            DataMsg::GcpPrepare { round } | DataMsg::GcpCommitted { round } => e.u64(*round),
+            DataMsg::GcpPrepared {
+                round,
+                current_hi: hi,
+            }
+            | DataMsg::GcpCommit { round, new_hi: hi }
+            | DataMsg::GcpSave { round, gci_hi: hi }
+            | DataMsg::GcpSaved { round, gci_hi: hi } => {
+                e.u64(*round);
+                e.u32(*hi);
+            }
+            DataMsg::GcpDurable { gci_hi } => e.u32(*gci_hi),
+            DataMsg::GcpAsk => {}
+            DataMsg::DurableReq { req, gci } => {
+                e.u64(*req);
+                e.u64(*gci);
+            }
+            DataMsg::DurableConf {
+                req,
+                code,
+                class,
+                message,
+            } => {
+                e.u64(*req);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(message);
             }
         }
         e.into_bytes()
@@ -957,6 +1058,7 @@ impl DataMsg {
             LQH_COMMIT => DataMsg::LqhCommit {
                 txn: dec_txn(d)?,
                 backup: d.bool().map_err(bad)?,
+                gci_hi: u32_(d)?,
             },
             LQH_ABORT => DataMsg::LqhAbort { txn: dec_txn(d)? },
             TXN_STATE_REQ => DataMsg::TxnStateReq { txn: dec_txn(d)? },
@@ -1052,6 +1154,36 @@ impl DataMsg {
                 }
                 DataMsg::TransportersConf { req, rows }
             }
+            GCP_PREPARE => DataMsg::GcpPrepare { round: u64_(d)? },
+            GCP_PREPARED => DataMsg::GcpPrepared {
+                round: u64_(d)?,
+                current_hi: u32_(d)?,
+            },
+            GCP_COMMIT => DataMsg::GcpCommit {
+                round: u64_(d)?,
+                new_hi: u32_(d)?,
+            },
+            GCP_COMMITTED => DataMsg::GcpCommitted { round: u64_(d)? },
+            GCP_SAVE => DataMsg::GcpSave {
+                round: u64_(d)?,
+                gci_hi: u32_(d)?,
+            },
+            GCP_SAVED => DataMsg::GcpSaved {
+                round: u64_(d)?,
+                gci_hi: u32_(d)?,
+            },
+            GCP_DURABLE => DataMsg::GcpDurable { gci_hi: u32_(d)? },
+            GCP_ASK => DataMsg::GcpAsk,
+            DURABLE_REQ => DataMsg::DurableReq {
+                req: u64_(d)?,
+                gci: u64_(d)?,
+            },
+            DURABLE_CONF => DataMsg::DurableConf {
+                req: u64_(d)?,
+                code: u32_(d)?,
+                class: d.u8().map_err(bad)?,
+                message: s(d)?,
+            },
             k => return Err(WireError::UnknownKind(k)),
         };
         if d.remaining() != 0 {

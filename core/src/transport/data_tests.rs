@@ -170,7 +170,11 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             message: String::new(),
             reads: vec![(0, None), (1, Some(vec![Value::Int(-1)]))],
         },
-        DataMsg::LqhCommit { txn, backup: true },
+        DataMsg::LqhCommit {
+            txn,
+            backup: true,
+            gci_hi: 41,
+        },
         DataMsg::LqhCommitted {
             txn,
             backup: true,
@@ -219,6 +223,35 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
         DataMsg::NodeReady { node: 3, seq: 9 },
         DataMsg::LeasePing { seq: 17 },
         DataMsg::LeasePong { seq: u64::MAX },
+        DataMsg::GcpPrepare { round: 5 },
+        DataMsg::GcpPrepared {
+            round: 5,
+            current_hi: 12,
+        },
+        DataMsg::GcpCommit {
+            round: 5,
+            new_hi: 13,
+        },
+        DataMsg::GcpCommitted { round: 5 },
+        DataMsg::GcpSave {
+            round: 5,
+            gci_hi: 12,
+        },
+        DataMsg::GcpSaved {
+            round: 5,
+            gci_hi: 12,
+        },
+        DataMsg::GcpDurable { gci_hi: 12 },
+        DataMsg::DurableReq {
+            req: 4,
+            gci: 12 << 32 | 3,
+        },
+        DataMsg::DurableConf {
+            req: 4,
+            code: 4008,
+            class: 7,
+            message: "timed out".into(),
+        },
     ]
 }
 

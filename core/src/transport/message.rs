@@ -168,6 +168,24 @@ pub enum Message {
         code: u32,
         message: String,
     },
+    /// Data node → management server, before it starts its local engine: what its
+    /// file system holds (`docs/cluster.md` §6, system restart): the checkpoints its
+    /// system file has saved, and the checkpoint from which its rows are complete
+    /// (u32::MAX: a copy from a peer never finished).
+    StartPlanReq {
+        node_id: u32,
+        saved: Vec<u32>,
+        complete_from: u32,
+    },
+    /// The answer: `action` 0 = wait and ask again, 1 = fresh start (nothing on disk
+    /// anywhere), 2 = system restart to `restore_gci` (with `ready`: the nodes that
+    /// restore it; the others copy from them), 3 = node restart (the cluster runs:
+    /// copy from a peer).
+    StartPlanConf {
+        action: u8,
+        restore_gci: u32,
+        ready: Vec<u32>,
+    },
     /// Membership heartbeat (`view_id` the sender's installed view, 0 before joining).
     Heartbeat {
         view_id: u64,
@@ -274,7 +292,7 @@ pub enum Message {
         ok: bool,
         text: String,
     },
-    /// The data path (frame kinds 100..=149, `transport::data`).
+    /// The data path (frame kinds 100..=159, `transport::data`).
     Data(super::data::DataMsg),
 }
 
@@ -284,6 +302,8 @@ mod kind {
     pub const CONFIG_REQ: u16 = 10;
     pub const CONFIG_CONF: u16 = 11;
     pub const CONFIG_REF: u16 = 12;
+    pub const START_PLAN_REQ: u16 = 13;
+    pub const START_PLAN_CONF: u16 = 14;
     pub const HEARTBEAT: u16 = 20;
     pub const JOIN_REQ: u16 = 21;
     pub const VIEW_PREPARE: u16 = 22;
@@ -312,6 +332,8 @@ impl Message {
             Message::ConfigReq { .. } => CONFIG_REQ,
             Message::ConfigConf { .. } => CONFIG_CONF,
             Message::ConfigRef { .. } => CONFIG_REF,
+            Message::StartPlanReq { .. } => START_PLAN_REQ,
+            Message::StartPlanConf { .. } => START_PLAN_CONF,
             Message::Heartbeat { .. } => HEARTBEAT,
             Message::JoinReq { .. } => JOIN_REQ,
             Message::ViewPrepare { .. } => VIEW_PREPARE,
@@ -359,6 +381,24 @@ impl Message {
             Message::ConfigRef { code, message } => {
                 e.u32(*code);
                 e.str(message);
+            }
+            Message::StartPlanReq {
+                node_id,
+                saved,
+                complete_from,
+            } => {
+                e.u32(*node_id);
+                e.u32s(saved);
+                e.u32(*complete_from);
+            }
+            Message::StartPlanConf {
+                action,
+                restore_gci,
+                ready,
+            } => {
+                e.u8(*action);
+                e.u32(*restore_gci);
+                e.u32s(ready);
             }
             Message::Heartbeat { view_id } => e.u64(*view_id),
             Message::JoinReq { incarnation } => e.u64(*incarnation),
@@ -486,6 +526,16 @@ impl Message {
                 code: d.u32("code")?,
                 message: d.str("message")?,
             },
+            START_PLAN_REQ => Message::StartPlanReq {
+                node_id: d.u32("node id")?,
+                saved: d.u32s("saved checkpoints")?,
+                complete_from: d.u32("complete from")?,
+            },
+            START_PLAN_CONF => Message::StartPlanConf {
+                action: d.u8("start action")?,
+                restore_gci: d.u32("restore GCI")?,
+                ready: d.u32s("ready nodes")?,
+            },
             HEARTBEAT => Message::Heartbeat {
                 view_id: d.u64("view id")?,
             },
@@ -608,6 +658,16 @@ mod tests {
             Message::ConfigRef {
                 code: 1025,
                 message: "no free node id".into(),
+            },
+            Message::StartPlanReq {
+                node_id: 2,
+                saved: vec![7, 8, 9],
+                complete_from: 3,
+            },
+            Message::StartPlanConf {
+                action: 2,
+                restore_gci: 9,
+                ready: vec![2, 3],
             },
             Message::Heartbeat { view_id: 9 },
             Message::JoinReq { incarnation: 3 },

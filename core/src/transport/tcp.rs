@@ -812,7 +812,20 @@ mod tests {
         for _ in 0..10 {
             assert!(matches!(next(&brx), Incoming::Message { from: 2, .. }));
         }
-        let ta = a.transporters();
+        // The writer counts a frame once its write returned, which may be after the
+        // peer already read it.
+        let t0 = std::time::Instant::now();
+        let ta = loop {
+            let ta = a.transporters();
+            if ta
+                .first()
+                .is_some_and(|t| t.bytes_sent >= 10 * frame.len() as u64)
+                || t0.elapsed() > Duration::from_secs(5)
+            {
+                break ta;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
         assert_eq!(ta.len(), 1, "{ta:?}");
         assert_eq!(
             (ta[0].peer, ta[0].connected, ta[0].connect_count),

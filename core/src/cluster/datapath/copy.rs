@@ -120,7 +120,29 @@ impl DataPath {
 
     /// This node joined a running cluster: ask who is up to date.
     pub(super) fn begin_join(&self) {
+        // From now until the copy ends this node's saved checkpoints hold a part of
+        // the rows only (`cluster::start_plan`).
+        self.mark_complete_from(crate::cluster::start_plan::NOT_COMPLETE);
         *self.copy_in.lock() = CopyIn::Asking { next_query_ms: 0 };
+    }
+
+    /// Writes this node's complete-from mark (nothing without a file system). A
+    /// failure stops the node: a later system restart could otherwise take a partial
+    /// copy for a complete one.
+    pub(super) fn mark_complete_from(&self, gci: u32) {
+        let Some(dir) = &self.start.data_dir else {
+            return;
+        };
+        let fs_dir = dir.join(format!("ndb_{}_fs", self.me));
+        if let Err(e) = crate::cluster::start_plan::write_complete_from(
+            &crate::disk::io::OsFileSystem,
+            &fs_dir,
+            gci,
+        ) {
+            let text = format!("Forced node shutdown: writing the complete-from mark: {e}");
+            self.log(crate::mgm::log::Severity::Alert, &text);
+            self.fatal.lock().get_or_insert(text);
+        }
     }
 
     /// The node loop's tick (`now_ms` of its clock).
@@ -129,6 +151,7 @@ impl DataPath {
         self.lease_tick(now_ms);
         self.scan_expire(now_ms);
         self.check_marks();
+        self.gcp_tick(now_ms);
         let copying = matches!(*self.copy_in.lock(), CopyIn::Copying { .. })
             || !self.copy_out.lock().is_empty();
         if copying {
@@ -426,6 +449,8 @@ impl DataPath {
                 DataMsg::CopyDone { seq, .. } => {
                     let seq = *seq;
                     q.msgs.pop_front();
+                    // Every row copied committed at or below the current checkpoint.
+                    self.mark_complete_from(self.gcp_current_hi());
                     let live: Vec<NodeId> = self.members.read().live.iter().copied().collect();
                     for n in live {
                         self.send(n, DataMsg::NodeReady { node: self.me, seq });

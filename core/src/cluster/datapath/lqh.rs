@@ -602,7 +602,17 @@ impl DataPath {
     /// COMMIT (see [`DataMsg::LqhCommit`]): `backup` from a primary to its backup
     /// record; else from the TC (or a takeover) to the primary record, and to a backup
     /// record whose primary failed.
-    pub(super) fn lqh_commit(&self, worker: usize, from: NodeId, txn: TxnKey, backup: bool) {
+    pub(super) fn lqh_commit(
+        &self,
+        worker: usize,
+        from: NodeId,
+        txn: TxnKey,
+        backup: bool,
+        gci_hi: u32,
+    ) {
+        // No commit straddles a global cut: a commit sent in a newer checkpoint than
+        // this node's moves it on first (`gcp.rs`).
+        self.gcp_raise(gci_hi);
         let frozen_from_tc = |r: &LqhTxn| r.frozen && from == txn.tc;
         if backup {
             if self
@@ -672,7 +682,15 @@ impl DataPath {
                 let to: Vec<NodeId> = backups.iter().copied().collect();
                 drop(map);
                 for b in to {
-                    self.send_from(worker, b, DataMsg::LqhCommit { txn, backup: true });
+                    self.send_from(
+                        worker,
+                        b,
+                        DataMsg::LqhCommit {
+                            txn,
+                            backup: true,
+                            gci_hi,
+                        },
+                    );
                 }
             }
             Role::Primary { phase, .. } if *phase == Phase::CommittingBackups => {}

@@ -124,7 +124,7 @@ impl DataPath {
         if commit {
             // As if the TC had said commit (its answer goes nowhere: the TC is gone).
             self.commit_backup_record(txn);
-            self.lqh_commit(worker, txn.tc, txn, false);
+            self.lqh_commit(worker, txn.tc, txn, false, 0);
         } else {
             self.lqh_abort(worker, self.me, txn);
         }

@@ -34,10 +34,15 @@
 //! clock.
 //!
 //! Lock order: a copy's own state (`copy`), then `chain_gate`, then `members`, then
-//! the `tc` map, then the `lqh` map, then `recent` and `tombstones`; the `copy_out`
+//! the `tc` map, then `gcp`, then the `lqh` map, then `recent` and `tombstones`; the `copy_out`
 //! map and `copy_in` are leaves (held only to read or swap an entry); no map lock is
 //! held while a message is delivered or the engine is called.
 //!
+//! - **Global checkpoints** (`gcp.rs`): the master data node cuts every node's local
+//!   engine at the same point (prepare: commit decisions held until no commit is in
+//!   flight; commit: the new number; save; durable), so that a system restart of the
+//!   whole cluster recovers a consistent cut from the nodes' own files
+//!   (`cluster::start_plan`).
 //! - **Scans** (`scan.rs`): committed-read table and ordered-index scans of one node
 //!   group's partitions, batch by batch, on the node's loop.
 //! - **Overload** ([`DataPath::check_send_load`]): new work — a read, a transaction at
@@ -50,6 +55,8 @@
 
 mod copy;
 mod copy_out;
+mod gcp;
+pub use gcp::DURABLE_WAITERS_MAX;
 mod lease;
 mod lqh;
 mod lqh_failure;
@@ -112,7 +119,32 @@ enum Job {
     Reset,
     /// The copy thread's tick (blocked copy rows, timeouts, lost nodes).
     CopyTick,
+    /// A commit decision held by a global checkpoint's prepare is released (`gcp`).
+    GcpRelease(TxnKey),
+    /// The saver thread: make checkpoint `hi` durable here, then tell `master`.
+    GcpSave {
+        master: NodeId,
+        round: u64,
+        hi: u32,
+    },
     Stop,
+}
+
+/// How a data node process starts its data path (`cluster::start_plan`); the
+/// default keeps everything in memory (tests of the protocols).
+#[derive(Debug, Clone, Default)]
+pub struct DataPathStart {
+    /// The node's DataDir: its local engine keeps redo, checkpoints and its system
+    /// file under `DataDir/ndb_<id>_fs` (None: in memory only).
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Remove what the node's file system holds first (a node that copies from a
+    /// peer, or `--initial`).
+    pub initial: bool,
+    /// A system restart: recover to this checkpoint.
+    pub restore_cap: Option<u32>,
+    /// At the cluster's first view, the nodes up to date (None: every member, as at
+    /// a fresh start); a node left out copies from them.
+    pub first_view_ready: Option<BTreeSet<NodeId>>,
 }
 
 /// Ids of recently committed transactions (bounded, oldest forgotten first).
@@ -211,6 +243,18 @@ pub struct DataPath {
     copy_tick_queued: AtomicBool,
     /// The joining side's copy attempts so far.
     join_attempt: AtomicU64,
+    /// Global checkpoints across the data nodes (`gcp`): this node's part, and its
+    /// commit gate (true: closed, commit decisions are held).
+    gcp: Mutex<gcp::GcpNode>,
+    gcp_gate: AtomicBool,
+    gcp_interval_ms: u64,
+    /// The saver thread (None: inline).
+    gcp_saver: Option<SyncSender<Job>>,
+    threading: Threading,
+    /// A failure that must stop the node (a checkpoint that could not be saved).
+    fatal: Mutex<Option<String>>,
+    /// How this node started (its file system, the first view's up-to-date nodes).
+    start: DataPathStart,
     /// The node's clock (ms), as of its last tick: copy deadlines.
     clock_ms: AtomicU64,
     /// Worker threads (empty: inline).
@@ -270,6 +314,17 @@ impl DataPath {
         Self::start_with(cfg, me, mgm_id, out, Threading::Threads)
     }
 
+    /// [`DataPath::start`] of a data node process with its file system.
+    pub fn start_in(
+        cfg: &ClusterConfig,
+        me: NodeId,
+        mgm_id: NodeId,
+        out: Arc<dyn Transport>,
+        start: DataPathStart,
+    ) -> Result<Arc<Self>> {
+        Self::start_full(cfg, me, mgm_id, out, Threading::Threads, start)
+    }
+
     /// Starts the local engine, with worker threads or inline (the simulator).
     pub fn start_with(
         cfg: &ClusterConfig,
@@ -278,8 +333,35 @@ impl DataPath {
         out: Arc<dyn Transport>,
         threading: Threading,
     ) -> Result<Arc<Self>> {
+        Self::start_full(cfg, me, mgm_id, out, threading, DataPathStart::default())
+    }
+
+    fn start_full(
+        cfg: &ClusterConfig,
+        me: NodeId,
+        mgm_id: NodeId,
+        out: Arc<dyn Transport>,
+        threading: Threading,
+        start: DataPathStart,
+    ) -> Result<Arc<Self>> {
         let local = local_config(cfg, me)?;
-        let engine = Cluster::embedded(local)?;
+        let gcp_interval_ms = local
+            .data_nodes
+            .first()
+            .map_or(2000, |n| n.time_between_global_checkpoints_ms.max(1));
+        let engine = Cluster {
+            inner: crate::api::ClusterInner::start_full(
+                local,
+                start.data_dir.clone(),
+                start.initial,
+                Arc::new(crate::disk::io::OsFileSystem),
+                &|_| {},
+                &crate::api::LocalEngineStart {
+                    restore_cap: start.restore_cap,
+                    external_gcp: threading == Threading::Threads,
+                },
+            )?,
+        };
         let groups: Vec<Vec<NodeId>> = cfg.node_groups();
         let ldm = engine.inner().ldm_per_node;
         engine
@@ -299,6 +381,13 @@ impl DataPath {
         } else {
             (None, None)
         };
+        // One save at a time is asked for (a master runs one round at a time).
+        let (saver_tx, saver_rx) = if threads {
+            let (tx, rx) = sync_channel::<Job>(4);
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
         let dp = Arc::new(DataPath {
             copy_in: Mutex::new(copy::CopyIn::Idle),
             copy_apply: Mutex::new(copy::ApplyQueue::default()),
@@ -314,6 +403,13 @@ impl DataPath {
             copy_tick_queued: AtomicBool::new(false),
             join_attempt: AtomicU64::new(0),
             clock_ms: AtomicU64::new(0),
+            gcp: Mutex::new(gcp::GcpNode::default()),
+            gcp_gate: AtomicBool::new(false),
+            gcp_interval_ms,
+            gcp_saver: saver_tx,
+            threading,
+            fatal: Mutex::new(None),
+            start,
             me,
             mgm_id,
             engine,
@@ -370,6 +466,24 @@ impl DataPath {
                 .map_err(|e| codes::internal(format!("copy thread: {e}")))?;
             dp.threads.lock().push(t);
         }
+        if let Some(saver_rx) = saver_rx {
+            let weak = Arc::downgrade(&dp);
+            let t = std::thread::Builder::new()
+                .name(format!("rndbd-{me}-gcp"))
+                .spawn(move || {
+                    while let Ok(job) = saver_rx.recv() {
+                        let Some(dp) = weak.upgrade() else { return };
+                        match job {
+                            Job::GcpSave { master, round, hi } => {
+                                dp.run_gcp_save(master, round, hi)
+                            }
+                            _ => return,
+                        }
+                    }
+                })
+                .map_err(|e| codes::internal(format!("checkpoint saver thread: {e}")))?;
+            dp.threads.lock().push(t);
+        }
         Ok(dp)
     }
 
@@ -382,6 +496,8 @@ impl DataPath {
             Job::EndOpen(txn) => self.lqh_ask_end_open(worker, txn),
             Job::NodesFailed(nodes) => self.nodes_failed(worker, &nodes),
             Job::Reset => self.reset_worker(worker),
+            Job::GcpRelease(txn) => self.tc_release(worker, txn),
+            Job::GcpSave { master, round, hi } => self.run_gcp_save(master, round, hi),
             Job::CopyTick | Job::Stop => {}
         }
     }
@@ -414,7 +530,12 @@ impl DataPath {
 
     /// Stops the workers and the local engine.
     pub fn stop(&self) {
-        for w in self.workers.iter().chain(self.copy_worker.as_ref()) {
+        for w in self
+            .workers
+            .iter()
+            .chain(self.copy_worker.as_ref())
+            .chain(self.gcp_saver.as_ref())
+        {
             let _ = w.send(Job::Stop);
         }
         let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
@@ -481,8 +602,21 @@ impl DataPath {
                 m.in_cluster = true;
                 self.txn_epoch.store(view.id, Ordering::Release);
                 if view.id == 1 {
-                    m.ready = new.iter().map(|&n| (n, 0)).collect();
+                    // A system restart names the nodes that restored the cluster's
+                    // checkpoint; the others copy from them.
+                    let ready_at_start = |n: &NodeId| {
+                        self.start
+                            .first_view_ready
+                            .as_ref()
+                            .is_none_or(|r| r.contains(n))
+                    };
+                    m.ready = new
+                        .iter()
+                        .filter(|n| ready_at_start(n))
+                        .map(|&n| (n, 0))
+                        .collect();
                     m.ready_known = true;
+                    joined_running = !ready_at_start(&self.me);
                 } else {
                     joined_running = true;
                 }
@@ -515,6 +649,7 @@ impl DataPath {
                 .collect()
         };
         self.lease_view(&failed, view.members.is_empty());
+        self.gcp_on_view();
         if let Some(me) = self.me_arc() {
             for (n, q) in early {
                 for m in q {
@@ -694,6 +829,15 @@ impl DataPath {
                 self.restart_join(&reason, (attempt != u64::MAX).then_some(attempt))
             }
             DataMsg::NodeReady { node, seq } => self.on_node_ready(node, seq),
+            m @ (DataMsg::GcpPrepare { .. }
+            | DataMsg::GcpPrepared { .. }
+            | DataMsg::GcpCommit { .. }
+            | DataMsg::GcpCommitted { .. }
+            | DataMsg::GcpSave { .. }
+            | DataMsg::GcpSaved { .. }
+            | DataMsg::GcpDurable { .. }
+            | DataMsg::GcpAsk) => self.on_gcp_message(from, m),
+            DataMsg::DurableReq { req, gci } => self.on_durable_req(from, req, gci),
             m @ (DataMsg::SqlReq { .. } | DataMsg::SchemaReq { .. }) => {
                 self.dispatch(0, Job::Msg(from, m));
             }
@@ -809,7 +953,11 @@ impl DataPath {
                     self.tc_prepared(worker, from, txn, round, err, reads);
                 }
             }
-            DataMsg::LqhCommit { txn, backup } => self.lqh_commit(worker, from, txn, backup),
+            DataMsg::LqhCommit {
+                txn,
+                backup,
+                gci_hi,
+            } => self.lqh_commit(worker, from, txn, backup, gci_hi),
             DataMsg::LqhCommitted { txn, backup, gci } => {
                 if backup {
                     self.lqh_backup_committed(worker, from, txn);

@@ -214,8 +214,14 @@ fn a_duplicate_round_at_a_primary_is_ignored() {
         assert!(std::time::Instant::now() < deadline, "no prepare answer");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    h.node(primary)
-        .on_message(tc, DataMsg::LqhCommit { txn, backup: false });
+    h.node(primary).on_message(
+        tc,
+        DataMsg::LqhCommit {
+            txn,
+            backup: false,
+            gci_hi: 0,
+        },
+    );
     for n in h.replicas(fresh) {
         while h.local(n, fresh) != Some(Value::Str("ins".into())) {
             assert!(

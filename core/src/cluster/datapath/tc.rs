@@ -62,6 +62,12 @@ pub(crate) struct TcTxn {
     unknown: bool,
     /// The API node's connection closed: abort instead of staying open.
     api_gone: bool,
+    /// Committing, but the decision is held by a global checkpoint's prepare
+    /// (`gcp.rs`): no `LqhCommit` sent yet.
+    held: bool,
+    /// The checkpoint number the commit was sent in (the participants' commits carry
+    /// it).
+    gci_hi: u32,
 }
 
 /// A round of a transaction from an API node, as the loop hands it to a worker.
@@ -187,6 +193,8 @@ impl DataPath {
                     gci: 0,
                     unknown: false,
                     api_gone: false,
+                    held: false,
+                    gci_hi: 0,
                 },
             );
         } else {
@@ -339,11 +347,60 @@ impl DataPath {
             drop(map);
             return self.tc_answer(worker, txn, t);
         }
-        let sends = t.waiting.clone();
+        // A global checkpoint being cut holds the decision (checked under the TC map
+        // lock: see `gcp.rs`).
+        if self.gcp_hold(txn) {
+            t.held = true;
+            return;
+        }
+        t.gci_hi = self.gcp_current_hi();
+        let (sends, gci_hi) = (t.waiting.clone(), t.gci_hi);
         drop(map);
         for n in sends {
-            self.send_from(worker, n, DataMsg::LqhCommit { txn, backup: false });
+            self.send_from(
+                worker,
+                n,
+                DataMsg::LqhCommit {
+                    txn,
+                    backup: false,
+                    gci_hi,
+                },
+            );
         }
+    }
+
+    /// A commit held by a global checkpoint is released: send it, in the checkpoint
+    /// now current.
+    pub(super) fn tc_release(&self, worker: usize, txn: TxnKey) {
+        let mut map = self.tc.lock();
+        let Some(t) = map.get_mut(&txn) else { return };
+        if t.phase != Phase::Committing || !t.held {
+            return;
+        }
+        t.held = false;
+        t.gci_hi = self.gcp_current_hi();
+        let (sends, gci_hi) = (t.waiting.clone(), t.gci_hi);
+        drop(map);
+        for n in sends {
+            self.send_from(
+                worker,
+                n,
+                DataMsg::LqhCommit {
+                    txn,
+                    backup: false,
+                    gci_hi,
+                },
+            );
+        }
+    }
+
+    /// Whether a commit this node decided is under way (sent, not every participant
+    /// answered): a global checkpoint's prepare waits until none is.
+    pub(super) fn tc_commits_in_flight(&self) -> bool {
+        self.tc
+            .lock()
+            .values()
+            .any(|t| t.phase == Phase::Committing && !t.held)
     }
 
     /// Every live replica of the transaction's partitions.
@@ -584,6 +641,8 @@ impl DataPath {
                     }
                     t.waiting.extend(takers.iter().copied());
                     let empty = t.waiting.is_empty();
+                    // A held commit goes to the new participants when released.
+                    let (held, gci_hi) = (t.held, t.gci_hi);
                     drop(map);
                     if empty {
                         // No replica left of a partition: the cluster is going down.
@@ -595,8 +654,19 @@ impl DataPath {
                         }
                         continue;
                     }
+                    if held {
+                        continue;
+                    }
                     for n in takers {
-                        self.send_from(worker, n, DataMsg::LqhCommit { txn, backup: false });
+                        self.send_from(
+                            worker,
+                            n,
+                            DataMsg::LqhCommit {
+                                txn,
+                                backup: false,
+                                gci_hi,
+                            },
+                        );
                     }
                 }
             }
