@@ -146,12 +146,13 @@ impl Handle {
 
     /// Decodes a pointer received from C, accepting any of `kinds` (a constant list at
     /// every call site: the check is a compare per kind).
+    ///
+    /// NULL has kind bits 0, which no kind has: it fails the compares like any other
+    /// wrong kind, and the refusal is told apart out of line ([`Handle::refusal`]), so
+    /// that the accepting path is the compares alone (no jump table on the kind bits).
     #[inline(always)]
     pub fn decode<T>(p: *const T, kinds: &[Kind]) -> Result<Handle, HandleError> {
         let v = p.addr() as u64;
-        if v == 0 {
-            return Err(HandleError::Null);
-        }
         let bits = v >> KIND_SHIFT;
         for &k in kinds {
             if k as u64 == bits {
@@ -163,10 +164,21 @@ impl Handle {
                 });
             }
         }
-        Err(HandleError::WrongKind {
-            expected: kinds[0],
-            found: Kind::from_bits(bits),
-        })
+        Err(Handle::refusal(v, kinds[0]))
+    }
+
+    /// Why `v` is not a handle of kind `expected` (one of those [`Handle::decode`]
+    /// accepts).
+    #[cold]
+    #[inline(never)]
+    fn refusal(v: u64, expected: Kind) -> HandleError {
+        if v == 0 {
+            return HandleError::Null;
+        }
+        HandleError::WrongKind {
+            expected,
+            found: Kind::from_bits(v >> KIND_SHIFT),
+        }
     }
 }
 
