@@ -12,7 +12,10 @@
 # run.sh), and the overhead of each pair of neighbouring slices (Rust slice / C ABI slice
 # - 1): median, quartiles, min and max. Once from the elapsed time of the slices, once from
 # the CPU time of the benchmark threads. RUNS=n repeats each process n times (the pairs of
-# all runs pooled); RAW=file keeps the per-slice lines.
+# all runs pooled); RAW=file keeps the per-slice lines; LIBRNDB_DIR=dir runs the program
+# on the librndb.so in dir instead (an older build, with the same header and feature);
+# FROM="raw1 raw2..." only summarises earlier RAW files, pooled (the run index of each
+# file's lines is kept apart).
 #
 #   benches/flexasynch/ab.sh [ops_per_thread] [pairs]      (defaults 200000 10)
 set -euo pipefail
@@ -20,18 +23,26 @@ cd "$(dirname "$0")/../.."
 OPS=${1:-200000}
 PAIRS=${2:-10}
 RUNS=${RUNS:-1}
-cargo build --release -q -p rndb-capi --features bench-reference
-g++ -std=c++17 -O2 -pthread -Icapi/include benches/flexasynch/flexAsynch.cpp \
-  -Ltarget/release -lrndb -Wl,-rpath,"$PWD/target/release" -o target/release/flexAsynch
 out=$(mktemp)
 trap 'if [ -n "${RAW:-}" ]; then cp "$out" "$RAW"; fi; rm -f "$out"' EXIT
-for ((r = 0; r < RUNS; r++)); do
-  for threads in 1 2; do
-    FLEXASYNCH_AB_PAIRS=$PAIRS target/release/flexAsynch -t "$threads" -o "$OPS" -ab |
-      sed "s/^ab /ab $r /" >>"$out"
+if [ -n "${FROM:-}" ]; then
+  f=0
+  for raw in $FROM; do
+    sed "s/^ab \([0-9]*\) /ab $f.\1 /" "$raw" >>"$out"
+    f=$((f + 1))
   done
-done
-python3 - "$out" "$OPS" "$PAIRS" "$RUNS" <<'PY'
+else
+  cargo build --release -q -p rndb-capi --features bench-reference
+  g++ -std=c++17 -O2 -pthread -Icapi/include benches/flexasynch/flexAsynch.cpp \
+    -Ltarget/release -lrndb -Wl,-rpath,"$PWD/target/release" -o target/release/flexAsynch
+  for ((r = 0; r < RUNS; r++)); do
+    for threads in 1 2; do
+      LD_LIBRARY_PATH=${LIBRNDB_DIR:-} FLEXASYNCH_AB_PAIRS=$PAIRS target/release/flexAsynch \
+        -t "$threads" -o "$OPS" -ab | sed "s/^ab /ab $r /" >>"$out"
+    done
+  done
+fi
+python3 - "$out" "$OPS" "$PAIRS" "$RUNS" "${FROM:-}" <<'PY'
 import statistics, sys
 
 def quartiles(v):
@@ -45,10 +56,13 @@ slices = {}
 for line in open(sys.argv[1]):
     _, run, phase, threads, pair, side, rate, cpu = line.split()
     key = (phase, int(threads))
-    slices.setdefault(key, {}).setdefault((int(run), int(pair)), {})[side] = (float(rate), float(cpu))
-print(f"flexAsynch -ab: TAB0 (2-word key + 24 Uint32), 32 parallel transactions per thread, "
-      f"{sys.argv[2]} ops per thread and read slice, {sys.argv[3]} slice pairs per phase, "
-      f"{sys.argv[4]} run(s)")
+    slices.setdefault(key, {}).setdefault((run, int(pair)), {})[side] = (float(rate), float(cpu))
+if sys.argv[5]:
+    print(f"flexAsynch -ab: the slices of {sys.argv[5]}, pooled")
+else:
+    print(f"flexAsynch -ab: TAB0 (2-word key + 24 Uint32), 32 parallel transactions per thread, "
+          f"{sys.argv[2]} ops per thread and read slice, {sys.argv[3]} slice pairs per phase, "
+          f"{sys.argv[4]} run(s)")
 for col, title in ((0, "ops/s, elapsed time of each slice"),
                    (1, "ops per CPU-second of the benchmark threads")):
     print(f"\n{title}")
