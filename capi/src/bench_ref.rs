@@ -100,7 +100,8 @@ pub unsafe extern "C" fn rndb_bench_reference_free(r: *mut rndb_bench_reference)
 /// Benchmark-only. Committed reads of `n` keys in one `Ndb::read_batch_visit`, as
 /// `flexasynch_rust.rs` does them: the columns of the row of key i copied one by one,
 /// under the fragment's mutex, to `out + i * stride_bytes` (the table's attribute
-/// columns as Uint32, in column order; rows not found are left as they are). Returns how many rows were found, -1 on error.
+/// columns as Uint32, in column order; rows not found are left as they are). Returns
+/// how many rows were found, -1 on error.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rndb_bench_reference_read(
     r: *mut rndb_bench_reference,
@@ -111,7 +112,10 @@ pub unsafe extern "C" fn rndb_bench_reference_read(
 ) -> c_int {
     guard("rndb_bench_reference_read", || {
         let c = context(r)?;
-        if n > 0 && (keys.is_null() || out.is_null()) {
+        if n == 0 {
+            return Ok(0);
+        }
+        if keys.is_null() || out.is_null() {
             return Err(codes::bad_argument("NULL keys or rows"));
         }
         // SAFETY: the caller passes n keys.
@@ -154,15 +158,18 @@ pub unsafe extern "C" fn rndb_bench_reference_write(
 ) -> c_int {
     guard("rndb_bench_reference_write", || {
         let c = context(r)?;
-        if n > 0 && keys.is_null() {
-            return Err(codes::bad_argument("NULL keys"));
-        }
         let kind = match kind {
             0 => OpKind::Insert,
             1 => OpKind::Update,
             2 => OpKind::Delete,
             _ => return Err(codes::bad_argument("kind is 0, 1 or 2")),
         };
+        if n == 0 {
+            return Ok(0);
+        }
+        if keys.is_null() {
+            return Err(codes::bad_argument("NULL keys"));
+        }
         // SAFETY: the caller passes n keys.
         let ks = unsafe { std::slice::from_raw_parts(keys, n) };
         let mut ok = 0;
