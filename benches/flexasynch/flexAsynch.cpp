@@ -16,8 +16,21 @@
  * operation from a row buffer (NdbRecord: readTuple/insertTuple/updateTuple/deleteTuple
  * of NdbTransaction), printed as "capi_rec".
  *
+ * With -ab (implies -ndbrecord; librndb built with the cargo feature bench-reference):
+ * the same-run A/B of the C ABI against the Rust API. Each thread alternates slices
+ * through its NdbRecord path ("capi") with slices through the reference functions of
+ * capi/src/bench_ref.rs ("rust"), which run exactly the Rust API batches of
+ * capi/benches/flexasynch_rust.rs, on the same threads, table and keys, with the same
+ * value checks; all threads run the same side at the same time (a barrier between
+ * slices), in the order capi, rust, rust, capi, capi, rust... (ABBA: a drift of the
+ * machine over the run does not favour either side). A read slice is a pass over the
+ * thread's keys; a write phase is cut into slices of its keys. Prints one line per
+ * slice: "ab <phase> <threads> <pair> <capi|rust> <ops/s> <ops per CPU-second>"
+ * (benches/flexasynch/ab.sh makes the medians and spreads).
+ * FLEXASYNCH_AB_PAIRS=n: slice pairs per phase (default 10).
+ *
  * Usage: flexAsynch [-t threads] [-p parallel] [-o ops_per_thread] [-c connectstring]
- *                   [-ndbrecord]
+ *                   [-ndbrecord] [-ab]
  * FLEXASYNCH_PHASES=insert,update,... runs only the phases named (default: all), so that
  * the instruction counts of a phase can be compared under callgrind.
  * FLEXASYNCH_READ_PASSES=n reads every key n times in the read phase (default 1): a read
@@ -45,7 +58,21 @@ struct Options {
   long ops = 200000;
   const char* connectstring = "embedded;DataMemory=1G";
   bool ndbrecord = false;
+  bool ab = false;
 };
+
+/* The reference side of -ab (capi/src/bench_ref.rs): weak, so that this program links
+ * against a librndb built without the feature (-ab then refuses to run). */
+struct rndb_bench_reference;
+extern "C" {
+rndb_bench_reference* rndb_bench_reference_create(rndb_ndb* ndb, const rndb_table* table)
+    __attribute__((weak));
+void rndb_bench_reference_free(rndb_bench_reference* r) __attribute__((weak));
+int rndb_bench_reference_read(rndb_bench_reference* r, const uint64_t* keys, size_t n,
+                              uint32_t* out, size_t stride_bytes) __attribute__((weak));
+int rndb_bench_reference_write(rndb_bench_reference* r, int kind, const uint64_t* keys, size_t n,
+                               uint32_t delta) __attribute__((weak));
+}
 
 enum Phase { P_INSERT, P_READ, P_UPDATE, P_DELETE, P_END };
 static const char* phase_name[] = {"insert", "read", "update", "delete"};
@@ -148,14 +175,62 @@ static void define_record(NdbTransaction* tx, const NdbRecord* rec, Phase phase,
   if (op == NULL) fail("NdbRecord operation", tx->getNdbError());
 }
 
-static long run_phase(Ndb& ndb, const NdbDictionary::Table* tab, const NdbRecord* rec, Phase phase,
-                      int thread, long ops, int parallel, std::vector<Slot>& slots) {
+/* Checks the values read into the slots' result rows (NdbRecord, and the reference). */
+static long check_rows(std::vector<Slot>& slots, int n, const Uint32* (*where)(Slot&)) {
+  long errors = 0;
+  for (int j = 0; j < n; j++) {
+    Slot& s = slots[j];
+    if (s.failed) continue;
+    const Uint32* got = where(s);
+    for (int a = 1; a <= NATTR; a++)
+      if (got[a - 1] != value_of(s.key, a, 0)) {
+        if (errors++ == 0)
+          fprintf(stderr, "key %llu COL%d: read %u, expected %u\n", s.key, a, got[a - 1],
+                  value_of(s.key, a, 0));
+        break;
+      }
+  }
+  return errors;
+}
+
+static const Uint32* record_out(Slot& s) { return s.out.attr; }
+
+/* One thread's share of a phase through the reference functions (-ab): the keys
+ * first .. first + ops - 1 of the thread, in batches of `parallel`, the read values
+ * checked as the NdbRecord path checks them. */
+static long run_reference(rndb_bench_reference* ref, Phase phase, int thread, long first, long ops,
+                          int parallel, std::vector<Slot>& slots, std::vector<uint64_t>& keys) {
   long errors = 0;
   for (long i = 0; i < ops; i += parallel) {
     int n = (int)std::min<long>(parallel, ops - i);
     for (int j = 0; j < n; j++) {
       Slot& s = slots[j];
-      s.key = ((Uint64)thread << 32) | (Uint64)(i + j);
+      s.key = ((Uint64)thread << 32) | (Uint64)(first + i + j);
+      s.failed = 0;
+      keys[j] = s.key;
+    }
+    int done;
+    if (phase == P_READ) {
+      done = rndb_bench_reference_read(ref, keys.data(), n, slots[0].out.attr, sizeof(Slot));
+      if (done >= 0 && done == n) errors += check_rows(slots, n, record_out);
+    } else {
+      int kind = phase == P_INSERT ? 0 : phase == P_UPDATE ? 1 : 2;
+      done = rndb_bench_reference_write(ref, kind, keys.data(), n, phase == P_UPDATE ? 1 : 0);
+    }
+    if (done < 0) fail("reference", rndb_detail::err(rndb_last_error()));
+    errors += n - done;
+  }
+  return errors;
+}
+
+static long run_phase(Ndb& ndb, const NdbDictionary::Table* tab, const NdbRecord* rec, Phase phase,
+                      int thread, long first, long ops, int parallel, std::vector<Slot>& slots) {
+  long errors = 0;
+  for (long i = 0; i < ops; i += parallel) {
+    int n = (int)std::min<long>(parallel, ops - i);
+    for (int j = 0; j < n; j++) {
+      Slot& s = slots[j];
+      s.key = ((Uint64)thread << 32) | (Uint64)(first + i + j);
       s.failed = 0;
       s.tx = ndb.startTransaction();
       if (s.tx == NULL) fail("startTransaction", ndb.getNdbError());
@@ -240,6 +315,108 @@ static void create_table(Ndb& ndb) {
   if (dict->createTable(tab) != 0) fail("createTable", dict->getNdbError());
 }
 
+/* The NdbRecord of TAB0 over `Row`. */
+static const NdbRecord* make_record(NdbDictionary::Dictionary* dict,
+                                    const NdbDictionary::Table* tab) {
+  NdbDictionary::RecordSpecification spec[NATTR + 1];
+  for (int a = 0; a <= NATTR; a++) {
+    spec[a].column = tab->getColumn(a);
+    spec[a].offset = a == 0 ? 0 : (Uint32)(8 + 4 * (a - 1));
+    spec[a].nullbit_byte_offset = 0;
+    spec[a].nullbit_bit_in_byte = 0;
+    spec[a].column_flags = 0;
+  }
+  const NdbRecord* rec = dict->createRecord(tab, spec, NATTR + 1, sizeof(spec[0]));
+  if (rec == NULL) fail("createRecord", dict->getNdbError());
+  return rec;
+}
+
+/* Slice pairs per phase of -ab (FLEXASYNCH_AB_PAIRS). */
+static int ab_pairs() {
+  const char* v = getenv("FLEXASYNCH_AB_PAIRS");
+  int n = v ? atoi(v) : 10;
+  return n < 1 ? 1 : n;
+}
+
+/* -ab (see the notes at the top): returns the number of failed operations. */
+static long run_ab(const Options& o, Ndb_cluster_connection& conn) {
+  if (rndb_bench_reference_create == NULL || rndb_bench_reference_read == NULL ||
+      rndb_bench_reference_write == NULL || rndb_bench_reference_free == NULL) {
+    fprintf(stderr, "-ab needs librndb built with: cargo build --release -p rndb-capi "
+                    "--features bench-reference\n");
+    exit(2);
+  }
+  const int slices = 2 * ab_pairs(), nt = o.threads;
+  /* Write phases: slice s has keys s * chunk .. (s + 1) * chunk - 1; read slices are
+   * passes over every key. */
+  const long chunk = (o.ops + slices - 1) / slices;
+  std::vector<long> slice_ops(P_END * slices);
+  for (int p = 0; p < P_END; p++)
+    for (int sl = 0; sl < slices; sl++)
+      slice_ops[p * slices + sl] =
+          p == P_READ ? o.ops : std::max<long>(0, std::min<long>(chunk, o.ops - sl * chunk));
+  /* capi, rust, rust, capi, capi, rust, ...: slice sl goes to the reference when
+   * sl % 4 is 1 or 2; pair k is slices 2k and 2k + 1. */
+  auto reference = [](int sl) { return sl % 4 == 1 || sl % 4 == 2; };
+  Barrier slice_start(nt);
+  std::vector<double> secs(P_END * slices * nt, 0.0), cpu(P_END * slices * nt, 0.0);
+  std::vector<long> errors(nt, 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < nt; t++) {
+    workers.emplace_back([&, t] {
+      Ndb ndb(&conn, "TEST_DB");
+      if (ndb.init(1024) != 0) fail("init", ndb.getNdbError());
+      NdbDictionary::Dictionary* dict = ndb.getDictionary();
+      const NdbDictionary::Table* tab = dict->getTable("TAB0");
+      if (tab == NULL) fail("getTable", dict->getNdbError());
+      const NdbRecord* rec = make_record(dict, tab);
+      rndb_bench_reference* ref =
+          rndb_bench_reference_create(ndb.rndb_handle(), tab->rndb_handle());
+      if (ref == NULL) fail("rndb_bench_reference_create", rndb_detail::err(rndb_last_error()));
+      std::vector<Slot> slots(o.parallel);
+      std::vector<uint64_t> keys(o.parallel);
+      for (int p = 0; p < P_END; p++) {
+        if (!phase_selected(p)) continue;
+        for (int sl = 0; sl < slices; sl++) {
+          long n = slice_ops[p * slices + sl];
+          long first = p == P_READ ? 0 : sl * chunk;
+          slice_start.wait();
+          std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+          double c0 = thread_cpu_secs();
+          if (reference(sl))
+            errors[t] += run_reference(ref, (Phase)p, t, first, n, o.parallel, slots, keys);
+          else
+            errors[t] += run_phase(ndb, tab, rec, (Phase)p, t, first, n, o.parallel, slots);
+          size_t at = ((size_t)p * slices + sl) * nt + t;
+          cpu[at] = thread_cpu_secs() - c0;
+          secs[at] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+      }
+      rndb_bench_reference_free(ref);
+    });
+  }
+  for (size_t t = 0; t < workers.size(); t++) workers[t].join();
+  for (int p = 0; p < P_END; p++) {
+    if (!phase_selected(p)) continue;
+    for (int sl = 0; sl < slices; sl++) {
+      double longest = 0, longest_cpu = 0;
+      for (int t = 0; t < nt; t++) {
+        size_t at = ((size_t)p * slices + sl) * nt + t;
+        longest = std::max(longest, secs[at]);
+        longest_cpu = std::max(longest_cpu, cpu[at]);
+      }
+      double ops = (double)nt * slice_ops[p * slices + sl];
+      if (ops == 0 || longest <= 0 || longest_cpu <= 0) continue;
+      printf("ab %s %d %d %s %.0f %.0f\n", phase_name[p], nt, sl / 2,
+             reference(sl) ? "rust" : "capi", ops / longest, ops / longest_cpu);
+    }
+  }
+  fflush(stdout);
+  long total = 0;
+  for (int t = 0; t < nt; t++) total += errors[t];
+  return total;
+}
+
 int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; i++) {
@@ -249,8 +426,12 @@ int main(int argc, char** argv) {
       o.ndbrecord = true;
       continue;
     }
+    if (!strcmp(a, "-ab")) {
+      o.ab = o.ndbrecord = true;
+      continue;
+    }
     if (v == NULL) {
-      fprintf(stderr, "usage: %s [-t threads] [-p parallel] [-o ops] [-c connectstring] [-ndbrecord]\n",
+      fprintf(stderr, "usage: %s [-t threads] [-p parallel] [-o ops] [-c connectstring] [-ndbrecord] [-ab]\n",
               argv[0]);
       return 2;
     }
@@ -281,66 +462,58 @@ int main(int argc, char** argv) {
       if (ndb.init(1024) != 0) fail("init", ndb.getNdbError());
       create_table(ndb);
     }
-    Barrier start(o.threads + 1), end(o.threads + 1);
-    std::vector<long> errors(o.threads, 0);
-    /* Each thread's time for the current phase, measured by the thread from the start
-     * barrier to the end of its share (as the Rust program measures: the wake-ups at
-     * the barriers are not part of the phase). */
-    std::vector<double> secs(o.threads, 0.0);
-    /* The same in CPU time of the thread (less sensitive to other load on the machine). */
-    std::vector<double> cpu(o.threads, 0.0);
-    std::vector<std::thread> workers;
-    for (int t = 0; t < o.threads; t++) {
-      workers.emplace_back([&, t] {
-        Ndb ndb(&conn, "TEST_DB");
-        if (ndb.init(1024) != 0) fail("init", ndb.getNdbError());
-        NdbDictionary::Dictionary* dict = ndb.getDictionary();
-        const NdbDictionary::Table* tab = dict->getTable("TAB0");
-        if (tab == NULL) fail("getTable", dict->getNdbError());
-        const NdbRecord* rec = NULL;
-        if (o.ndbrecord) {
-          NdbDictionary::RecordSpecification spec[NATTR + 1];
-          for (int a = 0; a <= NATTR; a++) {
-            spec[a].column = tab->getColumn(a);
-            spec[a].offset = a == 0 ? 0 : (Uint32)(8 + 4 * (a - 1));
-            spec[a].nullbit_byte_offset = 0;
-            spec[a].nullbit_bit_in_byte = 0;
-            spec[a].column_flags = 0;
-          }
-          rec = dict->createRecord(tab, spec, NATTR + 1, sizeof(spec[0]));
-          if (rec == NULL) fail("createRecord", dict->getNdbError());
-        }
-        std::vector<Slot> slots(o.parallel);
-        for (int p = 0; p < P_END; p++) {
-          if (!phase_selected(p)) continue;
-          start.wait();
-          std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-          double c0 = thread_cpu_secs();
-          for (int pass = 0; pass < (p == P_READ ? read_passes() : 1); pass++)
-            errors[t] += run_phase(ndb, tab, rec, (Phase)p, t, o.ops, o.parallel, slots);
-          cpu[t] = thread_cpu_secs() - c0;
-          secs[t] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          end.wait();
-        }
-      });
-    }
-    for (int p = 0; p < P_END; p++) {
-      if (!phase_selected(p)) continue;
-      start.wait();
-      end.wait();
-      double longest = 0, longest_cpu = 0;
+    if (o.ab) {
+      total_errors = run_ab(o, conn);
+    } else {
+      Barrier start(o.threads + 1), end(o.threads + 1);
+      std::vector<long> errors(o.threads, 0);
+      /* Each thread's time for the current phase, measured by the thread from the start
+       * barrier to the end of its share (as the Rust program measures: the wake-ups at
+       * the barriers are not part of the phase). */
+      std::vector<double> secs(o.threads, 0.0);
+      /* The same in CPU time of the thread (less sensitive to other load on the machine). */
+      std::vector<double> cpu(o.threads, 0.0);
+      std::vector<std::thread> workers;
       for (int t = 0; t < o.threads; t++) {
-        longest = std::max(longest, secs[t]);
-        longest_cpu = std::max(longest_cpu, cpu[t]);
+        workers.emplace_back([&, t] {
+          Ndb ndb(&conn, "TEST_DB");
+          if (ndb.init(1024) != 0) fail("init", ndb.getNdbError());
+          NdbDictionary::Dictionary* dict = ndb.getDictionary();
+          const NdbDictionary::Table* tab = dict->getTable("TAB0");
+          if (tab == NULL) fail("getTable", dict->getNdbError());
+          const NdbRecord* rec = o.ndbrecord ? make_record(dict, tab) : NULL;
+          std::vector<Slot> slots(o.parallel);
+          for (int p = 0; p < P_END; p++) {
+            if (!phase_selected(p)) continue;
+            start.wait();
+            std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+            double c0 = thread_cpu_secs();
+            for (int pass = 0; pass < (p == P_READ ? read_passes() : 1); pass++)
+              errors[t] += run_phase(ndb, tab, rec, (Phase)p, t, 0, o.ops, o.parallel, slots);
+            cpu[t] = thread_cpu_secs() - c0;
+            secs[t] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            end.wait();
+          }
+        });
       }
-      const char* who = o.ndbrecord ? "capi_rec" : "capi";
-      double ops = (double)o.threads * o.ops * (p == P_READ ? read_passes() : 1);
-      printf("%s %s %d %.0f\n", who, phase_name[p], o.threads, ops / longest);
-      printf("%s_cpu %s %d %.0f\n", who, phase_name[p], o.threads, ops / longest_cpu);
-      fflush(stdout);
+      for (int p = 0; p < P_END; p++) {
+        if (!phase_selected(p)) continue;
+        start.wait();
+        end.wait();
+        double longest = 0, longest_cpu = 0;
+        for (int t = 0; t < o.threads; t++) {
+          longest = std::max(longest, secs[t]);
+          longest_cpu = std::max(longest_cpu, cpu[t]);
+        }
+        const char* who = o.ndbrecord ? "capi_rec" : "capi";
+        double ops = (double)o.threads * o.ops * (p == P_READ ? read_passes() : 1);
+        printf("%s %s %d %.0f\n", who, phase_name[p], o.threads, ops / longest);
+        printf("%s_cpu %s %d %.0f\n", who, phase_name[p], o.threads, ops / longest_cpu);
+        fflush(stdout);
+      }
+      for (size_t t = 0; t < workers.size(); t++) workers[t].join();
+      for (int t = 0; t < o.threads; t++) total_errors += errors[t];
     }
-    for (size_t t = 0; t < workers.size(); t++) workers[t].join();
-    for (int t = 0; t < o.threads; t++) total_errors += errors[t];
   }
   ndb_end(0);
   if (total_errors) {

@@ -15,10 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 LO=${1:-10000}
 HI=${2:-30000}
-cargo build --release -q -p rndb-capi
+# The same features as ab.sh: the library is then built once for all three scripts (the
+# feature only adds the benchmark-only functions of capi/src/bench_ref.rs).
+cargo build --release -q -p rndb-capi --features bench-reference
 g++ -std=c++17 -O2 -pthread -Icapi/include benches/flexasynch/flexAsynch.cpp \
   -Ltarget/release -lrndb -Wl,-rpath,"$PWD/target/release" -o target/release/flexAsynch
-rust_bin=$(cargo bench -q -p rndb-capi --bench flexasynch_rust --no-run 2>&1 |
+rust_bin=$(cargo bench -q -p rndb-capi --features bench-reference --bench flexasynch_rust --no-run 2>&1 |
   sed -n 's/.*(\(.*flexasynch_rust-[0-9a-f]*\)).*/\1/p' | tail -1)
 if [ -z "$rust_bin" ]; then
   rust_bin=$(ls -t target/release/deps/flexasynch_rust-* | grep -v '\.d$' | head -1)

@@ -20,8 +20,10 @@ cd "$(dirname "$0")/../.."
 OPS=${1:-200000}
 REPS=${2:-3}
 export FLEXASYNCH_READ_PASSES=${READ_PASSES:-10}
-cargo build --release -q -p rndb-capi
-cargo bench -q -p rndb-capi --bench flexasynch_rust --no-run 2>/dev/null
+# The same features as ab.sh: the library is then built once for all three scripts (the
+# feature only adds the benchmark-only functions of capi/src/bench_ref.rs).
+cargo build --release -q -p rndb-capi --features bench-reference
+cargo bench -q -p rndb-capi --features bench-reference --bench flexasynch_rust --no-run 2>/dev/null
 g++ -std=c++17 -O2 -pthread -Icapi/include benches/flexasynch/flexAsynch.cpp \
   -Ltarget/release -lrndb -Wl,-rpath,"$PWD/target/release" -o target/release/flexAsynch
 out=$(mktemp)
@@ -30,7 +32,7 @@ for threads in 1 2; do
   for ((r = 0; r < REPS; r++)); do
     target/release/flexAsynch -t "$threads" -o "$OPS" >>"$out"
     target/release/flexAsynch -t "$threads" -o "$OPS" -ndbrecord >>"$out"
-    cargo bench -q -p rndb-capi --bench flexasynch_rust -- "$threads" "$OPS" 2>/dev/null | grep '^rust' >>"$out"
+    cargo bench -q -p rndb-capi --features bench-reference --bench flexasynch_rust -- "$threads" "$OPS" 2>/dev/null | grep '^rust' >>"$out"
   done
 done
 python3 - "$out" "$OPS" "$REPS" <<'PY'

@@ -87,7 +87,7 @@ fn run_single_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch) -> bool
         return false;
     }
     let pk = &table.def.primary_key;
-    sc.keys.clear();
+    clear_keys(&mut sc.keys, &mut sc.keys_plain);
     for t in txs.iter() {
         push_key(&mut sc.keys, &t.ops[0].key, pk);
     }
@@ -125,7 +125,9 @@ pub(crate) fn run_record_batch(
     done: &mut Vec<Completion>,
 ) -> bool {
     txs.clear();
-    sc.keys.clear();
+    clear_keys(&mut sc.keys, &mut sc.keys_plain);
+    // Only integer keys are written below (and nothing else until the next clear).
+    sc.keys_plain = true;
     // The table and record of the first transaction (compared by address).
     let mut head: Option<(*const TableRuntime, *const crate::record::RecordDef)> = None;
     for &h in list {
@@ -279,6 +281,9 @@ pub(crate) fn run_record_batch(
 #[derive(Default)]
 pub(crate) struct Scratch {
     keys: Vec<Value>,
+    /// Every value of `keys` is an integer (`run_record_batch` writes only those): they
+    /// own nothing, and clearing them needs no drop of each.
+    keys_plain: bool,
     out: Vec<Value>,
     found: Vec<bool>,
     members: Vec<(usize, usize)>,
@@ -291,6 +296,19 @@ pub(crate) struct Scratch {
     /// Per transaction of the last `run_fast_reads`: served (false: run it on the slow
     /// path).
     pub served: Vec<bool>,
+}
+
+/// Empties a scratch key list `keys` (`plain`: see `Scratch::keys_plain`), leaving it
+/// not known to be integers.
+#[inline(always)]
+fn clear_keys(keys: &mut Vec<Value>, plain: &mut bool) {
+    if *plain {
+        // SAFETY: integers own nothing: forgetting them is dropping them.
+        unsafe { keys.set_len(0) };
+        *plain = false;
+    } else {
+        keys.clear();
+    }
 }
 
 /// Runs the committed reads of `txs` (all eligible) through `Ndb::read_batch_visit` (or
@@ -357,7 +375,7 @@ pub(crate) fn run_fast_reads(ndb: &Ndb, txs: &mut [&mut TxObj], sc: &mut Scratch
         sc.cols.clear();
         sc.cols.extend_from_slice(txs[t0].ops[o0].read_cols());
         let cols = &sc.cols;
-        sc.keys.clear();
+        clear_keys(&mut sc.keys, &mut sc.keys_plain);
         let mut n = 0;
         for (m, &(t, o)) in sc.members.iter().enumerate() {
             if assigned[m] != g {

@@ -146,12 +146,13 @@ impl Handle {
 
     /// Decodes a pointer received from C, accepting any of `kinds` (a constant list at
     /// every call site: the check is a compare per kind).
+    ///
+    /// NULL has kind bits 0, which no kind has: it fails the compares like any other
+    /// wrong kind, and the refusal is told apart out of line ([`Handle::refusal`]), so
+    /// that the accepting path is the compares alone (no jump table on the kind bits).
     #[inline(always)]
     pub fn decode<T>(p: *const T, kinds: &[Kind]) -> Result<Handle, HandleError> {
         let v = p.addr() as u64;
-        if v == 0 {
-            return Err(HandleError::Null);
-        }
         let bits = v >> KIND_SHIFT;
         for &k in kinds {
             if k as u64 == bits {
@@ -163,10 +164,21 @@ impl Handle {
                 });
             }
         }
-        Err(HandleError::WrongKind {
-            expected: kinds[0],
-            found: Kind::from_bits(bits),
-        })
+        Err(Handle::refusal(v, kinds[0]))
+    }
+
+    /// Why `v` is not a handle of kind `expected` (one of those [`Handle::decode`]
+    /// accepts).
+    #[cold]
+    #[inline(never)]
+    fn refusal(v: u64, expected: Kind) -> HandleError {
+        if v == 0 {
+            return HandleError::Null;
+        }
+        HandleError::WrongKind {
+            expected,
+            found: Kind::from_bits(v >> KIND_SHIFT),
+        }
     }
 }
 
@@ -183,6 +195,24 @@ struct FreeList {
     free: Vec<u32>,
     next: u32,
     live: usize,
+}
+
+/// A slot found live by [`Registry::get_live`] (for the thread that owns its object).
+/// Retiring marks the slot free but keeps its value, for reuse by [`Registry::revive`];
+/// the caller keeps the slot index (it is not on the registry's free list).
+pub struct LiveSlot<'a> {
+    generation: &'a AtomicU32,
+    next: u32,
+    index: u32,
+}
+
+impl LiveSlot<'_> {
+    /// Marks the slot free, keeping its value; returns its index.
+    #[inline(always)]
+    pub fn retire(self) -> u32 {
+        self.generation.store(self.next, Ordering::Release);
+        self.index
+    }
 }
 
 /// Slots of one kind of object.
@@ -245,6 +275,31 @@ impl<T> Registry<T> {
         })
     }
 
+    /// The object a handle names, if the handle is live, with its slot: retiring it
+    /// then needs no second lookup ([`LiveSlot::retire`]).
+    #[inline(always)]
+    pub fn get_live(&self, h: Handle) -> Result<(*mut T, LiveSlot<'_>), HandleError> {
+        let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
+        let g = slot.generation.load(Ordering::Acquire);
+        if g & 1 == 0 || (g & FIELD_MASK as u32) != h.generation {
+            return Err(HandleError::Stale);
+        }
+        // SAFETY: as in `get`.
+        let p = unsafe {
+            let opt: *mut Option<T> = slot.value.get();
+            debug_assert!((*opt).is_some(), "live slot without a value");
+            (*opt).as_mut().unwrap_unchecked() as *mut T
+        };
+        Ok((
+            p,
+            LiveSlot {
+                generation: &slot.generation,
+                next: (h.generation + 1) & FIELD_MASK as u32,
+                index: h.slot,
+            },
+        ))
+    }
+
     /// Stores a new object; returns its handle.
     pub fn insert(&self, v: T) -> Result<Handle, T> {
         let index = {
@@ -296,20 +351,6 @@ impl<T> Registry<T> {
         st.free.push(h.slot);
         st.live -= 1;
         v.ok_or(HandleError::Stale)
-    }
-
-    /// Marks a live slot free but keeps its value (for reuse by [`Registry::revive`]).
-    /// The caller keeps the slot index; it is not on the registry's free list.
-    #[inline(always)]
-    pub fn retire(&self, h: Handle) -> Result<u32, HandleError> {
-        let slot = self.slot(h.slot).ok_or(HandleError::Stale)?;
-        let g = slot.generation.load(Ordering::Acquire);
-        if g & 1 == 0 || (g & FIELD_MASK as u32) != h.generation {
-            return Err(HandleError::Stale);
-        }
-        slot.generation
-            .store((h.generation + 1) & FIELD_MASK as u32, Ordering::Release);
-        Ok(h.slot)
     }
 
     /// Makes a retired slot live again; returns its new handle and its kept value.
@@ -397,7 +438,7 @@ mod tests {
             Some(HandleError::Stale),
             "old handle stays stale"
         );
-        let idx = R.retire(h2).expect("retire");
+        let idx = R.get_live(h2).expect("live").1.retire();
         assert_eq!(R.get(h2).err(), Some(HandleError::Stale));
         assert_eq!(R.live(idx), None, "retired");
         let (h3, v) = R.revive(idx).expect("revive");
@@ -405,7 +446,8 @@ mod tests {
         // SAFETY: revived slot, single thread.
         assert_eq!(unsafe { &*v }, "b");
         assert!(R.get(h3).is_ok());
-        R.retire(h3).expect("retire");
+        R.get_live(h3).expect("live").1.retire();
+        assert_eq!(R.get_live(h3).err(), Some(HandleError::Stale));
         R.release(idx);
         R.release_all_memory();
     }

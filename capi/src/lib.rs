@@ -26,6 +26,8 @@
 compile_error!("librndb's handles need 64-bit pointers");
 
 mod batch;
+#[cfg(feature = "bench-reference")]
+mod bench_ref;
 mod conn;
 mod dict;
 mod error;
@@ -44,6 +46,8 @@ mod transaction;
 mod txn;
 mod types;
 
+#[cfg(feature = "bench-reference")]
+pub use bench_ref::*;
 pub use conn::*;
 pub use dict::*;
 pub use error::{rndb_error, rndb_error_classification, rndb_error_status};

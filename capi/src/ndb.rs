@@ -8,7 +8,7 @@
 use crate::batch::{Scratch, run_fast_reads, run_record_batch};
 use crate::conn::{Engine, conn_ref, engine_of, not_connected};
 use crate::error::{ErrorStore, c_string, guard, handle_error, rndb_error};
-use crate::handle::{Handle, Kind, Registry};
+use crate::handle::{Handle, Kind, LiveSlot, Registry};
 use crate::remote::{RemoteNdb, execute_prepared_remote};
 use crate::txn::{Completion, NdbPtr, TXS, TxObj, TxStatus};
 use crate::{cstr, rndb_cluster_connection, rndb_ndb, rndb_table, rndb_transaction};
@@ -203,18 +203,24 @@ pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
 /// Closes transaction `th` of Ndb `nh` (rolled back if still open).
 #[inline(always)]
 pub(crate) fn close_tx(nh: Handle, n: &mut NdbObj, th: Handle) -> Result<()> {
-    let tx = tx_by_handle(th)?;
+    let (p, live) = TXS
+        .get_live(th.with(Kind::Transaction, 0))
+        .map_err(|e| handle_error(th.kind, e))?;
+    // SAFETY: as for `tx_by_handle_raw`.
+    let tx = unsafe { &mut *p };
     if tx.ndb != nh {
         return Err(codes::bad_argument(
             "the transaction belongs to another rndb_ndb: close it with the Ndb that started it",
         ));
     }
-    close_tx_obj(n, th, tx)
+    close_tx_obj(n, th, tx, live);
+    Ok(())
 }
 
-/// Closes live transaction `tx` (handle `th`) of Ndb `n`.
+/// Closes live transaction `tx` (handle `th`, slot `live`) of Ndb `n`. A compact single
+/// read needs no materializing: it is dropped with the transaction.
 #[inline(always)]
-fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj) -> Result<()> {
+fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj, live: LiveSlot<'_>) {
     tx.single_active = false;
     tx.close_core();
     tx.status = TxStatus::Aborted;
@@ -223,11 +229,7 @@ fn close_tx_obj(n: &mut NdbObj, th: Handle, tx: &mut TxObj) -> Result<()> {
         n.prepared.retain(|h| *h != th);
     }
     n.n_open = n.n_open.saturating_sub(1);
-    let idx = TXS
-        .retire(th)
-        .map_err(|e| handle_error(Kind::Transaction, e))?;
-    n.tx_free.push(idx);
-    Ok(())
+    n.tx_free.push(live.retire());
 }
 
 /// Executes prepared transactions in order; their completions go to `n.completed`.
@@ -511,16 +513,16 @@ pub extern "C" fn rndb_ndb_close_transaction(
         if let (Ok(nh), Ok(th)) = (
             Handle::decode(ndb, &[Kind::Ndb]),
             Handle::decode(tx, &[Kind::Transaction]),
-        ) && let Ok(t) = tx_by_handle_raw(th)
-            && t.ndb == nh
-            && !t.ndb_obj.0.is_null()
+        ) && let Ok((p, live)) = TXS.get_live(th.with(Kind::Transaction, 0))
         {
-            // SAFETY: see `NdbPtr`; the Ndb and the transaction are distinct objects.
-            let n = unsafe { &mut *t.ndb_obj.0 };
-            return match close_tx_obj(n, th, t) {
-                Ok(()) => Ok(0),
-                Err(e) => Err(n.fail(e)),
-            };
+            // SAFETY: as for `tx_by_handle_raw`.
+            let t = unsafe { &mut *p };
+            if t.ndb == nh && !t.ndb_obj.0.is_null() {
+                // SAFETY: see `NdbPtr`; the Ndb and the transaction are distinct objects.
+                let n = unsafe { &mut *t.ndb_obj.0 };
+                close_tx_obj(n, th, t, live);
+                return Ok(0);
+            }
         }
         let (h, n) = ndb_mut(ndb)?;
         let th = Handle::decode(tx, &[Kind::Transaction])
