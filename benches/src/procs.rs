@@ -97,6 +97,28 @@ impl Procs {
     }
 }
 
+impl Procs {
+    /// Waits (up to `secs`) for process `name` to exit on its own; its exit code.
+    pub fn wait_exit(&mut self, name: &str, secs: u64) -> AnyResult<i32> {
+        let i = self
+            .children
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| format!("no process {name}"))?;
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(st) = self.children[i].1.try_wait()? {
+                self.children.remove(i);
+                return Ok(st.code().unwrap_or(-1));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("{name} did not exit within {secs} s").into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// A loopback port free at the time of the call.
 pub fn free_port() -> AnyResult<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -159,6 +181,23 @@ impl ProcCluster {
         let c = ProcCluster { procs, port };
         c.wait_started(30)?;
         Ok(c)
+    }
+
+    /// Starts data node `id` again (`extra`: more arguments, e.g. `--initial`).
+    pub fn spawn_data_node(&mut self, id: u32, extra: &[&str]) -> AnyResult<u32> {
+        let ndbd = sibling_bin("rndbd")?;
+        let cs = self.connectstring();
+        let nodeid = format!("--ndb-nodeid={id}");
+        let mut args = vec!["-c", cs.as_str(), nodeid.as_str()];
+        args.extend_from_slice(extra);
+        self.procs.spawn(&format!("n{id}"), &ndbd, &args)
+    }
+
+    /// A management command's answer (`ALL STOP`, `3 RESTART`, ...).
+    pub fn mgm(&self, command: &str) -> AnyResult<String> {
+        let cs = ConnectString::parse(&self.connectstring())?;
+        let mut m = MgmConnection::open(&cs, Role::Api, Duration::from_secs(5))?;
+        Ok(m.command(command)?)
     }
 
     pub fn connectstring(&self) -> String {

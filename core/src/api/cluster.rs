@@ -609,6 +609,11 @@ impl ClusterInner {
             }
         }
         self.lcp_wakeup.notify();
+        if self.gcp.is_external() {
+            // A local checkpoint waiting for a checkpoint round that will not come
+            // now (the data path stopped) ends with an error instead.
+            self.gcp.fail(codes::cluster_closed());
+        }
         self.gcp.wake_driver();
         for driver in [&self.gcp_driver, &self.lcp_driver] {
             if let Some(h) = driver.lock().take()

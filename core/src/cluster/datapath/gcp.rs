@@ -139,8 +139,9 @@ impl DataPath {
         }
         match msg {
             DataMsg::GcpAsk => {
+                // A client waits: the round starts now, not at the next tick.
                 self.gcp.lock().wanted = true;
-                return;
+                return self.master_start(self.now_ms());
             }
             DataMsg::GcpPrepared { round, current_hi } => {
                 return self.master_answer(from, round, Step::Prepare, current_hi);
@@ -297,7 +298,12 @@ impl DataPath {
         if self.engine.inner().gcp.take_request() {
             self.gcp_ask();
         }
-        if self.gcp_master() != Some(self.me) {
+        self.master_start(now_ms);
+    }
+
+    /// The master starts a round when one is due or asked for and none runs.
+    fn master_start(&self, now_ms: u64) {
+        if self.gcp_master() != Some(self.me) || !self.members.read().in_cluster {
             return;
         }
         let start = {

@@ -43,6 +43,9 @@ pub mod arbit_code {
 pub const DECLARED_DEAD: u32 = 2315;
 /// A shutdown because arbitration was lost (2305 "Arbitrator shutdown").
 pub const ARBITRATION_LOST: u32 = 2305;
+/// How often a starting node repeats its join request (at most; the heartbeat
+/// interval when shorter).
+pub const STARTING_JOIN_INTERVAL_MS: u64 = 250;
 
 /// The `Arbitration` parameter of `[ndbd default]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,7 +333,10 @@ impl Qmgr {
 
     fn tick_starting(&mut self, now_ms: u64, out: &mut Outbox) {
         if now_ms >= self.next_heartbeat_ms {
-            self.next_heartbeat_ms = now_ms + self.hb();
+            // Asked again often while starting: a request sent before the peer's
+            // connection was up is lost, and waiting a whole heartbeat interval
+            // (5 s by default) for the next one would delay every cluster start.
+            self.next_heartbeat_ms = now_ms + self.hb().min(STARTING_JOIN_INTERVAL_MS);
             for &(n, _) in &self.cfg.data_nodes {
                 if n != self.me {
                     out.send(
