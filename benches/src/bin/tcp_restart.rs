@@ -148,9 +148,14 @@ fn main() -> AnyResult<()> {
     let data_memory_mb = (rows * 400 / (1 << 20)).max(64);
     let mut c = ProcCluster::start("tcp-restart", data_memory_mb, None)?;
     let api = connect(&c)?;
-    api.sql(DB, "CREATE TABLE kv (id BIGINT PRIMARY KEY, v VARBINARY(100)) ENGINE=NDB")?;
+    api.sql(
+        DB,
+        "CREATE TABLE kv (id BIGINT PRIMARY KEY, v VARBINARY(100)) ENGINE=NDB",
+    )?;
     let rate = load(&api, rows)?;
-    println!("tcp_restart: {rows} rows of BIGINT + VARBINARY(100), two rndbd (NoOfReplicas=2), DataMemory={data_memory_mb}M");
+    println!(
+        "tcp_restart: {rows} rows of BIGINT + VARBINARY(100), two rndbd (NoOfReplicas=2), DataMemory={data_memory_mb}M"
+    );
     println!("loaded at {rate:.0} rows/s");
     let mut lat = Vec::with_capacity(200);
     for i in 0..200u64 {
@@ -187,7 +192,9 @@ fn main() -> AnyResult<()> {
     let node = t.elapsed().as_secs_f64();
     let api = connect(&c)?;
     check_sample(&api, rows)?;
-    println!("node restart of node 3 (SIGKILL, copy of every row from node 2): started in {node:.2} s");
+    println!(
+        "node restart of node 3 (SIGKILL, copy of every row from node 2): started in {node:.2} s"
+    );
     println!(
         "| rows | system restart (ALL STOP) s | system restart (SIGKILL) s | node restart (copy) s | durable commit / fdatasync |"
     );

@@ -10,7 +10,13 @@ use crate::transport::{NodeState, Role};
 use std::time::{Duration, Instant};
 
 pub(super) fn config(data_nodes: u32, replicas: u32) -> ClusterConfig {
+    config_with(data_nodes, replicas, "")
+}
+
+/// [`config`] with more `[ndbd default]` lines (`Name=value\n` each).
+pub(super) fn config_with(data_nodes: u32, replicas: u32, extra: &str) -> ClusterConfig {
     let mut text = String::from("[ndbd default]\n");
+    text.push_str(extra);
     // Each cluster its own DataDir: the data nodes keep their redo and checkpoints there.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = std::env::temp_dir().join(format!(
