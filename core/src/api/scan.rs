@@ -13,6 +13,7 @@ use super::dict::TableRuntime;
 use super::transaction::Transaction;
 use crate::error::{Result, codes};
 use crate::schema::Value;
+use crate::schema::layout::ROW_GCI_COLUMN;
 use crate::schema::value::coerce;
 use crate::storage::RowId;
 use crate::txn::fragment::{RowRef, ScanCursor, Step};
@@ -150,7 +151,9 @@ impl Transaction {
             Some(c) => c.clone(),
             None => def.visible_columns().map(|(i, _)| i).collect(),
         };
-        let has_blobs = cols.iter().any(|&c| def.columns[c].ty.is_blob());
+        let has_blobs = cols
+            .iter()
+            .any(|&c| c != ROW_GCI_COLUMN && def.columns[c].ty.is_blob());
         let mut fetch = cols.clone();
         let key_at = fetch.len();
         if has_blobs {

@@ -1000,3 +1000,63 @@ fn unique_value_reused_in_one_transaction() {
         "(value, error) of the transactions that failed"
     );
 }
+
+/// The ROW_GCI pseudo column gives the GCI of each row's last committed change, in
+/// key reads and scans, and moves on an update.
+#[test]
+fn row_gci_pseudo_column_follows_each_rows_last_commit() {
+    use crate::schema::layout::ROW_GCI_COLUMN;
+    let c = cluster(1, 1, "32M");
+    let ndb = c.ndb("test");
+    let t = t1(&ndb);
+    let gci_hi = |tx: &Transaction| crate::log::gcp::gci_hi(tx.gci().expect("a commit's GCI"));
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Insert,
+        &[],
+        &[("id", Value::UInt(1)), ("a", Value::Int(1))],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("insert");
+    let first = gci_hi(&tx);
+    let row_gci = |id: u64| {
+        let mut tx = ndb.start_transaction().expect("tx");
+        let op = tx
+            .define_by_pos(
+                &t,
+                OpKind::Read(LockMode::CommittedRead),
+                vec![(0, Value::UInt(id))],
+                Vec::new(),
+                Some(vec![0, ROW_GCI_COLUMN]),
+            )
+            .expect("define");
+        tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+            .expect("read");
+        tx.take_row(op).expect("row")
+    };
+    assert_eq!(row_gci(1), vec![Value::UInt(1), Value::UInt(first.into())]);
+    c.inner().force_gcp().expect("next GCI");
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(
+        &t,
+        OpKind::Update,
+        &[("id", Value::UInt(1))],
+        &[("a", Value::Int(2))],
+        None,
+    )
+    .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("update");
+    let second = gci_hi(&tx);
+    assert!(second > first, "GCI {second} after {first}");
+    assert_eq!(row_gci(1)[1], Value::UInt(second.into()));
+    let mut tx = ndb.start_transaction().expect("tx");
+    let mut spec = scan::ScanSpec::table(t.clone());
+    spec.columns = Some(vec![ROW_GCI_COLUMN, 1]);
+    let mut s = tx.scan(spec).expect("scan");
+    let rows = tx.scan_next_batch(&mut s, 10).expect("batch");
+    assert_eq!(rows, vec![vec![Value::UInt(second.into()), Value::Int(2)]]);
+}

@@ -41,6 +41,10 @@ use std::cmp::Ordering;
 
 pub const ROW_HEADER_OFFSET: usize = 0;
 pub const ROW_GCI_OFFSET: usize = 4;
+/// The pseudo column NDB API calls `NdbDictionary::Column::ROW_GCI`: in a read or
+/// scan's column list it gives the GCI (high word) of the row's last committed change
+/// as `Value::UInt`. Reads and scans only; no table has a column at this position.
+pub const ROW_GCI_COLUMN: usize = usize::MAX;
 pub const NULL_BITMAP_OFFSET: usize = 8;
 /// Largest fixed part NDB allows (error 851 beyond).
 pub const MAX_FIXED_SIZE: u32 = 8052 + 8;

@@ -140,7 +140,10 @@ impl Fragment {
     /// Whether reading `cols` needs the rows' disk images.
     #[inline]
     pub(super) fn needs_disk(&self, cols: &[usize]) -> bool {
-        self.disk.is_some() && cols.iter().any(|&c| self.table.layout.is_disk(c))
+        self.disk.is_some()
+            && cols
+                .iter()
+                .any(|&c| c != ROW_GCI_COLUMN && self.table.layout.is_disk(c))
     }
 
     /// Runs `f` on the disk image of `row` as `txn` sees it: its own pending image, or

@@ -23,7 +23,9 @@
 use super::lock::{LockMode, LockTable, Pending, RowLock, TxnId};
 use crate::error::{Result, codes};
 use crate::index::{HashIndex, OrderedIndex, ScanDirection, Seek};
-use crate::schema::layout::{RowLayout, StoredRow, index_hash, key_hash};
+use crate::schema::layout::{
+    ROW_GCI_COLUMN, ROW_GCI_OFFSET, RowLayout, StoredRow, index_hash, key_hash,
+};
 use crate::schema::{IndexKind, TableDef, Value};
 use crate::storage::fixed::{ROW_ALLOC, ROW_LOCKED, ROW_VERSION_SHIFT};
 use crate::storage::{FixedPages, PagePool, RowId, VarPages};
@@ -307,13 +309,24 @@ impl Fragment {
                 (fixed.as_slice(), var.as_slice())
             }
         };
+        let gci_of = |fixed: &[u8]| {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&fixed[ROW_GCI_OFFSET..ROW_GCI_OFFSET + 4]);
+            Value::UInt(u64::from(u32::from_le_bytes(w)))
+        };
         if self.needs_disk(cols) {
             self.with_disk_image(txn, row, |disk| {
                 let stored = StoredRow { fixed, var, disk };
-                out.extend(cols.iter().map(|&c| layout.value(c, stored)));
+                out.extend(cols.iter().map(|&c| match c {
+                    ROW_GCI_COLUMN => gci_of(fixed),
+                    c => layout.value(c, stored),
+                }));
             })?;
         } else {
-            out.extend(cols.iter().map(|&c| layout.get(c, fixed, var)));
+            out.extend(cols.iter().map(|&c| match c {
+                ROW_GCI_COLUMN => gci_of(fixed),
+                c => layout.get(c, fixed, var),
+            }));
         }
         Ok(true)
     }
