@@ -252,6 +252,8 @@ struct RestartPlanning {
     decided: Option<super::start_plan::StartAction>,
     /// The "impossible" alert was logged (once per planning).
     impossible_logged: bool,
+    /// The new lineage of a fresh start or system restart, drawn with the decision.
+    lineage: u64,
 }
 
 impl Server {
@@ -312,6 +314,7 @@ impl Server {
                     _ => String::new(),
                 };
                 self.log(Severity::Info, self.me, &text);
+                self.restart.lineage = super::start_plan::new_lineage();
                 self.restart.decided = Some(d.clone());
                 d
             }
@@ -461,8 +464,16 @@ impl Server {
                     super::start_plan::LocalState {
                         saved,
                         complete_from,
+                        lineage: 0,
                     },
                 );
+                let lineage = match action {
+                    super::start_plan::StartAction::Fresh
+                    | super::start_plan::StartAction::SystemRestart { .. } => {
+                        self.restart.lineage
+                    }
+                    _ => 0,
+                };
                 let (action, restore_gci, ready) = action.to_wire();
                 self.transport.send(
                     from,
@@ -470,6 +481,7 @@ impl Server {
                         action,
                         restore_gci,
                         ready,
+                        lineage,
                     },
                 );
             }

@@ -116,20 +116,6 @@ pub struct DataNodeProcess {
     data: Arc<std::sync::OnceLock<Arc<DataPath>>>,
 }
 
-fn now_nonce() -> u64 {
-    let mut b = [0u8; 8];
-    // SAFETY: `b` is writable for its length; a failure leaves the time-based value.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    if n == 8 {
-        u64::from_le_bytes(b) ^ t
-    } else {
-        t ^ u64::from(std::process::id())
-    }
-}
 
 /// Asks the management server how this node starts (`cluster::start_plan`) and
 /// prepares its file system for it; returns the data path's start and a log line.
@@ -149,7 +135,7 @@ fn data_path_start(
     } else {
         local_state(&fs, &fs_dir)?
     };
-    let action = loop {
+    let (action, lineage) = loop {
         let answer = MgmConnection::open(&opts.connectstring, Role::DataNode, CONNECT_RETRY * 4)
             .and_then(|mut c| {
                 c.request(&Message::StartPlanReq {
@@ -163,9 +149,10 @@ fn data_path_start(
                 action,
                 restore_gci,
                 ready,
+                lineage,
             }) => match StartAction::from_wire(action, restore_gci, ready)? {
                 StartAction::Wait => {}
-                a => break a,
+                a => break (a, lineage),
             },
             Ok(_) => {
                 return Err(codes::internal(
@@ -193,7 +180,7 @@ fn data_path_start(
     let copy = |start: &mut DataPathStart| -> Result<()> {
         // Until the copy ends, this node's checkpoints restore nothing.
         if start.data_dir.is_some() {
-            write_complete_from(&fs, &fs_dir, NOT_COMPLETE)?;
+            write_complete_from(&fs, &fs_dir, NOT_COMPLETE, 0)?;
         }
         start.initial = true;
         Ok(())
@@ -201,16 +188,29 @@ fn data_path_start(
     let text = match action {
         StartAction::Fresh => {
             if start.data_dir.is_some() {
-                write_complete_from(&fs, &fs_dir, 0)?;
+                write_complete_from(&fs, &fs_dir, 0, lineage)?;
             }
             start.initial = true;
+            start.lineage = lineage;
             "Initial start of the cluster (no global checkpoint saved anywhere)".to_string()
         }
-        StartAction::NodeRestart => {
-            copy(&mut start)?;
-            "Node restart: the cluster runs; copying every row from a peer".to_string()
-        }
+        StartAction::NodeRestart => match state.newest_restorable() {
+            Some(g) if start.data_dir.is_some() && state.lineage != 0 => {
+                start.restore_cap = Some(g);
+                start.delta_since = Some(g);
+                start.lineage = state.lineage;
+                format!(
+                    "Node restart: restoring GCI {g} from this node's checkpoints and redo, \
+                     then copying from a peer the rows changed since"
+                )
+            }
+            _ => {
+                copy(&mut start)?;
+                "Node restart: the cluster runs; copying every row from a peer".to_string()
+            }
+        },
         StartAction::SystemRestart { restore_gci, ready } => {
+            start.lineage = lineage;
             let text = if ready.contains(&node_id) {
                 start.restore_cap = Some(restore_gci);
                 format!(
@@ -509,7 +509,7 @@ impl NodeLoop {
             self.mcfg.clone(),
             self.me,
             self.t0.elapsed().as_micros() as u64 + self.incarnation,
-            now_nonce(),
+            super::start_plan::random_u64(),
             now,
         ));
         self.log(Severity::Info, "Start initiated (rndb)");

@@ -14,11 +14,19 @@
 //! and copy from them. Nothing saved anywhere is a **fresh start**.
 //!
 //! The complete-from mark (`D1/DBDIH/complete_from` in the node's file-system
-//! directory, 16 bytes: magic `RNDBCF1\0`, u32 checkpoint LE, CRC-32C of the first 12
-//! bytes LE): u32::MAX from the moment a copy from a peer begins until it ends, then the
-//! checkpoint current at its end (every row copied committed at or below it); 0 after
-//! a fresh start. A checkpoint below the mark is not restorable on this node: its
-//! saved checkpoints of the copy's time hold a part of the rows only.
+//! directory, 24 bytes: magic `RNDBCF2\0`, u32 checkpoint LE, u64 lineage LE, CRC-32C
+//! of the first 20 bytes LE; the 16-byte `RNDBCF1\0` form of earlier builds, without a
+//! lineage, reads as lineage 0): u32::MAX from the moment a copy from a peer begins
+//! until it ends, then the checkpoint current at its end (every row copied committed at
+//! or below it); 0 after a fresh start. A checkpoint below the mark is not restorable
+//! on this node: its saved checkpoints of the copy's time hold a part of the rows only.
+//!
+//! The *lineage* names the cluster's history the files belong to: the management
+//! server draws a new one at every fresh start and every system restart (GCI numbers
+//! are reused after a system restart, so a GCI alone does not name a state), and a
+//! node that copies from a peer takes its source's. A node restart copies only the
+//! rows changed since the node's own last checkpoint when the node's lineage is its
+//! source's (`datapath::copy`); lineage 0 is no lineage, and means a full copy.
 //!
 //! Invariants: the decision is a pure function of the reports ([`decide`]); a node is
 //! told to restore only a checkpoint its own system file holds.
@@ -29,7 +37,8 @@ use crate::transport::NodeId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"RNDBCF1\0";
+const MAGIC_V1: &[u8; 8] = b"RNDBCF1\0";
+const MAGIC: &[u8; 8] = b"RNDBCF2\0";
 /// The mark of a node whose copy from a peer has not finished.
 pub const NOT_COMPLETE: u32 = u32::MAX;
 
@@ -38,12 +47,19 @@ pub const NOT_COMPLETE: u32 = u32::MAX;
 pub struct LocalState {
     pub saved: Vec<u32>,
     pub complete_from: u32,
+    /// The history the files belong to (0: none known).
+    pub lineage: u64,
 }
 
 impl LocalState {
     /// Whether this node can restore checkpoint `gci`.
     pub fn restores(&self, gci: u32) -> bool {
         self.complete_from <= gci && self.saved.contains(&gci)
+    }
+
+    /// The newest checkpoint this node can restore by itself, if any.
+    pub fn newest_restorable(&self) -> Option<u32> {
+        self.saved.iter().copied().filter(|&g| self.restores(g)).max()
     }
 }
 
@@ -131,11 +147,17 @@ pub fn complete_from_path(node_fs_dir: &Path) -> PathBuf {
 }
 
 /// Writes the mark (atomically; the directory is created if needed).
-pub fn write_complete_from(fs: &dyn FileSystem, node_fs_dir: &Path, gci: u32) -> Result<()> {
+pub fn write_complete_from(
+    fs: &dyn FileSystem,
+    node_fs_dir: &Path,
+    gci: u32,
+    lineage: u64,
+) -> Result<()> {
     let path = complete_from_path(node_fs_dir);
-    let mut bytes = Vec::with_capacity(16);
+    let mut bytes = Vec::with_capacity(24);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&gci.to_le_bytes());
+    bytes.extend_from_slice(&lineage.to_le_bytes());
     let crc = crc32c::crc32c(&bytes);
     bytes.extend_from_slice(&crc.to_le_bytes());
     let io = |e: std::io::Error| codes::file_system_error(format!("{}: {e}", path.display()));
@@ -145,27 +167,59 @@ pub fn write_complete_from(fs: &dyn FileSystem, node_fs_dir: &Path, gci: u32) ->
     fs.write_atomic(&path, &bytes).map_err(io)
 }
 
-/// Reads the mark: None when there is none.
-pub fn read_complete_from(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Option<u32>> {
+/// Reads the mark: None when there is none; else the checkpoint and the lineage.
+pub fn read_complete_from(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<Option<(u32, u64)>> {
     let path = complete_from_path(node_fs_dir);
     let bytes = fs
         .read_all(&path)
         .map_err(|e| codes::file_read_error(format!("{}: {e}", path.display())))?;
     let Some(b) = bytes else { return Ok(None) };
-    if b.len() != 16 || &b[..8] != MAGIC {
-        return Err(codes::corrupt_page(format!(
-            "{}: not a complete-from mark",
-            path.display()
-        )));
-    }
-    let crc = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
-    if crc != crc32c::crc32c(&b[..12]) {
+    let body = match (b.len(), b.get(..8)) {
+        (24, Some(m)) if m == MAGIC => 20,
+        (16, Some(m)) if m == MAGIC_V1 => 12,
+        _ => {
+            return Err(codes::corrupt_page(format!(
+                "{}: not a complete-from mark",
+                path.display()
+            )));
+        }
+    };
+    let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    if word(body) != crc32c::crc32c(&b[..body]) {
         return Err(codes::corrupt_page(format!(
             "{}: checksum mismatch",
             path.display()
         )));
     }
-    Ok(Some(u32::from_le_bytes([b[8], b[9], b[10], b[11]])))
+    let lineage = if body == 20 {
+        u64::from(word(12)) | u64::from(word(16)) << 32
+    } else {
+        0
+    };
+    Ok(Some((word(8), lineage)))
+}
+
+/// A new lineage id (module notes), never 0. Not protocol logic: only equality counts.
+pub fn new_lineage() -> u64 {
+    random_u64().max(1)
+}
+
+/// 64 random bits from the kernel (`getrandom`), mixed with the clock; the clock and
+/// the process id alone if the kernel gives none. For identifiers only (a process's
+/// incarnation, a lineage), never for protocol decisions.
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: `b` is writable for its length; a failure leaves the time-based value.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    if n == 8 {
+        u64::from_le_bytes(b) ^ t
+    } else {
+        t ^ u64::from(std::process::id())
+    }
 }
 
 /// What node `node_fs_dir`'s file system holds. A system file without a mark (a copy
@@ -175,13 +229,16 @@ pub fn local_state(fs: &dyn FileSystem, node_fs_dir: &Path) -> Result<LocalState
         return Ok(LocalState {
             saved: Vec::new(),
             complete_from: NOT_COMPLETE,
+            lineage: 0,
         });
     };
     let saved: Vec<u32> = sys.saved.iter().map(|s| s.gci_hi).collect();
-    let complete_from = read_complete_from(fs, node_fs_dir)?.unwrap_or(NOT_COMPLETE);
+    let (complete_from, lineage) =
+        read_complete_from(fs, node_fs_dir)?.unwrap_or((NOT_COMPLETE, 0));
     Ok(LocalState {
         saved,
         complete_from,
+        lineage,
     })
 }
 
@@ -193,6 +250,7 @@ mod tests {
         LocalState {
             saved: saved.to_vec(),
             complete_from,
+            lineage: 0,
         }
     }
 
@@ -240,15 +298,31 @@ mod tests {
         let fs = crate::disk::io::MemFileSystem::new();
         let dir = Path::new("/n/ndb_2_fs");
         assert_eq!(read_complete_from(&fs, dir).unwrap(), None);
-        write_complete_from(&fs, dir, 41).unwrap();
-        assert_eq!(read_complete_from(&fs, dir).unwrap(), Some(41));
-        write_complete_from(&fs, dir, NOT_COMPLETE).unwrap();
-        assert_eq!(read_complete_from(&fs, dir).unwrap(), Some(NOT_COMPLETE));
+        let lineage = 0x0102_0304_0506_0708;
+        write_complete_from(&fs, dir, 41, lineage).unwrap();
+        assert_eq!(read_complete_from(&fs, dir).unwrap(), Some((41, lineage)));
+        write_complete_from(&fs, dir, NOT_COMPLETE, 7).unwrap();
+        assert_eq!(
+            read_complete_from(&fs, dir).unwrap(),
+            Some((NOT_COMPLETE, 7))
+        );
         let path = complete_from_path(dir);
-        let mut b = fs.read_all(&path).unwrap().unwrap();
-        b[9] ^= 1;
-        fs.write_atomic(&path, &b).unwrap();
-        assert!(read_complete_from(&fs, dir).is_err());
+        let good = fs.read_all(&path).unwrap().unwrap();
+        assert_eq!(good.len(), 24);
+        for at in [9, 13, 19, 21] {
+            let mut b = good.clone();
+            b[at] ^= 1;
+            fs.write_atomic(&path, &b).unwrap();
+            assert!(read_complete_from(&fs, dir).is_err(), "byte {at} flipped");
+        }
+        // The form of earlier builds: no lineage.
+        let mut v1 = MAGIC_V1.to_vec();
+        v1.extend_from_slice(&12u32.to_le_bytes());
+        v1.extend_from_slice(&crc32c::crc32c(&v1).to_le_bytes());
+        fs.write_atomic(&path, &v1).unwrap();
+        assert_eq!(read_complete_from(&fs, dir).unwrap(), Some((12, 0)));
+        assert_ne!(new_lineage(), 0);
+        assert_ne!(new_lineage(), new_lineage());
         for a in [
             StartAction::Wait,
             StartAction::Fresh,

@@ -219,3 +219,167 @@ fn nodes_checkpointing_all_the_time_stop_promptly_and_restore_from_their_checkpo
     assert_eq!(rows[399].as_deref(), Some("v399"));
     assert_eq!(local_rows(&nodes[0]), 400);
 }
+
+fn write_ops(op: OpType, ids: std::ops::Range<i64>, tag: &str) -> Vec<KeyOp> {
+    ids.map(|id| KeyOp {
+        op,
+        database: DB.into(),
+        table: "kv".into(),
+        key: vec![Value::Int(id)],
+        values: if op == OpType::Delete {
+            Vec::new()
+        } else {
+            vec![(1, Value::Str(format!("{tag}{id}")))]
+        },
+        columns: Vec::new(),
+    })
+    .collect()
+}
+
+/// Inserts of rows of INT columns into `table`: (key, the other columns).
+fn int_rows(table: &str, rows: &[(i64, &[i64])]) -> Vec<KeyOp> {
+    rows.iter()
+        .map(|(id, vals)| KeyOp {
+            op: OpType::Insert,
+            database: DB.into(),
+            table: table.into(),
+            key: vec![Value::Int(*id)],
+            values: vals
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as u32 + 1, Value::Int(*v)))
+                .collect(),
+            columns: Vec::new(),
+        })
+        .collect()
+}
+
+/// Every row of table `table` in node `n`'s own engine, by key, as (id, v) text.
+fn local_table(n: &DataNodeProcess, table: &str) -> std::collections::BTreeMap<i64, String> {
+    let dp = n.data().expect("data path");
+    let ndb = dp.engine.ndb(DB);
+    let t = ndb.table(table).expect("table");
+    let mut tx = ndb.start_transaction().expect("tx");
+    let mut s = tx
+        .scan(crate::api::ScanSpec::table(t.clone()))
+        .expect("scan");
+    let mut out = std::collections::BTreeMap::new();
+    while !s.is_closed() {
+        let rows = tx.scan_next_batch(&mut s, 1000).expect("batch");
+        if rows.is_empty() {
+            break;
+        }
+        for r in rows {
+            let Value::Int(id) = r[0] else {
+                panic!("key {:?}", r[0])
+            };
+            out.insert(id, format!("{:?}", &r[1..]));
+        }
+    }
+    out
+}
+
+/// A node restart with the node's files: node 3 is killed, rows are updated, deleted
+/// and inserted while it is down, a table is dropped and another made anew with
+/// another shape; node 3 restores its own checkpoint and gets only what changed (the
+/// source says how many rows went as keys only), deletes the rows gone meanwhile,
+/// and then holds exactly what node 2 holds.
+#[test]
+fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
+    let (_cfg, m) = two_nodes();
+    let mut nodes = start_all(&m, &[(2, false), (3, false)]);
+    let api = client(&m, 2);
+    for sql in [
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
+        "CREATE TABLE gone (id INT PRIMARY KEY, v INT) ENGINE=NDB",
+        "CREATE TABLE reshaped (id INT PRIMARY KEY, v INT) ENGINE=NDB",
+    ] {
+        api.sql(DB, sql).expect(sql);
+    }
+    for table in ["gone", "reshaped"] {
+        api.execute(int_rows(table, &[(1, &[1]), (2, &[2])]))
+            .expect("insert");
+    }
+    let mut gci = 0;
+    for batch in 0..6 {
+        gci = insert(&api, batch * 100..(batch + 1) * 100);
+    }
+    api.wait_durable(gci, Duration::from_secs(10))
+        .expect("durable");
+    let n3 = nodes.pop().expect("node 3");
+    n3.kill();
+    wait_until("node 3 gone", 20, || api.connected_nodes().len() == 1);
+    let retry = |ops: Vec<KeyOp>| {
+        for _ in 0..50 {
+            match api.execute(ops.clone()) {
+                Ok(_) => return,
+                Err(e) if e.is_temporary() => std::thread::sleep(Duration::from_millis(100)),
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+        panic!("write kept failing");
+    };
+    retry(write_ops(OpType::Write, 0..50, "u"));
+    retry(write_ops(OpType::Delete, 50..100, ""));
+    retry(write_ops(OpType::Insert, 600..700, "n"));
+    for sql in [
+        "DROP TABLE gone",
+        "DROP TABLE reshaped",
+        "CREATE TABLE reshaped (id INT PRIMARY KEY, v INT, w INT) ENGINE=NDB",
+    ] {
+        api.sql(DB, sql).expect(sql);
+    }
+    retry(int_rows("reshaped", &[(3, &[3, 3])]));
+    nodes.push(node(&m, 3, false));
+    wait_until("node 3 started", 30, || {
+        nodes[1].status().state == NodeState::Started
+    });
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains("Node restart: restoring GCI"),
+        "node 3 restores its own files:\n{log}"
+    );
+    let copied = log
+        .lines()
+        .find(|l| l.contains("Copied") && l.contains("to node 3 for its restart"))
+        .unwrap_or_else(|| panic!("no copy line:\n{log}"));
+    // Rows 100..600 did not change while node 3 was down: keys only.
+    let keys_only: u64 = copied
+        .split(" whole, ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("keys-only count in {copied:?}"));
+    assert!(keys_only >= 500, "{copied}");
+    assert!(
+        log.contains("50 rows gone at the source deleted"),
+        "the deleted rows go on node 3 too:\n{log}"
+    );
+    // Both replicas hold the same rows: the model's.
+    let mut want = std::collections::BTreeMap::new();
+    for id in (0..50).chain(100..700) {
+        let v = if id < 50 {
+            format!("u{id}")
+        } else if id >= 600 {
+            format!("n{id}")
+        } else {
+            format!("v{id}")
+        };
+        want.insert(id, format!("{:?}", [Value::Str(v)]));
+    }
+    assert_eq!(local_table(&nodes[0], "kv"), want);
+    assert_eq!(local_table(&nodes[1], "kv"), want);
+    let reshaped = local_table(&nodes[1], "reshaped");
+    assert_eq!(reshaped.len(), 1, "{reshaped:?}");
+    assert_eq!(reshaped[&3], format!("{:?}", [Value::Int(3), Value::Int(3)]));
+    let dp3 = nodes[1].data().expect("data path");
+    assert!(dp3.engine.ndb(DB).table("gone").is_err(), "gone is gone");
+    // Node 3 alone serves every row.
+    let n2 = nodes.remove(0);
+    assert_eq!(n2.stop(), 0);
+    wait_until("node 2 gone", 20, || api.connected_nodes().len() == 1);
+    let rows = read(&api, 0..700);
+    assert_eq!(rows.iter().flatten().count(), 650);
+    assert_eq!(rows[0].as_deref(), Some("u0"));
+    assert_eq!(rows[699].as_deref(), Some("n699"));
+}

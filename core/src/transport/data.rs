@@ -276,11 +276,17 @@ pub enum DataMsg {
         ready: Vec<(u32, u64)>,
     },
     /// Node restart (`cluster::datapath::copy`): the joining node asks an up-to-date
-    /// node of its group for every row.
+    /// node of its group for every row. A node that restored checkpoint `since_gci`
+    /// of lineage `lineage` from its own files offers the tables it holds (`keep`,
+    /// database and SHOW CREATE TABLE text each): of those the source sends in full
+    /// only the rows changed after `since_gci` (0: no offer, every row in full).
     CopyReq {
         /// Grows with each attempt of the joining node; every copy message carries
         /// it, and messages of an older attempt are ignored.
         attempt: u64,
+        since_gci: u32,
+        lineage: u64,
+        keep: Vec<(String, String)>,
     },
     /// Source to every live node: stop (`mark` false) or start (true) sending
     /// after-images to `node`; answered once no transaction from before is left.
@@ -306,18 +312,22 @@ pub enum DataMsg {
         class: u8,
         message: String,
     },
-    /// Source to the joining node: whole rows (every column) of one table.
+    /// Source to the joining node: rows of one table, the first `full_rows` whole
+    /// (every column), the rest their primary key only (unchanged since the offer's
+    /// checkpoint: the joining node has them as they are).
     CopyRows {
         attempt: u64,
         database: String,
         table: String,
+        full_rows: u32,
         rows: Vec<Vec<Value>>,
     },
     /// Source to the joining node: every row was sent; `seq` orders the node among the
-    /// up-to-date ones.
+    /// up-to-date ones; `lineage` is the source's (the joining node takes it).
     CopyDone {
         attempt: u64,
         seq: u64,
+        lineage: u64,
     },
     /// The copy cannot go on (the joining node starts it again).
     CopyAbort {
@@ -795,7 +805,21 @@ impl DataMsg {
                 e.u8(*state as u8);
             }
             DataMsg::ReadyQuery => {}
-            DataMsg::CopyReq { attempt } => e.u64(*attempt),
+            DataMsg::CopyReq {
+                attempt,
+                since_gci,
+                lineage,
+                keep,
+            } => {
+                e.u64(*attempt);
+                e.u32(*since_gci);
+                e.u64(*lineage);
+                e.u32(keep.len() as u32);
+                for (db, sql) in keep {
+                    e.str(db);
+                    e.str(sql);
+                }
+            }
             DataMsg::ReadySet { ready } => {
                 e.u32(ready.len() as u32);
                 for (n, seq) in ready {
@@ -833,19 +857,26 @@ impl DataMsg {
                 attempt,
                 database,
                 table,
+                full_rows,
                 rows,
             } => {
                 e.u64(*attempt);
                 e.str(database);
                 e.str(table);
+                e.u32(*full_rows);
                 e.u32(rows.len() as u32);
                 for r in rows {
                     enc_values(&mut e, r);
                 }
             }
-            DataMsg::CopyDone { attempt, seq } => {
+            DataMsg::CopyDone {
+                attempt,
+                seq,
+                lineage,
+            } => {
                 e.u64(*attempt);
                 e.u64(*seq);
+                e.u64(*lineage);
             }
             DataMsg::CopyAbort { attempt, reason } => {
                 e.u64(*attempt);
@@ -1077,7 +1108,20 @@ impl DataMsg {
                 },
             },
             READY_QUERY => DataMsg::ReadyQuery,
-            COPY_REQ => DataMsg::CopyReq { attempt: u64_(d)? },
+            COPY_REQ => {
+                let (attempt, since_gci, lineage) = (u64_(d)?, u32_(d)?, u64_(d)?);
+                let n = count(d, "kept tables")?;
+                let mut keep = Vec::with_capacity(n);
+                for _ in 0..n {
+                    keep.push((s(d)?, s(d)?));
+                }
+                DataMsg::CopyReq {
+                    attempt,
+                    since_gci,
+                    lineage,
+                    keep,
+                }
+            }
             READY_SET => {
                 let n = count(d, "ready nodes")?;
                 if n > 255 {
@@ -1118,7 +1162,11 @@ impl DataMsg {
             COPY_ROWS => {
                 let attempt = u64_(d)?;
                 let (database, table) = (s(d)?, s(d)?);
+                let full_rows = u32_(d)?;
                 let n = count(d, "rows")?;
+                if full_rows as usize > n {
+                    return Err(WireError::BadValue("full rows"));
+                }
                 let mut rows = Vec::with_capacity(n);
                 for _ in 0..n {
                     rows.push(dec_values(d)?);
@@ -1127,12 +1175,14 @@ impl DataMsg {
                     attempt,
                     database,
                     table,
+                    full_rows,
                     rows,
                 }
             }
             COPY_DONE => DataMsg::CopyDone {
                 attempt: u64_(d)?,
                 seq: u64_(d)?,
+                lineage: u64_(d)?,
             },
             COPY_ABORT => DataMsg::CopyAbort {
                 attempt: u64_(d)?,

@@ -190,7 +190,18 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
         DataMsg::ReadySet {
             ready: vec![(2, 0), (3, 7)],
         },
-        DataMsg::CopyReq { attempt: 2 },
+        DataMsg::CopyReq {
+            attempt: 2,
+            since_gci: 0,
+            lineage: 0,
+            keep: Vec::new(),
+        },
+        DataMsg::CopyReq {
+            attempt: 3,
+            since_gci: 41,
+            lineage: u64::MAX - 5,
+            keep: vec![("test".into(), "CREATE TABLE `t` (...)".into())],
+        },
         DataMsg::CopyMark {
             node: 3,
             mark: true,
@@ -213,9 +224,14 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             attempt: 2,
             database: "test".into(),
             table: "t".into(),
-            rows: vec![vec![Value::Int(1), Value::Null], vec![]],
+            full_rows: 1,
+            rows: vec![vec![Value::Int(1), Value::Null], vec![Value::Int(2)]],
         },
-        DataMsg::CopyDone { attempt: 2, seq: 9 },
+        DataMsg::CopyDone {
+            attempt: 2,
+            seq: 9,
+            lineage: 77,
+        },
         DataMsg::CopyAbort {
             attempt: 2,
             reason: "source lost".into(),

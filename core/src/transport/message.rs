@@ -180,11 +180,13 @@ pub enum Message {
     /// The answer: `action` 0 = wait and ask again, 1 = fresh start (nothing on disk
     /// anywhere), 2 = system restart to `restore_gci` (with `ready`: the nodes that
     /// restore it; the others copy from them), 3 = node restart (the cluster runs:
-    /// copy from a peer).
+    /// copy from a peer). `lineage`: for actions 1 and 2, the new id of the cluster's
+    /// history that the nodes write into their complete-from marks (0 otherwise).
     StartPlanConf {
         action: u8,
         restore_gci: u32,
         ready: Vec<u32>,
+        lineage: u64,
     },
     /// Membership heartbeat (`view_id` the sender's installed view, 0 before joining).
     Heartbeat {
@@ -395,9 +397,11 @@ impl Message {
                 action,
                 restore_gci,
                 ready,
+                lineage,
             } => {
                 e.u8(*action);
                 e.u32(*restore_gci);
+                e.u64(*lineage);
                 e.u32s(ready);
             }
             Message::Heartbeat { view_id } => e.u64(*view_id),
@@ -534,6 +538,7 @@ impl Message {
             START_PLAN_CONF => Message::StartPlanConf {
                 action: d.u8("start action")?,
                 restore_gci: d.u32("restore GCI")?,
+                lineage: d.u64("lineage")?,
                 ready: d.u32s("ready nodes")?,
             },
             HEARTBEAT => Message::Heartbeat {
@@ -668,6 +673,7 @@ mod tests {
                 action: 2,
                 restore_gci: 9,
                 ready: vec![2, 3],
+                lineage: 0x1234_5678_9abc_def0,
             },
             Message::Heartbeat { view_id: 9 },
             Message::JoinReq { incarnation: 3 },

@@ -15,6 +15,12 @@
 //! 4. after `CopyDone`, tells every live node it is up to date (`NodeReady`); it then
 //!    serves reads and, being the youngest, is primary only when older replicas fail.
 //!
+//! A node that restored its own checkpoint first (a node restart with its files, the
+//! start plan's choice) offers it in `CopyReq` and keeps the tables that did not
+//! change shape; of those the source sends only the rows changed since, and the node
+//! deletes at the end the rows the source no longer has (`copy_delta`). The offer
+//! holds for one attempt: a copy that started over copies every row.
+//!
 //! Source L (a state machine per joining node on its copy thread, `copy_out`):
 //! 1. `CopyMark{mark: false}` to every live node: stop sending after-images to S; each
 //!    answers once none of its transactions still has S as a backup (a restarted copy
@@ -33,6 +39,7 @@
 //!
 //! Lock order: `copy_apply` (the copy thread's), then what `DataPath` documents.
 
+use super::copy_delta::{DeltaApply, Offer};
 use super::{DataPath, Job, err_parts};
 use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome};
 use crate::error::{Result, codes};
@@ -73,10 +80,14 @@ pub(crate) struct ApplyQueue {
     next_row: usize,
     /// Since when the first message waits for a transaction (node clock).
     blocked_since_ms: Option<u64>,
+    /// The offer sent with the current attempt's `CopyReq`, until its schema comes.
+    offer: Option<Offer>,
+    /// A copy of changed rows only: what it kept and saw (`copy_delta`).
+    delta: Option<DeltaApply>,
 }
 
 /// How far a `CopyRows` got.
-enum Applied {
+pub(crate) enum Applied {
     Done,
     /// Row `n` waits for a transaction on its key.
     Blocked(usize),
@@ -138,6 +149,7 @@ impl DataPath {
             &crate::disk::io::OsFileSystem,
             &fs_dir,
             gci,
+            self.lineage.load(Ordering::Acquire),
         ) {
             let text = format!("Forced node shutdown: writing the complete-from mark: {e}");
             self.log(crate::mgm::log::Severity::Alert, &text);
@@ -233,12 +245,48 @@ impl DataPath {
             .join_attempt
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
+        // The node's own checkpoint, while its tables are still as restored.
+        let since_gci = (*self.delta_offer.lock()).unwrap_or(0);
+        let keep: Vec<(String, String)> = if since_gci > 0 {
+            match self.table_statements() {
+                Ok(t) => t.into_iter().map(|(db, _, sql)| (db, sql)).collect(),
+                Err(e) => {
+                    self.log(
+                        Severity::Warning,
+                        &format!("Node restart: listing the restored tables failed ({e}); copying every row"),
+                    );
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let since_gci = if keep.is_empty() { 0 } else { since_gci };
+        self.copy_apply.lock().offer = (since_gci > 0).then(|| Offer {
+            attempt,
+            since_gci,
+            keep: keep.clone(),
+        });
         *self.copy_in.lock() = CopyIn::Copying { source, attempt };
-        self.log(
-            Severity::Info,
-            &format!("Node restart: copying every row from node {source} (attempt {attempt})"),
+        let text = if since_gci > 0 {
+            format!(
+                "Node restart: copying from node {source} the rows changed since GCI {since_gci} \
+                 (attempt {attempt})"
+            )
+        } else {
+            format!("Node restart: copying every row from node {source} (attempt {attempt})")
+        };
+        self.log(Severity::Info, &text);
+        let lineage = self.lineage.load(Ordering::Acquire);
+        self.send(
+            source,
+            DataMsg::CopyReq {
+                attempt,
+                since_gci,
+                lineage,
+                keep,
+            },
         );
-        self.send(source, DataMsg::CopyReq { attempt });
     }
 
     /// The copy of this node failed or its source left: start over (`attempt`: the
@@ -286,7 +334,15 @@ impl DataPath {
                 self.out_tick();
                 self.in_drain();
             }
-            Job::Msg(from, DataMsg::CopyReq { attempt }) => self.out_begin(from, attempt),
+            Job::Msg(
+                from,
+                DataMsg::CopyReq {
+                    attempt,
+                    since_gci,
+                    lineage,
+                    keep,
+                },
+            ) => self.out_begin(from, attempt, since_gci, lineage, keep),
             Job::Msg(from, DataMsg::CopyMarked { node, mark }) => self.out_marked(from, node, mark),
             Job::Msg(
                 from,
@@ -302,15 +358,11 @@ impl DataPath {
         }
     }
 
-    /// The schema as SQL: the disk objects (database ""), every database, then every
-    /// table's SHOW CREATE TABLE.
-    pub(super) fn schema_statements(&self) -> Result<Vec<(String, String)>> {
-        let disk = self.engine.inner().disk_dict.lock().create_statements();
+    /// Every visible table as (database, table name, SHOW CREATE TABLE text).
+    pub(super) fn table_statements(&self) -> Result<Vec<(String, String, String)>> {
         let tables = self.engine.inner().dict.read().all();
-        let mut dbs = BTreeSet::new();
-        let mut creates = Vec::new();
+        let mut out = Vec::new();
         for t in tables.iter().filter(|t| !t.hidden) {
-            dbs.insert(t.database.clone());
             let mut s = crate::sql::Session::new(self.engine.ndb(&t.database));
             let shown = s.execute(&format!("SHOW CREATE TABLE `{}`", t.def.name))?;
             let text = match shown.first() {
@@ -322,8 +374,17 @@ impl DataPath {
                 }
                 _ => return Err(codes::internal("SHOW CREATE TABLE gave no rows")),
             };
-            creates.push((t.database.clone(), text));
+            out.push((t.database.clone(), t.def.name.clone(), text));
         }
+        Ok(out)
+    }
+
+    /// The schema as SQL: the disk objects (database ""), every database, then every
+    /// table's SHOW CREATE TABLE.
+    pub(super) fn schema_statements(&self) -> Result<Vec<(String, String)>> {
+        let disk = self.engine.inner().disk_dict.lock().create_statements();
+        let tables = self.table_statements()?;
+        let dbs: BTreeSet<String> = tables.iter().map(|(db, _, _)| db.clone()).collect();
         let mut out: Vec<(String, String)> = disk
             .into_iter()
             .flat_map(|(_, stmts)| stmts)
@@ -333,7 +394,7 @@ impl DataPath {
             dbs.into_iter()
                 .map(|d| (d.clone(), format!("CREATE DATABASE IF NOT EXISTS `{d}`"))),
         );
-        out.extend(creates);
+        out.extend(tables.into_iter().map(|(db, _, sql)| (db, sql)));
         Ok(out)
     }
 
@@ -397,7 +458,8 @@ impl DataPath {
 
     /// Applies the queued copy messages in order until one must wait.
     fn in_drain(&self) {
-        let mut q = self.copy_apply.lock();
+        let mut guard = self.copy_apply.lock();
+        let q = &mut *guard;
         while let Some((from, msg)) = q.msgs.front() {
             let (from, attempt) = (*from, Self::copy_attempt(msg).unwrap_or(0));
             // Messages of an earlier attempt (the copy started over) are not this copy's.
@@ -407,71 +469,159 @@ impl DataPath {
                 q.blocked_since_ms = None;
                 continue;
             }
-            match msg {
+            if q.delta.as_ref().is_some_and(|d| d.attempt != attempt) {
+                q.delta = None;
+            }
+            let r = match msg {
                 DataMsg::CopySchema { statements, .. } => {
-                    let r = self.apply_schema(statements);
+                    let offer = q.offer.take().filter(|o| o.attempt == attempt);
+                    let r = self.apply_schema(statements, offer).map(|d| q.delta = d);
                     q.msgs.pop_front();
                     self.ack(from, attempt, r);
+                    continue;
                 }
                 DataMsg::CopyRows {
                     database,
                     table,
+                    full_rows,
                     rows,
                     ..
-                } => match self.apply_rows_from(database, table, rows, q.next_row) {
-                    Ok(Applied::Done) => {
-                        q.msgs.pop_front();
-                        q.next_row = 0;
-                        q.blocked_since_ms = None;
-                        self.ack(from, attempt, Ok(()));
-                    }
-                    Ok(Applied::Blocked(n)) => {
-                        let now = self.now_ms();
-                        q.next_row = n;
-                        let since = *q.blocked_since_ms.get_or_insert(now);
-                        if now.saturating_sub(since) < COPY_STEP_TIMEOUT_MS {
-                            return;
-                        }
-                        q.msgs.clear();
-                        self.ack(
-                            from,
-                            attempt,
-                            Err(codes::request_timeout(
-                                "copy: a row stayed locked by a transaction",
-                            )),
-                        );
-                    }
-                    Err(e) => {
-                        q.msgs.clear();
-                        self.ack(from, attempt, Err(e));
-                    }
+                } => match q.delta.as_mut().filter(|d| d.kept(database, table)) {
+                    Some(d) => self.apply_delta_rows(
+                        d,
+                        database,
+                        table,
+                        *full_rows as usize,
+                        rows,
+                        q.next_row,
+                    ),
+                    None if (*full_rows as usize) < rows.len() => Err(codes::internal(format!(
+                        "copy: keys without rows for {database}.{table}, which this node \
+                         does not keep"
+                    ))),
+                    None => self.apply_rows_from(database, table, rows, q.next_row),
                 },
-                DataMsg::CopyDone { seq, .. } => {
-                    let seq = *seq;
-                    q.msgs.pop_front();
-                    // Every row copied committed at or below the current checkpoint.
-                    self.mark_complete_from(self.gcp_current_hi());
-                    let live: Vec<NodeId> = self.members.read().live.iter().copied().collect();
-                    for n in live {
-                        self.send(n, DataMsg::NodeReady { node: self.me, seq });
-                    }
-                }
+                DataMsg::CopyDone { .. } => match q.delta.as_mut() {
+                    Some(d) => self.sweep_delta(d),
+                    None => Ok(Applied::Done),
+                },
                 _ => {
                     q.msgs.pop_front();
+                    continue;
+                }
+            };
+            match r {
+                Ok(Applied::Done) => {
+                    q.next_row = 0;
+                    q.blocked_since_ms = None;
+                    if let Some((_, DataMsg::CopyDone { seq, lineage, .. })) = q.msgs.pop_front() {
+                        let delta = q.delta.take();
+                        self.copy_done(seq, lineage, delta);
+                    } else {
+                        self.ack(from, attempt, Ok(()));
+                    }
+                }
+                Ok(Applied::Blocked(n)) => {
+                    let now = self.now_ms();
+                    q.next_row = n;
+                    let since = *q.blocked_since_ms.get_or_insert(now);
+                    if now.saturating_sub(since) < COPY_STEP_TIMEOUT_MS {
+                        return;
+                    }
+                    q.msgs.clear();
+                    self.ack(
+                        from,
+                        attempt,
+                        Err(codes::request_timeout(
+                            "copy: a row stayed locked by a transaction",
+                        )),
+                    );
+                }
+                Err(e) => {
+                    let done = matches!(q.msgs.front(), Some((_, DataMsg::CopyDone { .. })));
+                    q.msgs.clear();
+                    q.delta = None;
+                    if done {
+                        // The source has finished: this side starts over.
+                        let reason = format!("finishing the copy failed: {e}");
+                        self.restart_join(&reason, Some(attempt));
+                    } else {
+                        self.ack(from, attempt, Err(e));
+                    }
                 }
             }
         }
     }
 
-    /// Drops every table of the local engine and makes the source's schema. Disk
-    /// objects this node already has (it restarted in place, keeping its engine: they
-    /// came from the same DDL) are kept; the others are made, files and all, in this
-    /// node's own file-system directory.
-    fn apply_schema(&self, statements: &[(String, String)]) -> Result<()> {
+    /// Every row is in: take the source's lineage, write the complete-from mark and
+    /// tell every live node this node is up to date.
+    fn copy_done(&self, seq: u64, lineage: u64, delta: Option<DeltaApply>) {
+        if let Some(d) = delta {
+            self.log(
+                Severity::Info,
+                &format!(
+                    "Node restart copy: {} of {} tables kept from GCI {}; {} rows changed since \
+                     applied, {} unchanged rows kept, {} rows gone at the source deleted",
+                    d.kept_tables(),
+                    self.engine.inner().dict.read().all().iter().filter(|t| !t.hidden).count(),
+                    d.since_gci,
+                    d.rows_whole,
+                    d.rows_kept,
+                    d.rows_deleted
+                ),
+            );
+        }
+        self.lineage.store(lineage, Ordering::Release);
+        // Every row copied committed at or below the current checkpoint.
+        self.mark_complete_from(self.gcp_current_hi());
+        let live: Vec<NodeId> = self.members.read().live.iter().copied().collect();
+        for n in live {
+            self.send(n, DataMsg::NodeReady { node: self.me, seq });
+        }
+    }
+
+    /// Makes the source's schema. With an offer for this attempt, a table offered
+    /// whose SHOW CREATE TABLE text the source has too is kept with its rows (the
+    /// returned [`DeltaApply`] names them); every other table is dropped and made
+    /// anew. The offer holds once: a later attempt copies every row. Disk objects this
+    /// node already has (it restarted in place, keeping its engine: they came from the
+    /// same DDL) are kept; the others are made, files and all, in this node's own
+    /// file-system directory.
+    fn apply_schema(
+        &self,
+        statements: &[(String, String)],
+        offer: Option<Offer>,
+    ) -> Result<Option<DeltaApply>> {
         self.tombstones.lock().clear();
-        let tables = self.engine.inner().dict.read().all();
-        for t in tables.iter().filter(|t| !t.hidden) {
-            self.engine.ndb(&t.database).drop_table(&t.def.name, true)?;
+        *self.delta_offer.lock() = None;
+        let source: BTreeSet<(String, String)> = statements.iter().cloned().collect();
+        let offered: BTreeSet<(String, String)> = offer
+            .as_ref()
+            .map(|o| o.keep.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut delta = offer.map(|o| DeltaApply::new(o.attempt, o.since_gci));
+        let mut kept_sql = BTreeSet::new();
+        let here = if delta.is_some() {
+            self.table_statements()?
+        } else {
+            let tables = self.engine.inner().dict.read().all();
+            tables
+                .iter()
+                .filter(|t| !t.hidden)
+                .map(|t| (t.database.clone(), t.def.name.clone(), String::new()))
+                .collect()
+        };
+        for (db, name, sql) in here {
+            let pair = (db.clone(), sql);
+            if let Some(d) = delta.as_mut()
+                && offered.contains(&pair)
+                && source.contains(&pair)
+            {
+                d.keep_table(&db, &name);
+                kept_sql.insert(pair);
+                continue;
+            }
+            self.engine.ndb(&db).drop_table(&name, true)?;
         }
         let have: BTreeSet<String> = {
             let d = self.engine.inner().disk_dict.lock();
@@ -484,13 +634,14 @@ impl DataPath {
         for (db, sql) in statements {
             if crate::api::disk_sql::object_of(sql)
                 .is_some_and(|o| have.contains(&o.to_ascii_lowercase()))
+                || kept_sql.contains(&(db.clone(), sql.clone()))
             {
                 continue;
             }
             let mut s = crate::sql::Session::new(self.engine.ndb(db));
             s.execute(sql)?;
         }
-        Ok(())
+        Ok(delta.filter(|d| d.kept_tables() > 0))
     }
 
     /// Inserts, from row `start` on, each row that this node has not got and whose

@@ -12,6 +12,11 @@
 //! starts over. A newer attempt from S replaces the copy at once (messages carry the
 //! attempt, so S never mixes the two).
 //!
+//! Changed rows only: when S offers a checkpoint `g` it restored of this node's own
+//! lineage, the tables S keeps (the same SHOW CREATE TABLE text here and there) are
+//! scanned with the ROW_GCI pseudo column; a row whose last change is at or below `g`
+//! goes as its primary key alone (S has it as it is), the others whole.
+//!
 //! Lock order: a copy's `state`, then what `DataPath` documents; the `copy_out` map is
 //! a leaf (held only to find, insert or remove a slot); `copy_marks` is a leaf.
 
@@ -21,6 +26,7 @@ use crate::api::{Scan, ScanSpec, TableRuntime, Transaction};
 use crate::error::{NdbError, Result, codes};
 use crate::mgm::log::Severity;
 use crate::schema::Value;
+use crate::schema::layout::ROW_GCI_COLUMN;
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, TxnKey};
 use parking_lot::Mutex;
@@ -38,6 +44,13 @@ struct CopyOut {
     /// The current step's deadline (node clock).
     deadline_ms: u64,
     rows_sent: u64,
+    /// Of those, sent as keys only (unchanged since the offer's checkpoint).
+    keys_sent: u64,
+    /// The joining node's offer, when this node takes it: the checkpoint S restored,
+    /// the tables S holds (database, SHOW CREATE TABLE text).
+    offer: Option<(u32, BTreeSet<(String, String)>)>,
+    /// The tables sent as changes since the offer's checkpoint (database, table).
+    delta_tables: BTreeSet<(String, String)>,
 }
 
 enum Step {
@@ -55,10 +68,12 @@ enum Step {
     },
 }
 
-/// A table's committed-read scan, open between batches.
-type OpenScan = (Arc<TableRuntime>, Transaction, Scan);
-/// A batch of copied rows and their table.
-type CopyBatch = (Arc<TableRuntime>, Vec<Vec<Value>>);
+/// A table's committed-read scan, open between batches; Some(g) when it sends the
+/// rows unchanged since GCI g as keys only (the scan then ends with ROW_GCI).
+type OpenScan = (Arc<TableRuntime>, Transaction, Scan, Option<u32>);
+/// A batch of copied rows and their table: the whole rows first, then how many they
+/// are, then the keys of the unchanged ones.
+type CopyBatch = (Arc<TableRuntime>, Vec<Vec<Value>>, u32);
 
 /// A `CopyMark` this node has applied and not yet answered.
 pub(crate) struct PendingMark {
@@ -156,8 +171,16 @@ impl DataPath {
         }
     }
 
-    /// `CopyReq` from a joining node: a copy to it (replacing an older attempt).
-    pub(super) fn out_begin(&self, joiner: NodeId, attempt: u64) {
+    /// `CopyReq` from a joining node: a copy to it (replacing an older attempt). Its
+    /// offer (`since_gci`, `keep`) is taken when its lineage is this node's.
+    pub(super) fn out_begin(
+        &self,
+        joiner: NodeId,
+        attempt: u64,
+        since_gci: u32,
+        lineage: u64,
+        keep: Vec<(String, String)>,
+    ) {
         if !self.is_ready() {
             return self.send(
                 joiner,
@@ -175,6 +198,18 @@ impl DataPath {
         {
             return;
         }
+        let own = self.lineage.load(std::sync::atomic::Ordering::Acquire);
+        let offer = (since_gci > 0 && lineage != 0 && lineage == own)
+            .then(|| (since_gci, keep.into_iter().collect()));
+        if since_gci > 0 && offer.is_none() {
+            self.log(
+                Severity::Info,
+                &format!(
+                    "Node {joiner} restored GCI {since_gci} of another cluster history \
+                     (a system restart or initial start happened since): copying every row"
+                ),
+            );
+        }
         let live = self.members.read().live.clone();
         let slot = Arc::new(CopyOutSlot {
             attempt,
@@ -182,6 +217,9 @@ impl DataPath {
                 step: Step::Unmarking(live.clone()),
                 deadline_ms: self.now_ms() + COPY_STEP_TIMEOUT_MS,
                 rows_sent: 0,
+                keys_sent: 0,
+                offer,
+                delta_tables: BTreeSet::new(),
             }),
         });
         self.copy_out.lock().insert(joiner, slot.clone());
@@ -291,12 +329,17 @@ impl DataPath {
         };
         match r {
             Ok(None) => {}
-            Ok(Some(rows)) => {
+            Ok(Some((rows, keys, since))) => {
                 self.out_forget(joiner, slot);
-                self.log(
-                    Severity::Info,
-                    &format!("Copied {rows} rows to node {joiner} for its restart"),
-                );
+                let text = match since {
+                    Some(g) => format!(
+                        "Copied {rows} rows to node {joiner} for its restart: {} changed \
+                         since GCI {g} whole, {keys} unchanged as keys only",
+                        rows - keys
+                    ),
+                    None => format!("Copied {rows} rows to node {joiner} for its restart"),
+                };
+                self.log(Severity::Info, &text);
             }
             Err(e) => self.out_fail(joiner, slot, e),
         }
@@ -325,16 +368,33 @@ impl DataPath {
         );
     }
 
-    /// Moves the copy on as far as it can; Some(rows sent) when it is done.
-    fn out_step(&self, joiner: NodeId, attempt: u64, st: &mut CopyOut) -> Result<Option<u64>> {
+    /// Moves the copy on as far as it can; when it is done, Some(rows sent, of them
+    /// keys only, the offer's checkpoint if taken).
+    fn out_step(
+        &self,
+        joiner: NodeId,
+        attempt: u64,
+        st: &mut CopyOut,
+    ) -> Result<Option<(u64, u64, Option<u32>)>> {
         let CopyOut {
             step,
             deadline_ms,
             rows_sent,
+            keys_sent,
+            offer,
+            delta_tables,
         } = st;
         loop {
             match step {
                 Step::Unmarking(w) if w.is_empty() => {
+                    if let Some((_, keep)) = offer {
+                        *delta_tables = self
+                            .table_statements()?
+                            .into_iter()
+                            .filter(|(db, _, sql)| keep.contains(&(db.clone(), sql.clone())))
+                            .map(|(db, name, _)| (db, name))
+                            .collect();
+                    }
                     self.send(
                         joiner,
                         DataMsg::CopySchema {
@@ -363,10 +423,14 @@ impl DataPath {
                             return Err(codes::node_failure_abort()
                                 .detail(format!("node {joiner} left the copy")));
                         }
-                        let Some((t, rows)) = self.next_copy_batch(joiner, tables, scan)? else {
+                        let since = offer.as_ref().map(|(g, _)| *g);
+                        let Some((t, rows, full_rows)) =
+                            self.next_copy_batch(joiner, tables, scan, since, delta_tables)?
+                        else {
                             break;
                         };
                         *rows_sent += rows.len() as u64;
+                        *keys_sent += (rows.len() - full_rows as usize) as u64;
                         *in_flight += 1;
                         self.send(
                             joiner,
@@ -374,6 +438,7 @@ impl DataPath {
                                 attempt,
                                 database: t.database.clone(),
                                 table: t.def.name.clone(),
+                                full_rows,
                                 rows,
                             },
                         );
@@ -388,8 +453,17 @@ impl DataPath {
                             .max()
                             .unwrap_or(0)
                             + 1;
-                        self.send(joiner, DataMsg::CopyDone { attempt, seq });
-                        return Ok(Some(*rows_sent));
+                        let lineage = self.lineage.load(std::sync::atomic::Ordering::Acquire);
+                        self.send(
+                            joiner,
+                            DataMsg::CopyDone {
+                                attempt,
+                                seq,
+                                lineage,
+                            },
+                        );
+                        let since = offer.as_ref().map(|(g, _)| *g);
+                        return Ok(Some((*rows_sent, *keys_sent, since)));
                     }
                     return Ok(None);
                 }
@@ -399,29 +473,41 @@ impl DataPath {
     }
 
     /// The next batch of rows of the joining node's partitions (None: every table
-    /// scanned). A scan is a committed read: it holds no locks between batches.
+    /// scanned). A scan is a committed read: it holds no locks between batches. For a
+    /// table in `delta_tables` (with the offer's checkpoint `since`), the rows changed
+    /// after it come whole and first, the others as their primary key.
     fn next_copy_batch(
         &self,
         joiner: NodeId,
         tables: &mut VecDeque<Arc<TableRuntime>>,
         scan: &mut Option<Box<OpenScan>>,
+        since: Option<u32>,
+        delta_tables: &BTreeSet<(String, String)>,
     ) -> Result<Option<CopyBatch>> {
         loop {
             if scan.is_none() {
                 let Some(t) = tables.pop_front() else {
                     return Ok(None);
                 };
+                let delta = since.filter(|_| {
+                    delta_tables.contains(&(t.database.clone(), t.def.name.clone()))
+                });
                 let mut tx = self.engine.ndb(&t.database).start_transaction()?;
                 let mut spec = ScanSpec::table(t.clone());
-                spec.columns = Some((0..t.def.columns.len()).collect());
+                let mut cols: Vec<usize> = (0..t.def.columns.len()).collect();
+                if delta.is_some() {
+                    cols.push(ROW_GCI_COLUMN);
+                }
+                spec.columns = Some(cols);
                 spec.batch_size = COPY_BATCH_ROWS;
                 let s = tx.scan(spec)?;
-                *scan = Some(Box::new((t, tx, s)));
+                *scan = Some(Box::new((t, tx, s, delta)));
             }
             let Some(open) = scan.as_mut() else {
                 continue;
             };
-            let (t, tx, s) = &mut **open;
+            let (t, tx, s, delta) = &mut **open;
+            let delta = *delta;
             let mut rows = if s.is_closed() {
                 Vec::new()
             } else {
@@ -429,14 +515,14 @@ impl DataPath {
             };
             if rows.is_empty() {
                 if let Some(open) = scan.take() {
-                    let (_, mut tx, _) = *open;
+                    let (_, mut tx, _, _) = *open;
                     tx.close();
                 }
                 continue;
             }
             let t = t.clone();
+            let pk = t.def.primary_key.clone();
             if self.groups.len() > 1 {
-                let pk = t.def.primary_key.clone();
                 rows.retain(|r| {
                     let key: Vec<Value> = pk.iter().map(|&p| r[p].clone()).collect();
                     super::super::remote::RemoteCluster::partition_of(&t.def, &key)
@@ -449,7 +535,29 @@ impl DataPath {
                     continue;
                 }
             }
-            return Ok(Some((t, rows)));
+            let Some(g) = delta else {
+                let full = rows.len() as u32;
+                return Ok(Some((t, rows, full)));
+            };
+            let (mut whole, mut keys) = (Vec::new(), Vec::new());
+            for mut r in rows {
+                let changed = match r.pop() {
+                    Some(Value::UInt(row_gci)) => row_gci > u64::from(g),
+                    other => {
+                        return Err(codes::internal(format!(
+                            "copy: ROW_GCI read as {other:?}"
+                        )));
+                    }
+                };
+                if changed {
+                    whole.push(r);
+                } else {
+                    keys.push(pk.iter().map(|&p| r[p].clone()).collect());
+                }
+            }
+            let full = whole.len() as u32;
+            whole.extend(keys);
+            return Ok(Some((t, whole, full)));
         }
     }
 

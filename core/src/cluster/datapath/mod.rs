@@ -54,6 +54,7 @@
 //! transport (key operations carry the data) and locking scans.
 
 mod copy;
+mod copy_delta;
 mod copy_out;
 mod gcp;
 pub use gcp::DURABLE_WAITERS_MAX;
@@ -140,8 +141,15 @@ pub struct DataPathStart {
     /// Remove what the node's file system holds first (a node that copies from a
     /// peer, or `--initial`).
     pub initial: bool,
-    /// A system restart: recover to this checkpoint.
+    /// A system restart, or a node restart from the node's own files: recover to
+    /// this checkpoint.
     pub restore_cap: Option<u32>,
+    /// A node restart that restored checkpoint `g` from the node's own files: the copy
+    /// from a peer sends only the rows changed since `g` (`copy`).
+    pub delta_since: Option<u32>,
+    /// The lineage of the cluster history the node's files hold
+    /// (`cluster::start_plan`; 0: none).
+    pub lineage: u64,
     /// At the cluster's first view, the nodes up to date (None: every member, as at
     /// a fresh start); a node left out copies from them.
     pub first_view_ready: Option<BTreeSet<NodeId>>,
@@ -243,6 +251,11 @@ pub struct DataPath {
     copy_tick_queued: AtomicBool,
     /// The joining side's copy attempts so far.
     join_attempt: AtomicU64,
+    /// The checkpoint this node restored from its own files, offered to the next copy
+    /// source until a copy's schema is applied (`copy_delta`).
+    delta_offer: Mutex<Option<u32>>,
+    /// The lineage of the history this node's rows belong to (`cluster::start_plan`).
+    lineage: AtomicU64,
     /// Global checkpoints across the data nodes (`gcp`): this node's part, and its
     /// commit gate (true: closed, commit decisions are held).
     gcp: Mutex<gcp::GcpNode>,
@@ -402,6 +415,8 @@ impl DataPath {
             copy_worker: copy_tx,
             copy_tick_queued: AtomicBool::new(false),
             join_attempt: AtomicU64::new(0),
+            delta_offer: Mutex::new(start.delta_since),
+            lineage: AtomicU64::new(start.lineage),
             clock_ms: AtomicU64::new(0),
             gcp: Mutex::new(gcp::GcpNode::default()),
             gcp_gate: AtomicBool::new(false),
