@@ -1060,3 +1060,36 @@ fn row_gci_pseudo_column_follows_each_rows_last_commit() {
     let rows = tx.scan_next_batch(&mut s, 10).expect("batch");
     assert_eq!(rows, vec![vec![Value::UInt(second.into()), Value::Int(2)]]);
 }
+
+/// A read of a missing row of a table with a TEXT column keeps its 626 (the BLOB
+/// completion of read rows leaves failed reads alone), also beside a row that is there.
+#[test]
+fn a_missing_row_of_a_blob_table_reads_as_626() {
+    let c = cluster(1, 1, "32M");
+    let ndb = c.ndb("test");
+    let mut s = crate::sql::Session::new(ndb.clone());
+    s.execute("CREATE TABLE docs (id INT PRIMARY KEY, body TEXT) ENGINE=NDB; INSERT INTO docs VALUES (1, 'one')")
+        .expect("sql");
+    let t = ndb.table("docs").expect("table");
+    let mut tx = ndb.start_transaction().expect("tx");
+    for id in [1, 2] {
+        tx.define_by_pos(
+            &t,
+            OpKind::Read(LockMode::CommittedRead),
+            vec![(0, Value::Int(id))],
+            Vec::new(),
+            None,
+        )
+        .expect("define");
+    }
+    tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)
+        .expect("execute");
+    assert!(
+        matches!(tx.outcome(OpId(0)), Some(OpOutcome::Row(r)) if r[1] == Value::Str("one".into()))
+    );
+    assert!(
+        matches!(tx.outcome(OpId(1)), Some(OpOutcome::Failed(e)) if e.code == 626),
+        "{:?}",
+        tx.outcome(OpId(1))
+    );
+}

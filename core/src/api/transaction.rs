@@ -594,7 +594,10 @@ impl Transaction {
         // BLOB/TEXT columns of reads are completed from the parts tables afterwards.
         if table.def.has_blobs() {
             for p in group.iter() {
-                if !matches!(self.ops[p.op].kind, OpKind::Read(_)) {
+                // Only a row is completed: a failed read keeps its error.
+                if !matches!(self.ops[p.op].kind, OpKind::Read(_))
+                    || !matches!(self.ops[p.op].outcome, OpOutcome::Row(_))
+                {
                     continue;
                 }
                 let OpOutcome::Row(mut row) =

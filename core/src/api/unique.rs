@@ -220,7 +220,11 @@ impl Transaction {
             .zip(key.iter().cloned())
             .collect();
         for (k, &c) in cols.iter().enumerate() {
-            let ty = def.columns[c].ty;
+            // A pseudo column (ROW_GCI) is no column of the table.
+            let Some(col) = def.columns.get(c) else {
+                continue;
+            };
+            let ty = col.ty;
             if !ty.is_blob() {
                 continue;
             }

@@ -469,9 +469,7 @@ impl Server {
                 );
                 let lineage = match action {
                     super::start_plan::StartAction::Fresh
-                    | super::start_plan::StartAction::SystemRestart { .. } => {
-                        self.restart.lineage
-                    }
+                    | super::start_plan::StartAction::SystemRestart { .. } => self.restart.lineage,
                     _ => 0,
                 };
                 let (action, restore_gci, ready) = action.to_wire();

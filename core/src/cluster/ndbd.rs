@@ -116,7 +116,6 @@ pub struct DataNodeProcess {
     data: Arc<std::sync::OnceLock<Arc<DataPath>>>,
 }
 
-
 /// Asks the management server how this node starts (`cluster::start_plan`) and
 /// prepares its file system for it; returns the data path's start and a log line.
 fn data_path_start(

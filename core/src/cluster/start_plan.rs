@@ -59,7 +59,11 @@ impl LocalState {
 
     /// The newest checkpoint this node can restore by itself, if any.
     pub fn newest_restorable(&self) -> Option<u32> {
-        self.saved.iter().copied().filter(|&g| self.restores(g)).max()
+        self.saved
+            .iter()
+            .copied()
+            .filter(|&g| self.restores(g))
+            .max()
     }
 }
 

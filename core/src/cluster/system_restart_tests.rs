@@ -293,9 +293,26 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
         "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
         "CREATE TABLE gone (id INT PRIMARY KEY, v INT) ENGINE=NDB",
         "CREATE TABLE reshaped (id INT PRIMARY KEY, v INT) ENGINE=NDB",
+        "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT) ENGINE=NDB",
     ] {
         api.sql(DB, sql).expect(sql);
     }
+    let doc = |op: OpType, id: i64, body: Option<String>| KeyOp {
+        op,
+        database: DB.into(),
+        table: "docs".into(),
+        key: vec![Value::Int(id)],
+        values: body.map(|b| vec![(1, Value::Str(b))]).unwrap_or_default(),
+        columns: Vec::new(),
+    };
+    // Bodies longer than a BLOB's inline part: they live in its parts table.
+    let long = |tag: &str, id: i64| format!("{tag}{id}-").repeat(200);
+    api.execute(
+        (0..3)
+            .map(|id| doc(OpType::Insert, id, Some(long("d", id))))
+            .collect(),
+    )
+    .expect("docs");
     for table in ["gone", "reshaped"] {
         api.execute(int_rows(table, &[(1, &[1]), (2, &[2])]))
             .expect("insert");
@@ -322,6 +339,10 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     retry(write_ops(OpType::Write, 0..50, "u"));
     retry(write_ops(OpType::Delete, 50..100, ""));
     retry(write_ops(OpType::Insert, 600..700, "n"));
+    retry(vec![
+        doc(OpType::Write, 1, Some(long("changed", 1))),
+        doc(OpType::Delete, 2, None),
+    ]);
     for sql in [
         "DROP TABLE gone",
         "DROP TABLE reshaped",
@@ -352,7 +373,7 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
         .unwrap_or_else(|| panic!("keys-only count in {copied:?}"));
     assert!(keys_only >= 500, "{copied}");
     assert!(
-        log.contains("50 rows gone at the source deleted"),
+        log.contains("51 rows gone at the source deleted"),
         "the deleted rows go on node 3 too:\n{log}"
     );
     // Both replicas hold the same rows: the model's.
@@ -369,9 +390,16 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     }
     assert_eq!(local_table(&nodes[0], "kv"), want);
     assert_eq!(local_table(&nodes[1], "kv"), want);
+    let docs = local_table(&nodes[1], "docs");
+    assert_eq!(docs, local_table(&nodes[0], "docs"));
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[&1], format!("{:?}", [Value::Str(long("changed", 1))]));
     let reshaped = local_table(&nodes[1], "reshaped");
     assert_eq!(reshaped.len(), 1, "{reshaped:?}");
-    assert_eq!(reshaped[&3], format!("{:?}", [Value::Int(3), Value::Int(3)]));
+    assert_eq!(
+        reshaped[&3],
+        format!("{:?}", [Value::Int(3), Value::Int(3)])
+    );
     let dp3 = nodes[1].data().expect("data path");
     assert!(dp3.engine.ndb(DB).table("gone").is_err(), "gone is gone");
     // Node 3 alone serves every row.
@@ -382,4 +410,80 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     assert_eq!(rows.iter().flatten().count(), 650);
     assert_eq!(rows[0].as_deref(), Some("u0"));
     assert_eq!(rows[699].as_deref(), Some("n699"));
+}
+
+/// A node whose files are of another cluster history (the cluster had a system
+/// restart without it) offers its checkpoint in vain: the source sends every row
+/// whole, the node overwrites what it restored and deletes what the source does not
+/// have, and ends with the source's rows and lineage. Two node groups, so that the
+/// system restart can go on without node 3 (node group 1 is whole).
+#[test]
+fn a_node_from_another_cluster_history_gets_every_row() {
+    let cfg = config_with(4, 2, "StartPartialTimeout=500\n");
+    let m = mgm(&cfg);
+    let nodes = start_all(&m, &[(2, false), (3, false), (4, false), (5, false)]);
+    let api = client(&m, 4);
+    api.sql(
+        DB,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
+    )
+    .expect("create");
+    insert(&api, 0..400);
+    api.close();
+    let before = local_table(&nodes[1], "kv");
+    assert!(!before.is_empty());
+    // Node 3 first; the others' stops end with a forced shutdown once a node group
+    // is gone (their files keep the last global checkpoint all the same).
+    let mut nodes = nodes;
+    assert_eq!(nodes.remove(1).stop(), 0);
+    for n in nodes {
+        n.stop();
+    }
+    // Without node 3: a system restart (a new history) after StartPartialTimeout.
+    let mut nodes = start_all(&m, &[(2, false), (4, false), (5, false)]);
+    let api = client(&m, 3);
+    let retry = |ops: Vec<KeyOp>| {
+        for _ in 0..50 {
+            match api.execute(ops.clone()) {
+                Ok(_) => return,
+                Err(e) if e.is_temporary() => std::thread::sleep(Duration::from_millis(100)),
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+        panic!("write kept failing");
+    };
+    retry(write_ops(OpType::Delete, 0..40, ""));
+    retry(write_ops(OpType::Write, 40..80, "w"));
+    nodes.insert(1, node(&m, 3, false));
+    wait_until("node 3 started", 30, || {
+        nodes[1].status().state == NodeState::Started
+    });
+    let want = local_table(&nodes[0], "kv");
+    assert_eq!(local_table(&nodes[1], "kv"), want);
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains("of another cluster history"),
+        "the source refuses the offer:\n{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "Copied {} rows to node 3 for its restart",
+            want.len()
+        )),
+        "every row whole:\n{log}"
+    );
+    let gone = before.keys().filter(|k| !want.contains_key(k)).count();
+    assert!(gone > 0);
+    assert!(
+        log.contains(&format!(" {gone} rows gone at the source deleted")),
+        "{gone} rows deleted on node 3:\n{log}"
+    );
+    let dp2 = nodes[0].data().expect("dp");
+    let dp3 = nodes[1].data().expect("dp");
+    assert_eq!(
+        dp3.lineage(),
+        dp2.lineage(),
+        "node 3 takes the source's lineage"
+    );
+    assert_ne!(dp3.lineage(), 0);
 }

@@ -129,6 +129,11 @@ impl DataPath {
         Ok(out)
     }
 
+    /// The lineage of the history this node's rows belong to (`cluster::start_plan`).
+    pub fn lineage(&self) -> u64 {
+        self.lineage.load(Ordering::Acquire)
+    }
+
     /// This node joined a running cluster: ask who is up to date.
     pub(super) fn begin_join(&self) {
         // From now until the copy ends this node's saved checkpoints hold a part of
@@ -563,7 +568,14 @@ impl DataPath {
                     "Node restart copy: {} of {} tables kept from GCI {}; {} rows changed since \
                      applied, {} unchanged rows kept, {} rows gone at the source deleted",
                     d.kept_tables(),
-                    self.engine.inner().dict.read().all().iter().filter(|t| !t.hidden).count(),
+                    self.engine
+                        .inner()
+                        .dict
+                        .read()
+                        .all()
+                        .iter()
+                        .filter(|t| !t.hidden)
+                        .count(),
                     d.since_gci,
                     d.rows_whole,
                     d.rows_kept,

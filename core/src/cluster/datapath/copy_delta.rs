@@ -124,7 +124,12 @@ impl DataPath {
         let pk = rt.def.primary_key.clone();
         let ndb = self.engine.ndb(database);
         let since = u64::from(d.since_gci);
-        for (n, row) in rows.iter().enumerate().skip(start).take(full_rows.saturating_sub(start)) {
+        for (n, row) in rows
+            .iter()
+            .enumerate()
+            .skip(start)
+            .take(full_rows.saturating_sub(start))
+        {
             if row.len() != rt.def.columns.len() {
                 return Err(codes::internal("copied row has the wrong column count"));
             }
@@ -209,7 +214,8 @@ impl DataPath {
             if key.len() != pk.len() {
                 return Err(codes::internal("copied key has the wrong column count"));
             }
-            let key_pos: Vec<(usize, Value)> = pk.iter().copied().zip(key.iter().cloned()).collect();
+            let key_pos: Vec<(usize, Value)> =
+                pk.iter().copied().zip(key.iter().cloned()).collect();
             tx.define_by_pos(
                 &rt,
                 OpKind::Read(LockMode::CommittedRead),

@@ -489,9 +489,8 @@ impl DataPath {
                 let Some(t) = tables.pop_front() else {
                     return Ok(None);
                 };
-                let delta = since.filter(|_| {
-                    delta_tables.contains(&(t.database.clone(), t.def.name.clone()))
-                });
+                let delta = since
+                    .filter(|_| delta_tables.contains(&(t.database.clone(), t.def.name.clone())));
                 let mut tx = self.engine.ndb(&t.database).start_transaction()?;
                 let mut spec = ScanSpec::table(t.clone());
                 let mut cols: Vec<usize> = (0..t.def.columns.len()).collect();
@@ -544,9 +543,7 @@ impl DataPath {
                 let changed = match r.pop() {
                     Some(Value::UInt(row_gci)) => row_gci > u64::from(g),
                     other => {
-                        return Err(codes::internal(format!(
-                            "copy: ROW_GCI read as {other:?}"
-                        )));
+                        return Err(codes::internal(format!("copy: ROW_GCI read as {other:?}")));
                     }
                 };
                 if changed {
