@@ -4,8 +4,9 @@
 //! Before it starts its local engine, `rndbd` reports the checkpoints its system file
 //! has saved and the checkpoint from which its rows are complete (its *complete-from*
 //! mark, below) to `rndb_mgmd` (`StartPlanReq`). While a data node of the cluster is
-//! started, the answer is a **node restart**: the node starts empty and copies from a
-//! peer. Otherwise it is a **system restart**: the management server waits until every
+//! started, the answer is a **node restart**: the node restores its own newest
+//! complete checkpoint (when its mark names a lineage) and copies from a peer what
+//! changed since, or starts empty and copies every row. Otherwise it is a **system restart**: the management server waits until every
 //! data node reported (or StartPartialTimeout passed with every node group
 //! represented) and picks the restore point `R` — the newest checkpoint that, in every
 //! node group, some node has saved with complete rows. The nodes that hold `R` restore
