@@ -10,8 +10,12 @@
 //! 3. System restart after `ALL STOP` (each node's last global checkpoint): both
 //!    `rndbd` started again; time until both are started, then a sample of rows read.
 //! 4. System restart after SIGKILL of both data nodes: the same.
-//! 5. Node restart: SIGKILL of node 3 and a new `rndbd` for it; time until it is
-//!    started again (it copies every row from node 2), with no traffic.
+//! 5. Node restart: SIGKILL of node 3; while it is down 1% of the rows are written
+//!    anew; a new `rndbd` for it (its file system kept): time until it is started
+//!    again (it restores its own checkpoint and copies what changed since from node
+//!    2), with no traffic.
+//! 6. Initial node restart: the same with `--initial` (node 3 starts empty and gets
+//!    every row).
 //!
 //! Usage (after `cargo build --release -p rndb-shell`):
 //! `cargo run --release -p rndb-benches --bin tcp_restart -- [rows]` (default 1000000).
@@ -139,6 +143,57 @@ fn restart_both(c: &mut ProcCluster, rows: u64) -> AnyResult<f64> {
     Ok(secs)
 }
 
+/// SIGKILL of node 3, 1% of the rows written anew (value round `round`) while it is
+/// down, node 3 started again with `args`: seconds until it is started, after which
+/// every row is checked from node 3 alone (node 2 is not asked).
+fn node_restart(c: &mut ProcCluster, rows: u64, args: &[&str], round: u64) -> AnyResult<f64> {
+    c.procs.kill("n3")?;
+    let api = connect_one(c)?;
+    let changed = rows / 100;
+    let step = (rows / changed.max(1)).max(1);
+    let keys: Vec<u64> = (0..rows).step_by(step as usize).collect();
+    for chunk in keys.chunks(1000) {
+        let ops: Vec<KeyOp> = chunk.iter().map(|&k| write_op(k, round)).collect();
+        retry(|| api.execute(ops.clone()).map(|_| ()))?;
+    }
+    api.close();
+    let t = Instant::now();
+    c.spawn_data_node(3, args)?;
+    c.wait_started(600)?;
+    let secs = t.elapsed().as_secs_f64();
+    let api = connect(c)?;
+    check_sample(&api, rows)?;
+    api.close();
+    Ok(secs)
+}
+
+/// A client that needs one data node only (the other is down).
+fn connect_one(c: &ProcCluster) -> AnyResult<RemoteCluster> {
+    let api = RemoteCluster::connect(&c.connectstring(), Duration::from_secs(20))?;
+    let t = Instant::now();
+    while api.connected_nodes().len() != 1 {
+        if t.elapsed() > Duration::from_secs(20) {
+            return Err("the client did not see exactly one data node".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(api)
+}
+
+/// Runs `f` again on temporary errors (a node failure being handled), 30 s at most.
+fn retry(mut f: impl FnMut() -> rndb::Result<()>) -> AnyResult<()> {
+    let t = Instant::now();
+    loop {
+        match f() {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_temporary() && t.elapsed() < Duration::from_secs(30) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 fn main() -> AnyResult<()> {
     let rows: u64 = std::env::args()
         .nth(1)
@@ -185,21 +240,23 @@ fn main() -> AnyResult<()> {
     c.procs.kill("n3")?;
     let crash = restart_both(&mut c, rows)?;
     println!("system restart after SIGKILL of both: started in {crash:.2} s");
-    c.procs.kill("n3")?;
-    let t = Instant::now();
-    c.spawn_data_node(3, &[])?;
-    c.wait_started(600)?;
-    let node = t.elapsed().as_secs_f64();
-    let api = connect(&c)?;
-    check_sample(&api, rows)?;
+    let node = node_restart(&mut c, rows, &[], 2)?;
     println!(
-        "node restart of node 3 (SIGKILL, copy of every row from node 2): started in {node:.2} s"
+        "node restart of node 3 (SIGKILL, {} rows written while it was down; it restores its own \
+         checkpoint, then copies what changed): started in {node:.2} s",
+        rows / 100
+    );
+    let initial = node_restart(&mut c, rows, &["--initial"], 3)?;
+    println!(
+        "initial node restart of node 3 (SIGKILL, --initial: copy of every row from node 2): \
+         started in {initial:.2} s; node restart / initial {:.2}",
+        node / initial
     );
     println!(
-        "| rows | system restart (ALL STOP) s | system restart (SIGKILL) s | node restart (copy) s | durable commit / fdatasync |"
+        "| rows | system restart (ALL STOP) s | system restart (SIGKILL) s | node restart s | initial node restart s | durable commit / fdatasync |"
     );
     println!(
-        "| {rows} | {graceful:.2} | {crash:.2} | {node:.2} | {:.1} |",
+        "| {rows} | {graceful:.2} | {crash:.2} | {node:.2} | {initial:.2} | {:.1} |",
         dur_p50 / fs_p50
     );
     c.procs.keep = std::env::var_os("KEEP").is_some();

@@ -210,10 +210,40 @@ fn data_path_start(
         },
         StartAction::SystemRestart { restore_gci, ready } => {
             start.lineage = lineage;
+            // A checkpoint of this node's own at or below the restore point, of a known
+            // history: a prefix of what the restore point's holders restore.
+            let own = state
+                .saved
+                .iter()
+                .copied()
+                .filter(|&g| g <= restore_gci && state.restores(g))
+                .max()
+                .filter(|_| state.lineage != 0 && start.data_dir.is_some());
             let text = if ready.contains(&node_id) {
+                // The files now belong to the history this restart begins.
+                if start.data_dir.is_some() {
+                    write_complete_from(&fs, &fs_dir, state.complete_from, lineage)?;
+                }
                 start.restore_cap = Some(restore_gci);
+                if state.lineage != 0 {
+                    start.prior_lineage = Some((state.lineage, restore_gci));
+                }
                 format!(
                     "System restart: restoring GCI {restore_gci} from this node's checkpoints and redo"
+                )
+            } else if let Some(g) = own {
+                start.restore_cap = Some(g);
+                start.delta_since = Some(g);
+                // Offered as of the history the files hold; the copy's source tells.
+                start.lineage = state.lineage;
+                format!(
+                    "System restart to GCI {restore_gci}: this node holds GCI {g}; restoring it, \
+                     then copying the rows changed since from node(s) {}",
+                    ready
+                        .iter()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             } else {
                 copy(&mut start)?;

@@ -287,7 +287,7 @@ fn local_table(n: &DataNodeProcess, table: &str) -> std::collections::BTreeMap<i
 #[test]
 fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     let (_cfg, m) = two_nodes();
-    let mut nodes = start_all(&m, &[(2, false), (3, false)]);
+    let nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
     for sql in [
         "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
@@ -323,6 +323,13 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     }
     api.wait_durable(gci, Duration::from_secs(10))
         .expect("durable");
+    // A system restart first: the lineage it begins is in both nodes' files.
+    api.close();
+    for n in nodes {
+        assert_eq!(n.stop(), 0);
+    }
+    let mut nodes = start_all(&m, &[(2, false), (3, false)]);
+    let api = client(&m, 2);
     let n3 = nodes.pop().expect("node 3");
     n3.kill();
     wait_until("node 3 gone", 20, || api.connected_nodes().len() == 1);
@@ -412,53 +419,47 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     assert_eq!(rows[699].as_deref(), Some("n699"));
 }
 
-/// A node whose files are of another cluster history (the cluster had a system
-/// restart without it) offers its checkpoint in vain: the source sends every row
-/// whole, the node overwrites what it restored and deletes what the source does not
-/// have, and ends with the source's rows and lineage. Two node groups, so that the
-/// system restart can go on without node 3 (node group 1 is whole).
+/// A node whose files are of another cluster history (the cluster was started anew
+/// with `--initial` without it) offers its checkpoint in vain: the source sends every
+/// row whole, the node overwrites what it restored and deletes what the source does
+/// not have, and ends with the source's rows and lineage. Two node groups, so that
+/// the cluster can start without node 3 (node group 1 is whole).
 #[test]
 fn a_node_from_another_cluster_history_gets_every_row() {
     let cfg = config_with(4, 2, "StartPartialTimeout=500\n");
     let m = mgm(&cfg);
+    let create = "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB";
     let nodes = start_all(&m, &[(2, false), (3, false), (4, false), (5, false)]);
     let api = client(&m, 4);
-    api.sql(
-        DB,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
-    )
-    .expect("create");
+    api.sql(DB, create).expect("create");
     insert(&api, 0..400);
     api.close();
     let before = local_table(&nodes[1], "kv");
     assert!(!before.is_empty());
     // Node 3 first; the others' stops end with a forced shutdown once a node group
-    // is gone (their files keep the last global checkpoint all the same).
+    // is gone.
     let mut nodes = nodes;
     assert_eq!(nodes.remove(1).stop(), 0);
     for n in nodes {
         n.stop();
     }
-    // Without node 3: a system restart (a new history) after StartPartialTimeout.
-    let mut nodes = start_all(&m, &[(2, false), (4, false), (5, false)]);
+    // Without node 3, an initial start: a new history with other rows.
+    let mut nodes = start_all(&m, &[(2, true), (4, true), (5, true)]);
     let api = client(&m, 3);
-    let retry = |ops: Vec<KeyOp>| {
-        for _ in 0..50 {
-            match api.execute(ops.clone()) {
-                Ok(_) => return,
-                Err(e) if e.is_temporary() => std::thread::sleep(Duration::from_millis(100)),
-                Err(e) => panic!("write: {e}"),
-            }
+    api.sql(DB, create).expect("create again");
+    for _ in 0..50 {
+        match api.execute(write_ops(OpType::Insert, 200..300, "x")) {
+            Ok(_) => break,
+            Err(e) if e.is_temporary() => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("insert: {e}"),
         }
-        panic!("write kept failing");
-    };
-    retry(write_ops(OpType::Delete, 0..40, ""));
-    retry(write_ops(OpType::Write, 40..80, "w"));
+    }
     nodes.insert(1, node(&m, 3, false));
     wait_until("node 3 started", 30, || {
         nodes[1].status().state == NodeState::Started
     });
     let want = local_table(&nodes[0], "kv");
+    assert!(want.values().all(|v| v.contains('x')), "{want:?}");
     assert_eq!(local_table(&nodes[1], "kv"), want);
     let log = m.log_lines().join("\n");
     assert!(
@@ -486,4 +487,61 @@ fn a_node_from_another_cluster_history_gets_every_row() {
         "node 3 takes the source's lineage"
     );
     assert_ne!(dp3.lineage(), 0);
+}
+
+/// A node that stopped before the others misses the last global checkpoint: at the
+/// system restart it restores its own older one and copies only what changed since
+/// from a node that holds the restore point.
+#[test]
+fn a_node_behind_at_a_system_restart_restores_its_own_checkpoint_and_copies_changes() {
+    let (_cfg, m) = two_nodes();
+    let nodes = start_all(&m, &[(2, false), (3, false)]);
+    let api = client(&m, 2);
+    api.sql(
+        DB,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
+    )
+    .expect("create");
+    let gci = insert(&api, 0..300);
+    api.wait_durable(gci, Duration::from_secs(10))
+        .expect("durable");
+    let mut nodes = nodes;
+    let n2 = nodes.remove(0);
+    assert_eq!(n2.stop(), 0);
+    // Node 3 alone goes on: node 2's files are behind.
+    wait_until("node 2 gone", 20, || api.connected_nodes().len() == 1);
+    for _ in 0..50 {
+        match api.execute(write_ops(OpType::Write, 0..10, "late")) {
+            Ok(r) => {
+                api.wait_durable(r.gci, Duration::from_secs(10))
+                    .expect("durable");
+                break;
+            }
+            Err(e) if e.is_temporary() => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+    api.close();
+    for n in nodes {
+        assert_eq!(n.stop(), 0);
+    }
+    let nodes = start_all(&m, &[(2, false), (3, false)]);
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains("this node holds GCI") && log.contains("then copying the rows changed since"),
+        "node 2 restores its own checkpoint:\n{log}"
+    );
+    let copied = log
+        .lines()
+        .find(|l| l.contains("Copied") && l.contains("to node 2 for its restart"))
+        .unwrap_or_else(|| panic!("no copy to node 2:\n{log}"));
+    assert!(
+        copied.contains("10 changed since GCI") && copied.contains("290 unchanged"),
+        "{copied}"
+    );
+    assert_eq!(local_table(&nodes[0], "kv"), local_table(&nodes[1], "kv"));
+    let api = client(&m, 2);
+    let rows = read(&api, 0..300);
+    assert_eq!(rows[0].as_deref(), Some("late0"));
+    assert_eq!(rows[299].as_deref(), Some("v299"));
 }

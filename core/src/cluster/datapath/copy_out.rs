@@ -199,7 +199,12 @@ impl DataPath {
             return;
         }
         let own = self.lineage.load(std::sync::atomic::Ordering::Acquire);
-        let offer = (since_gci > 0 && lineage != 0 && lineage == own)
+        let same_history = lineage == own
+            || self
+                .start
+                .prior_lineage
+                .is_some_and(|(prior, restored)| lineage == prior && since_gci <= restored);
+        let offer = (since_gci > 0 && lineage != 0 && same_history)
             .then(|| (since_gci, keep.into_iter().collect()));
         if since_gci > 0 && offer.is_none() {
             self.log(

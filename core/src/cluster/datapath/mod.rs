@@ -150,6 +150,10 @@ pub struct DataPathStart {
     /// The lineage of the cluster history the node's files hold
     /// (`cluster::start_plan`; 0: none).
     pub lineage: u64,
+    /// A node that restored checkpoint `R` of lineage `L` at a system restart (which
+    /// began a new lineage): `(L, R)`. A joining node of lineage `L` that offers a
+    /// checkpoint at or below `R` holds a prefix of this node's history.
+    pub prior_lineage: Option<(u64, u32)>,
     /// At the cluster's first view, the nodes up to date (None: every member, as at
     /// a fresh start); a node left out copies from them.
     pub first_view_ready: Option<BTreeSet<NodeId>>,
