@@ -387,6 +387,7 @@ impl DataNodeProcess {
                     transport: transport2.clone(),
                     t0: Instant::now(),
                     next_status_ms: 0,
+                    sent_state: None,
                     dialed: BTreeMap::new(),
                     status: status2,
                     echo: opts.echo,
@@ -497,6 +498,8 @@ struct NodeLoop {
     transport: TcpTransport,
     t0: Instant,
     next_status_ms: u64,
+    /// The state the management server was told last (a change is told at once).
+    sent_state: Option<NodeState>,
     dialed: BTreeMap<NodeId, String>,
     status: Arc<Mutex<NodeStatus>>,
     echo: bool,
@@ -576,6 +579,7 @@ impl NodeLoop {
             .map(|q| q.view().clone())
             .unwrap_or_default();
         let state = self.state();
+        self.sent_state = Some(state);
         {
             let mut s = self.status.lock();
             s.state = state;
@@ -711,7 +715,9 @@ impl NodeLoop {
                 self.send_status();
                 return code;
             }
-            if now >= self.next_status_ms {
+            // A change of state (started, say) is told at once; the rest periodically.
+            let state = self.state();
+            if now >= self.next_status_ms || self.sent_state != Some(state) {
                 self.send_status();
             }
         }

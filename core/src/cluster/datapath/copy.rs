@@ -113,6 +113,15 @@ impl DataPath {
     /// The tombstone key of a row: database, table and the coerced key bytes.
     pub(crate) fn row_key(&self, database: &str, table: &str, key: &[Value]) -> Result<Vec<u8>> {
         let rt = self.engine.inner().table(database, table)?;
+        Self::row_key_of(&rt, database, key)
+    }
+
+    /// [`DataPath::row_key`] of a table already looked up.
+    pub(crate) fn row_key_of(
+        rt: &crate::api::TableRuntime,
+        database: &str,
+        key: &[Value],
+    ) -> Result<Vec<u8>> {
         let def = &rt.def;
         let coerced: Vec<Value> = key
             .iter()
@@ -566,7 +575,7 @@ impl DataPath {
                 Severity::Info,
                 &format!(
                     "Node restart copy: {} of {} tables kept from GCI {}; {} rows changed since \
-                     applied, {} unchanged rows kept, {} rows gone at the source deleted",
+                     applied, {} unchanged rows kept, {} rows gone at the source deleted ({} ms)",
                     d.kept_tables(),
                     self.engine
                         .inner()
@@ -579,7 +588,8 @@ impl DataPath {
                     d.since_gci,
                     d.rows_whole,
                     d.rows_kept,
-                    d.rows_deleted
+                    d.rows_deleted,
+                    self.now_ms().saturating_sub(d.started_ms)
                 ),
             );
         }
@@ -611,7 +621,8 @@ impl DataPath {
             .as_ref()
             .map(|o| o.keep.iter().cloned().collect())
             .unwrap_or_default();
-        let mut delta = offer.map(|o| DeltaApply::new(o.attempt, o.since_gci));
+        let now_ms = self.now_ms();
+        let mut delta = offer.map(|o| DeltaApply::new(o.attempt, o.since_gci, now_ms));
         let mut kept_sql = BTreeSet::new();
         let here = if delta.is_some() {
             self.table_statements()?

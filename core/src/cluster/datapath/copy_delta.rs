@@ -13,12 +13,13 @@
 //!   anything the source's scan sends, and stays;
 //! - a whole row (changed at the source after `g`) replaces a local row with ROW_GCI
 //!   at or below `g`, or is inserted;
-//! - a key alone (unchanged at the source since `g`) must find its row here, unless a
-//!   delete from a primary took it: a missing one means the node's files did not hold
-//!   what it offered, and the copy fails (the next attempt copies every row);
-//! - after `CopyDone`, every local row with ROW_GCI at or below `g` whose key the
-//!   source did not send is gone at the source (deleted while this node was down) and
-//!   is deleted here ([`DeltaApply::sweep`]) before the node reports up to date.
+//! - a key alone (unchanged at the source since `g`) is only noted as seen;
+//! - after `CopyDone` one scan of each kept table ([`DataPath::sweep_delta`]) deletes
+//!   every local row with ROW_GCI at or below `g` whose key the source did not send (it
+//!   is gone at the source: deleted while this node was down), and checks that every
+//!   key the source sent has its row here or a delete from a primary: one missing means
+//!   the node's files did not hold what it offered, and the copy fails (the next
+//!   attempt copies every row). Only then does the node report up to date.
 //!
 //! Keys seen are kept as 128-bit XXH3 hashes of the row key (16 bytes a row; two keys
 //! of one table share a hash with probability about n²/2¹²⁹).
@@ -63,11 +64,14 @@ pub(crate) struct DeltaApply {
     pub rows_whole: u64,
     pub rows_kept: u64,
     pub rows_deleted: u64,
+    /// When its schema was applied (node clock).
+    pub started_ms: u64,
 }
 
 impl DeltaApply {
-    pub fn new(attempt: u64, since_gci: u32) -> DeltaApply {
+    pub fn new(attempt: u64, since_gci: u32, started_ms: u64) -> DeltaApply {
         DeltaApply {
+            started_ms,
             attempt,
             since_gci,
             tables: BTreeMap::new(),
@@ -108,6 +112,43 @@ fn key_hash(row_key: &[u8]) -> u128 {
     xxhash_rust::xxh3::xxh3_128(row_key)
 }
 
+/// [`key_hash`] of [`DataPath::row_key`] for many keys of one table, reusing its
+/// buffers (the same bytes, without an allocation per key).
+struct KeyHasher<'a> {
+    rt: &'a crate::api::TableRuntime,
+    coerced: Vec<Value>,
+    key: Vec<u8>,
+    bytes: Vec<u8>,
+    prefix_len: usize,
+}
+
+impl<'a> KeyHasher<'a> {
+    fn new(rt: &'a crate::api::TableRuntime, database: &str) -> KeyHasher<'a> {
+        let bytes = format!("{}\0{}\0", database.to_ascii_lowercase(), rt.def.name).into_bytes();
+        KeyHasher {
+            rt,
+            coerced: Vec::new(),
+            key: Vec::new(),
+            prefix_len: bytes.len(),
+            bytes,
+        }
+    }
+
+    fn hash(&mut self, key: &[Value]) -> Result<u128> {
+        let def = &self.rt.def;
+        self.coerced.clear();
+        for (v, &p) in key.iter().zip(&def.primary_key) {
+            let c = &def.columns[p];
+            self.coerced
+                .push(crate::schema::value::coerce(v.clone(), &c.ty, &c.name)?);
+        }
+        def.layout.key_from_values(&self.coerced, &mut self.key);
+        self.bytes.truncate(self.prefix_len);
+        self.bytes.extend_from_slice(&self.key);
+        Ok(key_hash(&self.bytes))
+    }
+}
+
 impl DataPath {
     /// Applies, from row `start` on, a `CopyRows` of a kept table: the first
     /// `full_rows` whole, the rest keys (module notes).
@@ -134,7 +175,7 @@ impl DataPath {
                 return Err(codes::internal("copied row has the wrong column count"));
             }
             let key: Vec<Value> = pk.iter().map(|&p| row[p].clone()).collect();
-            let k = self.row_key(database, table, &key)?;
+            let k = Self::row_key_of(&rt, database, &key)?;
             match self.tombstones.lock().get(&k) {
                 Some(Tomb::Pending(_)) => return Ok(Applied::Blocked(n)),
                 Some(Tomb::Committed) => continue,
@@ -191,80 +232,29 @@ impl DataPath {
             }
         }
         let from = start.max(full_rows);
-        if from < rows.len() {
-            return self.check_kept_keys(d, database, table, &rows[from..], from);
-        }
-        Ok(Applied::Done)
-    }
-
-    /// Keys of rows unchanged at the source: each must be here (one committed-read
-    /// batch), or deleted by a primary since the copy began.
-    fn check_kept_keys(
-        &self,
-        d: &mut DeltaApply,
-        database: &str,
-        table: &str,
-        keys: &[Vec<Value>],
-        offset: usize,
-    ) -> Result<Applied> {
-        let rt = self.engine.inner().table(database, table)?;
-        let pk = rt.def.primary_key.clone();
-        let mut tx = self.engine.ndb(database).start_transaction()?;
-        for key in keys {
+        let Some(seen) = d.seen_mut(database, table) else {
+            return Err(codes::internal("copy: keys for a table not kept"));
+        };
+        let mut hasher = KeyHasher::new(&rt, database);
+        for key in &rows[from.min(rows.len())..] {
             if key.len() != pk.len() {
                 return Err(codes::internal("copied key has the wrong column count"));
             }
-            let key_pos: Vec<(usize, Value)> =
-                pk.iter().copied().zip(key.iter().cloned()).collect();
-            tx.define_by_pos(
-                &rt,
-                OpKind::Read(LockMode::CommittedRead),
-                key_pos,
-                Vec::new(),
-                Some(vec![ROW_GCI_COLUMN]),
-            )?;
+            seen.insert(hasher.hash(key)?);
         }
-        tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
-        let mut found = Vec::with_capacity(keys.len());
-        for i in 0..keys.len() {
-            found.push(match tx.outcome(OpId(i)) {
-                Some(OpOutcome::Row(_)) => true,
-                Some(OpOutcome::Failed(e)) if e.code == 626 => false,
-                Some(OpOutcome::Failed(e)) => return Err(e.clone()),
-                _ => return Err(codes::internal("copy: a key's read did not run")),
-            });
-        }
-        tx.close();
-        for (i, (key, here)) in keys.iter().zip(found).enumerate() {
-            let k = self.row_key(database, table, key)?;
-            if !here {
-                match self.tombstones.lock().get(&k) {
-                    Some(Tomb::Pending(_)) => return Ok(Applied::Blocked(offset + i)),
-                    Some(Tomb::Committed) => continue,
-                    None => {
-                        return Err(codes::internal(format!(
-                            "copy: a row of {database}.{table} unchanged at the source since \
-                             GCI {} is not in this node's restored checkpoint",
-                            d.since_gci
-                        )));
-                    }
-                }
-            }
-            d.rows_kept += 1;
-            if let Some(seen) = d.seen_mut(database, table) {
-                seen.insert(key_hash(&k));
-            }
-        }
+        d.rows_kept += rows.len().saturating_sub(from) as u64;
         Ok(Applied::Done)
     }
 
     /// After `CopyDone`: deletes every row of a kept table that is at or below the
-    /// offer's checkpoint and that the source did not send (module notes). Blocked
-    /// while a transaction holds such a row.
+    /// offer's checkpoint and that the source did not send, after checking that every
+    /// key sent is here (module notes). Blocked while a transaction holds such a row.
     pub(super) fn sweep_delta(&self, d: &mut DeltaApply) -> Result<Applied> {
         if d.sweep.is_none() {
             let mut doomed = VecDeque::new();
             let since = u64::from(d.since_gci);
+            // Keys deleted here by primaries during the copy (pending or committed).
+            let tombs: HashSet<u128> = self.tombstones.lock().keys().map(|k| key_hash(k)).collect();
             let kept: Vec<(String, String, String)> = d
                 .tables
                 .iter()
@@ -280,6 +270,13 @@ impl DataPath {
                 spec.columns = Some(cols);
                 spec.batch_size = SWEEP_SCAN_BATCH;
                 let mut s = tx.scan(spec)?;
+                let mut hasher = KeyHasher::new(&rt, &db);
+                // What is left of it once every local row is found: keys not here.
+                let mut unmatched = d
+                    .tables
+                    .get_mut(&(lower.clone(), table.clone()))
+                    .map(|k| std::mem::take(&mut k.seen))
+                    .unwrap_or_default();
                 while !s.is_closed() {
                     let rows = tx.scan_next_batch(&mut s, SWEEP_SCAN_BATCH)?;
                     if rows.is_empty() {
@@ -287,17 +284,21 @@ impl DataPath {
                     }
                     for mut r in rows {
                         let old = matches!(r.pop(), Some(Value::UInt(g)) if g <= since);
-                        if !old {
-                            continue;
-                        }
-                        let h = key_hash(&self.row_key(&db, &table, &r)?);
-                        let seen = d.tables.get(&(lower.clone(), table.clone()));
-                        if !seen.is_some_and(|k| k.seen.contains(&h)) {
+                        let h = hasher.hash(&r)?;
+                        if !unmatched.remove(&h) && old {
                             doomed.push_back((db.clone(), table.clone(), r));
                         }
                     }
                 }
                 tx.close();
+                let missing = unmatched.iter().filter(|h| !tombs.contains(h)).count();
+                if missing > 0 {
+                    return Err(codes::internal(format!(
+                        "copy: {missing} rows of {db}.{table} unchanged at the source since GCI \
+                         {} are not in this node's restored checkpoint",
+                        d.since_gci
+                    )));
+                }
             }
             d.sweep = Some(doomed);
         }
@@ -339,5 +340,41 @@ impl DataPath {
             }
         }
         Ok(Applied::Done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hasher gives the hash of `row_key`'s bytes (tombstones are hashed from
+    /// those), for keys that need coercion too.
+    #[test]
+    fn the_key_hasher_hashes_the_row_key_bytes() {
+        let c = crate::api::Cluster::embedded(
+            crate::config::ClusterConfig::embedded(1, 1).expect("config"),
+        )
+        .expect("cluster");
+        let ndb = c.ndb("Test");
+        let mut s = crate::sql::Session::new(ndb.clone());
+        s.execute("CREATE TABLE t (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b)) ENGINE=NDB")
+            .expect("create");
+        let rt = ndb.table("t").expect("table");
+        let mut h = KeyHasher::new(&rt, "Test");
+        for key in [
+            vec![Value::Int(1), Value::Str("x".into())],
+            vec![Value::UInt(7), Value::Str("y".into())],
+            vec![Value::Str("12".into()), Value::Str("".into())],
+        ] {
+            let bytes = DataPath::row_key_of(&rt, "Test", &key).expect("row key");
+            assert!(bytes.starts_with(b"test\0t\0"));
+            assert_eq!(h.hash(&key).expect("hash"), key_hash(&bytes), "{key:?}");
+        }
+        assert_ne!(
+            h.hash(&[Value::Int(1), Value::Str("x".into())])
+                .expect("hash"),
+            h.hash(&[Value::Int(1), Value::Str("y".into())])
+                .expect("hash")
+        );
     }
 }

@@ -22,13 +22,16 @@
 
 use super::copy::{COPY_BATCH_ROWS, COPY_STEP_TIMEOUT_MS, COPY_WINDOW};
 use super::{DataPath, err_from};
-use crate::api::{Scan, ScanSpec, TableRuntime, Transaction};
+use crate::api::{
+    AbortOption, ExecType, OpId, OpKind, OpOutcome, Scan, ScanSpec, TableRuntime, Transaction,
+};
 use crate::error::{NdbError, Result, codes};
 use crate::mgm::log::Severity;
 use crate::schema::Value;
 use crate::schema::layout::ROW_GCI_COLUMN;
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, TxnKey};
+use crate::txn::lock::LockMode;
 use parking_lot::Mutex;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -51,6 +54,20 @@ struct CopyOut {
     offer: Option<(u32, BTreeSet<(String, String)>)>,
     /// The tables sent as changes since the offer's checkpoint (database, table).
     delta_tables: BTreeSet<(String, String)>,
+    /// When the copy began (node clock).
+    started_ms: u64,
+}
+
+/// What a finished copy did, for its cluster log line.
+struct CopyOutDone {
+    /// Rows sent, whole or as keys.
+    rows: u64,
+    /// Of them, keys only (unchanged since the offer's checkpoint).
+    keys: u64,
+    /// The offer's checkpoint, if taken.
+    since: Option<u32>,
+    /// How long the copy took.
+    ms: u64,
 }
 
 enum Step {
@@ -225,6 +242,7 @@ impl DataPath {
                 keys_sent: 0,
                 offer,
                 delta_tables: BTreeSet::new(),
+                started_ms: self.now_ms(),
             }),
         });
         self.copy_out.lock().insert(joiner, slot.clone());
@@ -334,15 +352,22 @@ impl DataPath {
         };
         match r {
             Ok(None) => {}
-            Ok(Some((rows, keys, since))) => {
+            Ok(Some(CopyOutDone {
+                rows,
+                keys,
+                since,
+                ms,
+            })) => {
                 self.out_forget(joiner, slot);
                 let text = match since {
                     Some(g) => format!(
                         "Copied {rows} rows to node {joiner} for its restart: {} changed \
-                         since GCI {g} whole, {keys} unchanged as keys only",
+                         since GCI {g} whole, {keys} unchanged as keys only ({ms} ms)",
                         rows - keys
                     ),
-                    None => format!("Copied {rows} rows to node {joiner} for its restart"),
+                    None => {
+                        format!("Copied {rows} rows to node {joiner} for its restart ({ms} ms)")
+                    }
                 };
                 self.log(Severity::Info, &text);
             }
@@ -373,14 +398,13 @@ impl DataPath {
         );
     }
 
-    /// Moves the copy on as far as it can; when it is done, Some(rows sent, of them
-    /// keys only, the offer's checkpoint if taken).
+    /// Moves the copy on as far as it can; Some once it is done.
     fn out_step(
         &self,
         joiner: NodeId,
         attempt: u64,
         st: &mut CopyOut,
-    ) -> Result<Option<(u64, u64, Option<u32>)>> {
+    ) -> Result<Option<CopyOutDone>> {
         let CopyOut {
             step,
             deadline_ms,
@@ -388,6 +412,7 @@ impl DataPath {
             keys_sent,
             offer,
             delta_tables,
+            started_ms,
         } = st;
         loop {
             match step {
@@ -468,7 +493,13 @@ impl DataPath {
                             },
                         );
                         let since = offer.as_ref().map(|(g, _)| *g);
-                        return Ok(Some((*rows_sent, *keys_sent, since)));
+                        let ms = self.now_ms().saturating_sub(*started_ms);
+                        return Ok(Some(CopyOutDone {
+                            rows: *rows_sent,
+                            keys: *keys_sent,
+                            since,
+                            ms,
+                        }));
                     }
                     return Ok(None);
                 }
@@ -498,11 +529,16 @@ impl DataPath {
                     .filter(|_| delta_tables.contains(&(t.database.clone(), t.def.name.clone())));
                 let mut tx = self.engine.ndb(&t.database).start_transaction()?;
                 let mut spec = ScanSpec::table(t.clone());
-                let mut cols: Vec<usize> = (0..t.def.columns.len()).collect();
-                if delta.is_some() {
-                    cols.push(ROW_GCI_COLUMN);
-                }
-                spec.columns = Some(cols);
+                // Changes only: the keys and ROW_GCI (the changed rows are read whole
+                // afterwards, by key); else every column.
+                spec.columns = Some(match delta {
+                    Some(_) => {
+                        let mut cols = t.def.primary_key.clone();
+                        cols.push(ROW_GCI_COLUMN);
+                        cols
+                    }
+                    None => (0..t.def.columns.len()).collect(),
+                });
                 spec.batch_size = COPY_BATCH_ROWS;
                 let s = tx.scan(spec)?;
                 *scan = Some(Box::new((t, tx, s, delta)));
@@ -528,7 +564,10 @@ impl DataPath {
             let pk = t.def.primary_key.clone();
             if self.groups.len() > 1 {
                 rows.retain(|r| {
-                    let key: Vec<Value> = pk.iter().map(|&p| r[p].clone()).collect();
+                    let key: Vec<Value> = match delta {
+                        Some(_) => r[..pk.len()].to_vec(),
+                        None => pk.iter().map(|&p| r[p].clone()).collect(),
+                    };
                     super::super::remote::RemoteCluster::partition_of(&t.def, &key)
                         .map(|p| {
                             super::super::layout::replica_nodes(p, &self.groups).contains(&joiner)
@@ -543,24 +582,55 @@ impl DataPath {
                 let full = rows.len() as u32;
                 return Ok(Some((t, rows, full)));
             };
-            let (mut whole, mut keys) = (Vec::new(), Vec::new());
+            let (mut changed, mut keys) = (Vec::new(), Vec::new());
             for mut r in rows {
-                let changed = match r.pop() {
-                    Some(Value::UInt(row_gci)) => row_gci > u64::from(g),
+                match r.pop() {
+                    Some(Value::UInt(row_gci)) if row_gci > u64::from(g) => changed.push(r),
+                    Some(Value::UInt(_)) => keys.push(r),
                     other => {
                         return Err(codes::internal(format!("copy: ROW_GCI read as {other:?}")));
                     }
-                };
-                if changed {
-                    whole.push(r);
-                } else {
-                    keys.push(pk.iter().map(|&p| r[p].clone()).collect());
                 }
             }
+            let mut whole = self.read_whole(&t, &changed)?;
             let full = whole.len() as u32;
             whole.extend(keys);
             return Ok(Some((t, whole, full)));
         }
+    }
+
+    /// Every column of the rows with these keys (committed reads, one round); a row
+    /// deleted since the scan is left out (its delete reaches the joining node as an
+    /// after-image: the copy mark is set).
+    fn read_whole(&self, t: &Arc<TableRuntime>, keys: &[Vec<Value>]) -> Result<Vec<Vec<Value>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pk = &t.def.primary_key;
+        let mut tx = self.engine.ndb(&t.database).start_transaction()?;
+        for key in keys {
+            tx.define_by_pos(
+                t,
+                OpKind::Read(LockMode::CommittedRead),
+                pk.iter().copied().zip(key.iter().cloned()).collect(),
+                Vec::new(),
+                Some((0..t.def.columns.len()).collect()),
+            )?;
+        }
+        tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
+        let mut out = Vec::with_capacity(keys.len());
+        for i in 0..keys.len() {
+            match tx.take_row(OpId(i)) {
+                Some(row) => out.push(row),
+                None => match tx.outcome(OpId(i)) {
+                    Some(OpOutcome::Failed(e)) if e.code == 626 => {}
+                    Some(OpOutcome::Failed(e)) => return Err(e.clone()),
+                    _ => return Err(codes::internal("copy: a changed row's read did not run")),
+                },
+            }
+        }
+        tx.close();
+        Ok(out)
     }
 
     /// A `CopyAck`'s error, if it carries one.
