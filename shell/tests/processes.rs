@@ -162,6 +162,22 @@ fn kill_a_data_node_and_restart_it() {
     let (code, text) = mgm(port, "INSERT INTO t VALUES (1, 2);");
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("key operations"), "{text}");
+    // Node commands the data nodes answer, and a SET they apply in place.
+    let (code, text) = mgm(port, "ALL REPORT MemoryUsage");
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("Node 2: Data usage is") && text.contains("Node 3: Index usage is"),
+        "{text}"
+    );
+    let (code, text) = mgm(port, "SET DiskPageBufferMemory=128M");
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("in effect now on data node(s) 2, 3"),
+        "{text}"
+    );
+    let (code, text) = mgm(port, "3 REPORT DiskPageBuffer");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("Node 3: Disk page buffer 128M"), "{text}");
 
     p.signal("n3", libc::SIGKILL);
     assert_eq!(p.wait_exit("n3", 5), -1, "killed by a signal");
@@ -172,6 +188,11 @@ fn kill_a_data_node_and_restart_it() {
         port,
         &["Node 2: started", "Node 3: not connected"]
     ));
+    let (_, text) = mgm(port, "ALL REPORT MemoryUsage");
+    assert!(
+        text.contains("Node 2: Data usage is") && text.contains("Node 3: not connected"),
+        "{text}"
+    );
     let log = cluster_log(d);
     assert!(
         log.contains("Node 3 declared dead: the connection to it was lost"),

@@ -21,6 +21,8 @@
 //!
 //! Lock order: `nodes` and the cluster log's lock are leaves (never held together).
 
+mod commands;
+
 use super::Outbox;
 use super::arbit::Arbitrator;
 use crate::config::ClusterConfig;
@@ -156,6 +158,7 @@ impl MgmServer {
             arbitrator: Arbitrator::new(node_id),
             started: Instant::now(),
             restart: RestartPlanning::default(),
+            commands: commands::NodeCommands::default(),
         };
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -169,6 +172,7 @@ impl MgmServer {
                         Err(RecvTimeoutError::Timeout) => {}
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
+                    server.expire_node_commands();
                 }
             })
             .map_err(|e| codes::internal(format!("management server thread: {e}")))?;
@@ -241,6 +245,8 @@ struct Server {
     started: Instant,
     /// A system restart being decided (`cluster::start_plan`).
     restart: RestartPlanning,
+    /// Commands waiting for the data nodes' answers (`commands`).
+    commands: commands::NodeCommands,
 }
 
 /// The data nodes' start reports while no data node is started, and the decision once
@@ -388,6 +394,7 @@ impl Server {
                             self.me,
                             &format!("Node {peer} Disconnected"),
                         );
+                        self.on_node_gone(peer);
                     }
                 }
             }
@@ -520,8 +527,10 @@ impl Server {
                 );
             }
             Message::MgmCommand { text } => {
-                let reply = match self.command(&text) {
-                    Ok(t) => Message::MgmReply { ok: true, text: t },
+                let reply = match self.command(from, &text) {
+                    Ok(Some(t)) => Message::MgmReply { ok: true, text: t },
+                    // Answered when the data nodes have (`commands`).
+                    Ok(None) => return,
                     Err(e) => Message::MgmReply {
                         ok: false,
                         text: e.message,
@@ -529,6 +538,7 @@ impl Server {
                 };
                 self.transport.send(from, &reply);
             }
+            Message::NodeCommandReply { req, ok, text } => self.on_node_reply(from, req, ok, text),
             _ => {}
         }
     }
@@ -596,21 +606,26 @@ impl Server {
         }
     }
 
-    fn command(&mut self, text: &str) -> Result<String> {
+    /// Runs a client's command; None when the answer follows once the data nodes have
+    /// answered (`commands`).
+    fn command(&mut self, from: NodeId, text: &str) -> Result<Option<String>> {
         let Some(cmd) = crate::mgm::parse::parse(text)? else {
-            return Ok(String::new());
+            return Ok(Some(String::new()));
         };
         let nodes = self.shared.nodes.lock().clone();
-        let data_targets = |t: Target| -> Result<Vec<NodeId>> {
-            match t {
-                Target::All => Ok(nodes.keys().copied().collect()),
-                Target::Node(id) if nodes.contains_key(&id) => Ok(vec![id]),
-                Target::Node(id) => Err(crate::mgm::mgm_error(format!(
-                    "Node {id}: not a data node of this cluster (data nodes: {})",
-                    super::qmgr::join(nodes.keys())
-                ))),
-            }
-        };
+        let data_targets = |t: Target| data_targets(&nodes, t);
+        match cmd {
+            Command::Report(t, what) => self.report(from, data_targets(t)?, what, &nodes),
+            Command::Dump(t, codes) => self.dump(from, data_targets(t)?, &codes, &nodes),
+            Command::Set { name, value } => self.set_param(from, &name, &value, &nodes),
+            Command::ClusterLog(c) => Ok(Some(crate::mgm::clusterlog(&self.shared.log, &c))),
+            other => self.command_now(other, nodes).map(Some),
+        }
+    }
+
+    /// The commands the server answers from what it knows.
+    fn command_now(&mut self, cmd: Command, nodes: BTreeMap<NodeId, NodeEntry>) -> Result<String> {
+        let data_targets = |t: Target| data_targets(&nodes, t);
         match cmd {
             Command::Show => Ok(self.show(&nodes)),
             Command::Status(Target::Node(id)) if id == self.me => {
@@ -728,7 +743,7 @@ impl Server {
                 ))
             }
             other => Err(crate::mgm::mgm_error(format!(
-                "{}: not available against a management server (SHOW, STATUS, START, STOP, RESTART, ROLLING RESTART and SHUTDOWN are; tables and rows go through an API connection to the data nodes)",
+                "{}: not available against a management server (SHOW, STATUS, START, STOP, RESTART, ROLLING RESTART, REPORT, DUMP 1000, CLUSTERLOG, SET and SHUTDOWN are; tables and rows go through an API connection to the data nodes)",
                 command_name(&other)
             ))),
         }
@@ -817,6 +832,18 @@ impl Server {
     }
 }
 
+/// The data nodes `t` names; an error naming the data nodes when it names none.
+fn data_targets(nodes: &BTreeMap<NodeId, NodeEntry>, t: Target) -> Result<Vec<NodeId>> {
+    match t {
+        Target::All => Ok(nodes.keys().copied().collect()),
+        Target::Node(id) if nodes.contains_key(&id) => Ok(vec![id]),
+        Target::Node(id) => Err(crate::mgm::mgm_error(format!(
+            "Node {id}: not a data node of this cluster (data nodes: {})",
+            super::qmgr::join(nodes.keys())
+        ))),
+    }
+}
+
 fn is_local(host: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "::1" | "")
 }
@@ -866,6 +893,12 @@ SHOW                                   Print information about cluster
 <id> STOP [-a] [-f]                    Stop data node
 <id> RESTART [-n]                      Restart data node (-n: wait for START)
 <id> STATUS                            Print status
+<id> REPORT MemoryUsage|DiskPageBuffer|Fragmentation|EventLog
+                                       Report from the data node(s)
+<id> DUMP 1000                         Memory usage, also to the cluster log
+CLUSTERLOG ON|OFF|TOGGLE [<severity>]  Enable/disable cluster log severities
+CLUSTERLOG INFO                        Print cluster log information
+SET <Parameter>=<value>                Change a data node parameter
 ROLLING RESTART                        Restart every data node, one at a time
 SHUTDOWN                               Shutdown all data and management nodes
 <SQL statement>;                       DDL on every data node; SELECT/SHOW on one

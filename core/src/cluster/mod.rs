@@ -15,6 +15,8 @@ mod datapath_scan_tests;
 mod datapath_tests;
 pub mod layout;
 pub mod mgmd;
+#[cfg(test)]
+mod mgmd_commands_tests;
 pub mod ndbd;
 #[cfg(test)]
 mod process_tests;

@@ -790,6 +790,7 @@ impl NodeLoop {
                     }
                     _ => {}
                 },
+                Message::NodeCommand { req, text } => self.node_command(req, text),
                 // Arbitration answers.
                 other => return self.deliver_to_qmgr(from, other),
             },
@@ -813,6 +814,29 @@ impl NodeLoop {
             _ => {}
         }
         None
+    }
+
+    /// A management command for this node's own replicas (`REPORT ...`, `DUMP 1000`,
+    /// `SET`: `mgm::run_on_data_node`), run on a thread of its own so that a long
+    /// report never holds up heartbeats; the answer goes back to the management server.
+    fn node_command(&self, req: u64, text: String) {
+        let (data, transport, mgm) = (self.data.clone(), self.transport.clone(), self.mgm_id);
+        let reply = move |r: Result<String>| {
+            let (ok, text) = match r {
+                Ok(t) => (true, t),
+                Err(e) => (false, e.message),
+            };
+            transport.send(mgm, &Message::NodeCommandReply { req, ok, text });
+        };
+        let reply2 = reply.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("rndbd-{}-mgm", self.me))
+            .spawn(move || reply(crate::mgm::run_on_data_node(data.engine.inner(), &text)));
+        if let Err(e) = spawned {
+            reply2(Err(codes::internal(format!(
+                "management command thread: {e}"
+            ))));
+        }
     }
 
     fn deliver_to_qmgr(&mut self, from: NodeId, msg: Message) -> Option<i32> {

@@ -99,7 +99,8 @@ fn two_data_nodes_form_a_cluster_and_the_shell_sees_it() {
         show.contains("Nodegroup: 0, *)"),
         "the president is marked: {show}"
     );
-    assert!(c.command("ALL REPORT MEMORYUSAGE").is_err());
+    assert!(c.command("ALL REPORT MEMORYUSAGE").is_ok());
+    assert!(c.command("START BACKUP").is_err());
     let log = m.log_lines().join("\n");
     assert!(
         log.contains("Node 2: Cluster membership: nodes 2, 3 (president 2)"),

@@ -94,7 +94,7 @@ pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
             Ok(out.join("\n"))
         }
         Command::Dump(t, codes) => dump(cluster, *t, codes),
-        Command::ClusterLog(c) => Ok(clusterlog(cluster, c)),
+        Command::ClusterLog(c) => Ok(clusterlog(&cluster.mgm.log, c)),
         Command::EnterSingleUser(id) => enter_single_user(cluster, *id),
         Command::ExitSingleUser => exit_single_user(cluster),
         Command::Stop(t, _) => {
@@ -264,20 +264,7 @@ pub fn usage_line(node: u32, what: &str, used: u64, total: u64) -> String {
 
 fn dump(cluster: &ClusterInner, t: Target, codes: &[u32]) -> Result<String> {
     let ids = data_targets(cluster, t)?;
-    if codes.first() != Some(&1000) {
-        return Err(mgm_error(format!(
-            "DUMP {} is not supported by rndb (supported: DUMP 1000, memory usage)",
-            codes.first().copied().unwrap_or(0)
-        )));
-    }
-    let mut out = vec!["Sending dump signal with data:".to_string()];
-    out.push(
-        codes
-            .iter()
-            .map(|c| format!("0x{c:08x}"))
-            .collect::<Vec<_>>()
-            .join(" "),
-    );
+    let mut out = dump_header(codes)?;
     for line in memory_lines(cluster, &ids) {
         // "Node 2: Data usage is ..." -> event of node 2
         let (node, text) = split_node(&line);
@@ -287,7 +274,59 @@ fn dump(cluster: &ClusterInner, t: Target, codes: &[u32]) -> Result<String> {
     Ok(out.join("\n"))
 }
 
-fn split_node(line: &str) -> (u32, &str) {
+/// ndb_mgm's first lines for `DUMP <codes>`; an error for a code rndb does not know.
+pub(crate) fn dump_header(codes: &[u32]) -> Result<Vec<String>> {
+    if codes.first() != Some(&1000) {
+        return Err(mgm_error(format!(
+            "DUMP {} is not supported by rndb (supported: DUMP 1000, memory usage)",
+            codes.first().copied().unwrap_or(0)
+        )));
+    }
+    Ok(vec![
+        "Sending dump signal with data:".to_string(),
+        codes
+            .iter()
+            .map(|c| format!("0x{c:08x}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    ])
+}
+
+/// What a data node process (`rndbd`) runs for the management server (`NodeCommand`,
+/// `cluster::mgmd`): `REPORT MemoryUsage|DiskPageBuffer|Fragmentation` and `DUMP 1000`
+/// give the node's own lines (its local engine holds only its replicas), `SET
+/// <param>=<value>` applies a parameter that takes effect at once to the node. Any
+/// other command is the management server's, not the node's: an error.
+pub fn run_on_data_node(cluster: &ClusterInner, text: &str) -> Result<String> {
+    let Some(cmd) = parse(text)? else {
+        return Ok(String::new());
+    };
+    match cmd {
+        Command::Report(
+            _,
+            r @ (Report::MemoryUsage | Report::DiskPageBuffer | Report::Fragmentation),
+        ) => run(cluster, &Command::Report(Target::All, r)),
+        Command::Dump(_, codes) => {
+            dump_header(&codes)?;
+            let ids: Vec<u32> = cluster.data_nodes.iter().map(|n| n.node_id).collect();
+            Ok(memory_lines(cluster, &ids).join("\n"))
+        }
+        Command::Set { name, value } if applied_at_once(&name) => set(cluster, &name, &value),
+        _ => Err(mgm_error(format!(
+            "{}: not a command a data node runs",
+            parse::shorten(text)
+        ))),
+    }
+}
+
+/// Whether `SET <name>=...` takes effect on running data nodes at once.
+pub(crate) fn applied_at_once(name: &str) -> bool {
+    let pname = lookup_param_in(Section::Ndbd, name).map_or(name, |s| s.name);
+    APPLIED_AT_ONCE.contains(&pname)
+}
+
+/// (node id, text) of a line `Node N: text`; (0, line) for any other line.
+pub(crate) fn split_node(line: &str) -> (u32, &str) {
     let rest = line.strip_prefix("Node ").unwrap_or(line);
     match rest.split_once(": ") {
         Some((n, text)) => (n.parse().unwrap_or(0), text),
@@ -295,8 +334,8 @@ fn split_node(line: &str) -> (u32, &str) {
     }
 }
 
-fn clusterlog(cluster: &ClusterInner, c: &ClusterLogCmd) -> String {
-    let log = &cluster.mgm.log;
+/// `CLUSTERLOG ...` on the cluster log `log` (the embedded cluster's, or `rndb_mgmd`'s).
+pub(crate) fn clusterlog(log: &ClusterLog, c: &ClusterLogCmd) -> String {
     match c {
         ClusterLogCmd::Info => {
             if !log.is_enabled() {

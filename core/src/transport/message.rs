@@ -294,6 +294,18 @@ pub enum Message {
         ok: bool,
         text: String,
     },
+    /// The management server asks a data node to run a management command on its own
+    /// replicas (`REPORT ...`, `DUMP 1000`, `SET <param>=<value>`: `cluster::mgmd_node`),
+    /// and the node's answer: its own output lines, or the error's text.
+    NodeCommand {
+        req: u64,
+        text: String,
+    },
+    NodeCommandReply {
+        req: u64,
+        ok: bool,
+        text: String,
+    },
     /// The data path (frame kinds 100..=159, `transport::data`).
     Data(super::data::DataMsg),
 }
@@ -324,6 +336,8 @@ mod kind {
     pub const NODE_ADDRESSES: u16 = 42;
     pub const MGM_COMMAND: u16 = 50;
     pub const MGM_REPLY: u16 = 51;
+    pub const NODE_COMMAND: u16 = 52;
+    pub const NODE_COMMAND_REPLY: u16 = 53;
 }
 
 impl Message {
@@ -354,6 +368,8 @@ impl Message {
             Message::Event { .. } => EVENT,
             Message::MgmCommand { .. } => MGM_COMMAND,
             Message::MgmReply { .. } => MGM_REPLY,
+            Message::NodeCommand { .. } => NODE_COMMAND,
+            Message::NodeCommandReply { .. } => NODE_COMMAND_REPLY,
             Message::Data(d) => d.kind(),
         }
     }
@@ -502,6 +518,15 @@ impl Message {
                 e.bool(*ok);
                 e.str(text);
             }
+            Message::NodeCommand { req, text } => {
+                e.u64(*req);
+                e.str(text);
+            }
+            Message::NodeCommandReply { req, ok, text } => {
+                e.u64(*req);
+                e.bool(*ok);
+                e.str(text);
+            }
             Message::Data(d) => e.raw(&d.encode_body()),
         }
     }
@@ -626,6 +651,15 @@ impl Message {
                 ok: d.bool("ok")?,
                 text: d.str("reply")?,
             },
+            NODE_COMMAND => Message::NodeCommand {
+                req: d.u64("request id")?,
+                text: d.str("command")?,
+            },
+            NODE_COMMAND_REPLY => Message::NodeCommandReply {
+                req: d.u64("request id")?,
+                ok: d.bool("ok")?,
+                text: d.str("reply")?,
+            },
             k => return Err(WireError::UnknownKind(k)),
         };
         d.finish()?;
@@ -741,6 +775,15 @@ mod tests {
             Message::MgmReply {
                 ok: true,
                 text: "Node 2: started".into(),
+            },
+            Message::NodeCommand {
+                req: 7,
+                text: "ALL REPORT MemoryUsage".into(),
+            },
+            Message::NodeCommandReply {
+                req: 7,
+                ok: true,
+                text: "Node 2: Data usage is 1%(3 32K pages of total 256)".into(),
             },
         ]
     }

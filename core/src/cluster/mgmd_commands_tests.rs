@@ -1,0 +1,208 @@
+//! The shell's node commands against `rndb_mgmd` and two data nodes over TCP, in this
+//! process: REPORT and DUMP answered by the data nodes, CLUSTERLOG on the management
+//! server's log, SET applied in place or at a data node process's next start
+//! (`cluster::mgmd::commands`).
+
+use super::client::{ConnectString, MgmConnection};
+use super::process_tests::{config_with, data_node, mgm, wait_until};
+use super::remote::RemoteCluster;
+use crate::schema::Value;
+use crate::transport::data::{KeyOp, OpType};
+use crate::transport::{NodeState, Role};
+use std::time::Duration;
+
+fn shell(m: &super::mgmd::MgmServer) -> MgmConnection {
+    MgmConnection::open(
+        &ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        Role::Api,
+        Duration::from_secs(5),
+    )
+    .expect("client")
+}
+
+/// (used, total) of a `Node N: <what> usage is P%(U 32K pages of total T)` line.
+fn usage(line: &str, node: u32, what: &str) -> (u64, u64) {
+    let prefix = format!("Node {node}: {what} usage is ");
+    let rest = line
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{line:?} is not node {node}'s {what} line"));
+    let inner = rest
+        .split_once('(')
+        .and_then(|(_, r)| r.strip_suffix(')'))
+        .expect("(U 32K pages of total T)");
+    let mut words = inner.split(' ');
+    let used = words.next().and_then(|w| w.parse().ok()).expect("used");
+    let total = words.next_back().and_then(|w| w.parse().ok()).expect("total");
+    (used, total)
+}
+
+#[test]
+fn report_dump_clusterlog_and_set_against_the_management_server() {
+    let cfg = config_with(2, 2, "DiskPageBufferMemory=64M\n");
+    let m = mgm(&cfg);
+    let n2 = data_node(&m, 2, false);
+    let n3 = data_node(&m, 3, false);
+    wait_until("both started", 20, || {
+        n2.status().state == NodeState::Started && n3.status().state == NodeState::Started
+    });
+    let mut c = shell(&m);
+    wait_until("mgmd sees both started", 10, || {
+        c.command("ALL STATUS")
+            .expect("status")
+            .matches("started")
+            .count()
+            == 2
+    });
+    let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+    wait_until("both data nodes usable", 20, || {
+        api.connected_nodes().len() == 2
+    });
+    api.sql(
+        "test",
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=NDB",
+    )
+    .expect("create");
+    let ops: Vec<KeyOp> = (0..2000)
+        .map(|id| KeyOp {
+            op: OpType::Insert,
+            database: "test".into(),
+            table: "kv".into(),
+            key: vec![Value::Int(id)],
+            values: vec![(1, Value::Str("x".repeat(150)))],
+            columns: Vec::new(),
+        })
+        .collect();
+    api.execute(ops).expect("insert");
+
+    // REPORT MemoryUsage: each node's own pages, both replicas hold the rows.
+    let report = c.command("ALL REPORT MEMORYUSAGE").expect("report");
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines.len(), 4, "{report}");
+    for (i, node) in [2u32, 3].into_iter().enumerate() {
+        let (data_used, data_total) = usage(lines[2 * i], node, "Data");
+        let (index_used, _) = usage(lines[2 * i + 1], node, "Index");
+        assert_eq!(data_total, 16 * 1024 * 1024 / 32768, "{report}");
+        assert!(
+            data_used >= 10,
+            "2000 rows of ~160 B on node {node}: {report}"
+        );
+        assert!(index_used >= 1, "{report}");
+    }
+    let one = c.command("3 REPORT MemoryUsage").expect("report 3");
+    assert_eq!(one.lines().count(), 2, "{one}");
+    assert!(one.lines().all(|l| l.starts_with("Node 3: ")), "{one}");
+    assert!(c.command("9 REPORT MemoryUsage").is_err());
+
+    let frag = c
+        .command("ALL REPORT Fragmentation")
+        .expect("fragmentation");
+    for node in [2, 3] {
+        assert!(
+            frag.lines()
+                .any(|l| l.starts_with(&format!("Node {node}: ")) && l.contains("kv")),
+            "{frag}"
+        );
+        assert!(
+            frag.contains(&format!(
+                "Node {node}: OPTIMIZE TABLE of every table would give back"
+            )),
+            "{frag}"
+        );
+    }
+    let dpb = c
+        .command("ALL REPORT DiskPageBuffer")
+        .expect("disk page buffer");
+    for node in [2, 3] {
+        assert!(
+            dpb.contains(&format!("Node {node}: Disk page buffer 64M (2048 pages)")),
+            "{dpb}"
+        );
+    }
+
+    // DUMP 1000: the memory lines, also in the cluster log as the nodes' events.
+    let dump = c.command("ALL DUMP 1000").expect("dump");
+    assert!(
+        dump.starts_with("Sending dump signal with data:\n0x000003e8\nNode 2: Data usage is "),
+        "{dump}"
+    );
+    assert_eq!(dump.lines().count(), 6, "{dump}");
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains("Node 3: Data usage is") && log.contains("Node 2: Index usage is"),
+        "{log}"
+    );
+    let e = c.command("ALL DUMP 2000").expect_err("unknown dump code");
+    assert!(e.message.contains("DUMP 2000 is not supported"), "{e}");
+
+    // CLUSTERLOG and REPORT EventLog: the management server's own log.
+    let info = c.command("CLUSTERLOG INFO").expect("info");
+    assert!(info.starts_with("Severities enabled: "), "{info}");
+    assert_eq!(
+        c.command("CLUSTERLOG OFF").expect("off"),
+        "Cluster logging is disabled."
+    );
+    assert_eq!(
+        c.command("CLUSTERLOG INFO").expect("info"),
+        "Cluster logging is disabled."
+    );
+    assert_eq!(
+        c.command("CLUSTERLOG ON").expect("on"),
+        "Cluster logging is enabled."
+    );
+    let events = c.command("2 REPORT EventLog").expect("event log");
+    assert!(events.contains("Node 2: Started"), "{events}");
+    assert!(!events.contains("Node 3: "), "{events}");
+
+    // SET of a parameter applied at once: every running node resizes its page cache.
+    let set = c.command("SET DiskPageBufferMemory=128M").expect("set");
+    assert!(
+        set.starts_with(
+            "DiskPageBufferMemory changed from 64M to 128M for data nodes 2, 3: in effect now on data node(s) 2, 3"
+        ),
+        "{set}"
+    );
+    let dpb = c
+        .command("ALL REPORT DiskPageBuffer")
+        .expect("disk page buffer");
+    for node in [2, 3] {
+        assert!(
+            dpb.contains(&format!("Node {node}: Disk page buffer 128M (4096 pages)")),
+            "{dpb}"
+        );
+    }
+    assert!(
+        m.log_lines()
+            .join("\n")
+            .contains("Config change completed! New generation: 1 (DiskPageBufferMemory changed from 64M to 128M"),
+        "{:?}",
+        m.log_lines()
+    );
+    let e = c.command("SET NoSuchParameter=1").expect_err("unknown");
+    assert!(e.message.contains("NoSuchParameter"), "{e}");
+    let e = c.command("SET DataMemory=1").expect_err("out of range");
+    assert!(e.message.contains("DataMemory"), "{e}");
+
+    // SET of a parameter a node takes at its start: node 3's next process has it.
+    let set = c.command("SET DataMemory=32M").expect("set");
+    assert!(
+        set.starts_with("DataMemory changed from 16M to 32M for data nodes 2, 3: a data node takes it when its rndbd process starts"),
+        "{set}"
+    );
+    n3.kill();
+    wait_until("node 3 not connected", 20, || {
+        c.command("3 REPORT MemoryUsage").expect("report") == "Node 3: not connected"
+    });
+    let n3 = data_node(&m, 3, false);
+    wait_until("node 3 started again", 60, || {
+        n3.status().state == NodeState::Started
+    });
+    wait_until("node 3's new DataMemory reported", 10, || {
+        let r = c.command("ALL REPORT MemoryUsage").expect("report");
+        let lines: Vec<&str> = r.lines().collect();
+        lines.len() == 4
+            && usage(lines[0], 2, "Data").1 == 512
+            && usage(lines[2], 3, "Data").1 == 1024
+    });
+    api.close();
+    drop(n2);
+}
