@@ -32,7 +32,10 @@ fn usage(line: &str, node: u32, what: &str) -> (u64, u64) {
         .expect("(U 32K pages of total T)");
     let mut words = inner.split(' ');
     let used = words.next().and_then(|w| w.parse().ok()).expect("used");
-    let total = words.next_back().and_then(|w| w.parse().ok()).expect("total");
+    let total = words
+        .next_back()
+        .and_then(|w| w.parse().ok())
+        .expect("total");
     (used, total)
 }
 

@@ -545,3 +545,73 @@ fn a_node_behind_at_a_system_restart_restores_its_own_checkpoint_and_copies_chan
     assert_eq!(rows[0].as_deref(), Some("late0"));
     assert_eq!(rows[299].as_deref(), Some("v299"));
 }
+
+/// A node that restarted empty (`--initial`) and copied every row keeps its files
+/// complete from then on (the copy is logged, its complete-from mark is set when the
+/// copy ends) and checkpoints again: after one of its local checkpoints, the cluster
+/// restarts from node 3's files alone (node 2 wiped) with every row.
+#[test]
+fn a_node_restarted_empty_checkpoints_again_and_its_files_alone_restore_the_cluster() {
+    let cfg = config_with(2, 2, "TimeBetweenLocalCheckpoints=6\n");
+    let m = mgm(&cfg);
+    let mut nodes = start_all(&m, &[(2, false), (3, false)]);
+    let api = client(&m, 2);
+    api.sql(
+        DB,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
+    )
+    .expect("create");
+    for batch in 0..4 {
+        insert(&api, batch * 50..(batch + 1) * 50);
+    }
+    let n3 = nodes.pop().expect("node 3");
+    n3.kill();
+    wait_until("node 3 gone", 20, || api.connected_nodes().len() == 1);
+    for _ in 0..50 {
+        match api.execute(write_ops(OpType::Insert, 200..300, "v")) {
+            Ok(_) => break,
+            Err(e) if e.is_temporary() => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("insert: {e}"),
+        }
+    }
+    nodes.push(node(&m, 3, true));
+    wait_until("node 3 started", 30, || {
+        nodes[1].status().state == NodeState::Started
+    });
+    // Node 3's local engine logs its checkpoints (rndbd writes them to its own
+    // cluster log file).
+    let lcp_lines = |n: &DataNodeProcess| -> Vec<String> {
+        let data = n.data().expect("data path");
+        data.engine
+            .inner()
+            .mgm
+            .log
+            .lines(None)
+            .into_iter()
+            .filter(|l| l.contains("Local checkpoint"))
+            .collect()
+    };
+    // Enough redo for a local checkpoint to start on its own (2^6 words of 4 bytes).
+    let mut gci = 0;
+    for batch in 3..12 {
+        gci = insert(&api, batch * 100..(batch + 1) * 100);
+    }
+    api.wait_durable(gci, Duration::from_secs(10))
+        .expect("durable");
+    wait_until("a local checkpoint completed on node 3", 60, || {
+        lcp_lines(&nodes[1]).iter().any(|l| l.contains("completed"))
+    });
+    api.close();
+    for n in nodes {
+        assert_eq!(n.stop(), 0);
+    }
+    // Node 2's files are removed: only node 3's can restore the cluster.
+    let nodes = start_all(&m, &[(3, false), (2, true)]);
+    let api = client(&m, 2);
+    let rows = read(&api, 0..1200);
+    assert_eq!(rows.iter().flatten().count(), 1200);
+    assert_eq!(rows[1199].as_deref(), Some("v1199"));
+    assert_eq!(local_rows(&nodes[0]), 1200);
+    let log = m.log_lines().join("\n");
+    assert!(log.contains("System restart: restoring GCI"), "{log}");
+}
