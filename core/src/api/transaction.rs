@@ -136,6 +136,9 @@ pub struct Transaction {
     lock_timeout: Duration,
     /// A write operation has been executed (the transaction may hold uncommitted rows).
     wrote: bool,
+    /// [`Transaction::prepare_redo_room`] found room for every row touched so far: the
+    /// commit appends its redo without waiting (it may not fail any more).
+    redo_room_checked: bool,
     /// `ClusterInner::replica_epoch` when the current group chose its replicas.
     replica_epoch: u64,
 }
@@ -158,6 +161,7 @@ impl Transaction {
             redo_records: EncodedRecords::new(),
             lock_timeout,
             wrote: false,
+            redo_room_checked: false,
             replica_epoch: 0,
         })
     }
@@ -199,6 +203,22 @@ impl Transaction {
     /// Whether a write operation was executed in this transaction.
     pub fn has_written(&self) -> bool {
         self.wrote
+    }
+
+    /// A data node's prepare (NDB's check of the REDO log at LQHKEYREQ): waits until
+    /// every redo part this transaction's commit will append to has room for its rows,
+    /// up to RedoOverCommitLimit, then 410/1221 (temporary: the transaction aborts on
+    /// every replica). Once it passed, the commit appends without waiting: when one
+    /// replica commits the others must too, so a commit may not fail for lack of log
+    /// space (the appends may use the part's reserve beyond the tail). Called after
+    /// every round of operations; a later round checks every row again.
+    pub(crate) fn prepare_redo_room(&mut self) -> Result<()> {
+        self.redo_room_checked = false;
+        if self.wrote {
+            wait_for_redo_room(self.touched.iter().map(|(c, _, _)| &**c))?;
+        }
+        self.redo_room_checked = true;
+        Ok(())
     }
 
     pub fn op_count(&self) -> usize {
@@ -823,6 +843,7 @@ impl Transaction {
         // Back-pressure outside the commit gate and every fragment mutex (a transaction
         // that only read appends nothing and never waits).
         if self.wrote
+            && !self.redo_room_checked
             && let Err(e) = wait_for_redo_room(touched.iter().map(|(c, _, _)| &**c))
         {
             self.touched = touched;

@@ -126,7 +126,8 @@ impl DataPath {
     }
 
     /// Runs `ops` in `tx` (NoCommit): the reads' results, or the first failure (a read
-    /// or a backup's delete of a missing row is not one).
+    /// or a backup's delete of a missing row is not one, a full redo log is: 410/1221
+    /// after RedoOverCommitLimit, see `Transaction::prepare_redo_room`).
     fn run_ops(
         &self,
         tx: &mut Transaction,
@@ -150,6 +151,9 @@ impl DataPath {
                 _ => {}
             }
         }
+        // Room in the redo log now, before this replica says prepared: its commit
+        // cannot refuse later (the others may have committed by then).
+        tx.prepare_redo_room()?;
         Ok(reads)
     }
 
