@@ -168,10 +168,23 @@ pub fn fetch_config(
     host: &str,
     timeout: Duration,
 ) -> Result<(u32, String)> {
+    fetch_config_as(cs, node_id, host, timeout, 0)
+}
+
+/// [`fetch_config`] by a process that says who it is with `token` (its own random
+/// number, 0 for none): the holder of a node id may fetch again while it is connected.
+pub fn fetch_config_as(
+    cs: &ConnectString,
+    node_id: Option<u32>,
+    host: &str,
+    timeout: Duration,
+    token: u64,
+) -> Result<(u32, String)> {
     let mut c = MgmConnection::open(cs, Role::DataNode, timeout)?;
     match c.request(&Message::ConfigReq {
         node_id: node_id.or(cs.node_id).unwrap_or(0),
         host: host.into(),
+        token,
     })? {
         Message::ConfigConf {
             node_id,

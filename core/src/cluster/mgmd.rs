@@ -64,6 +64,8 @@ pub struct NodeEntry {
     /// than started: a `NodeStatus` it sent before the command is stale and shows
     /// the node as stopping instead (see [`send_going_down`]).
     going_down: bool,
+    /// The token of the process the id was last given to (`ConfigReq`).
+    token: u64,
 }
 
 struct Shared {
@@ -404,8 +406,12 @@ impl Server {
 
     fn on_message(&mut self, from: NodeId, msg: Message) {
         match msg {
-            Message::ConfigReq { node_id, host } => {
-                let reply = match self.allocate(node_id, &host) {
+            Message::ConfigReq {
+                node_id,
+                host,
+                token,
+            } => {
+                let reply = match self.allocate(node_id, &host, token) {
                     Ok(id) => {
                         self.log(
                             Severity::Info,
@@ -544,7 +550,12 @@ impl Server {
     }
 
     /// Node id allocation for a configuration fetch (see the module notes).
-    fn allocate(&self, wanted: NodeId, host: &str) -> std::result::Result<NodeId, String> {
+    fn allocate(
+        &self,
+        wanted: NodeId,
+        host: &str,
+        token: u64,
+    ) -> std::result::Result<NodeId, String> {
         let now = self.now_ms();
         let mut nodes = self.shared.nodes.lock();
         let free = |e: &NodeEntry| !e.connected && e.reserved_until_ms <= now;
@@ -556,6 +567,8 @@ impl Server {
                         self.transport.node_id()
                     ));
                 }
+                // The process that holds the id asks again (a restart inside it).
+                Some(e) if token != 0 && e.token == token => wanted,
                 Some(e) if !free(e) => {
                     return Err(format!(
                         "Could not alloc node id {wanted}: Id {wanted} already allocated by another node."
@@ -577,6 +590,7 @@ impl Server {
         };
         if let Some(e) = nodes.get_mut(&id) {
             e.reserved_until_ms = now + RESERVE_MS;
+            e.token = token;
         }
         Ok(id)
     }
@@ -695,10 +709,11 @@ impl Server {
             }
             Command::Restart(t, flags) => {
                 let ids = data_targets(t)?;
-                let verb = if flags.nostart {
-                    "RESTART -n"
-                } else {
-                    "RESTART"
+                let verb = match (flags.nostart, flags.initial) {
+                    (false, false) => "RESTART",
+                    (true, false) => "RESTART -n",
+                    (false, true) => "RESTART -i",
+                    (true, true) => "RESTART -n -i",
                 };
                 let mut out = Vec::new();
                 for id in &ids {

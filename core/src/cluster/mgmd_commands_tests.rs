@@ -185,27 +185,37 @@ fn report_dump_clusterlog_and_set_against_the_management_server() {
     let e = c.command("SET DataMemory=1").expect_err("out of range");
     assert!(e.message.contains("DataMemory"), "{e}");
 
-    // SET of a parameter a node takes at its start: node 3's next process has it.
+    // SET of a parameter a node takes at its start: node 3's next life has it, after
+    // a RESTART inside its process (its rows restored from its own files).
     let set = c.command("SET DataMemory=32M").expect("set");
     assert!(
-        set.starts_with("DataMemory changed from 16M to 32M for data nodes 2, 3: a data node takes it when its rndbd process starts"),
+        set.starts_with("DataMemory changed from 16M to 32M for data nodes 2, 3: each data node takes it when it next starts"),
         "{set}"
     );
-    n3.kill();
-    wait_until("node 3 not connected", 20, || {
-        c.command("3 REPORT MemoryUsage").expect("report") == "Node 3: not connected"
-    });
-    let n3 = data_node(&m, 3, false);
-    wait_until("node 3 started again", 60, || {
-        n3.status().state == NodeState::Started
-    });
-    wait_until("node 3's new DataMemory reported", 10, || {
+    let r = c.command("3 RESTART").expect("restart");
+    assert!(r.ends_with("Node 3 is being restarted"), "{r}");
+    wait_until("node 3 restarted with its new DataMemory", 60, || {
         let r = c.command("ALL REPORT MemoryUsage").expect("report");
         let lines: Vec<&str> = r.lines().collect();
         lines.len() == 4
             && usage(lines[0], 2, "Data").1 == 512
             && usage(lines[2], 3, "Data").1 == 1024
+            && c.command("3 STATUS")
+                .expect("status")
+                .starts_with("Node 3: started")
     });
+    let local = n3.data().expect("data path");
+    let rows = local
+        .engine
+        .inner()
+        .table("test", "kv")
+        .expect("kv")
+        .row_count();
+    assert_eq!(rows, 2000, "node 3's new life holds every row");
+    drop(local);
+    // An unknown node for a node command.
+    let e = c.command("9 DUMP 1000").expect_err("not a data node");
+    assert!(e.message.contains("not a data node"), "{e}");
     api.close();
     drop(n2);
 }

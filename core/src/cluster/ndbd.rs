@@ -26,7 +26,7 @@
 //! with nobody reading).
 
 use super::client::MgmConnection;
-use super::client::{ConnectString, fetch_config};
+use super::client::{ConnectString, fetch_config_as};
 use super::datapath::{DataPath, DataPathStart};
 use super::mgmd::resolve;
 use super::qmgr::{MembershipConfig, Phase, Qmgr};
@@ -112,8 +112,8 @@ pub struct DataNodeProcess {
     status: Arc<Mutex<NodeStatus>>,
     thread: Option<JoinHandle<i32>>,
     transport: TcpTransport,
-    /// Set once the node's thread has started the data path.
-    data: Arc<std::sync::OnceLock<Arc<DataPath>>>,
+    /// The data path of the node's current life, once its thread has started one.
+    data: Arc<Mutex<Option<Arc<DataPath>>>>,
 }
 
 /// Asks the management server how this node starts (`cluster::start_plan`) and
@@ -266,17 +266,64 @@ fn data_path_start(
     Ok((start, text))
 }
 
+/// `--initial` (and `RESTART -i`): the node's file system goes first.
+fn remove_file_system(me: &crate::config::DataNodeConfig, node_id: NodeId) -> Result<()> {
+    let fs = me.data_dir.join(format!("ndb_{node_id}_fs"));
+    if fs.exists() {
+        std::fs::remove_dir_all(&fs).map_err(|e| {
+            codes::file_read_error(format!("--initial: removing {}: {e}", fs.display()))
+        })?;
+    }
+    Ok(())
+}
+
+/// The configuration from the management server, again (a restart inside the process
+/// takes the values a `SET` changed since, as a new process would).
+fn refetch_config(
+    opts: &DataNodeOptions,
+    node_id: NodeId,
+    token: u64,
+) -> Result<(ClusterConfig, crate::config::DataNodeConfig)> {
+    let (_, text) = fetch_config_as(
+        &opts.connectstring,
+        Some(node_id),
+        "",
+        opts.connect_timeout.unwrap_or(Duration::from_secs(30)),
+        token,
+    )?;
+    let cfg = ClusterConfig::parse(&text, "<from the management server>")
+        .map_err(|e| codes::bad_config(format!("configuration from the management server: {e}")))?;
+    let me = cfg
+        .data_node(node_id)
+        .ok_or_else(|| codes::bad_config(format!("node {node_id} is not a data node")))?
+        .clone();
+    Ok((cfg, me))
+}
+
+/// How the node's loop ended.
+enum LoopEnd {
+    /// The process ends with this status.
+    Exit(i32),
+    /// `RESTART [-n] [-i]` from the management server: the node left the cluster; a
+    /// new life of it starts in this process (NDB's angel restarting ndbd).
+    Restart { initial: bool, nostart: bool },
+}
+
 impl DataNodeProcess {
     /// Fetches the configuration (retrying every [`CONNECT_RETRY`] within the
     /// options' timeout), opens the transporter and starts the node's loop.
     pub fn start(opts: DataNodeOptions) -> Result<DataNodeProcess> {
         let begin = Instant::now();
+        // Says that a later configuration fetch (a restart inside the process) is this
+        // process's, while its connection holds the node id.
+        let token = super::start_plan::random_u64() | 1;
         let (node_id, text) = loop {
-            match fetch_config(
+            match fetch_config_as(
                 &opts.connectstring,
                 opts.node_id,
                 "localhost",
                 Duration::from_secs(5),
+                token,
             ) {
                 Ok(r) => break r,
                 Err(e) if e.code == super::mgmd::ALLOC_ID_ERROR => return Err(e),
@@ -296,12 +343,7 @@ impl DataNodeProcess {
             .ok_or_else(|| codes::bad_config(format!("node {node_id} is not a data node")))?
             .clone();
         if opts.initial {
-            let fs = me.data_dir.join(format!("ndb_{node_id}_fs"));
-            if fs.exists() {
-                std::fs::remove_dir_all(&fs).map_err(|e| {
-                    codes::file_read_error(format!("--initial: removing {}: {e}", fs.display()))
-                })?;
-            }
+            remove_file_system(&me, node_id)?;
         }
         let mgm = cfg
             .mgm_nodes
@@ -328,8 +370,7 @@ impl DataNodeProcess {
             view: View::default(),
             stop_reason: None,
         }));
-        let mcfg = MembershipConfig::from_cluster(&cfg);
-        let data_cell: Arc<std::sync::OnceLock<Arc<DataPath>>> = Arc::default();
+        let data_cell: Arc<Mutex<Option<Arc<DataPath>>>> = Arc::default();
         let (stop2, kill2, transport2) = (stop.clone(), kill.clone(), transport.clone());
         let (cfg2, status2, cell2) = (cfg.clone(), status.clone(), data_cell.clone());
         // The node's thread first learns how to start (a system restart waits for the
@@ -339,73 +380,127 @@ impl DataNodeProcess {
             .name(format!("rndbd-{node_id}"))
             .spawn(move || {
                 let aborted = || stop2.load(Ordering::Acquire) || kill2.load(Ordering::Acquire);
-                let started = data_path_start(&opts, node_id, &me, begin, &aborted).and_then(
-                    |(start, text)| {
-                        let data = DataPath::start_in(
-                            &cfg2,
-                            node_id,
-                            mgm_id,
-                            Arc::new(transport2.clone()),
-                            start,
-                        )?;
-                        Ok((data, text))
-                    },
-                );
-                let (data, start_text) = match started {
-                    Ok(x) => x,
-                    Err(e) => {
-                        let text = format!("Node {node_id}: start failed: {e}");
-                        if opts.echo {
-                            eprintln!("{text}");
-                        }
-                        let mut st = status2.lock();
-                        st.state = NodeState::Stopped;
-                        st.stop_reason = Some(text);
-                        drop(st);
-                        transport2.shut();
-                        drop(rx);
-                        transport2.close();
-                        return 1;
+                let (mut opts, mut cfg, mut me, mut begin) = (opts, cfg2, me, begin);
+                // Kept over the lives of the node: the clock its incarnations count from.
+                let t0 = Instant::now();
+                let mut incarnation = 0;
+                // Connection events seen while a restart emptied the inbox.
+                let mut carry: Vec<Incoming> = Vec::new();
+                let opts_echo = opts.echo;
+                let fail = |text: String| {
+                    if opts_echo {
+                        eprintln!("{text}");
                     }
+                    let mut st = status2.lock();
+                    st.state = NodeState::Stopped;
+                    st.stop_reason = Some(text);
+                    drop(st);
+                    transport2.shut();
+                    transport2.close();
+                    1
                 };
-                {
-                    let t = transport2.clone();
-                    data.engine
-                        .inner()
-                        .transporters
-                        .set(move || crate::ndbinfo::transporter_rows(node_id, &t.transporters()));
-                }
-                let _ = cell2.set(data.clone());
-                let mut node = NodeLoop {
-                    data,
-                    me: node_id,
-                    node_group: me.node_group,
-                    mgm_id,
-                    listen,
-                    qmgr: None,
-                    mcfg,
-                    transport: transport2.clone(),
-                    t0: Instant::now(),
-                    next_status_ms: 0,
-                    sent_state: None,
-                    dialed: BTreeMap::new(),
-                    status: status2,
-                    echo: opts.echo,
-                    incarnation: 0,
-                    started_incarnation: 0,
-                    api_peers: BTreeSet::new(),
+                let code = loop {
+                    let started = data_path_start(&opts, node_id, &me, begin, &aborted).and_then(
+                        |(start, text)| {
+                            let data = DataPath::start_in(
+                                &cfg,
+                                node_id,
+                                mgm_id,
+                                Arc::new(transport2.clone()),
+                                start,
+                            )?;
+                            Ok((data, text))
+                        },
+                    );
+                    let (data, start_text) = match started {
+                        Ok(x) => x,
+                        Err(e) => {
+                            drop(rx);
+                            return fail(format!("Node {node_id}: start failed: {e}"));
+                        }
+                    };
+                    {
+                        let t = transport2.clone();
+                        data.engine.inner().transporters.set(move || {
+                            crate::ndbinfo::transporter_rows(node_id, &t.transporters())
+                        });
+                    }
+                    *cell2.lock() = Some(data.clone());
+                    let mut node = NodeLoop {
+                        data,
+                        me: node_id,
+                        node_group: me.node_group,
+                        mgm_id,
+                        listen,
+                        qmgr: None,
+                        mcfg: MembershipConfig::from_cluster(&cfg),
+                        transport: transport2.clone(),
+                        t0,
+                        next_status_ms: 0,
+                        sent_state: None,
+                        dialed: BTreeMap::new(),
+                        status: status2.clone(),
+                        echo: opts.echo,
+                        incarnation,
+                        started_incarnation: 0,
+                        api_peers: BTreeSet::new(),
+                        restart: None,
+                    };
+                    if incarnation == 0 {
+                        node.log(
+                            Severity::Info,
+                            &format!(
+                                "Angel connected to the management server at {mgm_host}:{mgm_port}; node {node_id} listening on {listen}"
+                            ),
+                        );
+                    }
+                    node.log(Severity::Info, &start_text);
+                    if !opts.nostart {
+                        node.begin();
+                    }
+                    for ev in carry.drain(..) {
+                        node.on_incoming(ev, &stop2);
+                    }
+                    let end = node.run(&rx, &stop2, &kill2);
+                    incarnation = node.incarnation;
+                    let (initial, nostart) = match end {
+                        LoopEnd::Restart { initial, nostart } if !aborted() => (initial, nostart),
+                        LoopEnd::Restart { .. } => {
+                            node.data.stop();
+                            break 0;
+                        }
+                        LoopEnd::Exit(code) => break code,
+                    };
+                    // The old life's engine closes its files before the new one opens
+                    // them; its rows go with it (the new life restores them).
+                    node.data.stop();
+                    node.report_starting();
+                    drop(node);
+                    // Its connections end with it: peers and clients see the life end
+                    // as a process's, and what they sent to it never reaches the next
+                    // life (a prepare of the old life would hold a row lock forever).
+                    transport2.disconnect_all_but(mgm_id);
+                    carry.clear();
+                    while let Ok(ev) = rx.try_recv() {
+                        if !matches!(ev, Incoming::Message { .. }) {
+                            carry.push(ev);
+                        }
+                    }
+                    match refetch_config(&opts, node_id, token) {
+                        Ok((c, m)) => (cfg, me) = (c, m),
+                        Err(e) => {
+                            drop(rx);
+                            return fail(format!("Node {node_id}: restart failed: {e}"));
+                        }
+                    }
+                    if initial && let Err(e) = remove_file_system(&me, node_id) {
+                        drop(rx);
+                        return fail(format!("Node {node_id}: restart failed: {e}"));
+                    }
+                    opts.initial = initial;
+                    opts.nostart = nostart;
+                    begin = Instant::now();
                 };
-                node.log(
-                    Severity::Info,
-                    &format!(
-                        "Angel connected to the management server at {mgm_host}:{mgm_port}; node {node_id} listening on {listen}"
-                    ),
-                );
-                node.log(Severity::Info, &start_text);
-                if !opts.nostart {
-                    node.begin();
-                }
-                let code = node.run(&rx, &stop2, &kill2);
                 // No new connection from now (a dialer would reconnect at once to
                 // a peer whose reader just ended), then the inbox: a reader waiting
                 // for room in it ends, and the close can join it (module notes).
@@ -434,13 +529,13 @@ impl DataNodeProcess {
     /// The node's data path (its local engine holds the node's replicas), once the
     /// node has started it: waits for that (a system restart waits for the other data
     /// nodes), None if the node ended first.
-    pub fn data(&self) -> Option<&Arc<DataPath>> {
+    pub fn data(&self) -> Option<Arc<DataPath>> {
         loop {
-            if let Some(d) = self.data.get() {
+            if let Some(d) = self.data.lock().clone() {
                 return Some(d);
             }
             if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
-                return self.data.get();
+                return self.data.lock().clone();
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -451,7 +546,7 @@ impl DataNodeProcess {
     pub fn wait(mut self) -> i32 {
         let code = self.thread.take().map_or(0, |t| t.join().unwrap_or(2));
         self.transport.close();
-        if let Some(d) = self.data.get() {
+        if let Some(d) = self.data.lock().take() {
             d.stop();
         }
         code
@@ -480,7 +575,7 @@ impl Drop for DataNodeProcess {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        if let Some(d) = self.data.get() {
+        if let Some(d) = self.data.lock().take() {
             d.stop();
         }
     }
@@ -508,6 +603,9 @@ struct NodeLoop {
     started_incarnation: u64,
     /// API nodes connected now (they get every installed view).
     api_peers: BTreeSet<NodeId>,
+    /// `RESTART` asked for (initial, nostart): the node leaves as for STOP, then a new
+    /// life begins (`LoopEnd::Restart`).
+    restart: Option<(bool, bool)>,
 }
 
 impl NodeLoop {
@@ -636,8 +734,39 @@ impl NodeLoop {
         }
     }
 
+    /// The management server sees the node starting again (start phase 1) while a
+    /// restart inside the process restores its files.
+    fn report_starting(&mut self) {
+        self.status.lock().state = NodeState::Starting;
+        self.sent_state = Some(NodeState::Starting);
+        self.transport.send(
+            self.mgm_id,
+            &Message::NodeStatus {
+                state: NodeState::Starting,
+                start_phase: 1,
+                node_group: self.node_group,
+                listen: self.listen.to_string(),
+                view: View::default(),
+            },
+        );
+    }
+
+    /// Runs the node's loop until it ends: the process's end, or a restart.
     fn run(
-        mut self,
+        &mut self,
+        rx: &std::sync::mpsc::Receiver<Incoming>,
+        stop: &AtomicBool,
+        kill: &AtomicBool,
+    ) -> LoopEnd {
+        let code = self.run_life(rx, stop, kill);
+        match self.restart {
+            Some((initial, nostart)) if code == 0 => LoopEnd::Restart { initial, nostart },
+            _ => LoopEnd::Exit(code),
+        }
+    }
+
+    fn run_life(
+        &mut self,
         rx: &std::sync::mpsc::Receiver<Incoming>,
         stop: &AtomicBool,
         kill: &AtomicBool,
@@ -651,7 +780,7 @@ impl NodeLoop {
             if kill.load(Ordering::Acquire) {
                 return 137;
             }
-            if stop.load(Ordering::Acquire) {
+            if stop.load(Ordering::Acquire) || self.restart.is_some() {
                 match flush {
                     None => match self.data.begin_flush() {
                         Some(want) => {
@@ -779,14 +908,20 @@ impl NodeLoop {
                         self.send_status();
                     }
                     "STOP" => stop.store(true, Ordering::Release),
-                    "RESTART" | "RESTART -n" => {
-                        self.log(Severity::Info, "Node restart initiated");
-                        self.qmgr = None;
-                        self.data.on_view(&View::default());
-                        if text == "RESTART" {
-                            self.begin();
-                        }
-                        self.send_status();
+                    t if t == "RESTART" || t.starts_with("RESTART ") => {
+                        let flags: Vec<&str> = t.split_whitespace().skip(1).collect();
+                        let (initial, nostart) = (flags.contains(&"-i"), flags.contains(&"-n"));
+                        self.log(
+                            Severity::Info,
+                            if initial {
+                                "Node restart initiated (initial: its file system is removed)"
+                            } else {
+                                "Node restart initiated"
+                            },
+                        );
+                        // Leaves as for STOP (the last global checkpoint saved first),
+                        // then a new life restores the node's files (`LoopEnd`).
+                        self.restart.get_or_insert((initial, nostart));
                     }
                     _ => {}
                 },

@@ -615,3 +615,68 @@ fn a_node_restarted_empty_checkpoints_again_and_its_files_alone_restore_the_clus
     let log = m.log_lines().join("\n");
     assert!(log.contains("System restart: restoring GCI"), "{log}");
 }
+
+/// `ALL RESTART` from the management server: every node restarts inside its process at
+/// once, and the new lives make a system restart from their own files with every
+/// durable row; then `3 RESTART -i` removes node 3's files, and it copies every row.
+#[test]
+fn all_restart_and_an_initial_node_restart_from_the_management_server() {
+    let (_cfg, m) = two_nodes();
+    let nodes = start_all(&m, &[(2, false), (3, false)]);
+    let api = client(&m, 2);
+    api.sql(
+        DB,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
+    )
+    .expect("create");
+    let mut gci = 0;
+    for batch in 0..3 {
+        gci = insert(&api, batch * 100..(batch + 1) * 100);
+    }
+    api.wait_durable(gci, Duration::from_secs(10))
+        .expect("durable");
+    api.close();
+    let mut shell = super::client::MgmConnection::open(
+        &super::client::ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        crate::transport::Role::Api,
+        Duration::from_secs(5),
+    )
+    .expect("shell");
+    let started = |shell: &mut super::client::MgmConnection| {
+        shell
+            .command("ALL STATUS")
+            .expect("status")
+            .lines()
+            .filter(|l| l.contains(": started"))
+            .count()
+            == 2
+    };
+    let out = shell.command("ALL RESTART").expect("all restart");
+    assert!(out.ends_with("Node 2, 3 is being restarted"), "{out}");
+    wait_until("the system restart", 60, || {
+        m.log_lines()
+            .iter()
+            .any(|l| l.contains("System restart: restoring GCI"))
+            && started(&mut shell)
+    });
+    let api = client(&m, 2);
+    let rows = read(&api, 0..300);
+    assert_eq!(rows.iter().flatten().count(), 300);
+    assert_eq!(rows[299].as_deref(), Some("v299"));
+    api.close();
+
+    let out = shell.command("3 RESTART -i").expect("initial node restart");
+    assert!(out.ends_with("Node 3 is being restarted"), "{out}");
+    wait_until("node 3 copied every row", 60, || {
+        m.log_lines()
+            .iter()
+            .any(|l| l.contains("Node 3: Node restart: the cluster runs; copying every row"))
+            && started(&mut shell)
+    });
+    assert_eq!(local_rows(&nodes[1]), 300);
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains("Node 3: Node restart initiated (initial: its file system is removed)"),
+        "{log}"
+    );
+}

@@ -271,6 +271,16 @@ macro_rules! configured {
     };
 }
 
+impl DataNodeConfig {
+    /// Replaces a parameter's value as stored, without validating the configuration
+    /// or deriving the typed fields from it again: for a configuration cut down by its
+    /// owner (a data node's local engine), so that a later validation sees what the
+    /// owner set in the typed fields.
+    pub(crate) fn set_stored(&mut self, name: &'static str, v: ParamValue) {
+        self.params.insert(name, v);
+    }
+}
+
 configured!(DataNodeConfig, Section::Ndbd, |s, p| {
     s.node_id = u32_of(p, "NodeId");
     s.node_group = u32_of(p, "Nodegroup");

@@ -154,10 +154,13 @@ pub enum Message {
         role: Role,
     },
     /// A data node asks the management server for its configuration (`node_id` 0: the
-    /// first free `[ndbd]` slot whose HostName is `host`).
+    /// first free `[ndbd]` slot whose HostName is `host`). `token` (0: none) is the
+    /// process's own random number: the node that holds `node_id` may ask again with
+    /// it (a restart inside the process) while its connection is up.
     ConfigReq {
         node_id: NodeId,
         host: String,
+        token: u64,
     },
     /// The whole config.ini and the node id it was given.
     ConfigConf {
@@ -385,9 +388,14 @@ impl Message {
                 e.u32(*node_id);
                 e.u8(*role as u8);
             }
-            Message::ConfigReq { node_id, host } => {
+            Message::ConfigReq {
+                node_id,
+                host,
+                token,
+            } => {
                 e.u32(*node_id);
                 e.str(host);
+                e.u64(*token);
             }
             Message::ConfigConf {
                 node_id,
@@ -546,6 +554,7 @@ impl Message {
             CONFIG_REQ => Message::ConfigReq {
                 node_id: d.u32("node id")?,
                 host: d.str("host")?,
+                token: d.u64("token")?,
             },
             CONFIG_CONF => Message::ConfigConf {
                 node_id: d.u32("node id")?,
@@ -689,6 +698,7 @@ mod tests {
             Message::ConfigReq {
                 node_id: 0,
                 host: "127.0.0.1".into(),
+                token: 0x1234_5678_9abc_def0,
             },
             Message::ConfigConf {
                 node_id: 3,

@@ -322,6 +322,23 @@ impl TcpTransport {
         }
     }
 
+    /// Drops every connection but the one to `keep` (a data node restarting inside its
+    /// process: its peers see its earlier life end as they would a process's, and
+    /// nothing sent to that life reaches the next; the dialers reconnect).
+    pub fn disconnect_all_but(&self, keep: NodeId) {
+        let conns: Vec<Arc<Conn>> = self
+            .inner
+            .conns
+            .lock()
+            .iter()
+            .filter(|(p, _)| **p != keep)
+            .map(|(_, c)| c.clone())
+            .collect();
+        for c in conns {
+            c.fail("the node restarts".into());
+        }
+    }
+
     /// Drops the connection to `peer` (a test's way to cut a link; the dialer, if
     /// any, reconnects).
     pub fn disconnect(&self, peer: NodeId) {

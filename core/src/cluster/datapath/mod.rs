@@ -287,16 +287,16 @@ pub fn local_config(cfg: &ClusterConfig, me: NodeId) -> Result<ClusterConfig> {
         .ok_or_else(|| codes::bad_config(format!("node {me} is not a data node")))?
         .clone();
     let mut local = cfg.clone();
-    local.data_nodes = vec![node];
-    // One replica in the parameters too, so that the local configuration validates
-    // again when one of its parameters changes (`SET` from the management server).
-    local
-        .set_data_node_param("NoOfReplicas", "1")
-        .map_err(codes::bad_config)?;
-    for n in &mut local.data_nodes {
-        n.no_of_replicas = 1;
-        n.node_group = 0;
+    let mut node = node;
+    node.no_of_replicas = 1;
+    node.node_group = 0;
+    // The stored parameters say so too, so that the local configuration validates when
+    // one of its parameters changes (`SET` from the management server).
+    node.set_stored("NoOfReplicas", crate::config::ParamValue::Int(1));
+    if node.get("NodeGroup").is_some() {
+        node.set_stored("NodeGroup", crate::config::ParamValue::Int(0));
     }
+    local.data_nodes = vec![node];
     Ok(local)
 }
 

@@ -10,8 +10,8 @@
 //!   writes each node's lines to the cluster log as that node's events, as ndb_mgmd does.
 //! - `REPORT EventLog`, `CLUSTERLOG ...`: the management server's own cluster log.
 //! - `SET <param>=<value>`: the configuration the server hands out changes (a data node
-//!   process that starts from now on fetches the new value); a parameter that takes
-//!   effect at once (`DiskPageBufferMemory`, `TransactionDeadlockDetectionTimeout`) is
+//!   that starts from now on, a new process or a `RESTART` inside one, fetches the new
+//!   value); a parameter that takes effect at once (`DiskPageBufferMemory`, `TransactionDeadlockDetectionTimeout`) is
 //!   also sent to every connected data node, which applies it in place.
 //!
 //! Bounds: at most [`MAX_PENDING`] requests wait for data nodes at a time (more are
@@ -164,11 +164,10 @@ impl Server {
             return self.ask_nodes(client, &format!("SET {pname}={value}"), &ids, nodes, finish);
         }
         Ok(Some(format!(
-            "{what}: a data node takes it when its rndbd process starts and fetches the \
-             configuration from this management server (NDB applies it with a rolling \
-             restart); restart the rndbd processes one node of each node group at a time. \
-             ROLLING RESTART and <id> RESTART restart a node inside its process, with the \
-             values it started with. The change lasts until this management server stops."
+            "{what}: each data node takes it when it next starts and fetches the \
+             configuration from this management server: ROLLING RESTART applies it one node \
+             of each node group at a time, as NDB does (<id> RESTART for one node). The \
+             change lasts until this management server stops."
         )))
     }
 
