@@ -3,7 +3,8 @@
 //! Object model after the NDB API: `Cluster` (an embedded cluster, like
 //! Ndb_cluster_connection), `Ndb` (a database handle with batched key reads and inserts,
 //! scans and SQL), `Transaction` (NdbTransaction: deferred operations run by `execute`),
-//! `Operation` (the result of one operation), `ScanIterator`.
+//! `Operation` (the result of one operation), `ScanIterator`, `Reader` (a prepared
+//! primary-key read of fixed columns).
 //!
 //! Every pyclass is frozen and Sync: mutable state sits behind a `Mutex`, which is always
 //! taken either detached from the interpreter or with `lock_py_attached`, so a thread
@@ -23,6 +24,8 @@ mod ddl;
 mod errors;
 mod mgmclient;
 mod ndb;
+mod prepared;
+mod reader;
 mod remote_scan;
 mod remote_txn;
 mod scan;
@@ -108,6 +111,8 @@ mod _rndb {
     use crate::mgmclient::{MgmClient, connect};
     #[pymodule_export]
     use crate::ndb::Ndb;
+    #[pymodule_export]
+    use crate::reader::Reader;
     #[pymodule_export]
     use crate::remote_scan::RemoteScanIterator;
     #[pymodule_export]
