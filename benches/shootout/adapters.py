@@ -1,7 +1,8 @@
 """One adapter per system, all with the same interface, each on its standard Python client.
 
 An adapter is opened from picklable parameters (ports, paths; the embedded rndb cluster
-object for threads), so that extra client processes can open their own. Interface:
+object for threads), so that extra client processes can open their own. rndb's C ABI
+through ctypes is in capi.py. Interface (adapter_base.Adapter):
 
 * ``setup()`` creates the table (once, before ``load``); ``load(n, value)`` writes keys
   0..n-1, in the system's batched form;
@@ -19,40 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-BATCH_LOAD = 1000
-
-
-class Adapter:
-    """The shared interface; `worker` is how extra clients run: processes or threads."""
-
-    worker = "process"
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        self.p = params
-
-    def setup(self) -> None:
-        pass
-
-    def load(self, n: int, value: bytes) -> None:
-        raise NotImplementedError
-
-    def warm(self) -> None:
-        pass
-
-    def read(self, key: int) -> bytes | None:
-        raise NotImplementedError
-
-    def read_batch(self, keys: list[int]) -> int:
-        raise NotImplementedError
-
-    def update(self, key: int, value: bytes) -> None:
-        raise NotImplementedError
-
-    def update_batch(self, items: dict[int, bytes]) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
+from adapter_base import BATCH_LOAD, Adapter
+from capi import RndbCapi
 
 
 class Redis(Adapter):
@@ -305,17 +274,26 @@ class LMDB(Adapter):
 
 class RndbEmbedded(Adapter):
     """The embedded cluster through the Python module (`Ndb`); extra clients are threads
-    on the same cluster (the module releases the GIL in the engine)."""
+    on the same cluster (the module releases the GIL in the engine). Reads go through a
+    prepared reader (`ndb.reader("kv", columns=["v"])`: `get` returns the value itself,
+    `get_many` a list), made once the table exists."""
 
     worker = "thread"
 
     def __init__(self, params: dict[str, Any]) -> None:
         super().__init__(params)
         self.ndb = params["cluster"].ndb("test")
+        if "kv" in self.ndb.tables():  # an extra client: the table is there
+            self._prepare()
 
     def setup(self) -> None:
         self.ndb.create_table("kv", {"id": "BIGINT NOT NULL", "v": "VARBINARY(1024) NOT NULL"},
                               primary_key="id")
+        self._prepare()
+
+    def _prepare(self) -> None:
+        reader = self.ndb.reader("kv", columns=["v"])
+        self.get, self.get_many = reader.get, reader.get_many
 
     def load(self, n: int, value: bytes) -> None:
         for s in range(0, n, 100_000):
@@ -323,11 +301,12 @@ class RndbEmbedded(Adapter):
                                  columns=["id", "v"])
 
     def read(self, key: int) -> bytes | None:
-        r = self.ndb.read_many("kv", [key], columns=["v"])[0]
-        return r["v"] if r else None
+        v: bytes | None = self.get(key)
+        return v
 
     def read_batch(self, keys: list[int]) -> int:
-        return sum(r is not None for r in self.ndb.read_many("kv", keys, columns=["v"]))
+        got = self.get_many(keys)
+        return len(got) - got.count(None)
 
     def update(self, key: int, value: bytes) -> None:
         with self.ndb.transaction() as tx:
@@ -375,6 +354,7 @@ class RndbCluster(Adapter):
 
 ADAPTERS: dict[str, type[Adapter]] = {
     "rndb-embedded": RndbEmbedded,
+    "rndb-embedded-capi": RndbCapi,
     "rndb-cluster-r2": RndbCluster,
     "rndb-cluster-r1": RndbCluster,
     "redis": Redis,
