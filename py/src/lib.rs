@@ -10,7 +10,8 @@
 //! taken either detached from the interpreter or with `lock_py_attached`, so a thread
 //! blocked on a row lock inside the engine never holds the GIL. Engine calls that can
 //! block run inside `py.detach` and under [`errors::guard`], which turns a panic into an
-//! `NdbError` instead of unwinding into Python.
+//! `NdbError` instead of unwinding into Python. One exception: `Reader.get` of in-memory
+//! columns, a single hash lookup, keeps the GIL (reader.rs tells why).
 
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;

@@ -28,6 +28,9 @@ pub(crate) struct Prepared {
     pub names: Vec<Py<PyString>>,
     /// The primary-key columns' names (dict keys of keys given as dicts).
     pub pk_names: Vec<Py<PyString>>,
+    /// Whether every column read is in memory and not BLOB/TEXT: a read of them does no
+    /// I/O and no second lookup (`Reader.get` keeps the GIL for it).
+    pub in_memory: bool,
 }
 
 impl Prepared {
@@ -43,11 +46,15 @@ impl Prepared {
         let cols = column_positions(&def, columns)?;
         let names = names_of(py, &def, &cols);
         let pk_names = names_of(py, &def, &def.primary_key);
+        let in_memory = cols
+            .iter()
+            .all(|&c| !def.layout.is_disk(c) && !def.columns[c].ty.is_blob());
         Ok(Prepared {
             table,
             cols,
             names,
             pk_names,
+            in_memory,
         })
     }
 

@@ -147,3 +147,22 @@ def test_reader_after_close() -> None:
     c.close()
     with pytest.raises(rndb.NdbError):
         r.get(1)
+
+
+def test_reader_disk_and_blob_columns(ndb: rndb.Ndb) -> None:
+    # Reads of these columns release the GIL (I/O, the parts table): same results.
+    ndb.execute("CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE=4M "
+                "UNDO_BUFFER_SIZE=1M ENGINE=NDB")
+    ndb.execute("CREATE TABLESPACE ts_1 ADD DATAFILE 'data1.dat' USE LOGFILE GROUP lg "
+                "INITIAL_SIZE=2M EXTENT_SIZE=256K ENGINE=NDB")
+    ndb.create_table("d", {"id": "BIGINT NOT NULL", "m": "INT", "dk": "VARCHAR(64) STORAGE DISK"},
+                     primary_key="id", tablespace="ts_1")
+    ndb.insert_many("d", [(i, i, f"disk{i}") for i in range(50)], columns=["id", "m", "dk"])
+    assert ndb.reader("d", columns=["dk"]).get(7) == "disk7"
+    assert ndb.reader("d", columns=["m", "dk"]).get_many([3, 99]) == [(3, "disk3"), None]
+    ndb.create_table("b", {"id": "INT NOT NULL", "bl": "BLOB", "tx": "TEXT"}, primary_key="id")
+    big = bytes(range(256)) * 40
+    ndb.insert_many("b", [(1, big, "t" * 5000), (2, None, "")], columns=["id", "bl", "tx"])
+    r = ndb.reader("b", columns=["bl", "tx"])
+    assert r.get(1) == (big, "t" * 5000)
+    assert r.get(2) == (None, "") and r.get(3) is None
