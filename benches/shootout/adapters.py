@@ -8,7 +8,8 @@ through ctypes is in capi.py. Interface (adapter_base.Adapter):
   0..n-1, in the system's batched form;
 * ``read(key)`` returns the value or None; ``read_batch(keys)`` returns how many keys
   were found, in one request where the system has one (MGET, get_many, a Lua function,
-  ``IN (...)``, ``read_many``, one LMDB transaction with ``getmulti``);
+  ``IN (...)``, ``read_many`` / ``Reader.get_many``, one LMDB transaction with
+  ``getmulti``, one transaction of NdbRecord reads for the C ABI);
 * ``update(key, value)``; ``update_batch({key: value})`` in one request or transaction;
 * ``close()``.
 
