@@ -145,8 +145,8 @@ impl Reader {
             key_into(py, &p, key, &mut s.keys).map_err(|e| to_pyerr(py, e))?;
             self.read(py, &p, s, !p.in_memory)?;
             let n = p.cols.len();
-            match s.found.first() {
-                Some(true) => row_to_py(py, &s.out[..n]),
+            match (s.found.first(), s.out.get(..n)) {
+                (Some(true), Some(row)) => row_to_py(py, row),
                 _ => Ok(py.None().into_bound(py)),
             }
         })
@@ -171,10 +171,9 @@ impl Reader {
             let flush = |s: &mut Scratch, res: &mut Vec<Bound<'py, PyAny>>| {
                 self.read(py, &p, s, true)?;
                 for (i, &f) in s.found.iter().enumerate() {
-                    res.push(if f {
-                        row_to_py(py, &s.out[i * n..(i + 1) * n])?
-                    } else {
-                        py.None().into_bound(py)
+                    res.push(match s.out.get(i * n..(i + 1) * n) {
+                        Some(row) if f => row_to_py(py, row)?,
+                        _ => py.None().into_bound(py),
                     });
                 }
                 PyResult::Ok(())
