@@ -3,20 +3,23 @@
 The shootout's system ``rndb-embedded-capi``: the same embedded cluster as
 ``rndb-embedded`` (two data nodes, NoOfReplicas=2, in this process), started by the
 connectstring ``embedded;datadir=...;DataMemory=...`` and used through the NDB API's
-NdbRecord calls, as a C program would (capi/examples/ndbapi_record.cpp):
+NdbRecord calls, as a C program would (capi/examples/ndbapi_record.cpp, flexAsynch):
 
-* a key record over ``id`` (BIGINT, 8 bytes at offset 0) and a value record over ``v``
-  (VARBINARY(1024): a 2-byte little-endian length, then the bytes; 1026 bytes a row);
-* a single read: ``startTransaction``, ``readTuple(key_rec, key, val_rec, row,
-  LM_CommittedRead)``, ``execute(Commit)``, ``closeTransaction`` — four C calls;
-* a batched read: one transaction, one ``readTuple`` per key into its own row of one
-  result buffer, one ``execute(Commit, AO_IgnoreError)``: the C ABI runs a transaction
+* one record over the whole row, for key and result alike: ``id`` (BIGINT) at offset 0,
+  ``v`` (VARBINARY(1024): a 2-byte little-endian length, then the bytes) at offset 8;
+  a row is 1040 bytes (8-byte aligned);
+* a single read: ``startTransaction``, ``readTuple(rec, row, rec, row, LM_CommittedRead)``
+  (the C ABI's compact single read: capi/src/single.rs), ``execute(Commit)``,
+  ``closeTransaction`` — four C calls;
+* a batched read: one transaction, one ``readTuple`` per key, each into its own row of
+  one buffer, and one ``execute(Commit, AO_IgnoreError)``: the C ABI runs a transaction
   of committed key reads as one engine batch (capi/src/batch.rs). A row that was not
   found keeps the length 0xFFFF written before the call (no VARBINARY(1024) is that
-  long), so a batch costs one C call per key plus three, and nothing per column;
+  long): n + 3 C calls for n keys, nothing per column. The NDB API has no call that
+  defines many operations at once, so one call per key is the floor;
 * updates (single, or all of a batch in one transaction) with ``updateTuple``, the
-  load with ``insertTuple`` in transactions of 1000 rows. Key and value rows are
-  copied by the call that defines the operation, so one buffer of each serves a batch.
+  load with ``insertTuple`` in transactions of 1000 rows. A write's row is copied by
+  the call that defines it, so one row buffer serves a whole batch.
 
 Every return code is checked; a failure raises ``CapiError`` with the NdbError's code
 and message. The library is ``$RNDB_LIB``, else ``librndb.so`` of the release build
@@ -44,10 +47,11 @@ LM_COMMITTED_READ = 2
 TUPLE_NOT_FOUND = 626
 NO_SUCH_TABLE = 723
 
-KEY_SIZE = 8
 VALUE_MAX = 1024
-ROW = 2 + VALUE_MAX  # a VARBINARY(1024) value: 2-byte length, then the bytes
-ROW_H = ROW // 2  # the row stride in uint16 units
+VALUE_AT = 8  # the value's offset in a row (after the 8-byte key)
+ROW = 1040  # 8 (id) + 2 (length) + 1024 (bytes) + 6 (pad to a multiple of 8)
+ROW_Q, ROW_H = ROW // 8, ROW // 2  # the row stride in int64 and in uint16 units
+LEN_H = VALUE_AT // 2  # the value's length in uint16 units from a row's start
 MISSING = 0xFFFF  # a length no VARBINARY(1024) value has: "no row written here"
 LOAD_BATCH = 1000
 
@@ -132,11 +136,42 @@ def error_of(err: Any) -> tuple[int, str]:
     return e.code, (e.message or b"").decode("utf-8", "replace")
 
 
-def u16_rows(n: int) -> array:
-    """A result buffer of `n` value rows, each row's length set to MISSING."""
-    buf = array("H", bytes(n * ROW))
-    buf[::ROW_H] = array("H", [MISSING]) * n
-    return buf
+class Rows:
+    """`n` rows of the kv record in one buffer: keys as int64 (`q`), value lengths as
+    uint16 (`h`), the bytes through `b`; `addr` the first row's address."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.q = array("q", bytes(n * ROW))
+        self.b = memoryview(self.q).cast("B")
+        self.h = self.b.cast("H")
+        self.addr = address(self.q)
+
+    def prepare(self, keys: list[int]) -> None:
+        """Keys into the first len(keys) rows, their lengths set to MISSING."""
+        n = len(keys)
+        self.q[: n * ROW_Q: ROW_Q] = array("q", keys)
+        self.h[LEN_H: n * ROW_H: ROW_H] = array("H", [MISSING]) * n
+
+    def missing(self, n: int) -> int:
+        """How many of the first `n` rows were not written by a read."""
+        lens: list[int] = self.h[LEN_H: n * ROW_H: ROW_H].tolist()
+        return lens.count(MISSING)
+
+    def value(self, i: int) -> bytes | None:
+        n = self.h[i * ROW_H + LEN_H]
+        if n == MISSING:
+            return None
+        at = i * ROW + VALUE_AT + 2
+        return self.b[at: at + n].tobytes()
+
+    def set_value(self, i: int, value: bytes) -> None:
+        n = len(value)
+        if n > VALUE_MAX:
+            raise CapiError("value", 4209, f"{n} bytes for VARBINARY({VALUE_MAX})")
+        self.h[i * ROW_H + LEN_H] = n
+        at = i * ROW + VALUE_AT + 2
+        self.b[at: at + n] = value
 
 
 def address(buf: array) -> int:
@@ -170,9 +205,9 @@ class CapiCluster:
 
 
 class RndbCapi(Adapter):
-    """The shootout adapter (the interface of adapters.Adapter): one ``rndb_ndb`` per
-    instance; extra clients are threads with their own (the connection is shared, as
-    NDB allows; ctypes releases the GIL in each C call)."""
+    """The shootout adapter (adapter_base.Adapter): one ``rndb_ndb`` per instance; extra
+    clients are threads with their own (the connection is shared, as NDB allows; ctypes
+    releases the GIL in each C call)."""
 
     worker = "thread"
 
@@ -185,31 +220,24 @@ class RndbCapi(Adapter):
             raise CapiError("rndb_ndb_create", *error_of(lib.rndb_last_error()))
         self._check(lib.rndb_ndb_init(self.ndb, 1024) == 0, "rndb_ndb_init",
                     lib.rndb_ndb_get_error(self.ndb))
-        self.key_rec = self.val_rec = None
-        self.kbuf = array("q", [0])  # one key row: copied by the call that uses it
-        self.vbuf = bytearray(ROW)  # one value row: likewise
-        self.vbuf_c = (ctypes.c_char * ROW).from_buffer(self.vbuf)
-        self.vaddr = ctypes.addressof(self.vbuf_c)
-        self.vlast: bytes | None = None
-        self.kaddr = address(self.kbuf)
-        self.one = u16_rows(1)  # the result row of a single read
-        self.one_addr = address(self.one)
-        self.one_bytes = memoryview(self.one).cast("B")
-        self.rows = u16_rows(LOAD_BATCH)
+        self.rec = None
+        self.one = Rows(1)  # the row of a single read, and of each write (copied at definition)
+        self.vlast: bytes | None = None  # the value in self.one's row
+        self.rows = Rows(LOAD_BATCH)  # the rows of a batched read
         # The calls of the single read, looked up once.
         self._start_tx = lib.rndb_ndb_start_transaction
         self._read_tuple = lib.rndb_transaction_read_tuple
         self._execute = lib.rndb_transaction_execute
         self._close_tx = lib.rndb_ndb_close_transaction
-        self._records(if_exists=True)  # an extra client: the table is there
+        self._record(if_exists=True)  # an extra client: the table is there
 
     def _check(self, ok: Any, what: str, err: Any) -> None:
         if not ok:
             raise CapiError(what, *error_of(err))
 
-    def _records(self, if_exists: bool = False) -> None:
-        """The key and value records of kv (after the table exists; `if_exists`: none
-        made, no error, when it does not)."""
+    def _record(self, if_exists: bool = False) -> None:
+        """The record of kv's rows (after the table exists; `if_exists`: none made, no
+        error, when it does not)."""
         lib = self.lib
         d = lib.rndb_ndb_get_dictionary(self.ndb)
         self._check(d, "rndb_ndb_get_dictionary", lib.rndb_ndb_get_error(self.ndb))
@@ -217,86 +245,77 @@ class RndbCapi(Adapter):
         if not t and if_exists and error_of(lib.rndb_dict_get_error(d))[0] == NO_SUCH_TABLE:
             return
         self._check(t, "rndb_dict_get_table(kv)", lib.rndb_dict_get_error(d))
-        recs = []
-        for col in (b"id", b"v"):
+        specs = (RecordSpec * 2)()
+        for spec, (col, offset) in zip(specs, [(b"id", 0), (b"v", VALUE_AT)]):
             c = lib.rndb_table_get_column_by_name(t, col)
             self._check(c, f"rndb_table_get_column_by_name({col!r})", lib.rndb_last_error())
-            spec = RecordSpec(c, 0, 0, 0, 0)
-            r = lib.rndb_dict_create_record(d, t, ctypes.byref(spec), 1, ctypes.sizeof(RecordSpec))
-            self._check(r, "rndb_dict_create_record", lib.rndb_dict_get_error(d))
-            recs.append(r)
-        self.key_rec, self.val_rec = recs
+            spec.column, spec.offset = c, offset
+        rec = lib.rndb_dict_create_record(d, t, specs, 2, ctypes.sizeof(RecordSpec))
+        self._check(rec, "rndb_dict_create_record", lib.rndb_dict_get_error(d))
+        self.rec = rec
 
     def setup(self) -> None:
         ok = self.lib.rndb_execute_sql(self.ndb, CREATE_KV.encode(), None) >= 0
         self._check(ok, "CREATE TABLE kv", self.lib.rndb_ndb_get_error(self.ndb))
-        self._records()
-
-    def _ensure_records(self) -> None:
-        if self.key_rec is None:
-            self._records()
+        self._record()
 
     def _start(self) -> Any:
-        tx = self.lib.rndb_ndb_start_transaction(self.ndb)
+        tx = self._start_tx(self.ndb)
         if not tx:
             raise CapiError("rndb_ndb_start_transaction", *error_of(self.lib.rndb_ndb_get_error(self.ndb)))
         return tx
 
-    def _end(self, tx: Any, ok: bool, what: str, op: Any = None) -> None:
-        """Raises the transaction's (or operation's) error when not `ok`, and closes it."""
+    def _end(self, tx: Any, ok: bool, what: str) -> None:
+        """Raises the transaction's error when not `ok`, and closes it."""
         lib = self.lib
-        err = None if ok else error_of(lib.rndb_transaction_get_error(tx) if op is None
-                                       else lib.rndb_operation_get_error(op))
-        if lib.rndb_ndb_close_transaction(self.ndb, tx) != 0 and err is None:
+        err = None if ok else error_of(lib.rndb_transaction_get_error(tx))
+        if self._close_tx(self.ndb, tx) != 0 and err is None:
             err = error_of(lib.rndb_ndb_get_error(self.ndb))
             what = "rndb_ndb_close_transaction"
         if err is not None:
             raise CapiError(what, *err)
 
-    def _set_value(self, value: bytes) -> None:
-        if value is not self.vlast:
-            n = len(value)
-            if n > VALUE_MAX:
-                raise CapiError("value", 4209, f"{n} bytes for VARBINARY({VALUE_MAX})")
-            self.vbuf[0:2] = n.to_bytes(2, "little")
-            self.vbuf[2:2 + n] = value
-            self.vlast = value
-
-    def _write(self, define: Any, items: Any, what: str) -> None:
-        """One transaction of writes (insert or update) of (key, value) pairs, committed."""
-        lib, kbuf, kaddr = self.lib, self.kbuf, self.kaddr
-        krec, vrec, vaddr = self.key_rec, self.val_rec, self.vaddr
+    def _write(self, define: Any, key_rec: Any, items: Any, what: str) -> None:
+        """One transaction of writes (insert or update) of (key, value) pairs, committed;
+        each defined from the one row of self.one."""
+        one, rec = self.one, self.rec
+        q, addr = one.q, one.addr
         tx = self._start()
         try:
             for k, v in items:
-                kbuf[0] = k
-                self._set_value(v)
-                if not define(tx, krec, kaddr, vrec, vaddr, None):
+                q[0] = k
+                if v is not self.vlast:
+                    self.vlast = None
+                    one.set_value(0, v)
+                    self.vlast = v
+                if not define(tx, key_rec, addr if key_rec else None, rec, addr, None):
                     break
             else:
-                ok = lib.rndb_transaction_execute(tx, COMMIT, ABORT_ON_ERROR, 0) == 0
+                ok = self._execute(tx, COMMIT, ABORT_ON_ERROR, 0) == 0
                 self._end(tx, ok, what)
                 return
         except BaseException:
-            lib.rndb_ndb_close_transaction(self.ndb, tx)
+            self._close_tx(self.ndb, tx)
             raise
         self._end(tx, False, what)
 
     def load(self, n: int, value: bytes) -> None:
-        self._ensure_records()
+        if self.rec is None:
+            self._record()
         ins = self.lib.rndb_transaction_insert_tuple
         for s in range(0, n, LOAD_BATCH):
-            self._write(ins, ((k, value) for k in range(s, min(n, s + LOAD_BATCH))), "insert")
+            self._write(ins, None, ((k, value) for k in range(s, min(n, s + LOAD_BATCH))), "insert")
 
     def read(self, key: int) -> bytes | None:
-        ndb, one = self.ndb, self.one
-        self.kbuf[0] = key
-        one[0] = MISSING
+        one, rec, ndb = self.one, self.rec, self.ndb
+        one.q[0] = key
+        h = one.h
+        h[LEN_H] = MISSING
+        self.vlast = None
         tx = self._start_tx(ndb)
         if not tx:
             raise CapiError("rndb_ndb_start_transaction", *error_of(self.lib.rndb_ndb_get_error(ndb)))
-        if not self._read_tuple(tx, self.key_rec, self.kaddr, self.val_rec, self.one_addr,
-                                LM_COMMITTED_READ, None):
+        if not self._read_tuple(tx, rec, one.addr, rec, one.addr, LM_COMMITTED_READ, None):
             self._end(tx, False, "rndb_transaction_read_tuple")
         if self._execute(tx, COMMIT, ABORT_ON_ERROR, 0) != 0:
             code, msg = error_of(self.lib.rndb_transaction_get_error(tx))
@@ -306,32 +325,34 @@ class RndbCapi(Adapter):
             raise CapiError("read", code, msg)
         if self._close_tx(ndb, tx) != 0:
             raise CapiError("rndb_ndb_close_transaction", *error_of(self.lib.rndb_ndb_get_error(ndb)))
-        return self.one_bytes[2:2 + one[0]].tobytes()
+        return one.b[VALUE_AT + 2: VALUE_AT + 2 + h[LEN_H]].tobytes()
 
     def read_batch(self, keys: list[int]) -> int:
-        lib, n = self.lib, len(keys)
-        if n > len(self.rows) // ROW_H:
-            self.rows = u16_rows(n)
+        lib, n, rec = self.lib, len(keys), self.rec
+        if n == 0:
+            return 0
+        if n > self.rows.n:
+            self.rows = Rows(n)
         rows = self.rows
-        rows[: n * ROW_H: ROW_H] = array("H", [MISSING]) * n
-        karr = array("q", keys)
-        kaddr, raddr = address(karr), address(rows)
-        krec, vrec, rt = self.key_rec, self.val_rec, lib.rndb_transaction_read_tuple
-        ops = []
+        rows.prepare(keys)
+        rt = self._read_tuple
         tx = self._start()
-        for i in range(n):
-            op = rt(tx, krec, kaddr + KEY_SIZE * i, vrec, raddr + ROW * i, LM_COMMITTED_READ, None)
-            if not op:
-                self._end(tx, False, "rndb_transaction_read_tuple")
-            ops.append(op)
-        if lib.rndb_transaction_execute(tx, COMMIT, AO_IGNORE_ERROR, 0) != 0:
+        try:
+            ops = [rt(tx, rec, a, rec, a, LM_COMMITTED_READ, None)
+                   for a in range(rows.addr, rows.addr + n * ROW, ROW)]
+        except BaseException:
+            self._close_tx(self.ndb, tx)
+            raise
+        if not all(ops):
+            self._end(tx, False, "rndb_transaction_read_tuple")
+        if self._execute(tx, COMMIT, AO_IGNORE_ERROR, 0) != 0:
             self._end(tx, False, "read batch")
-        missing = rows[: n * ROW_H: ROW_H].count(MISSING)
+        missing = rows.missing(n)
         if missing:
             # Each row not written must be a key without a row (626), not another error.
-            for i in range(n):
-                if rows[i * ROW_H] == MISSING:
-                    code, msg = error_of(lib.rndb_operation_get_error(ops[i]))
+            for i, op in enumerate(ops):
+                if rows.value(i) is None:
+                    code, msg = error_of(lib.rndb_operation_get_error(op))
                     if code != TUPLE_NOT_FOUND:
                         self._end(tx, True, "read batch")
                         raise CapiError(f"read of key {keys[i]}", code, msg)
@@ -339,10 +360,10 @@ class RndbCapi(Adapter):
         return n - missing
 
     def update(self, key: int, value: bytes) -> None:
-        self._write(self.lib.rndb_transaction_update_tuple, ((key, value),), "update")
+        self._write(self.lib.rndb_transaction_update_tuple, self.rec, ((key, value),), "update")
 
     def update_batch(self, items: dict[int, bytes]) -> None:
-        self._write(self.lib.rndb_transaction_update_tuple, items.items(), "update batch")
+        self._write(self.lib.rndb_transaction_update_tuple, self.rec, items.items(), "update batch")
 
     def close(self) -> None:
         if self.ndb:

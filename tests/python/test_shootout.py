@@ -166,11 +166,19 @@ def test_render_capi_rows_and_targets() -> None:
 def test_capi_result_rows_and_errors() -> None:
     import capi
 
-    rows = capi.u16_rows(3)
-    assert len(rows) * 2 == 3 * capi.ROW and rows.itemsize == 2
-    assert list(rows[:: capi.ROW_H]) == [capi.MISSING] * 3  # every row "not written"
-    assert sum(rows) == 3 * capi.MISSING
-    assert capi.address(rows) == rows.buffer_info()[0]
+    rows = capi.Rows(3)
+    assert len(rows.b) == 3 * capi.ROW and capi.ROW % 8 == 0 and rows.addr == rows.q.buffer_info()[0]
+    rows.prepare([7, -1, 2**40])
+    assert rows.missing(3) == 3 and rows.value(1) is None  # every row "not written"
+    assert list(rows.q[:: capi.ROW_Q]) == [7, -1, 2**40]
+    rows.set_value(1, b"abc")
+    assert rows.missing(3) == 2 and rows.value(1) == b"abc"
+    assert bytes(rows.b[capi.ROW: capi.ROW + 13]) == (-1).to_bytes(8, "little", signed=True) + b"\x03\x00abc"
+    rows.set_value(2, b"")
+    assert rows.value(2) == b"" and rows.missing(3) == 1
+    with pytest.raises(capi.CapiError) as ei:
+        rows.set_value(0, b"x" * 1025)
+    assert ei.value.code == 4209
     e = capi.Error(2, 2, 626, 0, b"Tuple did not exist", None)
     assert capi.error_of(ctypes.pointer(e)) == (626, "Tuple did not exist")
     assert capi.error_of(None) == (-1, "no error object")
