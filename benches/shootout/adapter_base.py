@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 BATCH_LOAD = 1000
+#: Tries of one load transaction that fails with a temporary error (0.1 s apart).
+LOAD_RETRIES = 600
 
 
 class Adapter:

@@ -19,9 +19,10 @@ decimal strings for redis and memcached, 8-byte big-endian for LMDB, integers el
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from adapter_base import BATCH_LOAD, Adapter
+from adapter_base import BATCH_LOAD, LOAD_RETRIES, Adapter
 from capi import RndbCapi
 
 
@@ -300,9 +301,21 @@ class RndbEmbedded(Adapter):
         self.get_many = reader.get_many
 
     def load(self, n: int, value: bytes) -> None:
-        for s in range(0, n, 100_000):
-            self.ndb.insert_many("kv", [(k, value) for k in range(s, min(n, s + 100_000))],
-                                 columns=["id", "v"])
+        """insert_many, one transaction of 1000 rows per call, so that a temporary error
+        (410: the redo log is full until a checkpoint frees it, when loading outpaces
+        checkpoints) is retried for that transaction alone, as an NDB application does."""
+        import rndb
+
+        for s in range(0, n, BATCH_LOAD):
+            rows = [(k, value) for k in range(s, min(n, s + BATCH_LOAD))]
+            for attempt in range(LOAD_RETRIES):
+                try:
+                    self.ndb.insert_many("kv", rows, columns=["id", "v"], batch_size=BATCH_LOAD)
+                    break
+                except rndb.TemporaryError:
+                    if attempt == LOAD_RETRIES - 1:
+                        raise
+                    time.sleep(0.1)
 
     def read(self, key: int) -> bytes | None:
         raise RuntimeError("rndb-embedded: read before the table exists")

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from array import array
 from ctypes import POINTER, Structure, c_char_p, c_int, c_uint32, c_void_p
 from pathlib import Path
 from typing import Any
 
-from adapter_base import Adapter
+from adapter_base import LOAD_RETRIES, Adapter
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,6 +45,7 @@ COMMIT = 2
 ABORT_ON_ERROR = 0
 AO_IGNORE_ERROR = 2
 LM_COMMITTED_READ = 2
+STATUS_TEMPORARY = 1  # rndb_error_status: retrying the transaction may succeed
 TUPLE_NOT_FOUND = 626
 NO_SUCH_TABLE = 723
 
@@ -62,10 +64,11 @@ CREATE_KV = ("CREATE TABLE kv (id BIGINT NOT NULL PRIMARY KEY, "
 class CapiError(RuntimeError):
     """A failed C ABI call: the NdbError's code and message."""
 
-    def __init__(self, what: str, code: int, message: str) -> None:
+    def __init__(self, what: str, code: int, message: str, status: int = 2) -> None:
         super().__init__(f"{what}: error {code}: {message}")
         self.code = code
         self.message = message
+        self.temporary = status == STATUS_TEMPORARY
 
 
 class Error(Structure):
@@ -128,12 +131,12 @@ def load(path: Path | None = None) -> ctypes.CDLL:
     return lib
 
 
-def error_of(err: Any) -> tuple[int, str]:
-    """(code, message) of an ``rndb_error*``."""
+def error_of(err: Any) -> tuple[int, str, int]:
+    """(code, message, status) of an ``rndb_error*``."""
     if not err:
-        return -1, "no error object"
+        return -1, "no error object", 2
     e = err.contents
-    return e.code, (e.message or b"").decode("utf-8", "replace")
+    return e.code, (e.message or b"").decode("utf-8", "replace"), e.status
 
 
 class Rows:
@@ -304,7 +307,15 @@ class RndbCapi(Adapter):
             self._record()
         ins = self.lib.rndb_transaction_insert_tuple
         for s in range(0, n, LOAD_BATCH):
-            self._write(ins, None, ((k, value) for k in range(s, min(n, s + LOAD_BATCH))), "insert")
+            for attempt in range(LOAD_RETRIES):  # a temporary error (410...) is retried
+                try:
+                    self._write(ins, None, ((k, value) for k in range(s, min(n, s + LOAD_BATCH))),
+                                "insert")
+                    break
+                except CapiError as e:
+                    if not e.temporary or attempt == LOAD_RETRIES - 1:
+                        raise
+                    time.sleep(0.1)
 
     def read(self, key: int) -> bytes | None:
         one, rec, ndb = self.one, self.rec, self.ndb
@@ -318,7 +329,7 @@ class RndbCapi(Adapter):
         if not self._read_tuple(tx, rec, one.addr, rec, one.addr, LM_COMMITTED_READ, None):
             self._end(tx, False, "rndb_transaction_read_tuple")
         if self._execute(tx, COMMIT, ABORT_ON_ERROR, 0) != 0:
-            code, msg = error_of(self.lib.rndb_transaction_get_error(tx))
+            code, msg, _ = error_of(self.lib.rndb_transaction_get_error(tx))
             self._end(tx, True, "read")
             if code == TUPLE_NOT_FOUND:
                 return None
@@ -352,7 +363,7 @@ class RndbCapi(Adapter):
             # Each row not written must be a key without a row (626), not another error.
             for i, op in enumerate(ops):
                 if rows.value(i) is None:
-                    code, msg = error_of(lib.rndb_operation_get_error(op))
+                    code, msg, _ = error_of(lib.rndb_operation_get_error(op))
                     if code != TUPLE_NOT_FOUND:
                         self._end(tx, True, "read batch")
                         raise CapiError(f"read of key {keys[i]}", code, msg)

@@ -180,10 +180,12 @@ def test_capi_result_rows_and_errors() -> None:
         rows.set_value(0, b"x" * 1025)
     assert ei.value.code == 4209
     e = capi.Error(2, 2, 626, 0, b"Tuple did not exist", None)
-    assert capi.error_of(ctypes.pointer(e)) == (626, "Tuple did not exist")
-    assert capi.error_of(None) == (-1, "no error object")
-    err = capi.CapiError("read", 626, "Tuple did not exist")
+    assert capi.error_of(ctypes.pointer(e)) == (626, "Tuple did not exist", 2)
+    assert capi.error_of(None) == (-1, "no error object", 2)
+    err = capi.CapiError("read", *capi.error_of(ctypes.pointer(e)))
     assert err.code == 626 and str(err) == "read: error 626: Tuple did not exist"
+    assert not err.temporary
+    assert capi.CapiError("insert", 410, "REDO log files overloaded", 1).temporary
     assert ctypes.sizeof(capi.RecordSpec) == 8 + 4 * 4
 
 
