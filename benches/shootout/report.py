@@ -210,6 +210,8 @@ def plot(run: dict[str, Any], outdir: Path, prefix: str) -> list[str]:
     import numpy as np
 
     outdir.mkdir(parents=True, exist_ok=True)
+    # More systems than the default cycle's 10 colours: one colour each.
+    colors = plt.get_cmap("tab20").colors
     names = []
     cells = cells_by(run)
     for ds in run["datasets"]:
@@ -240,7 +242,8 @@ def plot(run: dict[str, Any], outdir: Path, prefix: str) -> list[str]:
                                 lo.append(0)
                                 hi.append(0)
                         x = np.arange(len(wls)) + (si - len(systems) / 2 + 0.5) * width
-                        ax.bar(x, ys, width, label=s, yerr=[lo, hi] if key == "ops_s" else None)
+                        ax.bar(x, ys, width, label=s, yerr=[lo, hi] if key == "ops_s" else None,
+                               color=colors[si % len(colors)])
                     ax.set_xticks(np.arange(len(wls)), wls)
                     ax.set_yscale("log")
                     extra = f", batches of {run['batch']}" if mode == "batched" else ""
