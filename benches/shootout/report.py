@@ -8,7 +8,9 @@ a run's JSON; ``plot(run, outdir)`` the PNGs.
 
 Ratios are "rndb ÷ system" in the same run and the same cell, so above 1 means rndb is
 faster: networked systems against rndb cluster (two rndbd, NoOfReplicas=2), embedded
-ones (SQLite, LMDB) against rndb embedded.
+ones (SQLite, LMDB) against rndb embedded (the Python module); the C ABI's row
+(`rndb-embedded-capi`) has no ratio column, its comparisons with SQLite and LMDB are in
+the targets table.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ INTRO = (
     "stop everything and rewrite the generated subsections below (benches/README.md tells\n"
     "the method). The notes at the end are written by hand.\n"
 )
-EMBEDDED = {"rndb-embedded", "sqlite", "lmdb"}
+EMBEDDED = {"rndb-embedded", "rndb-embedded-capi", "sqlite", "lmdb"}
 NETWORKED_PEERS = ["redis", "memcached", "tarantool", "mariadb-prepared", "mariadb-text"]
-REF_NET, REF_EMB = "rndb-cluster-r2", "rndb-embedded"
+REF_NET, REF_EMB, REF_CAPI = "rndb-cluster-r2", "rndb-embedded", "rndb-embedded-capi"
+#: rndb's own rows, printed without a ratio (the C ABI's comparisons are in the targets).
+NO_RATIO = {REF_NET, REF_EMB, REF_CAPI}
 
 
 def _heading_level(line: str) -> int:
@@ -95,7 +99,7 @@ def cells_by(run: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
 def ratio(cells: dict[tuple[Any, ...], dict[str, Any]], c: dict[str, Any]) -> float:
     """rndb ÷ this system for the same cell (the rndb reference by kind); NaN for rndb."""
     ref = REF_EMB if c["system"] in EMBEDDED else REF_NET
-    if c["system"] in (REF_EMB, REF_NET):
+    if c["system"] in NO_RATIO:
         return math.nan
     r = cells.get((ref, c["records"], c["value_size"], c["workload"], c["mode"], c["clients"]))
     if not r or not c["ops_s"]:
@@ -179,15 +183,15 @@ def targets(run: dict[str, Any], cells: dict[tuple[Any, ...], dict[str, Any]]) -
                 out.append(f"| batched PK reads: rndb cluster > {peer} | {name} | "
                            f"{fmt_rate(ref['ops_s'])} vs {fmt_rate(c['ops_s'])} = {r:.2f}× | "
                            f"{'yes' if r > 1 else '**no**'} |")
-        eref = get(REF_EMB, "batched")
-        for peer in ["lmdb", "sqlite"]:
-            for mode in ["batched", "unbatched"]:
-                e, c = get(REF_EMB, mode), get(peer, mode)
-                if eref and e and c:
-                    r = e["ops_s"] / c["ops_s"]
-                    out.append(f"| {mode} PK reads: rndb embedded > {peer} | {name} | "
-                               f"{fmt_rate(e['ops_s'])} vs {fmt_rate(c['ops_s'])} = {r:.2f}× | "
-                               f"{'yes' if r > 1 else '**no**'} |")
+        for label, ref_emb in [("rndb embedded", REF_EMB), ("rndb embedded (C ABI)", REF_CAPI)]:
+            for peer in ["lmdb", "sqlite"]:
+                for mode in ["batched", "unbatched"]:
+                    e, c = get(ref_emb, mode), get(peer, mode)
+                    if e and c:
+                        r = e["ops_s"] / c["ops_s"]
+                        out.append(f"| {mode} PK reads: {label} > {peer} | {name} | "
+                                   f"{fmt_rate(e['ops_s'])} vs {fmt_rate(c['ops_s'])} = {r:.2f}× | "
+                                   f"{'yes' if r > 1 else '**no**'} |")
         u, rd = get(REF_NET, "unbatched"), get("redis", "unbatched")
         if u and rd:
             r = rd["ops_s"] / u["ops_s"]
@@ -206,6 +210,8 @@ def plot(run: dict[str, Any], outdir: Path, prefix: str) -> list[str]:
     import numpy as np
 
     outdir.mkdir(parents=True, exist_ok=True)
+    # More systems than the default cycle's 10 colours: one colour each.
+    colors = plt.get_cmap("tab20").colors
     names = []
     cells = cells_by(run)
     for ds in run["datasets"]:
@@ -236,7 +242,8 @@ def plot(run: dict[str, Any], outdir: Path, prefix: str) -> list[str]:
                                 lo.append(0)
                                 hi.append(0)
                         x = np.arange(len(wls)) + (si - len(systems) / 2 + 0.5) * width
-                        ax.bar(x, ys, width, label=s, yerr=[lo, hi] if key == "ops_s" else None)
+                        ax.bar(x, ys, width, label=s, yerr=[lo, hi] if key == "ops_s" else None,
+                               color=colors[si % len(colors)])
                     ax.set_xticks(np.arange(len(wls)), wls)
                     ax.set_yscale("log")
                     extra = f", batches of {run['batch']}" if mode == "batched" else ""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The key-value shootout (issue 9) in one command: installs the servers (apt) and the
-# clients (pip, into benches/shootout/.venv), builds rndb's release binaries and Python
-# module, runs benches/shootout/shootout.py (which starts every server on loopback, one
+# clients (pip, into benches/shootout/.venv), builds rndb's release binaries, librndb
+# (the C ABI) and the Python module, runs benches/shootout/shootout.py (which starts every server on loopback, one
 # system at a time, and writes benches/RESULTS.md's issue-9 subsection and the PNGs),
 # and kills whatever it started, on error or interrupt too.
 #
@@ -35,7 +35,8 @@ fi
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q -r "$HERE/requirements.txt"
-cargo build --release -p rndb-shell
+# rndb_mgmd/rndbd for the cluster systems, librndb.so for rndb-embedded-capi (ctypes).
+cargo build --release -p rndb-shell -p rndb-capi
 VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" "$VENV/bin/maturin" develop --release -q -m py/Cargo.toml
 
 # Every server's pid is appended to this file as it starts (servers.py); the trap kills

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-RELEASE = ROOT / "target" / "release"
+#: cargo's release directory (CARGO_TARGET_DIR when set, as cargo itself does).
+RELEASE = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "release"
 
 
 def free_port() -> int:
@@ -253,6 +254,17 @@ def start_rndb_embedded(data_memory_mb: int) -> Server:
     cluster = rndb.Cluster.embedded(data_dir=str(s.dir / "data"), DataMemory=f"{data_memory_mb}M")
     s.closers.append(cluster.close)
     s.params = {"cluster": cluster}
+    return s
+
+
+def start_rndb_capi(data_memory_mb: int) -> Server:
+    """The same embedded cluster, started through the C ABI (librndb.so, ctypes)."""
+    from capi import CapiCluster
+
+    s = new_server("rndb-embedded-capi")
+    cluster = CapiCluster(str(s.dir / "data"), data_memory_mb, RELEASE / "librndb.so")
+    s.closers.append(cluster.close)
+    s.params = {"capi": cluster}
     return s
 
 

@@ -61,10 +61,11 @@ PLANS: dict[str, dict[str, Any]] = {
         {"records": 1_000_000, "value_size": 1024, "workloads": ["pk", "ycsb-b"],
          "multi_workloads": [], "multi": []},
         # Loading 10M rows from Python takes minutes per system: only the figures' pairs
-        # (rndb cluster and redis, rndb embedded and LMDB) fit the 30 minutes.
+        # (rndb cluster and redis, rndb embedded — Python and C ABI — and LMDB) fit the 30
+        # minutes.
         {"records": 10_000_000, "value_size": 100, "workloads": ["pk"],
          "multi_workloads": [], "multi": [],
-         "systems": ["rndb-embedded", "rndb-cluster-r2", "redis", "lmdb"]},
+         "systems": ["rndb-embedded", "rndb-embedded-capi", "rndb-cluster-r2", "redis", "lmdb"]},
     ]},
 }
 
@@ -72,6 +73,7 @@ NEEDS = {"redis": ("redis-server", "redis"), "memcached": ("memcached", "pymemca
          "tarantool": ("tarantool", "tarantool"), "mariadb-prepared": ("mariadbd", "mariadb"),
          "mariadb-text": ("mariadbd", "mariadb"), "lmdb": (None, "lmdb"),
          "sqlite": (None, "sqlite3"), "rndb-embedded": (None, "rndb"),
+         "rndb-embedded-capi": (str(servers.RELEASE / "librndb.so"), "ctypes"),
          "rndb-cluster-r2": (str(servers.RELEASE / "rndbd"), "rndb"),
          "rndb-cluster-r1": (str(servers.RELEASE / "rndbd"), "rndb")}
 
@@ -107,6 +109,8 @@ def start(system: str, records: int, value_size: int) -> servers.Server:
         return servers.start_rndb_cluster(int(system[-1]), mb)
     if system == "rndb-embedded":
         return servers.start_rndb_embedded(mb)
+    if system == "rndb-embedded-capi":
+        return servers.start_rndb_capi(mb)
     return servers.start_embedded_dir(system)
 
 
@@ -128,6 +132,12 @@ def versions() -> dict[str, str]:
     import sqlite3
 
     v["sqlite"] = sqlite3.sqlite_version
+    try:
+        import capi
+
+        v["librndb"] = capi.load(servers.RELEASE / "librndb.so").rndb_version().decode()
+    except OSError as e:
+        v["librndb"] = f"absent ({e})"
     for mod in ["rndb", "redis", "hiredis", "pymemcache", "tarantool", "mariadb", "lmdb"]:
         try:
             v[f"py:{mod}"] = metadata.version(mod)

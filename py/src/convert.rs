@@ -196,6 +196,20 @@ pub fn value_to_py<'py>(py: Python<'py>, v: Value) -> PyResult<Bound<'py, PyAny>
     })
 }
 
+/// An engine value as a Python object, leaving the value in place (its allocation is
+/// reused by the next decode into it): the common types without a copy of the value.
+pub fn value_ref_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Int(i) => i.into_bound_py_any(py)?,
+        Value::UInt(u) => u.into_bound_py_any(py)?,
+        Value::Double(d) => PyFloat::new(py, *d).into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+        Value::Bytes(b) => PyBytes::new(py, b).into_any(),
+        other => value_to_py(py, other.clone())?,
+    })
+}
+
 /// Interned column names (dictionary keys of result rows).
 pub fn names<'py>(py: Python<'py>, def: &TableDef, cols: &[usize]) -> Vec<Bound<'py, PyString>> {
     cols.iter()

@@ -3,13 +3,15 @@
 //! Object model after the NDB API: `Cluster` (an embedded cluster, like
 //! Ndb_cluster_connection), `Ndb` (a database handle with batched key reads and inserts,
 //! scans and SQL), `Transaction` (NdbTransaction: deferred operations run by `execute`),
-//! `Operation` (the result of one operation), `ScanIterator`.
+//! `Operation` (the result of one operation), `ScanIterator`, `Reader` (a prepared
+//! primary-key read of fixed columns).
 //!
 //! Every pyclass is frozen and Sync: mutable state sits behind a `Mutex`, which is always
 //! taken either detached from the interpreter or with `lock_py_attached`, so a thread
 //! blocked on a row lock inside the engine never holds the GIL. Engine calls that can
 //! block run inside `py.detach` and under [`errors::guard`], which turns a panic into an
-//! `NdbError` instead of unwinding into Python.
+//! `NdbError` instead of unwinding into Python. One exception: `Reader.get` of in-memory
+//! columns, a single hash lookup, keeps the GIL (reader.rs tells why).
 
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
@@ -23,6 +25,8 @@ mod ddl;
 mod errors;
 mod mgmclient;
 mod ndb;
+mod prepared;
+mod reader;
 mod remote_scan;
 mod remote_txn;
 mod scan;
@@ -108,6 +112,8 @@ mod _rndb {
     use crate::mgmclient::{MgmClient, connect};
     #[pymodule_export]
     use crate::ndb::Ndb;
+    #[pymodule_export]
+    use crate::reader::Reader;
     #[pymodule_export]
     use crate::remote_scan::RemoteScanIterator;
     #[pymodule_export]

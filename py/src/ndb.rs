@@ -2,11 +2,12 @@
 //! and SQL through one session per object.
 
 use crate::convert::{
-    column_positions, extract_columns, key_values_into, names, py_to_value, row_to_dict,
-    value_to_py,
+    column_positions, extract_columns, key_values_into, py_to_value, row_to_dict, value_to_py,
 };
 use crate::errors::{R, bad_argument, err, guard, py_result, to_pyerr};
 use crate::lock_detached;
+use crate::prepared::{ColumnCache, Prepared};
+use crate::reader::Reader;
 use crate::scan::{Owner, ScanArgs, ScanIterator};
 use crate::sqlglue::{Session, SqlOutcome};
 use crate::transaction::Transaction;
@@ -25,6 +26,8 @@ const CHUNK_ROWS: usize = 32_768;
 pub struct Ndb {
     pub(crate) ndb: rndb::Ndb,
     session: Mutex<Option<Session>>,
+    /// Resolved column lists of `read_many` and `reader`, per (table, column names).
+    columns: ColumnCache,
 }
 
 impl Ndb {
@@ -32,6 +35,7 @@ impl Ndb {
         Ndb {
             ndb,
             session: Mutex::new(None),
+            columns: ColumnCache::default(),
         }
     }
 
@@ -381,12 +385,12 @@ impl Ndb {
         keys: &Bound<'py, PyAny>,
         columns: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let t = self.table(table)?;
-        let def = t.def.clone();
-        let wanted = extract_columns(columns).map_err(err)?;
-        let cols = column_positions(&def, wanted.as_deref()).map_err(err)?;
-        let col_names = names(py, &def, &cols);
-        let pk_names = names(py, &def, &def.primary_key);
+        let p = self.columns.get(py, &self.ndb, table, columns)?;
+        let (t, cols) = (&p.table, &p.cols);
+        let def = &t.def;
+        let col_names: Vec<&Bound<'py, PyString>> = p.names.iter().map(|n| n.bind(py)).collect();
+        let pk_names: Vec<Bound<'py, PyString>> =
+            p.pk_names.iter().map(|n| n.bind(py).clone()).collect();
         let npk = def.primary_key.len();
         let ncols = cols.len();
         let hint = keys.len().unwrap_or(0);
@@ -400,7 +404,7 @@ impl Ndb {
             .map_err(|_| bad_argument("keys must be an iterable"))?;
         let mut flush = |flat_keys: &mut Vec<Value>, out: &mut Vec<Bound<'py, PyAny>>| {
             let ndb = &self.ndb;
-            let (k, c, t) = (&*flat_keys, &cols, &t);
+            let (k, c) = (&*flat_keys, cols);
             let (v, f) = (&mut values, &mut found);
             let res = py.detach(|| guard(|| ndb.read_batch_into(t, k, c, v, f)));
             flat_keys.clear();
@@ -422,7 +426,7 @@ impl Ndb {
         };
         for key in iter {
             let key = key?;
-            key_values_into(&def, &pk_names, &key, &mut flat_keys).map_err(err)?;
+            key_values_into(def, &pk_names, &key, &mut flat_keys).map_err(err)?;
             if flat_keys.len() >= CHUNK_ROWS * npk {
                 flush(&mut flat_keys, &mut out)?;
             }
@@ -431,6 +435,23 @@ impl Ndb {
             flush(&mut flat_keys, &mut out)?;
         }
         PyList::new(py, out)
+    }
+
+    /// A prepared committed read by primary key of `columns` (default: every column)
+    /// of `table`: `get(key)` returns the value (one column) or a tuple (several), or
+    /// None for a key without a row; `get_many(keys)` a list of those. The table and
+    /// columns are resolved now (unknown ones raise) and again only when the table is
+    /// dropped, truncated or re-created.
+    #[pyo3(signature = (table, columns=None))]
+    fn reader(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        columns: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Reader> {
+        let wanted = extract_columns(columns).map_err(err)?;
+        let p = Prepared::resolve(py, &self.ndb, table, wanted.as_deref()).map_err(err)?;
+        Ok(Reader::new(self.ndb.clone(), table, wanted, Arc::new(p)))
     }
 
     /// A full-table scan: an iterator of dicts.

@@ -1,10 +1,14 @@
 """The key-value shootout's pure parts (benches/shootout): the seeded Zipf keys, the
-percentiles and spread, the measurement loop against an in-memory adapter, and the
-rewriting of benches/RESULTS.md's issue-9 section. No server is started."""
+percentiles and spread, the measurement loop against an in-memory adapter, the
+rewriting of benches/RESULTS.md's issue-9 section, the C ABI adapter's row buffers; and
+that adapter against a built librndb.so (an embedded cluster in this process, a few
+hundred keys; skipped when no librndb.so is built). No server is started."""
 
 from __future__ import annotations
 
+import ctypes
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches" / "shootout"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benches" / "shootout"))
 
 import report  # noqa: E402
 import runner  # noqa: E402
@@ -141,3 +146,95 @@ def test_render_ratios_and_targets() -> None:
     assert "redis ÷ rndb cluster ≤ 1.5 | 100 × 100 B | 200 vs 100 = 2.00× | **no** |" in md
     assert "rndb embedded > lmdb | 100 × 100 B | 500 vs 1k = 0.50× | **no** |" in md
     assert "| tarantool | 100 × 100 B | not installed |" in md
+
+
+def test_render_capi_rows_and_targets() -> None:
+    run = {"command": "make shootout-quick", "started": "s", "finished": "f", "commit": "c",
+           "machine": "m", "versions": {}, "plan_text": "p", "batch": 10, "status": [],
+           "workloads": ["pk"], "systems": ["rndb-embedded", "rndb-embedded-capi", "lmdb"],
+           "datasets": [{"records": 100, "value_size": 100}], "loads": [],
+           "cells": [cell("rndb-embedded", 3000.0), cell("rndb-embedded-capi", 2000.0),
+                     cell("lmdb", 1000.0), cell("rndb-embedded-capi", 500.0, "unbatched"),
+                     cell("lmdb", 1000.0, "unbatched")]}
+    md = report.render(run)
+    assert "| rndb-embedded-capi | 500 ±0% | 2k ±0% |" in md  # rndb's own row: no ratio
+    assert "| lmdb | 1k ±0% | 1k ±0% · 3.00 |" in md  # against the Python module's
+    assert "batched PK reads: rndb embedded (C ABI) > lmdb | 100 × 100 B | 2k vs 1k = 2.00× | yes |" in md
+    assert "unbatched PK reads: rndb embedded (C ABI) > lmdb | 100 × 100 B | 500 vs 1k = 0.50× | **no** |" in md
+
+
+def test_capi_result_rows_and_errors() -> None:
+    import capi
+
+    rows = capi.Rows(3)
+    assert len(rows.b) == 3 * capi.ROW and capi.ROW % 8 == 0 and rows.addr == rows.q.buffer_info()[0]
+    rows.prepare([7, -1, 2**40])
+    assert rows.missing(3) == 3 and rows.value(1) is None  # every row "not written"
+    assert list(rows.q[:: capi.ROW_Q]) == [7, -1, 2**40]
+    rows.set_value(1, b"abc")
+    assert rows.missing(3) == 2 and rows.value(1) == b"abc"
+    assert bytes(rows.b[capi.ROW: capi.ROW + 13]) == (-1).to_bytes(8, "little", signed=True) + b"\x03\x00abc"
+    rows.set_value(2, b"")
+    assert rows.value(2) == b"" and rows.missing(3) == 1
+    with pytest.raises(capi.CapiError) as ei:
+        rows.set_value(0, b"x" * 1025)
+    assert ei.value.code == 4209
+    e = capi.Error(2, 2, 626, 0, b"Tuple did not exist", None)
+    assert capi.error_of(ctypes.pointer(e)) == (626, "Tuple did not exist", 2)
+    assert capi.error_of(None) == (-1, "no error object", 2)
+    err = capi.CapiError("read", *capi.error_of(ctypes.pointer(e)))
+    assert err.code == 626 and str(err) == "read: error 626: Tuple did not exist"
+    assert not err.temporary
+    assert capi.CapiError("insert", 410, "REDO log files overloaded", 1).temporary
+    assert ctypes.sizeof(capi.RecordSpec) == 8 + 4 * 4
+
+
+def librndb() -> Path | None:
+    """A built librndb.so: the debug build `make test` makes, else a release build."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+    for kind in ("debug", "release"):
+        if (target / kind / "librndb.so").exists():
+            return target / kind / "librndb.so"
+    return None
+
+
+def test_capi_adapter_against_librndb(tmp_path: Path) -> None:
+    lib = librndb()
+    if lib is None:
+        pytest.skip("no librndb.so under target/debug or target/release: "
+                    "run `cargo build -p rndb-capi` (make test-rust does)")
+    import capi
+
+    cluster = capi.CapiCluster(str(tmp_path / "data"), 64, lib)
+    try:
+        a = capi.RndbCapi({"capi": cluster})
+        a.setup()
+        a.load(300, b"v" * 100)
+        assert a.read(7) == b"v" * 100 and a.read(300) is None and a.read(-1) is None
+        assert a.read_batch(list(range(295, 305))) == 5
+        assert a.read_batch([]) == 0
+        a.update(3, b"")
+        a.update_batch({4: b"x" * 1024, 5: b"y"})
+        assert (a.read(3), a.read(4), a.read(5)) == (b"", b"x" * 1024, b"y")
+        with pytest.raises(capi.CapiError) as ei:
+            a.update(1000, b"z")  # no such row
+        assert ei.value.code == 626
+        with pytest.raises(capi.CapiError) as ei:
+            a.update(1, b"z" * 1025)
+        assert ei.value.code == 4209
+        with pytest.raises(capi.CapiError) as ei:
+            a.setup()  # the table exists
+        assert ei.value.code != 0 and ei.value.message
+        # A second client (a thread's) on the same connection finds the table.
+        b = capi.RndbCapi({"capi": cluster})
+        assert b.read_batch(list(range(0, 300, 7))) == len(range(0, 300, 7))
+        lp = runner.key_pool("ycsb-b", 300, 5)
+        r = runner.run_loop(b, lp, 0, 50, 0.05, 100)
+        assert r.ops > 0 and r.misses == 0 and r.updates > 0
+        b.close()
+        a.close()
+    finally:
+        cluster.close()
+    with pytest.raises(capi.CapiError) as ei:
+        capi.CapiCluster(str(tmp_path / "data2"), -1, lib)  # DataMemory=-1M
+    assert "rndb_cluster_connection_connect" in str(ei.value) and ei.value.code != 0

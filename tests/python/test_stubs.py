@@ -55,6 +55,11 @@ def test_stubs_type_check_user_code(tmp_path: Path) -> None:
                         print(err.code + 1, err.status.upper())
                 n: int = ndb.insert_many("t1", [{"id": 3}, (4, 5)], columns=["id", "a"])
                 found = ndb.read_many("t1", [1, (2,), {"id": 3}])
+                reader: rndb.Reader = ndb.reader("t1", columns=["a"])
+                a = reader.get(1)
+                many: list[object] = reader.get_many([1, (2,)])
+                cols: list[str] = reader.columns
+                print(a, many, cols, reader.table)
                 for r in ndb.index_scan("t1", "ix_a", low=10, high=(20,), high_inclusive=False):
                     print(r["id"])
                 report: str = cluster.mgm("ALL REPORT MEMORYUSAGE")

@@ -9,7 +9,8 @@
         print(ndb.read_many("t1", [1, 2]))
 
 Objects follow the NDB API: ``Cluster`` (Ndb_cluster_connection with its data nodes),
-``Ndb``, ``Transaction`` (NdbTransaction), ``Operation``, ``ScanIterator``. Errors are
+``Ndb``, ``Transaction`` (NdbTransaction), ``Operation``, ``ScanIterator``, ``Reader``
+(``ndb.reader("kv", columns=["v"]).get(key)``: a prepared primary-key read). Errors are
 ``NdbError`` with NDB's ``code``, ``status``, ``classification`` and ``message``;
 ``TemporaryError``, ``PermanentError`` and ``UnknownResultError`` subclass it by status.
 
@@ -34,6 +35,7 @@ from ._rndb import (
     NoCommit,
     Operation,
     PermanentError,
+    Reader,
     RemoteScanIterator,
     RemoteTransaction,
     Rollback,
@@ -60,6 +62,7 @@ __all__ = [
     "NoCommit",
     "Operation",
     "PermanentError",
+    "Reader",
     "RemoteScanIterator",
     "RemoteTransaction",
     "Rollback",

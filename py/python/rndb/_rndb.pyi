@@ -197,6 +197,7 @@ class Ndb:
         keys: Iterable[_Key],
         columns: Sequence[str] | None = None,
     ) -> list[_Row | None]: ...
+    def reader(self, table: str, columns: Sequence[str] | None = None) -> Reader: ...
     def scan(
         self,
         table: str,
@@ -217,6 +218,19 @@ class Ndb:
         lock_mode: int = 2,
         batch_size: int = 256,
     ) -> ScanIterator: ...
+
+@final
+class Reader:
+    """A prepared committed read by primary key of fixed columns (``Ndb.reader``)."""
+
+    @property
+    def table(self) -> str: ...
+    @property
+    def columns(self) -> list[str]: ...
+    def get(self, key: _Key) -> Any:
+        """The value of the one column read, a tuple of the columns read, or None when
+        no row has the key."""
+    def get_many(self, keys: Iterable[_Key]) -> list[Any]: ...
 
 @final
 class Transaction:
@@ -386,6 +400,7 @@ __all__ = [
     "NoCommit",
     "Operation",
     "PermanentError",
+    "Reader",
     "RemoteScanIterator",
     "RemoteTransaction",
     "Rollback",
