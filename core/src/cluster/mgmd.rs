@@ -906,7 +906,7 @@ HELP                                   Print help text
 SHOW                                   Print information about cluster
 <id> START                             Start data node (started with -n)
 <id> STOP [-a] [-f]                    Stop data node
-<id> RESTART [-n]                      Restart data node (-n: wait for START)
+<id> RESTART [-n] [-i]                 Restart data node (-n: wait for START, -i: initial)
 <id> STATUS                            Print status
 <id> REPORT MemoryUsage|DiskPageBuffer|Fragmentation|EventLog
                                        Report from the data node(s)
