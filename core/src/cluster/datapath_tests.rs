@@ -446,12 +446,7 @@ fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
     // Transactions span both node groups (keys of many partitions).
     let writer = write_load(api.clone(), stop.clone(), 0);
     std::thread::sleep(Duration::from_millis(200));
-    let mut shell = super::client::MgmConnection::open(
-        &super::client::ConnectString::parse(&m.addr().to_string()).expect("cs"),
-        crate::transport::Role::Api,
-        Duration::from_secs(5),
-    )
-    .expect("shell");
+    let mut shell = super::process_tests::shell(&m);
     // The last started node of a group is not stopped.
     let out = shell.command("ROLLING RESTART").expect("rolling restart");
     assert!(out.contains("initiated"), "{out}");

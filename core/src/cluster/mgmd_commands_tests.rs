@@ -3,22 +3,12 @@
 //! server's log, SET applied in place or at a data node process's next start
 //! (`cluster::mgmd::commands`).
 
-use super::client::{ConnectString, MgmConnection};
-use super::process_tests::{config_with, data_node, mgm, wait_until};
+use super::process_tests::{config_with, data_node, mgm, shell, wait_until};
 use super::remote::RemoteCluster;
 use crate::schema::Value;
 use crate::transport::data::{KeyOp, OpType};
-use crate::transport::{NodeState, Role};
+use crate::transport::NodeState;
 use std::time::Duration;
-
-fn shell(m: &super::mgmd::MgmServer) -> MgmConnection {
-    MgmConnection::open(
-        &ConnectString::parse(&m.addr().to_string()).expect("cs"),
-        Role::Api,
-        Duration::from_secs(5),
-    )
-    .expect("client")
-}
 
 /// (used, total) of a `Node N: <what> usage is P%(U 32K pages of total T)` line.
 fn usage(line: &str, node: u32, what: &str) -> (u64, u64) {

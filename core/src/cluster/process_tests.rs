@@ -66,7 +66,8 @@ pub(super) fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
     }
 }
 
-fn shell(m: &MgmServer) -> MgmConnection {
+/// A management client of `m` (as `rndb_mgm -c`).
+pub(super) fn shell(m: &MgmServer) -> MgmConnection {
     MgmConnection::open(
         &ConnectString::parse(&m.addr().to_string()).expect("cs"),
         Role::Api,

@@ -91,6 +91,13 @@ fn local_rows(n: &DataNodeProcess) -> u64 {
         .unwrap_or(0)
 }
 
+/// The `kv` table the tests write (`insert`, `read`).
+fn create_kv(api: &RemoteCluster) {
+    api.sql(DB, KV).expect("create");
+}
+
+const KV: &str = "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB";
+
 fn two_nodes() -> (ClusterConfig, MgmServer) {
     let cfg = config(2, 2);
     let m = mgm(&cfg);
@@ -102,11 +109,7 @@ fn a_cluster_whose_every_node_crashed_restarts_with_every_durable_commit() {
     let (_cfg, m) = two_nodes();
     let nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
-    api.sql(
-        DB,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
-    )
-    .expect("create");
+    create_kv(&api);
     let mut durable_to = 0;
     for batch in 0..5 {
         let gci = insert(&api, batch * 100..(batch + 1) * 100);
@@ -153,11 +156,7 @@ fn a_graceful_stop_of_every_node_keeps_every_commit_and_a_wiped_node_copies() {
     let (_cfg, m) = two_nodes();
     let nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
-    api.sql(
-        DB,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
-    )
-    .expect("create");
+    create_kv(&api);
     for batch in 0..3 {
         insert(&api, batch * 50..(batch + 1) * 50);
     }
@@ -194,11 +193,7 @@ fn nodes_checkpointing_all_the_time_stop_promptly_and_restore_from_their_checkpo
     let m = mgm(&cfg);
     let nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
-    api.sql(
-        DB,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
-    )
-    .expect("create");
+    create_kv(&api);
     for batch in 0..20 {
         insert(&api, batch * 20..(batch + 1) * 20);
     }
@@ -290,7 +285,7 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     let nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
     for sql in [
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
+        KV,
         "CREATE TABLE gone (id INT PRIMARY KEY, v INT) ENGINE=NDB",
         "CREATE TABLE reshaped (id INT PRIMARY KEY, v INT) ENGINE=NDB",
         "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT) ENGINE=NDB",
@@ -428,7 +423,7 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
 fn a_node_from_another_cluster_history_gets_every_row() {
     let cfg = config_with(4, 2, "StartPartialTimeout=500\n");
     let m = mgm(&cfg);
-    let create = "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB";
+    let create = KV;
     let nodes = start_all(&m, &[(2, false), (3, false), (4, false), (5, false)]);
     let api = client(&m, 4);
     api.sql(DB, create).expect("create");
@@ -497,11 +492,7 @@ fn a_node_behind_at_a_system_restart_restores_its_own_checkpoint_and_copies_chan
     let (_cfg, m) = two_nodes();
     let nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
-    api.sql(
-        DB,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
-    )
-    .expect("create");
+    create_kv(&api);
     let gci = insert(&api, 0..300);
     api.wait_durable(gci, Duration::from_secs(10))
         .expect("durable");
@@ -556,11 +547,7 @@ fn a_node_restarted_empty_checkpoints_again_and_its_files_alone_restore_the_clus
     let m = mgm(&cfg);
     let mut nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
-    api.sql(
-        DB,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
-    )
-    .expect("create");
+    create_kv(&api);
     for batch in 0..4 {
         insert(&api, batch * 50..(batch + 1) * 50);
     }
@@ -624,11 +611,7 @@ fn all_restart_and_an_initial_node_restart_from_the_management_server() {
     let (_cfg, m) = two_nodes();
     let nodes = start_all(&m, &[(2, false), (3, false)]);
     let api = client(&m, 2);
-    api.sql(
-        DB,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
-    )
-    .expect("create");
+    create_kv(&api);
     let mut gci = 0;
     for batch in 0..3 {
         gci = insert(&api, batch * 100..(batch + 1) * 100);
@@ -636,12 +619,7 @@ fn all_restart_and_an_initial_node_restart_from_the_management_server() {
     api.wait_durable(gci, Duration::from_secs(10))
         .expect("durable");
     api.close();
-    let mut shell = super::client::MgmConnection::open(
-        &super::client::ConnectString::parse(&m.addr().to_string()).expect("cs"),
-        crate::transport::Role::Api,
-        Duration::from_secs(5),
-    )
-    .expect("shell");
+    let mut shell = super::process_tests::shell(&m);
     let started = |shell: &mut super::client::MgmConnection| {
         shell
             .command("ALL STATUS")
