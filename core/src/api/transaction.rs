@@ -207,15 +207,16 @@ impl Transaction {
 
     /// A data node's prepare (NDB's check of the REDO log at LQHKEYREQ): waits until
     /// every redo part this transaction's commit will append to has room for its rows,
-    /// up to RedoOverCommitLimit, then 410/1221 (temporary: the transaction aborts on
-    /// every replica). Once it passed, the commit appends without waiting: when one
-    /// replica commits the others must too, so a commit may not fail for lack of log
-    /// space (the appends may use the part's reserve beyond the tail). Called after
-    /// every round of operations; a later round checks every row again.
-    pub(crate) fn prepare_redo_room(&mut self) -> Result<()> {
+    /// at most `max_wait_ms` (a worker thread of the node is held meanwhile), then
+    /// 410/1221 (temporary: the transaction aborts on every replica and the client
+    /// retries). Once it passed, the commit appends without waiting: when one replica
+    /// commits the others must too, so a commit may not fail for lack of log space
+    /// (the appends may use the part's reserve beyond the tail). Called after every
+    /// round of operations; a later round checks every row again.
+    pub(crate) fn prepare_redo_room(&mut self, max_wait_ms: u64) -> Result<()> {
         self.redo_room_checked = false;
         if self.wrote {
-            wait_for_redo_room(self.touched.iter().map(|(c, _, _)| &**c))?;
+            wait_for_redo_room_within(self.touched.iter().map(|(c, _, _)| &**c), max_wait_ms)?;
         }
         self.redo_room_checked = true;
         Ok(())
@@ -970,6 +971,14 @@ impl Transaction {
 pub(crate) fn wait_for_redo_room<'a>(
     rows: impl IntoIterator<Item = &'a FragmentCell>,
 ) -> Result<()> {
+    wait_for_redo_room_within(rows, u64::MAX)
+}
+
+/// [`wait_for_redo_room`] waiting at most `max_wait_ms` in all parts.
+pub(crate) fn wait_for_redo_room_within<'a>(
+    rows: impl IntoIterator<Item = &'a FragmentCell>,
+    max_wait_ms: u64,
+) -> Result<()> {
     let mut need: Vec<(&FragRedo, usize)> = Vec::new();
     for cell in rows {
         let Some(r) = &cell.redo else { continue };
@@ -982,7 +991,7 @@ pub(crate) fn wait_for_redo_room<'a>(
         }
     }
     for (r, bytes) in need {
-        r.log.wait_for_room(r.part, bytes)?;
+        r.log.wait_for_room_within(r.part, bytes, max_wait_ms)?;
     }
     Ok(())
 }

@@ -6,8 +6,8 @@
 use super::process_tests::{config_with, data_node, mgm, shell, wait_until};
 use super::remote::RemoteCluster;
 use crate::schema::Value;
-use crate::transport::data::{KeyOp, OpType};
 use crate::transport::NodeState;
+use crate::transport::data::{KeyOp, OpType};
 use std::time::Duration;
 
 /// (used, total) of a `Node N: <what> usage is P%(U 32K pages of total T)` line.

@@ -32,6 +32,11 @@ use crate::transport::data::{DataMsg, KeyOp, OpResult, OpType, TxnKey, TxnState}
 use crate::txn::lock::LockMode;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// How long a prepare waits for room in the node's redo log before it refuses with
+/// 410/1221 (temporary). Short: a worker thread is held meanwhile, and the node's loop
+/// that hands work to the workers must keep up with heartbeats.
+pub const PREPARE_REDO_WAIT_MS: u64 = 100;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
     /// Waiting for the backups' prepare answers.
@@ -152,8 +157,10 @@ impl DataPath {
             }
         }
         // Room in the redo log now, before this replica says prepared: its commit
-        // cannot refuse later (the others may have committed by then).
-        tx.prepare_redo_room()?;
+        // cannot refuse later (the others may have committed by then). A worker waits
+        // briefly only: the node's loop hands it work, and a loop held up misses
+        // heartbeats; the client gets 410 (temporary) and retries.
+        tx.prepare_redo_room(PREPARE_REDO_WAIT_MS)?;
         Ok(reads)
     }
 

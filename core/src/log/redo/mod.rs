@@ -377,7 +377,15 @@ impl RedoLog {
     /// beyond the tail. After RedoOverCommitLimit: 410 (files) or 1221 (buffer). 1220
     /// when `bytes` can never fit. Returns at once when there is room.
     pub fn wait_for_room(&self, part: u32, bytes: usize) -> Result<()> {
+        self.wait_for_room_within(part, bytes, self.inner.cfg.overload_limit_ms)
+    }
+
+    /// [`RedoLog::wait_for_room`] waiting at most `max_wait_ms` (at most
+    /// RedoOverCommitLimit) before 410/1221: for a waiter that must not be held up
+    /// long (a data node's worker thread, which the node's loop hands work to).
+    pub fn wait_for_room_within(&self, part: u32, bytes: usize, max_wait_ms: u64) -> Result<()> {
         let inner = &*self.inner;
+        let max_wait_ms = max_wait_ms.min(inner.cfg.overload_limit_ms);
         let geo = &inner.geo;
         let Some(p) = inner.parts.get(part as usize) else {
             return Err(codes::bad_argument(format_args!("redo log part {part}")));
@@ -408,7 +416,7 @@ impl RedoLog {
                     false => &inner.counters.file_waits,
                 };
                 waits.fetch_add(1, Ordering::Relaxed);
-                now + Duration::from_millis(inner.cfg.overload_limit_ms)
+                now + Duration::from_millis(max_wait_ms)
             });
             if now >= dl {
                 let detail = format_args!(
