@@ -347,9 +347,21 @@ class RndbCluster(Adapter):
         self.c.sql("CREATE TABLE kv (id BIGINT PRIMARY KEY, v VARBINARY(1024) NOT NULL) ENGINE=NDB")
 
     def load(self, n: int, value: bytes) -> None:
-        for s in range(0, n, 100_000):
-            self.c.insert_many("kv", [{"id": k, "v": value} for k in range(s, min(n, s + 100_000))],
-                               batch_size=1000)
+        """insert_many in calls of 1000 rows (one transaction each): a temporary error (410:
+        a data node's redo log is full until its checkpoint frees it) is retried for that
+        call alone, as an NDB application does."""
+        import rndb
+
+        for s in range(0, n, BATCH_LOAD):
+            rows = [{"id": k, "v": value} for k in range(s, min(n, s + BATCH_LOAD))]
+            for attempt in range(LOAD_RETRIES):
+                try:
+                    self.c.insert_many("kv", rows, batch_size=BATCH_LOAD)
+                    break
+                except rndb.TemporaryError:
+                    if attempt == LOAD_RETRIES - 1:
+                        raise
+                    time.sleep(0.1)
 
     def read(self, key: int) -> bytes | None:
         r = self.c.read_many("kv", [key], columns=["v"])[0]
