@@ -150,6 +150,16 @@ impl ProcCluster {
     /// Writes config.ini (DataMemory in MiB; HeartbeatIntervalDbDb if given, else the
     /// default), starts the processes and waits until both data nodes are started.
     pub fn start(tag: &str, data_memory_mb: u64, heartbeat_ms: Option<u64>) -> AnyResult<Self> {
+        Self::start_with(tag, data_memory_mb, heartbeat_ms, "")
+    }
+
+    /// [`ProcCluster::start`] with more `[ndbd default]` lines (`Name=value\n` each).
+    pub fn start_with(
+        tag: &str,
+        data_memory_mb: u64,
+        heartbeat_ms: Option<u64>,
+        extra: &str,
+    ) -> AnyResult<Self> {
         let mgmd = sibling_bin("rndb_mgmd")?;
         let ndbd = sibling_bin("rndbd")?;
         let mut procs = Procs::new(tag)?;
@@ -160,6 +170,7 @@ impl ProcCluster {
         if let Some(hb) = heartbeat_ms {
             t.push_str(&format!("HeartbeatIntervalDbDb={hb}\n"));
         }
+        t.push_str(extra);
         t.push_str(&format!(
             "[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={port}\nDataDir={d}\n"
         ));

@@ -244,7 +244,16 @@ struct Row {
 fn run_size(gb: f64) -> AnyResult<Row> {
     let rows = (gb * ROWS_PER_GB_PER_TABLE) as u64;
     let data_memory_mb = ((gb * 1.7 + 0.25) * 1024.0) as u64;
-    let mut c = ProcCluster::start("tcp-node-restart", data_memory_mb, None)?;
+    // The redo log holds an initial node restart's copy (every row is logged at the
+    // joiner until its first checkpoint after the copy): 16 MB files, 4 parts, enough
+    // files for 1.5 times the rows' bytes (NDB's default, 16 per part, holds 1 GB).
+    let files = ((gb * 1.5 * 1024.0 / 64.0).ceil() as u64).max(16);
+    let mut c = ProcCluster::start_with(
+        "tcp-node-restart",
+        data_memory_mb,
+        None,
+        &format!("NoOfFragmentLogFiles={files}\n"),
+    )?;
     let api = connect(&c, 2)?;
     for t in 0..TABLES {
         api.sql(
