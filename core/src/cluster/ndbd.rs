@@ -291,7 +291,15 @@ fn refetch_config(
         opts.connect_timeout.unwrap_or(Duration::from_secs(30)),
         token,
     )?;
-    let cfg = ClusterConfig::parse(&text, "<from the management server>")
+    parse_config(&text, node_id)
+}
+
+/// The configuration text the management server sent, and node `node_id`'s section.
+fn parse_config(
+    text: &str,
+    node_id: NodeId,
+) -> Result<(ClusterConfig, crate::config::DataNodeConfig)> {
+    let cfg = ClusterConfig::parse(text, "<from the management server>")
         .map_err(|e| codes::bad_config(format!("configuration from the management server: {e}")))?;
     let me = cfg
         .data_node(node_id)
@@ -335,13 +343,7 @@ impl DataNodeProcess {
                 }
             }
         };
-        let cfg = ClusterConfig::parse(&text, "<from the management server>").map_err(|e| {
-            codes::bad_config(format!("configuration from the management server: {e}"))
-        })?;
-        let me = cfg
-            .data_node(node_id)
-            .ok_or_else(|| codes::bad_config(format!("node {node_id} is not a data node")))?
-            .clone();
+        let (cfg, me) = parse_config(&text, node_id)?;
         if opts.initial {
             remove_file_system(&me, node_id)?;
         }

@@ -109,6 +109,45 @@ pub(crate) enum CopyIn {
     },
 }
 
+/// [`DataPath::row_key`]'s bytes — the database in lower case, the table's name, each
+/// NUL-terminated, then the coerced primary key as the table's layout encodes it — for
+/// many keys of one table, reusing its buffers (no allocation per key).
+pub(crate) struct RowKeyEncoder<'a> {
+    rt: &'a crate::api::TableRuntime,
+    coerced: Vec<Value>,
+    key: Vec<u8>,
+    bytes: Vec<u8>,
+    prefix_len: usize,
+}
+
+impl<'a> RowKeyEncoder<'a> {
+    pub(crate) fn new(rt: &'a crate::api::TableRuntime, database: &str) -> RowKeyEncoder<'a> {
+        let bytes = format!("{}\0{}\0", database.to_ascii_lowercase(), rt.def.name).into_bytes();
+        RowKeyEncoder {
+            rt,
+            coerced: Vec::new(),
+            key: Vec::new(),
+            prefix_len: bytes.len(),
+            bytes,
+        }
+    }
+
+    /// The row key of `key` (its primary-key values in key order).
+    pub(crate) fn encode(&mut self, key: &[Value]) -> Result<&[u8]> {
+        let def = &self.rt.def;
+        self.coerced.clear();
+        for (v, &p) in key.iter().zip(&def.primary_key) {
+            let c = &def.columns[p];
+            self.coerced
+                .push(crate::schema::value::coerce(v.clone(), &c.ty, &c.name)?);
+        }
+        def.layout.key_from_values(&self.coerced, &mut self.key);
+        self.bytes.truncate(self.prefix_len);
+        self.bytes.extend_from_slice(&self.key);
+        Ok(&self.bytes)
+    }
+}
+
 impl DataPath {
     /// The tombstone key of a row: database, table and the coerced key bytes.
     pub(crate) fn row_key(&self, database: &str, table: &str, key: &[Value]) -> Result<Vec<u8>> {
@@ -122,20 +161,9 @@ impl DataPath {
         database: &str,
         key: &[Value],
     ) -> Result<Vec<u8>> {
-        let def = &rt.def;
-        let coerced: Vec<Value> = key
-            .iter()
-            .zip(&def.primary_key)
-            .map(|(v, &p)| {
-                let c = &def.columns[p];
-                crate::schema::value::coerce(v.clone(), &c.ty, &c.name)
-            })
-            .collect::<Result<_>>()?;
-        let mut out = format!("{}\0{}\0", database.to_ascii_lowercase(), def.name).into_bytes();
-        let mut kb = Vec::new();
-        def.layout.key_from_values(&coerced, &mut kb);
-        out.extend_from_slice(&kb);
-        Ok(out)
+        RowKeyEncoder::new(rt, database)
+            .encode(key)
+            .map(<[u8]>::to_vec)
     }
 
     /// The lineage of the history this node's rows belong to (`cluster::start_plan`).

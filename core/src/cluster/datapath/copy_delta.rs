@@ -27,7 +27,7 @@
 //! Lock order: `copy_apply` (the copy thread's), then what `DataPath` documents.
 
 use super::DataPath;
-use super::copy::{Applied, Tomb};
+use super::copy::{Applied, RowKeyEncoder, Tomb};
 use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, ScanSpec};
 use crate::error::{Result, codes};
 use crate::schema::Value;
@@ -112,40 +112,16 @@ fn key_hash(row_key: &[u8]) -> u128 {
     xxhash_rust::xxh3::xxh3_128(row_key)
 }
 
-/// [`key_hash`] of [`DataPath::row_key`] for many keys of one table, reusing its
-/// buffers (the same bytes, without an allocation per key).
-struct KeyHasher<'a> {
-    rt: &'a crate::api::TableRuntime,
-    coerced: Vec<Value>,
-    key: Vec<u8>,
-    bytes: Vec<u8>,
-    prefix_len: usize,
-}
+/// [`key_hash`] of [`DataPath::row_key`] for many keys of one table.
+struct KeyHasher<'a>(RowKeyEncoder<'a>);
 
 impl<'a> KeyHasher<'a> {
     fn new(rt: &'a crate::api::TableRuntime, database: &str) -> KeyHasher<'a> {
-        let bytes = format!("{}\0{}\0", database.to_ascii_lowercase(), rt.def.name).into_bytes();
-        KeyHasher {
-            rt,
-            coerced: Vec::new(),
-            key: Vec::new(),
-            prefix_len: bytes.len(),
-            bytes,
-        }
+        KeyHasher(RowKeyEncoder::new(rt, database))
     }
 
     fn hash(&mut self, key: &[Value]) -> Result<u128> {
-        let def = &self.rt.def;
-        self.coerced.clear();
-        for (v, &p) in key.iter().zip(&def.primary_key) {
-            let c = &def.columns[p];
-            self.coerced
-                .push(crate::schema::value::coerce(v.clone(), &c.ty, &c.name)?);
-        }
-        def.layout.key_from_values(&self.coerced, &mut self.key);
-        self.bytes.truncate(self.prefix_len);
-        self.bytes.extend_from_slice(&self.key);
-        Ok(key_hash(&self.bytes))
+        self.0.encode(key).map(key_hash)
     }
 }
 
@@ -347,8 +323,9 @@ impl DataPath {
 mod tests {
     use super::*;
 
-    /// The hasher gives the hash of `row_key`'s bytes (tombstones are hashed from
-    /// those), for keys that need coercion too.
+    /// One hasher over many keys (its buffers reused) gives the hash of each key's own
+    /// `row_key` bytes (tombstones are hashed from those), for keys that need coercion
+    /// too, and tells keys apart.
     #[test]
     fn the_key_hasher_hashes_the_row_key_bytes() {
         let c = crate::api::Cluster::embedded(
