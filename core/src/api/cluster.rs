@@ -81,6 +81,11 @@ pub struct ClusterInner {
     pub(crate) lcp_lock: Mutex<()>,
     /// The id of the next local checkpoint.
     pub(crate) lcp_next_id: AtomicU32,
+    /// One more than the id of the newest local checkpoint completed (0: none yet).
+    pub(crate) lcp_completed_next: AtomicU32,
+    /// A local checkpoint was asked for ([`ClusterInner::request_lcp`]): the LCP driver
+    /// starts one at its next look.
+    pub(crate) lcp_requested: std::sync::atomic::AtomicBool,
     /// What the last local checkpoint wrote.
     pub last_lcp: Mutex<Option<super::lcp::LcpStats>>,
     lcp_driver: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -366,6 +371,8 @@ impl ClusterInner {
             gcp_driver: Mutex::new(None),
             lcp_lock: Mutex::new(()),
             lcp_next_id: AtomicU32::new(1),
+            lcp_completed_next: AtomicU32::new(0),
+            lcp_requested: std::sync::atomic::AtomicBool::new(false),
             partitions_override: AtomicU32::new(0),
             last_lcp: Mutex::new(None),
             lcp_driver: Mutex::new(None),

@@ -537,8 +537,8 @@ impl super::dict::TableRuntime {
 }
 
 /// Starts local checkpoints: when TimeBetweenLocalCheckpoints' worth of redo was
-/// written since the last one began, or at once when a redo part or the undo log is
-/// half full.
+/// written since the last one began, at once when a redo part or the undo log is
+/// half full, and at once when asked (`ClusterInner::request_lcp`).
 pub(crate) fn spawn_lcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread::JoinHandle<()>> {
     let weak: Weak<ClusterInner> = Arc::downgrade(inner);
     let wakeup = inner.lcp_wakeup.clone();
@@ -566,7 +566,11 @@ pub(crate) fn spawn_lcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread:
                 }
                 let (written, fill) = c.redo_written_and_fill();
                 let last = *written_at_last.get_or_insert(written);
-                if written.saturating_sub(last) >= c.lcp_trigger_bytes()
+                let requested = c
+                    .lcp_requested
+                    .swap(false, std::sync::atomic::Ordering::AcqRel);
+                if requested
+                    || written.saturating_sub(last) >= c.lcp_trigger_bytes()
                     || fill >= LCP_URGENT_FILL_PERCENT
                 {
                     written_at_last = Some(written);

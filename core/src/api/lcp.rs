@@ -489,6 +489,10 @@ impl ClusterInner {
         self.remove_dropped_checkpoints()?;
         let mut jobs = Vec::new();
         let r = self.run_lcp_locked(&mut jobs);
+        if let Ok(stats) = &r {
+            self.lcp_completed_next
+                .fetch_max(stats.lcp_id.saturating_add(1), Ordering::AcqRel);
+        }
         if r.is_err() {
             // Their change maps and counts were taken by a scan whose file never
             // became part of a chain: their next LCP writes them in full.
@@ -497,6 +501,22 @@ impl ClusterInner {
             }
         }
         r
+    }
+
+    /// Asks the LCP driver for a local checkpoint now (a node restart's copy wrote
+    /// rows without redo: they are durable only once a checkpoint that starts after
+    /// them completes). Returns the ticket [`ClusterInner::lcp_completed_since`] takes:
+    /// every round with an id at or above it starts after this call.
+    pub(crate) fn request_lcp(&self) -> u32 {
+        let ticket = self.lcp_next_id.load(Ordering::Acquire);
+        self.lcp_requested.store(true, Ordering::Release);
+        self.lcp_wakeup.notify();
+        ticket
+    }
+
+    /// Whether a local checkpoint round numbered `ticket` or later has completed.
+    pub(crate) fn lcp_completed_since(&self, ticket: u32) -> bool {
+        self.lcp_completed_next.load(Ordering::Acquire) > ticket
     }
 
     /// Step 1 and the choice of step 2: every node's keep position, and the fragments

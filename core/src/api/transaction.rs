@@ -139,6 +139,8 @@ pub struct Transaction {
     /// [`Transaction::prepare_redo_room`] found room for every row touched so far: the
     /// commit appends its redo without waiting (it may not fail any more).
     redo_room_checked: bool,
+    /// The commit appends no redo ([`Transaction::set_unlogged`]).
+    unlogged: bool,
     /// `ClusterInner::replica_epoch` when the current group chose its replicas.
     replica_epoch: u64,
 }
@@ -162,6 +164,7 @@ impl Transaction {
             lock_timeout,
             wrote: false,
             redo_room_checked: false,
+            unlogged: false,
             replica_epoch: 0,
         })
     }
@@ -220,6 +223,14 @@ impl Transaction {
         }
         self.redo_room_checked = true;
         Ok(())
+    }
+
+    /// The commit of this transaction writes no redo (NDB's copy fragment: the rows a
+    /// node restart copies are not logged at the starting node). Its changes become
+    /// durable only through a local checkpoint that starts after the commit; until one
+    /// completes, the caller must not count the node's files as restorable.
+    pub(crate) fn set_unlogged(&mut self) {
+        self.unlogged = true;
     }
 
     pub fn op_count(&self) -> usize {
@@ -845,6 +856,7 @@ impl Transaction {
         // that only read appends nothing and never waits).
         if self.wrote
             && !self.redo_room_checked
+            && !self.unlogged
             && let Err(e) = wait_for_redo_room(touched.iter().map(|(c, _, _)| &**c))
         {
             self.touched = touched;
@@ -873,7 +885,11 @@ impl Transaction {
                 }
                 let feeds = touched[i].2 == 0 && cell.has_followers();
                 while i < touched.len() && Arc::ptr_eq(&touched[i].0, &cell) {
-                    f.commit_row_records(self.id, touched[i].1, gci, records, feeds);
+                    if self.unlogged && !feeds {
+                        f.commit_row(self.id, touched[i].1, crate::log::gcp::gci_hi(gci));
+                    } else {
+                        f.commit_row_records(self.id, touched[i].1, gci, records, feeds);
+                    }
                     i += 1;
                 }
                 committed_to.push(Arc::as_ptr(&cell));
@@ -882,6 +898,7 @@ impl Transaction {
                 }
                 if let Some(r) = &cell.redo
                     && !records.is_empty()
+                    && !self.unlogged
                 {
                     r.log.append(r.part, records);
                 }

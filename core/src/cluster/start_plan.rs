@@ -18,8 +18,9 @@
 //! directory, 24 bytes: magic `RNDBCF2\0`, u32 checkpoint LE, u64 lineage LE, CRC-32C
 //! of the first 20 bytes LE; the 16-byte `RNDBCF1\0` form of earlier builds, without a
 //! lineage, reads as lineage 0): u32::MAX from the moment a copy from a peer begins
-//! until it ends, then the checkpoint current at its end (every row copied committed at
-//! or below it); 0 after a fresh start. A checkpoint below the mark is not restorable
+//! until the first local checkpoint after its end has completed (the copy applies its
+//! rows without redo, `datapath::copy`), then the checkpoint current at that moment;
+//! 0 after a fresh start. A checkpoint below the mark is not restorable
 //! on this node: its saved checkpoints of the copy's time hold a part of the rows only.
 //!
 //! The *lineage* names the cluster's history the files belong to: the management

@@ -537,10 +537,12 @@ fn a_node_behind_at_a_system_restart_restores_its_own_checkpoint_and_copies_chan
     assert_eq!(rows[299].as_deref(), Some("v299"));
 }
 
-/// A node that restarted empty (`--initial`) and copied every row keeps its files
-/// complete from then on (the copy is logged, its complete-from mark is set when the
-/// copy ends) and checkpoints again: after one of its local checkpoints, the cluster
-/// restarts from node 3's files alone (node 2 wiped) with every row.
+/// A node that restarted empty (`--initial`) copies every row without logging it (NDB's
+/// copy fragment: the copy does not fill the starting node's redo log), asks for a
+/// local checkpoint at once, and counts its files as restorable only from that
+/// checkpoint on (its complete-from mark). Then it checkpoints as usual: the cluster
+/// restarts from node 3's files alone (node 2 wiped) with every row, the copied ones
+/// included.
 #[test]
 fn a_node_restarted_empty_checkpoints_again_and_its_files_alone_restore_the_cluster() {
     let cfg = config_with(2, 2, "TimeBetweenLocalCheckpoints=6\n");
@@ -565,9 +567,8 @@ fn a_node_restarted_empty_checkpoints_again_and_its_files_alone_restore_the_clus
     wait_until("node 3 started", 30, || {
         nodes[1].status().state == NodeState::Started
     });
-    // Node 3's local engine logs its checkpoints (rndbd writes them to its own
-    // cluster log file).
-    let lcp_lines = |n: &DataNodeProcess| -> Vec<String> {
+    // Node 3's local engine logs to its own cluster log (rndbd writes it to a file).
+    let node_log = |n: &DataNodeProcess, what: &str| -> Vec<String> {
         let data = n.data().expect("data path");
         data.engine
             .inner()
@@ -575,19 +576,54 @@ fn a_node_restarted_empty_checkpoints_again_and_its_files_alone_restore_the_clus
             .log
             .lines(None)
             .into_iter()
-            .filter(|l| l.contains("Local checkpoint"))
+            .filter(|l| l.contains(what))
             .collect()
     };
-    // Enough redo for a local checkpoint to start on its own (2^6 words of 4 bytes).
+    // The 300 rows copied are not in node 3's redo log (nothing else ran meanwhile).
+    {
+        let data = nodes[1].data().expect("data path");
+        let inner = data.engine.inner();
+        let log = inner.data_nodes[0]
+            .log
+            .as_ref()
+            .expect("node 3 keeps a redo log");
+        let records = log.redo.counters().records;
+        assert!(
+            records < 100,
+            "node 3 logged {records} redo records for the copy"
+        );
+    }
+    // The checkpoint the copy asked for completes, and then the mark names the GCI
+    // from which node 3's files restore it.
+    let files_line = || {
+        m.log_lines()
+            .into_iter()
+            .find(|l| l.contains("Node 3: the local checkpoint after the copy completed"))
+    };
+    wait_until("node 3's files count again", 60, || files_line().is_some());
+    let line = files_line().expect("the line");
+    let from: u32 = line
+        .rsplit("from GCI ")
+        .next()
+        .and_then(|g| g.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no GCI in {line:?}"));
+    let fs_dir = nodes[1]
+        .data()
+        .and_then(|d| d.fs_dir())
+        .expect("node 3 keeps files");
+    let (mark, _) =
+        crate::cluster::start_plan::read_complete_from(&crate::disk::io::OsFileSystem, &fs_dir)
+            .expect("read the mark")
+            .expect("node 3 has a mark");
+    assert_eq!(mark, from, "{line}");
+    assert!(!node_log(&nodes[1], "Local checkpoint").is_empty());
+    // Enough redo for local checkpoints to start on their own (2^6 words of 4 bytes).
     let mut gci = 0;
     for batch in 3..12 {
         gci = insert(&api, batch * 100..(batch + 1) * 100);
     }
     api.wait_durable(gci, Duration::from_secs(10))
         .expect("durable");
-    wait_until("a local checkpoint completed on node 3", 60, || {
-        lcp_lines(&nodes[1]).iter().any(|l| l.contains("completed"))
-    });
     api.close();
     for n in nodes {
         assert_eq!(n.stop(), 0);
@@ -597,6 +633,7 @@ fn a_node_restarted_empty_checkpoints_again_and_its_files_alone_restore_the_clus
     let api = client(&m, 2);
     let rows = read(&api, 0..1200);
     assert_eq!(rows.iter().flatten().count(), 1200);
+    assert_eq!(rows[0].as_deref(), Some("v0"));
     assert_eq!(rows[1199].as_deref(), Some("v1199"));
     assert_eq!(local_rows(&nodes[0]), 1200);
     let log = m.log_lines().join("\n");

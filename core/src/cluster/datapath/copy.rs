@@ -15,6 +15,16 @@
 //! 4. after `CopyDone`, tells every live node it is up to date (`NodeReady`); it then
 //!    serves reads and, being the youngest, is primary only when older replicas fail.
 //!
+//! The rows S applies from the copy (and the deletes of a delta copy) are committed
+//! without redo ([`Transaction::set_unlogged`](crate::api::Transaction)), as NDB's
+//! copy fragment does not log at the starting node: an initial node restart of a
+//! large node would otherwise fill its redo log with the copy (410 at 1 GB with the
+//! default log) while the transactions' after-images need it. So S's files restore it
+//! only from a local checkpoint that starts after the copy: at `CopyDone` S asks its
+//! engine for one at once, and only when it has completed does S write its
+//! complete-from mark (until then the mark says "not complete", and a system restart
+//! takes S's rows from its peers). A new join before that clears the wait.
+//!
 //! A node that restored its own checkpoint first (a node restart with its files, the
 //! start plan's choice) offers it in `CopyReq` and keeps the tables that did not
 //! change shape; of those the source sends only the rows changed since, and the node
@@ -109,6 +119,14 @@ pub(crate) enum CopyIn {
     },
 }
 
+/// A finished copy waiting for the local checkpoint that makes this node's files
+/// restorable again (see the module notes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FilesPending {
+    /// The checkpoint ticket (`ClusterInner::request_lcp`).
+    pub lcp_ticket: u32,
+}
+
 /// [`DataPath::row_key`]'s bytes — the database in lower case, the table's name, each
 /// NUL-terminated, then the coerced primary key as the table's layout encodes it — for
 /// many keys of one table, reusing its buffers (no allocation per key).
@@ -171,11 +189,21 @@ impl DataPath {
         self.lineage.load(Ordering::Acquire)
     }
 
+    /// This node's file-system directory (`DataDir/ndb_<id>_fs`; None: diskless).
+    pub(crate) fn fs_dir(&self) -> Option<std::path::PathBuf> {
+        let dir = self.start.data_dir.as_ref()?;
+        Some(dir.join(format!("ndb_{}_fs", self.me)))
+    }
+
     /// This node joined a running cluster: ask who is up to date.
     pub(super) fn begin_join(&self) {
         // From now until the copy ends this node's saved checkpoints hold a part of
-        // the rows only (`cluster::start_plan`).
+        // the rows only (`cluster::start_plan`). An earlier copy's wait for its local
+        // checkpoint ends here: that copy's rows are not this one's.
+        let mut pending = self.files_pending.lock();
+        *pending = None;
         self.mark_complete_from(crate::cluster::start_plan::NOT_COMPLETE);
+        drop(pending);
         *self.copy_in.lock() = CopyIn::Asking { next_query_ms: 0 };
     }
 
@@ -183,10 +211,9 @@ impl DataPath {
     /// failure stops the node: a later system restart could otherwise take a partial
     /// copy for a complete one.
     pub(super) fn mark_complete_from(&self, gci: u32) {
-        let Some(dir) = &self.start.data_dir else {
+        let Some(fs_dir) = self.fs_dir() else {
             return;
         };
-        let fs_dir = dir.join(format!("ndb_{}_fs", self.me));
         if let Err(e) = crate::cluster::start_plan::write_complete_from(
             &crate::disk::io::OsFileSystem,
             &fs_dir,
@@ -199,9 +226,50 @@ impl DataPath {
         }
     }
 
+    /// A transaction of the copy's apply: committed without redo (module notes).
+    pub(super) fn copy_transaction(&self, database: &str) -> Result<crate::api::Transaction> {
+        let mut tx = self.engine.ndb(database).start_transaction()?;
+        tx.set_unlogged();
+        Ok(tx)
+    }
+
+    /// The copy's rows are in memory only: ask the engine for a local checkpoint, and
+    /// write the complete-from mark when it has completed (`files_tick`).
+    fn await_files(&self) {
+        if self.start.data_dir.is_none() {
+            return;
+        }
+        let lcp_ticket = self.engine.inner().request_lcp();
+        *self.files_pending.lock() = Some(FilesPending { lcp_ticket });
+    }
+
+    /// Once the local checkpoint after a copy has completed: every row copied is in
+    /// it, and every later change in the redo after its keep, so the checkpoints from
+    /// the current one on restore this node.
+    fn files_tick(&self) {
+        let mut pending = self.files_pending.lock();
+        let Some(p) = *pending else { return };
+        if !self.engine.inner().lcp_completed_since(p.lcp_ticket) {
+            return;
+        }
+        *pending = None;
+        let from = self.gcp_current_hi();
+        self.mark_complete_from(from);
+        drop(pending);
+        self.log(
+            Severity::Info,
+            &format!(
+                "Node {}: the local checkpoint after the copy completed; this node's files \
+                 restore it from GCI {from}",
+                self.me
+            ),
+        );
+    }
+
     /// The node loop's tick (`now_ms` of its clock).
     pub fn on_tick(&self, now_ms: u64) {
         self.clock_ms.fetch_max(now_ms, Ordering::AcqRel);
+        self.files_tick();
         self.lease_tick(now_ms);
         self.scan_expire(now_ms);
         self.check_marks();
@@ -622,8 +690,9 @@ impl DataPath {
             );
         }
         self.lineage.store(lineage, Ordering::Release);
-        // Every row copied committed at or below the current checkpoint.
-        self.mark_complete_from(self.gcp_current_hi());
+        // The rows copied are not in the redo log: the files count again after the
+        // next local checkpoint.
+        self.await_files();
         let live: Vec<NodeId> = self.members.read().live.iter().copied().collect();
         for n in live {
             self.send(n, DataMsg::NodeReady { node: self.me, seq });
@@ -706,7 +775,6 @@ impl DataPath {
     ) -> Result<Applied> {
         let rt = self.engine.inner().table(database, table)?;
         let pk = rt.def.primary_key.clone();
-        let ndb = self.engine.ndb(database);
         for (n, row) in rows.iter().enumerate().skip(start) {
             if row.len() != rt.def.columns.len() {
                 return Err(codes::internal("copied row has the wrong column count"));
@@ -719,7 +787,7 @@ impl DataPath {
                 None => {}
             }
             let key_pos: Vec<(usize, Value)> = pk.iter().copied().zip(key).collect();
-            let mut tx = ndb.start_transaction()?;
+            let mut tx = self.copy_transaction(database)?;
             tx.define_by_pos(
                 &rt,
                 OpKind::Read(LockMode::Exclusive),

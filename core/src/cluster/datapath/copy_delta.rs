@@ -139,7 +139,6 @@ impl DataPath {
     ) -> Result<Applied> {
         let rt = self.engine.inner().table(database, table)?;
         let pk = rt.def.primary_key.clone();
-        let ndb = self.engine.ndb(database);
         let since = u64::from(d.since_gci);
         for (n, row) in rows
             .iter()
@@ -158,7 +157,7 @@ impl DataPath {
                 None => {}
             }
             let key_pos: Vec<(usize, Value)> = pk.iter().copied().zip(key).collect();
-            let mut tx = ndb.start_transaction()?;
+            let mut tx = self.copy_transaction(database)?;
             tx.define_by_pos(
                 &rt,
                 OpKind::Read(LockMode::Exclusive),
@@ -283,7 +282,7 @@ impl DataPath {
             let rt = self.engine.inner().table(&db, &table)?;
             let key_pos: Vec<(usize, Value)> =
                 rt.def.primary_key.iter().copied().zip(key).collect();
-            let mut tx = self.engine.ndb(&db).start_transaction()?;
+            let mut tx = self.copy_transaction(&db)?;
             tx.define_by_pos(
                 &rt,
                 OpKind::Read(LockMode::Exclusive),

@@ -255,6 +255,10 @@ pub struct DataPath {
     copy_tick_queued: AtomicBool,
     /// The joining side's copy attempts so far.
     join_attempt: AtomicU64,
+    /// A finished copy whose rows (applied without redo) wait for a local checkpoint
+    /// before this node's files count again (`copy`); taken by the tick that writes
+    /// the complete-from mark, cleared by a new join.
+    files_pending: Mutex<Option<copy::FilesPending>>,
     /// The checkpoint this node restored from its own files, offered to the next copy
     /// source until a copy's schema is applied (`copy_delta`).
     delta_offer: Mutex<Option<u32>>,
@@ -424,6 +428,7 @@ impl DataPath {
             chain_gate: RwLock::new(()),
             copy_worker: copy_tx,
             copy_tick_queued: AtomicBool::new(false),
+            files_pending: Mutex::new(None),
             join_attempt: AtomicU64::new(0),
             delta_offer: Mutex::new(start.delta_since),
             lineage: AtomicU64::new(start.lineage),
