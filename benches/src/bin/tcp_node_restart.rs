@@ -22,7 +22,7 @@
 //!
 //! Usage (after `cargo build --release -p rndb-shell`):
 //! `cargo run --release -p rndb-benches --bin tcp_node_restart -- [sizes_gb]` (default
-//! `0.5,1,2`).
+//! `0.5,1,2`); `REDO_FILES=n` sets NoOfFragmentLogFiles (default NDB's 16 per part).
 
 use rndb::cluster::remote::{Pending, RemoteCluster};
 use rndb::schema::Value;
@@ -203,8 +203,7 @@ fn updater(api: &RemoteCluster, rows: u64, traffic: &Traffic) -> AnyResult<()> {
 }
 
 /// SIGKILL of node 3, then a new process for it with `args`: seconds until started.
-/// Node 3 runs for 3 s first: once it has saved a global checkpoint after its last
-/// restart (every 2 s), its files restore it again.
+/// Node 3 runs for 3 s first (and its files count again before: [`wait_files`]).
 fn restart_node3(c: &mut ProcCluster, args: &[&str]) -> AnyResult<f64> {
     std::thread::sleep(Duration::from_secs(3));
     c.procs.kill("n3")?;
@@ -220,6 +219,28 @@ fn restart_node3(c: &mut ProcCluster, args: &[&str]) -> AnyResult<f64> {
     c.spawn_data_node(3, args)?;
     c.wait_started(3600)?;
     Ok(t.elapsed().as_secs_f64())
+}
+
+/// Waits until node 3's files restore it again after its `restarts`-th restart: the
+/// copy is not in its redo log, so they count from the local checkpoint that follows
+/// it (`Node 3: the local checkpoint after the copy completed ...` in the cluster log).
+fn wait_files(c: &ProcCluster, restarts: usize) -> AnyResult<()> {
+    let t = Instant::now();
+    loop {
+        let log =
+            std::fs::read_to_string(c.procs.dir.join("ndb_1_cluster.log")).unwrap_or_default();
+        let n = log
+            .lines()
+            .filter(|l| l.contains("Node 3: the local checkpoint after the copy completed"))
+            .count();
+        if n >= restarts {
+            return Ok(());
+        }
+        if t.elapsed() > Duration::from_secs(600) {
+            return Err("node 3's local checkpoint after its copy did not complete".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The cluster log's last line about the copy to node 3 (what it sent, how long).
@@ -244,16 +265,14 @@ struct Row {
 fn run_size(gb: f64) -> AnyResult<Row> {
     let rows = (gb * ROWS_PER_GB_PER_TABLE) as u64;
     let data_memory_mb = ((gb * 1.7 + 0.25) * 1024.0) as u64;
-    // The redo log holds an initial node restart's copy (every row is logged at the
-    // joiner until its first checkpoint after the copy): 16 MB files, 4 parts, enough
-    // files for 1.5 times the rows' bytes (NDB's default, 16 per part, holds 1 GB).
-    let files = ((gb * 1.5 * 1024.0 / 64.0).ceil() as u64).max(16);
-    let mut c = ProcCluster::start_with(
-        "tcp-node-restart",
-        data_memory_mb,
-        None,
-        &format!("NoOfFragmentLogFiles={files}\n"),
-    )?;
+    // NDB's default redo log (4 parts of 16 files of 16 MB: 1 GB) unless REDO_FILES
+    // names the files per part: the copy of an initial node restart is not logged at
+    // the joiner, so the log need not hold the rows.
+    let redo = match std::env::var("REDO_FILES") {
+        Ok(files) => format!("NoOfFragmentLogFiles={}\n", files.parse::<u32>()?),
+        Err(_) => String::new(),
+    };
+    let mut c = ProcCluster::start_with("tcp-node-restart", data_memory_mb, None, &redo)?;
     let api = connect(&c, 2)?;
     for t in 0..TABLES {
         api.sql(
@@ -339,6 +358,13 @@ fn run_size(gb: f64) -> AnyResult<Row> {
         let api = connect(&c, 2)?;
         check_sample(&api, rows)?;
         api.close();
+        // The next restart from the node's own files needs them restorable again.
+        let t = Instant::now();
+        wait_files(&c, i + 1)?;
+        println!(
+            "    node 3's files restore it again {:.2} s later (its local checkpoint after the copy)",
+            t.elapsed().as_secs_f64()
+        );
     }
     c.procs.keep = std::env::var_os("KEEP").is_some();
     Ok(Row {

@@ -144,6 +144,15 @@ impl MgmConnection {
         })
     }
 
+    /// The address this end of the connection has (what the management server sees as
+    /// the client's host), without the port.
+    pub fn local_host(&self) -> String {
+        self.stream
+            .local_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default()
+    }
+
     /// Sends `msg` and reads the one reply.
     pub fn request(&mut self, msg: &Message) -> Result<Message> {
         write_message(&mut self.stream, msg, &mut self.buf).map_err(|e| io_error("send", e))?;

@@ -21,6 +21,7 @@
 //!
 //! Lock order: `nodes` and the cluster log's lock are leaves (never held together).
 
+mod api_nodes;
 mod commands;
 
 use super::Outbox;
@@ -161,6 +162,7 @@ impl MgmServer {
             started: Instant::now(),
             restart: RestartPlanning::default(),
             commands: commands::NodeCommands::default(),
+            api: api_nodes::ApiSessions::default(),
         };
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -249,6 +251,8 @@ struct Server {
     restart: RestartPlanning,
     /// Commands waiting for the data nodes' answers (`commands`).
     commands: commands::NodeCommands,
+    /// API nodes connected, and single user mode (`api_nodes`).
+    api: api_nodes::ApiSessions,
 }
 
 /// The data nodes' start reports while no data node is started, and the decision once
@@ -372,6 +376,9 @@ impl Server {
                     if known {
                         self.log(Severity::Info, self.me, &format!("Node {peer} Connected"));
                         self.send_addresses(Some(peer));
+                        if self.api.single_user.is_some() {
+                            self.send_single_user(peer);
+                        }
                     } else {
                         self.transport.disconnect(peer);
                     }
@@ -398,6 +405,8 @@ impl Server {
                         );
                         self.on_node_gone(peer);
                     }
+                } else {
+                    self.on_api_conn_gone(peer);
                 }
             }
             Incoming::Message { from, msg } => self.on_message(from, msg),
@@ -406,6 +415,7 @@ impl Server {
 
     fn on_message(&mut self, from: NodeId, msg: Message) {
         match msg {
+            Message::ApiRegReq { node_id, host } => self.on_api_reg(from, node_id, &host),
             Message::ConfigReq {
                 node_id,
                 host,
@@ -460,6 +470,11 @@ impl Server {
                 };
                 if changed_addr {
                     self.send_addresses(None);
+                }
+                // A node that restarted inside its process kept its connection: it
+                // hears the mode again as it starts.
+                if changed_state && self.api.single_user.is_some() {
+                    self.send_single_user(from);
                 }
                 if changed_state && state == NodeState::Started {
                     self.log(Severity::Info, from, "Started");
@@ -647,7 +662,7 @@ impl Server {
             }
             Command::Status(t) => Ok(data_targets(t)?
                 .into_iter()
-                .map(|id| status_line(id, &nodes[&id]))
+                .map(|id| status_line(id, &nodes[&id], self.single_user_shown(nodes[&id].state)))
                 .collect::<Vec<_>>()
                 .join("\n")),
             Command::Start(t) => {
@@ -736,6 +751,8 @@ impl Server {
                 ));
                 Ok(out.join("\n"))
             }
+            Command::EnterSingleUser(id) => self.enter_single_user(id, &nodes),
+            Command::ExitSingleUser => self.exit_single_user(&nodes),
             Command::Help(topic) => Ok(match topic.as_deref().and_then(crate::mgm::help::topic) {
                 Some(t) => t.to_string(),
                 None => REMOTE_HELP.to_string(),
@@ -758,7 +775,7 @@ impl Server {
                 ))
             }
             other => Err(crate::mgm::mgm_error(format!(
-                "{}: not available against a management server (SHOW, STATUS, START, STOP, RESTART, ROLLING RESTART, REPORT, DUMP 1000, CLUSTERLOG, SET and SHUTDOWN are; tables and rows go through an API connection to the data nodes)",
+                "{}: not available against a management server (SHOW, STATUS, START, STOP, RESTART, ROLLING RESTART, REPORT, DUMP 1000, CLUSTERLOG, SET, ENTER/EXIT SINGLE USER MODE and SHUTDOWN are; tables and rows go through an API connection to the data nodes)",
                 command_name(&other)
             ))),
         }
@@ -789,6 +806,9 @@ impl Server {
             }
             let host = e.listen.rsplit_once(':').map_or("", |h| h.0);
             let state = match e.state {
+                Some(NodeState::Started) if self.single_user_shown(e.state) => {
+                    ", single user mode".into()
+                }
                 Some(NodeState::Started) => String::new(),
                 Some(NodeState::NotStarted) => ", not started".into(),
                 Some(NodeState::Starting) => ", starting".into(),
@@ -823,7 +843,12 @@ impl Server {
             "\n[mysqld(API)]\t{} node(s)",
             self.cfg.api_nodes.len()
         ));
+        let connected = self.api.connected();
         for a in &self.cfg.api_nodes {
+            if let Some(host) = connected.get(&a.node_id) {
+                out.push(format!("id={}\t@{host}  ({version})", a.node_id));
+                continue;
+            }
             out.push(format!(
                 "id={} (not connected, accepting connect from {})",
                 a.node_id,
@@ -864,12 +889,15 @@ fn is_local(host: &str) -> bool {
 }
 
 /// `Node 2: started (rndb-0.1.0)` as ndb_mgm prints it.
-fn status_line(id: NodeId, e: &NodeEntry) -> String {
+fn status_line(id: NodeId, e: &NodeEntry, single_user: bool) -> String {
     let version = crate::mgm::VERSION;
     if !e.connected {
         return format!("Node {id}: not connected");
     }
     match e.state {
+        Some(NodeState::Started) if single_user => {
+            format!("Node {id}: single user mode ({version})")
+        }
         Some(NodeState::Started) => format!("Node {id}: started ({version})"),
         Some(NodeState::Starting) => format!(
             "Node {id}: starting (Last completed phase {}) ({version})",
@@ -887,8 +915,6 @@ fn command_name(c: &Command) -> &'static str {
         Command::Report(..) => "REPORT",
         Command::Dump(..) => "DUMP",
         Command::ClusterLog(..) => "CLUSTERLOG",
-        Command::EnterSingleUser(_) => "ENTER SINGLE USER MODE",
-        Command::ExitSingleUser => "EXIT SINGLE USER MODE",
         Command::RollingRestart => "ROLLING RESTART",
         Command::Set { .. } => "SET",
         Command::Backup(_) => "BACKUP",
@@ -915,6 +941,8 @@ CLUSTERLOG ON|OFF|TOGGLE [<severity>]  Enable/disable cluster log severities
 CLUSTERLOG INFO                        Print cluster log information
 SET <Parameter>=<value>                Change a data node parameter
 ROLLING RESTART                        Restart every data node, one at a time
+ENTER SINGLE USER MODE <api node id>   Only that API node may use the cluster
+EXIT SINGLE USER MODE                  Every API node may use the cluster again
 SHUTDOWN                               Shutdown all data and management nodes
 <SQL statement>;                       DDL on every data node; SELECT/SHOW on one
 

@@ -209,3 +209,155 @@ fn report_dump_clusterlog_and_set_against_the_management_server() {
     api.close();
     drop(n2);
 }
+
+/// API clients get node ids from the `[mysqld]`/`[api]` slots (SHOW lists them, a
+/// closed client's id is free again); `ENTER SINGLE USER MODE <id>` lets only that API
+/// node read, write, scan and run SQL (the others get 299), also on a data node that
+/// restarts meanwhile; `EXIT SINGLE USER MODE` lets everyone in again.
+#[test]
+fn api_node_ids_and_single_user_mode_against_the_management_server() {
+    let base = config_with(2, 2, "");
+    let text = format!("{}\n[api]\nNodeId=51\n", base.to_ini());
+    let cfg = crate::config::ClusterConfig::parse(&text, "test.ini").expect("config");
+    let slots: Vec<u32> = cfg.api_nodes.iter().map(|a| a.node_id).collect();
+    assert_eq!(slots.len(), 2, "{slots:?}");
+    let m = mgm(&cfg);
+    let n2 = data_node(&m, 2, false);
+    let n3 = data_node(&m, 3, false);
+    wait_until("both started", 20, || {
+        n2.status().state == NodeState::Started && n3.status().state == NodeState::Started
+    });
+    let connect = || {
+        let api =
+            RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+        wait_until("both data nodes usable", 20, || {
+            api.connected_nodes().len() == 2
+        });
+        api
+    };
+    let a = connect();
+    let b = connect();
+    let extra = connect();
+    let (ida, idb) = (a.node_id().expect("a slot"), b.node_id().expect("a slot"));
+    assert_ne!(ida, idb);
+    assert!(slots.contains(&ida) && slots.contains(&idb));
+    assert_eq!(extra.node_id(), None, "every slot is taken");
+    let mut c = shell(&m);
+    let show = c.command("SHOW").expect("show");
+    for id in [ida, idb] {
+        assert!(show.contains(&format!("id={id}\t@127.0.0.1")), "{show}");
+    }
+    a.sql(
+        "test",
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=NDB",
+    )
+    .expect("create");
+    let insert = |api: &RemoteCluster, id: i64| {
+        api.execute(vec![KeyOp {
+            op: OpType::Insert,
+            database: "test".into(),
+            table: "kv".into(),
+            key: vec![Value::Int(id)],
+            values: vec![(1, Value::Str(format!("v{id}")))],
+            columns: Vec::new(),
+        }])
+    };
+    let read =
+        |api: &RemoteCluster, id: i64| api.read_batch("test", "kv", &[vec![Value::Int(id)]], &[]);
+    insert(&a, 1).expect("insert");
+
+    let out = c
+        .command(&format!("ENTER SINGLE USER MODE {idb}"))
+        .expect("enter");
+    assert_eq!(
+        out,
+        format!("Single user mode entered\nAccess is granted for API node {idb} only.")
+    );
+    // The data nodes hear it over their own connections: wait until both refuse.
+    wait_until("a refused on both nodes", 10, || {
+        (0..4).all(|_| read(&a, 1).is_err_and(|e| e.code == 299))
+    });
+    let e = insert(&a, 2).expect_err("a may not write");
+    assert_eq!(e.code, 299, "{e}");
+    assert!(e.message.contains("single user mode"), "{e}");
+    let e = a.sql("test", "SELECT * FROM kv").expect_err("nor run SQL");
+    assert_eq!(e.code, 299, "{e}");
+    let a_scan = std::sync::Arc::new(connect_scan_client(&m));
+    let e = a_scan
+        .scan_all(super::remote_scan::RemoteScanSpec::table("test", "kv"))
+        .expect_err("nor scan");
+    assert_eq!(e.code, 299, "{e}");
+    let e = read(&extra, 1).expect_err("a client without a node id is refused too");
+    assert_eq!(e.code, 299, "{e}");
+    insert(&b, 3).expect("the single user writes");
+    assert!(read(&b, 3).expect("and reads")[0].is_some());
+    let status = c.command("ALL STATUS").expect("status");
+    assert_eq!(status.matches("single user mode").count(), 2, "{status}");
+    let show = c.command("SHOW").expect("show");
+    assert!(show.contains(", single user mode"), "{show}");
+    let e = c
+        .command("ENTER SINGLE USER MODE 2")
+        .expect_err("2 is a data node");
+    assert!(e.message.contains("node 2 is not an API node"), "{e}");
+    let e = c
+        .command(&format!("ENTER SINGLE USER MODE {ida}"))
+        .expect_err("already on for b");
+    assert!(
+        e.message
+            .contains(&format!("already in single user mode for node {idb}")),
+        "{e}"
+    );
+    // A data node that restarts meanwhile refuses the others too.
+    c.command("3 RESTART").expect("restart");
+    wait_until("node 3 restarted", 60, || {
+        c.command("3 STATUS")
+            .is_ok_and(|s| s.contains("single user mode"))
+            && n3.data().is_some_and(|d| d.single_user() == Some(idb))
+    });
+
+    let out = c.command("EXIT SINGLE USER MODE").expect("exit");
+    assert!(
+        out.starts_with("Exiting single user mode in progress."),
+        "{out}"
+    );
+    wait_until("a reads again", 10, || {
+        (0..4).all(|_| read(&a, 3).is_ok_and(|r| r[0].is_some()))
+    });
+    insert(&a, 4).expect("a writes again");
+    let e = c
+        .command("EXIT SINGLE USER MODE")
+        .expect_err("not in single user mode");
+    assert!(e.message.contains("not in single user mode"), "{e}");
+    // A closed client's id is free again.
+    b.close();
+    wait_until("b's id free", 10, || {
+        c.command("SHOW")
+            .is_ok_and(|s| !s.contains(&format!("id={idb}\t@")))
+    });
+    let d = connect();
+    assert_eq!(d.node_id(), Some(idb));
+    let log = m.log_lines().join("\n");
+    assert!(
+        log.contains(&format!(
+            "Entered single user mode Node {idb} has exclusive access"
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("Node {idb}: API node disconnected")),
+        "{log}"
+    );
+    for api in [&a, &extra, &d] {
+        api.close();
+    }
+    a_scan.close();
+}
+
+/// A client for scans (they take an `Arc`), without a node id (every slot is taken).
+fn connect_scan_client(m: &super::mgmd::MgmServer) -> RemoteCluster {
+    let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+    wait_until("both data nodes usable", 20, || {
+        api.connected_nodes().len() == 2
+    });
+    api
+}

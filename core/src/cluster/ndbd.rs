@@ -910,6 +910,12 @@ impl NodeLoop {
                         self.send_status();
                     }
                     "STOP" => stop.store(true, Ordering::Release),
+                    "SINGLE USER OFF" => self.data.set_single_user(None),
+                    t if t.starts_with("SINGLE USER ") => {
+                        if let Ok(api) = t["SINGLE USER ".len()..].trim().parse::<NodeId>() {
+                            self.data.set_single_user(Some(api));
+                        }
+                    }
                     t if t == "RESTART" || t.starts_with("RESTART ") => {
                         let flags: Vec<&str> = t.split_whitespace().skip(1).collect();
                         let (initial, nostart) = (flags.contains(&"-i"), flags.contains(&"-n"));

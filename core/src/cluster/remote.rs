@@ -1,9 +1,12 @@
 //! An API node's connection to a cluster of `rndbd` processes (NDB API's
 //! `Ndb_cluster_connection` with a `host:port` connectstring).
 //!
-//! Connecting asks the management server for the configuration and where each data
-//! node listens, then opens a transporter connection to every data node (as an
-//! anonymous API peer). Requests carry an id; a receiver thread hands each answer to
+//! Connecting asks the management server for an API node id (`ApiRegReq`: the first
+//! free `[api]`/`[mysqld]` slot, or the connectstring's `nodeid=`; the management
+//! connection stays open while the client runs, and the id is free again when it
+//! closes), for the configuration and where each data node listens, then opens a
+//! transporter connection to every data node under that id (an anonymous API peer
+//! when no slot was free: such a client is refused in single user mode). Requests carry an id; a receiver thread hands each answer to
 //! its waiter. Routing follows `cluster::layout`: a key's reads go to its partition's
 //! primary (the first replica in layout order that is connected and not known to be
 //! starting), a transaction to the primary of its first key's partition (NDB's
@@ -223,6 +226,10 @@ pub struct RemoteCluster {
     tables: Mutex<BTreeMap<(String, String), Arc<TableDef>>>,
     next_req: AtomicU64,
     timeout: Duration,
+    /// The API node id the management server gave (None: every slot was taken).
+    node_id: Option<NodeId>,
+    /// The management connection that holds the node id (closed by `close`).
+    mgm_session: Mutex<Option<MgmConnection>>,
 }
 
 fn answer_req(m: &DataMsg) -> Option<u64> {
@@ -283,6 +290,17 @@ impl RemoteCluster {
     pub fn connect(connectstring: &str, timeout: Duration) -> Result<RemoteCluster> {
         let cs = ConnectString::parse(connectstring)?;
         let mut mgm = MgmConnection::open(&cs, Role::Api, timeout)?;
+        let node_id = match mgm.request(&Message::ApiRegReq {
+            node_id: cs.node_id.unwrap_or(0),
+            host: mgm.local_host(),
+        })? {
+            Message::ApiRegConf { node_id } => (node_id != 0).then_some(node_id),
+            _ => {
+                return Err(codes::internal(
+                    "management server: unexpected reply to ApiRegReq",
+                ));
+            }
+        };
         let (config_text, nodes) = match mgm.request(&Message::Data(DataMsg::ClusterReq))? {
             Message::Data(DataMsg::ClusterConf { config_text, nodes }) => (config_text, nodes),
             _ => {
@@ -296,9 +314,8 @@ impl RemoteCluster {
                 codes::bad_config(format!("configuration from the management server: {e}"))
             })?;
         let (tx, rx) = sync_channel(crate::transport::INBOX_CAPACITY);
-        let transport = TcpTransport::new(0, Role::Api, tx);
-        // An API node is anonymous here: no `[tcp]` section names it.
-        transport.set_send_limits(super::ndbd::send_limits_of(&config, 0));
+        let transport = TcpTransport::new(node_id.unwrap_or(0), Role::Api, tx);
+        transport.set_send_limits(super::ndbd::send_limits_of(&config, node_id.unwrap_or(0)));
         let shared = Arc::new(Shared::default());
         let s2 = shared.clone();
         let receiver = std::thread::Builder::new()
@@ -323,6 +340,8 @@ impl RemoteCluster {
             tables: Mutex::new(BTreeMap::new()),
             next_req: AtomicU64::new(1),
             timeout: timeout.max(Duration::from_secs(1)),
+            node_id,
+            mgm_session: Mutex::new(Some(mgm)),
         };
         if nodes.is_empty() {
             return Err(NdbError::new(
@@ -368,6 +387,13 @@ impl RemoteCluster {
             .map_err(|e| codes::internal(format!("refresher thread: {e}")))?;
         *rc.refresher.lock() = Some(refresher);
         Ok(rc)
+    }
+
+    /// The API node id the management server gave this connection (NDB API's
+    /// `Ndb_cluster_connection::node_id()`); None when every `[api]`/`[mysqld]` slot
+    /// was taken.
+    pub fn node_id(&self) -> Option<NodeId> {
+        self.node_id
     }
 
     /// Data nodes this connection reaches now (connected, and not left out of the
@@ -720,6 +746,8 @@ impl RemoteCluster {
     pub fn close(&self) {
         self.shared.closed.store(true, Ordering::Release);
         self.transport.close();
+        // The node id is free again at the management server.
+        self.mgm_session.lock().take();
         if let Some(t) = self.receiver.lock().take() {
             let _ = t.join();
         }

@@ -309,6 +309,16 @@ pub enum Message {
         ok: bool,
         text: String,
     },
+    /// An API client asks the management server for an API node id (`node_id` 0: the
+    /// first free `[api]`/`[mysqld]` slot whose HostName matches `host`), held while
+    /// this connection stays open; the answer's `node_id` 0 means no slot is free.
+    ApiRegReq {
+        node_id: u32,
+        host: String,
+    },
+    ApiRegConf {
+        node_id: u32,
+    },
     /// The data path (frame kinds 100..=159, `transport::data`).
     Data(super::data::DataMsg),
 }
@@ -321,6 +331,8 @@ mod kind {
     pub const CONFIG_REF: u16 = 12;
     pub const START_PLAN_REQ: u16 = 13;
     pub const START_PLAN_CONF: u16 = 14;
+    pub const API_REG_REQ: u16 = 15;
+    pub const API_REG_CONF: u16 = 16;
     pub const HEARTBEAT: u16 = 20;
     pub const JOIN_REQ: u16 = 21;
     pub const VIEW_PREPARE: u16 = 22;
@@ -373,6 +385,8 @@ impl Message {
             Message::MgmReply { .. } => MGM_REPLY,
             Message::NodeCommand { .. } => NODE_COMMAND,
             Message::NodeCommandReply { .. } => NODE_COMMAND_REPLY,
+            Message::ApiRegReq { .. } => API_REG_REQ,
+            Message::ApiRegConf { .. } => API_REG_CONF,
             Message::Data(d) => d.kind(),
         }
     }
@@ -535,6 +549,11 @@ impl Message {
                 e.bool(*ok);
                 e.str(text);
             }
+            Message::ApiRegReq { node_id, host } => {
+                e.u32(*node_id);
+                e.str(host);
+            }
+            Message::ApiRegConf { node_id } => e.u32(*node_id),
             Message::Data(d) => e.raw(&d.encode_body()),
         }
     }
@@ -669,6 +688,13 @@ impl Message {
                 ok: d.bool("ok")?,
                 text: d.str("reply")?,
             },
+            API_REG_REQ => Message::ApiRegReq {
+                node_id: d.u32("node id")?,
+                host: d.str("host")?,
+            },
+            API_REG_CONF => Message::ApiRegConf {
+                node_id: d.u32("node id")?,
+            },
             k => return Err(WireError::UnknownKind(k)),
         };
         d.finish()?;
@@ -795,6 +821,11 @@ mod tests {
                 ok: true,
                 text: "Node 2: Data usage is 1%(3 32K pages of total 256)".into(),
             },
+            Message::ApiRegReq {
+                node_id: 0,
+                host: "127.0.0.1".into(),
+            },
+            Message::ApiRegConf { node_id: 4 },
         ]
     }
 

@@ -259,6 +259,8 @@ pub struct DataPath {
     /// before this node's files count again (`copy`); taken by the tick that writes
     /// the complete-from mark, cleared by a new join.
     files_pending: Mutex<Option<copy::FilesPending>>,
+    /// Single user mode: the API node allowed (0: off; `set_single_user`).
+    single_user: std::sync::atomic::AtomicU32,
     /// The checkpoint this node restored from its own files, offered to the next copy
     /// source until a copy's schema is applied (`copy_delta`).
     delta_offer: Mutex<Option<u32>>,
@@ -429,6 +431,7 @@ impl DataPath {
             copy_worker: copy_tx,
             copy_tick_queued: AtomicBool::new(false),
             files_pending: Mutex::new(None),
+            single_user: std::sync::atomic::AtomicU32::new(0),
             join_attempt: AtomicU64::new(0),
             delta_offer: Mutex::new(start.delta_since),
             lineage: AtomicU64::new(start.lineage),
@@ -581,6 +584,29 @@ impl DataPath {
 
     pub(crate) fn is_live(&self, n: NodeId) -> bool {
         self.members.read().live.contains(&n)
+    }
+
+    /// Single user mode from the management server (`SINGLE USER <id>` / `OFF`).
+    pub fn set_single_user(&self, api: Option<NodeId>) {
+        self.single_user.store(api.unwrap_or(0), Ordering::Release);
+    }
+
+    /// The API node that has exclusive access, if single user mode is on.
+    pub fn single_user(&self) -> Option<NodeId> {
+        match self.single_user.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
+    /// 299 for an API node other than the single user while single user mode is on.
+    pub(crate) fn check_api_access(&self, api: NodeId) -> Result<()> {
+        match self.single_user() {
+            Some(n) if n != api => Err(crate::api::cluster::single_user_mode_error().detail(
+                format!("data node {} serves only API node {n} now", self.me),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Whether this node's replicas are up to date (it may serve reads and be primary).
@@ -1067,6 +1093,7 @@ impl DataPath {
             if !self.is_ready() {
                 return Err(not_ready(self.me));
             }
+            self.check_api_access(api)?;
             self.check_serving()?;
             self.check_send_load([api])?;
             let rt = self.engine.inner().table(database, table)?;

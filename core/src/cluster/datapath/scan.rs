@@ -141,6 +141,7 @@ impl DataPath {
     }
 
     fn scan_start(&self, api: NodeId, r: ScanReq) -> Result<ScanConf> {
+        self.check_api_access(api)?;
         self.check_scan_serving()?;
         self.check_send_load([api])?;
         {

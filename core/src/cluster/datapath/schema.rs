@@ -76,6 +76,9 @@ impl DataPath {
 
     /// SQL from an API node (on worker 0: DDL is serialized).
     pub(super) fn sql(&self, api: NodeId, req: u64, database: &str, sql: &str) {
+        if let Err(e) = self.check_api_access(api) {
+            return self.send(api, Self::sql_reply(req, &Err(e)));
+        }
         let kind = kind_of(sql);
         let node_tables = super::ndbinfo::reads_node_tables_only(sql);
         if kind == Kind::ReadOnly && self.groups.len() > 1 && !node_tables {

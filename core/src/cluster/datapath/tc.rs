@@ -163,6 +163,9 @@ impl DataPath {
             if !self.is_ready() {
                 return self.refuse(worker, api, req, &super::not_ready(self.me));
             }
+            if let Err(e) = self.check_api_access(api) {
+                return self.refuse(worker, api, req, &e);
+            }
             if let Err(e) = self.check_send_load([api]) {
                 return self.refuse(worker, api, req, &e);
             }

@@ -1,0 +1,194 @@
+//! API nodes at the management server: node ids for API clients, and single user mode.
+//!
+//! - An API client (`RemoteCluster::connect`: Python's `rndb.connect`, the C API's
+//!   `Ndb_cluster_connection`) asks for a node id (`ApiRegReq`) on its management
+//!   connection and keeps that connection open while it runs: the id is the first free
+//!   `[api]`/`[mysqld]` slot whose HostName is empty or names the client's host (or
+//!   the slot the connectstring's `nodeid=` names), as ndb_mgmd allocates; it is free
+//!   again when the connection closes. `SHOW` lists the API nodes connected. When every
+//!   slot is taken the client gets id 0 and goes on without one (ndb_mgmd refuses it
+//!   with "No free node id found for mysqld(API)"; here the old clients without an id
+//!   keep working), and such a client is refused by the data nodes in single user mode.
+//! - `ENTER SINGLE USER MODE <id>` (an `[api]`/`[mysqld]` id of the configuration) and
+//!   `EXIT SINGLE USER MODE`: every connected data node is told (`SINGLE USER <id>` /
+//!   `SINGLE USER OFF`), and so is every data node that connects later, so that a
+//!   node that restarts meanwhile refuses the other API nodes too; the data nodes
+//!   refuse new transactions, reads, scans and SQL from any other API node with 299
+//!   "Operation not allowed due to single user mode". `ALL STATUS` and `SHOW` say
+//!   "single user mode" for the started data nodes while it is on.
+//!
+//! Invariants: an API node id is held by at most one connection; the sessions are kept
+//! in a `BTreeMap` by connection, so their order never depends on hashing.
+
+use super::{NodeEntry, Server, is_local};
+use crate::error::Result;
+use crate::mgm::log::Severity;
+use crate::mgm::mgm_error;
+use crate::transport::{Message, NodeId, NodeState, Transport};
+use std::collections::BTreeMap;
+
+/// The API nodes connected, by their management connection (an anonymous peer id).
+#[derive(Default)]
+pub(super) struct ApiSessions {
+    by_conn: BTreeMap<NodeId, (NodeId, String)>,
+    /// The API node that has exclusive access (single user mode), if any.
+    pub(super) single_user: Option<NodeId>,
+}
+
+impl ApiSessions {
+    /// The connected API nodes: (id, host), by id.
+    pub(super) fn connected(&self) -> BTreeMap<NodeId, String> {
+        self.by_conn.values().cloned().collect()
+    }
+}
+
+impl Server {
+    /// `ApiRegReq` from the management connection `conn`.
+    pub(super) fn on_api_reg(&mut self, conn: NodeId, wanted: NodeId, host: &str) {
+        let id = self.allocate_api_id(conn, wanted, host);
+        match id {
+            Some(id) => {
+                self.api.by_conn.insert(conn, (id, host.to_string()));
+                self.log(
+                    Severity::Info,
+                    self.me,
+                    &format!(
+                        "Node {id}: API node connected from {}",
+                        if host.is_empty() {
+                            "an unnamed host"
+                        } else {
+                            host
+                        }
+                    ),
+                );
+            }
+            None => self.log(
+                Severity::Warning,
+                self.me,
+                &format!(
+                    "An API client at {} connected without a node id: {}",
+                    if host.is_empty() {
+                        "an unnamed host"
+                    } else {
+                        host
+                    },
+                    if wanted != 0 {
+                        format!("API node {wanted} is taken or not in the configuration")
+                    } else {
+                        "every [api]/[mysqld] slot is taken".to_string()
+                    }
+                ),
+            ),
+        }
+        self.transport.send(
+            conn,
+            &Message::ApiRegConf {
+                node_id: id.unwrap_or(0),
+            },
+        );
+    }
+
+    fn allocate_api_id(&self, conn: NodeId, wanted: NodeId, host: &str) -> Option<NodeId> {
+        if let Some((id, _)) = self.api.by_conn.get(&conn) {
+            return Some(*id);
+        }
+        let taken: Vec<NodeId> = self.api.by_conn.values().map(|(id, _)| *id).collect();
+        let host_ok = |slot: &str| {
+            host.is_empty()
+                || slot.is_empty()
+                || slot.eq_ignore_ascii_case(host)
+                || (is_local(host) && is_local(slot))
+        };
+        self.cfg
+            .api_nodes
+            .iter()
+            .filter(|a| wanted == 0 || a.node_id == wanted)
+            .find(|a| !taken.contains(&a.node_id) && host_ok(&a.host_name))
+            .map(|a| a.node_id)
+    }
+
+    /// The management connection `conn` closed: its API node id is free again.
+    pub(super) fn on_api_conn_gone(&mut self, conn: NodeId) {
+        if let Some((id, _)) = self.api.by_conn.remove(&conn) {
+            self.log(
+                Severity::Info,
+                self.me,
+                &format!("Node {id}: API node disconnected"),
+            );
+        }
+    }
+
+    /// `ENTER SINGLE USER MODE <id>`.
+    pub(super) fn enter_single_user(
+        &mut self,
+        id: NodeId,
+        nodes: &BTreeMap<NodeId, NodeEntry>,
+    ) -> Result<String> {
+        let fail = |why: String| {
+            Err(mgm_error(format!(
+                "Entering single user mode for node {id} failed: {why}"
+            )))
+        };
+        if !self.cfg.api_nodes.iter().any(|a| a.node_id == id) {
+            return fail(format!("node {id} is not an API node of this cluster"));
+        }
+        match self.api.single_user {
+            Some(current) if current != id => {
+                return fail(format!(
+                    "the cluster is already in single user mode for node {current}"
+                ));
+            }
+            _ => {}
+        }
+        self.api.single_user = Some(id);
+        for &n in nodes.iter().filter(|(_, e)| e.connected).map(|(n, _)| n) {
+            self.send_single_user(n);
+            self.log(Severity::Info, n, "Entering single user mode");
+            self.log(
+                Severity::Info,
+                n,
+                &format!("Entered single user mode Node {id} has exclusive access"),
+            );
+        }
+        Ok(format!(
+            "Single user mode entered\nAccess is granted for API node {id} only."
+        ))
+    }
+
+    /// `EXIT SINGLE USER MODE`.
+    pub(super) fn exit_single_user(
+        &mut self,
+        nodes: &BTreeMap<NodeId, NodeEntry>,
+    ) -> Result<String> {
+        let Some(was) = self.api.single_user.take() else {
+            return Err(mgm_error(
+                "Exiting single user mode failed: the cluster is not in single user mode",
+            ));
+        };
+        for &n in nodes.iter().filter(|(_, e)| e.connected).map(|(n, _)| n) {
+            self.send_single_user(n);
+            self.log(
+                Severity::Info,
+                n,
+                &format!("Exiting single user mode (node {was} had exclusive access)"),
+            );
+        }
+        Ok("Exiting single user mode in progress.\n\
+            Use ALL STATUS or SHOW to see when single user mode has been exited."
+            .to_string())
+    }
+
+    /// Tells data node `n` the current mode (at the command, and when it connects).
+    pub(super) fn send_single_user(&self, n: NodeId) {
+        let text = match self.api.single_user {
+            Some(id) => format!("SINGLE USER {id}"),
+            None => "SINGLE USER OFF".to_string(),
+        };
+        self.transport.send(n, &Message::MgmCommand { text });
+    }
+
+    /// A started data node's state word in `ALL STATUS` and `SHOW`.
+    pub(super) fn single_user_shown(&self, state: Option<NodeState>) -> bool {
+        self.api.single_user.is_some() && state == Some(NodeState::Started)
+    }
+}
