@@ -133,6 +133,16 @@ impl MgmClient {
         self.server_node_id
     }
 
+    /// This client's API node id (NDB API's `Ndb_cluster_connection::node_id()`): the
+    /// `[api]`/`[mysqld]` slot the management server gave its connection to the data
+    /// nodes (opened now if not yet), held until `close()`; None when every slot was
+    /// taken.
+    #[getter]
+    fn node_id(&self, py: Python<'_>) -> PyResult<Option<u32>> {
+        py.detach(|| guard(|| Ok(self.data()?.node_id())))
+            .map_err(|e| to_pyerr(py, e))
+    }
+
     /// The connectstring it was opened with.
     #[getter]
     fn connectstring(&self) -> &str {

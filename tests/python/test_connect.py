@@ -231,3 +231,58 @@ def test_rows_over_tcp_survive_kill_9_and_a_restart_by_copy(
     except AssertionError:
         raise AssertionError(f"node 3 alone: {last[0]}") from None
     c.close()
+
+
+def test_single_user_mode_against_rndb_mgmd(
+    cluster_dir: tuple[Path, int, list[subprocess.Popen[bytes]]],
+) -> None:
+    """Real processes: a client holds the config's one [mysqld] slot while connected
+    (SHOW lists it); in single user mode for it, a second client (no slot left) gets
+    299 for reads, writes and SQL, and everything works again after EXIT."""
+    d, port, procs = cluster_dir
+    mgmd_bin, ndbd_bin = binaries()
+    spawn(procs, d, str(mgmd_bin), "-f", str(d / "config.ini"))
+    owner = connect_when_up(port)
+    for n in (2, 3):
+        spawn(procs, d, str(ndbd_bin), "-c", f"127.0.0.1:{port}", f"--ndb-nodeid={n}")
+    wait_for(
+        "both data nodes started",
+        30,
+        lambda: owner.mgm("ALL STATUS").count(": started") == 2,
+    )
+    assert "Query OK" in owner.sql("CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(32)) ENGINE=NDB")
+    api_id = owner.node_id
+    assert api_id is not None and api_id > 3, api_id
+    other = rndb.connect(f"127.0.0.1:{port}", timeout=5.0)
+    assert other.node_id is None, "the only [mysqld] slot is taken"
+    assert f"id={api_id}\t@127.0.0.1" in owner.mgm("SHOW")
+    owner.transaction([("insert", "kv", {"id": 1, "v": "a"})])
+
+    out = other.mgm(f"ENTER SINGLE USER MODE {api_id}")
+    assert out == f"Single user mode entered\nAccess is granted for API node {api_id} only."
+
+    def refused() -> bool:
+        try:
+            other.read_many("kv", [1])
+        except rndb.NdbError as e:
+            assert e.code == 299, e
+            return True
+        return False
+
+    wait_for("the other client refused", 10, refused)
+    with pytest.raises(rndb.NdbError) as ei:
+        other.transaction([("insert", "kv", {"id": 2, "v": "b"})])
+    assert ei.value.code == 299 and "single user mode" in str(ei.value), ei.value
+    with pytest.raises(rndb.NdbError) as ei:
+        other.sql("SELECT * FROM kv")
+    assert ei.value.code == 299
+    owner.transaction([("insert", "kv", {"id": 3, "v": "c"})])
+    assert owner.read_many("kv", [1, 3]) == [{"id": 1, "v": "a"}, {"id": 3, "v": "c"}]
+    assert owner.mgm("ALL STATUS").count("single user mode") == 2
+
+    assert other.mgm("EXIT SINGLE USER MODE").startswith("Exiting single user mode in progress.")
+    wait_for("the other client admitted", 10, lambda: not refused())
+    other.transaction([("insert", "kv", {"id": 2, "v": "b"})])
+    assert other.read_many("kv", [2]) == [{"id": 2, "v": "b"}]
+    owner.close()
+    other.close()
