@@ -86,6 +86,10 @@ pub struct ClusterInner {
     /// A local checkpoint was asked for ([`ClusterInner::request_lcp`]): the LCP driver
     /// starts one at its next look.
     pub(crate) lcp_requested: std::sync::atomic::AtomicBool,
+    /// The first LCP round that is part of this node's own restart (paced at
+    /// MaxDiskWriteSpeedOwnRestart), u32::MAX for none: set by
+    /// [`ClusterInner::request_lcp`], cleared when such a round completes.
+    pub(crate) lcp_own_restart_from: AtomicU32,
     /// What the last local checkpoint wrote.
     pub last_lcp: Mutex<Option<super::lcp::LcpStats>>,
     lcp_driver: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -373,6 +377,7 @@ impl ClusterInner {
             lcp_next_id: AtomicU32::new(1),
             lcp_completed_next: AtomicU32::new(0),
             lcp_requested: std::sync::atomic::AtomicBool::new(false),
+            lcp_own_restart_from: AtomicU32::new(u32::MAX),
             partitions_override: AtomicU32::new(0),
             last_lcp: Mutex::new(None),
             lcp_driver: Mutex::new(None),

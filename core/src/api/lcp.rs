@@ -44,7 +44,9 @@
 //! `control_us`).
 //!
 //! Checkpoint writes are paced between MinDiskWriteSpeed and MaxDiskWriteSpeed by how
-//! full the redo log is. An LCP starts when TimeBetweenLocalCheckpoints' worth of redo
+//! full the redo log is; a round asked for by the node's own restart
+//! ([`ClusterInner::request_lcp`]) runs at MaxDiskWriteSpeedOwnRestart (default 200M), as
+//! NDB's does. An LCP starts when TimeBetweenLocalCheckpoints' worth of redo
 //! (4 × 2^n bytes) was written since the previous one started, and at once when a redo
 //! part passes half full (the redo fill hook wakes the driver); the cluster log records
 //! each (`Local checkpoint 13 started. Keep GCI = ... oldest restorable GCI = ...`,
@@ -492,6 +494,9 @@ impl ClusterInner {
         if let Ok(stats) = &r {
             self.lcp_completed_next
                 .fetch_max(stats.lcp_id.saturating_add(1), Ordering::AcqRel);
+            if stats.lcp_id >= self.lcp_own_restart_from.load(Ordering::Acquire) {
+                self.lcp_own_restart_from.store(u32::MAX, Ordering::Release);
+            }
         }
         if r.is_err() {
             // Their change maps and counts were taken by a scan whose file never
@@ -503,12 +508,15 @@ impl ClusterInner {
         r
     }
 
-    /// Asks the LCP driver for a local checkpoint now (a node restart's copy wrote
-    /// rows without redo: they are durable only once a checkpoint that starts after
-    /// them completes). Returns the ticket [`ClusterInner::lcp_completed_since`] takes:
-    /// every round with an id at or above it starts after this call.
+    /// Asks the LCP driver for a local checkpoint now, as part of this node's own
+    /// restart (a node restart's copy wrote rows without redo: they are durable only
+    /// once a checkpoint that starts after them completes), so paced at
+    /// MaxDiskWriteSpeedOwnRestart as NDB paces it. Returns the ticket
+    /// [`ClusterInner::lcp_completed_since`] takes: every round with an id at or above
+    /// it starts after this call.
     pub(crate) fn request_lcp(&self) -> u32 {
         let ticket = self.lcp_next_id.load(Ordering::Acquire);
+        self.lcp_own_restart_from.store(ticket, Ordering::Release);
         self.lcp_requested.store(true, Ordering::Release);
         self.lcp_wakeup.notify();
         ticket
@@ -523,7 +531,7 @@ impl ClusterInner {
     /// with something to write (the others counted idle).
     fn lcp_plan(&self, lcp_id: u32, stats: &mut LcpStats) -> Result<(Vec<NodeRound>, Vec<Job>)> {
         let cfg = self.partial_lcp_config();
-        let (min_speed, max_speed) = self.disk_write_speeds();
+        let (min_speed, max_speed) = self.disk_write_speeds(lcp_id);
         let mut rounds = Vec::new();
         let mut jobs = Vec::new();
         for node in &self.data_nodes {
@@ -990,10 +998,16 @@ impl ClusterInner {
         }
     }
 
-    fn disk_write_speeds(&self) -> (u64, u64) {
+    /// (min, max) write speed of round `lcp_id`: MinDiskWriteSpeed..MaxDiskWriteSpeed,
+    /// or MaxDiskWriteSpeedOwnRestart throughout for a round of the node's own restart.
+    pub(crate) fn disk_write_speeds(&self, lcp_id: u32) -> (u64, u64) {
         let config = self.config.read();
         let dn = config.data_nodes.first();
         let get = |name: &str, default: u64| dn.and_then(|d| d.get_u64(name)).unwrap_or(default);
+        if lcp_id >= self.lcp_own_restart_from.load(Ordering::Acquire) {
+            let own = get("MaxDiskWriteSpeedOwnRestart", 200 << 20);
+            return (own, own);
+        }
         (
             get("MinDiskWriteSpeed", 10 << 20),
             get("MaxDiskWriteSpeed", 20 << 20),

@@ -237,3 +237,31 @@ fn an_initial_start_removes_every_checkpoint_file() {
     assert_eq!(count(&c, "t"), 10);
     c.shutdown();
 }
+
+/// A round asked for by the node's own restart (`request_lcp`: the LCP driver runs it
+/// at once) is paced at MaxDiskWriteSpeedOwnRestart; once it has completed, the rounds
+/// after it are paced between MinDiskWriteSpeed and MaxDiskWriteSpeed again.
+#[test]
+fn a_requested_round_runs_at_the_own_restart_speed_then_the_normal_ones_again() {
+    let fs = MemFileSystem::new();
+    let c = start(&fs, false);
+    c.ndb("test").create_table(spec("t")).expect("t");
+    insert(&c, "t", 0..100, 1);
+    let inner = &c.inner;
+    let next = inner.lcp_next_id.load(std::sync::atomic::Ordering::Acquire);
+    assert_eq!(inner.disk_write_speeds(next), (10 << 20, 20 << 20));
+    let ticket = inner.request_lcp();
+    assert_eq!(ticket, next);
+    assert_eq!(inner.disk_write_speeds(ticket), (200 << 20, 200 << 20));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !inner.lcp_completed_since(ticket) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the requested LCP did not run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let later = inner.lcp_next_id.load(std::sync::atomic::Ordering::Acquire);
+    assert!(later > ticket);
+    assert_eq!(inner.disk_write_speeds(later), (10 << 20, 20 << 20));
+}
