@@ -701,7 +701,14 @@ impl ClusterInner {
                 if let Some(w) = writer.as_mut() {
                     batch.drain_into(w)?;
                 }
-                let wait = pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed());
+                // A round already running when the node's own restart asks for one
+                // (it waits for this round) goes on at the restart's speed too.
+                let wait = if self.lcp_own_restart_from.load(Ordering::Acquire) != u32::MAX {
+                    let own = self.disk_write_speeds(u32::MAX).1;
+                    DiskWritePacer::new(own, own).delay_for(pacing.bytes, pacing.from.elapsed())
+                } else {
+                    pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed())
+                };
                 if !wait.is_zero() {
                     std::thread::sleep(wait.min(Duration::from_millis(100)));
                 }
