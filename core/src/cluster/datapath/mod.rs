@@ -36,7 +36,10 @@
 //! Lock order: a copy's own state (`copy`), then `chain_gate`, then `members`, then
 //! the `tc` map, then `gcp`, then the `lqh` map, then `recent` and `tombstones`; the `copy_out`
 //! map and `copy_in` are leaves (held only to read or swap an entry); no map lock is
-//! held while a message is delivered or the engine is called.
+//! held while a message is delivered or the engine is called. `files_pending` is a leaf
+//! held across the write of the complete-from mark (a file of its own; it reads only the
+//! engine's checkpoint counters meanwhile), so that a new join's "not complete" mark and
+//! a finished copy's mark never cross.
 //!
 //! - **Global checkpoints** (`gcp.rs`): the master data node cuts every node's local
 //!   engine at the same point (prepare: commit decisions held until no commit is in
