@@ -506,8 +506,8 @@ impl ClusterInner {
     pub fn enter_single_user_mode(&self, node_id: u32) -> Result<()> {
         self.check_open()?;
         if !self.api_slots.ids.contains(&node_id) {
-            return Err(codes::bad_argument(format!(
-                "node {node_id} is not an API node of this cluster"
+            return Err(codes::bad_argument(crate::mgm::single_user_text::not_api(
+                node_id,
             )));
         }
         match self
@@ -516,8 +516,8 @@ impl ClusterInner {
         {
             Ok(_) => Ok(()),
             Err(current) if current == node_id => Ok(()),
-            Err(current) => Err(codes::bad_argument(format!(
-                "the cluster is already in single user mode for node {current}"
+            Err(current) => Err(codes::bad_argument(crate::mgm::single_user_text::already(
+                current,
             ))),
         }
     }

@@ -531,7 +531,7 @@ impl ClusterInner {
     /// with something to write (the others counted idle).
     fn lcp_plan(&self, lcp_id: u32, stats: &mut LcpStats) -> Result<(Vec<NodeRound>, Vec<Job>)> {
         let cfg = self.partial_lcp_config();
-        let (min_speed, max_speed) = self.disk_write_speeds(lcp_id);
+        let (min_speed, max_speed) = self.disk_write_speeds();
         let mut rounds = Vec::new();
         let mut jobs = Vec::new();
         for node in &self.data_nodes {
@@ -701,13 +701,13 @@ impl ClusterInner {
                 if let Some(w) = writer.as_mut() {
                     batch.drain_into(w)?;
                 }
-                // A round already running when the node's own restart asks for one
-                // (it waits for this round) goes on at the restart's speed too.
-                let wait = if self.lcp_own_restart_from.load(Ordering::Acquire) != u32::MAX {
-                    let own = self.disk_write_speeds(u32::MAX).1;
-                    DiskWritePacer::new(own, own).delay_for(pacing.bytes, pacing.from.elapsed())
-                } else {
-                    pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed())
+                // The round the node's own restart asked for, and one already running
+                // then (the asked one waits for it), write at the restart's speed.
+                let wait = match self.own_restart_speed() {
+                    Some(own) => {
+                        DiskWritePacer::new(own, own).delay_for(pacing.bytes, pacing.from.elapsed())
+                    }
+                    None => pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed()),
                 };
                 if !wait.is_zero() {
                     std::thread::sleep(wait.min(Duration::from_millis(100)));
@@ -1005,16 +1005,25 @@ impl ClusterInner {
         }
     }
 
-    /// (min, max) write speed of round `lcp_id`: MinDiskWriteSpeed..MaxDiskWriteSpeed,
-    /// or MaxDiskWriteSpeedOwnRestart throughout for a round of the node's own restart.
-    pub(crate) fn disk_write_speeds(&self, lcp_id: u32) -> (u64, u64) {
+    /// MaxDiskWriteSpeedOwnRestart while a round the node's own restart asked for
+    /// ([`ClusterInner::request_lcp`]) has not completed; None otherwise.
+    pub(crate) fn own_restart_speed(&self) -> Option<u64> {
+        if self.lcp_own_restart_from.load(Ordering::Acquire) == u32::MAX {
+            return None;
+        }
+        let config = self.config.read();
+        let dn = config.data_nodes.first();
+        Some(
+            dn.and_then(|d| d.get_u64("MaxDiskWriteSpeedOwnRestart"))
+                .unwrap_or(200 << 20),
+        )
+    }
+
+    /// (min, max) write speed of a round: MinDiskWriteSpeed..MaxDiskWriteSpeed.
+    fn disk_write_speeds(&self) -> (u64, u64) {
         let config = self.config.read();
         let dn = config.data_nodes.first();
         let get = |name: &str, default: u64| dn.and_then(|d| d.get_u64(name)).unwrap_or(default);
-        if lcp_id >= self.lcp_own_restart_from.load(Ordering::Acquire) {
-            let own = get("MaxDiskWriteSpeedOwnRestart", 200 << 20);
-            return (own, own);
-        }
         (
             get("MinDiskWriteSpeed", 10 << 20),
             get("MaxDiskWriteSpeed", 20 << 20),

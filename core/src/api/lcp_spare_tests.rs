@@ -249,10 +249,10 @@ fn a_requested_round_runs_at_the_own_restart_speed_then_the_normal_ones_again() 
     insert(&c, "t", 0..100, 1);
     let inner = &c.inner;
     let next = inner.lcp_next_id.load(std::sync::atomic::Ordering::Acquire);
-    assert_eq!(inner.disk_write_speeds(next), (10 << 20, 20 << 20));
+    assert_eq!(inner.own_restart_speed(), None);
     let ticket = inner.request_lcp();
     assert_eq!(ticket, next);
-    assert_eq!(inner.disk_write_speeds(ticket), (200 << 20, 200 << 20));
+    assert_eq!(inner.own_restart_speed(), Some(200 << 20));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !inner.lcp_completed_since(ticket) {
         assert!(
@@ -263,5 +263,5 @@ fn a_requested_round_runs_at_the_own_restart_speed_then_the_normal_ones_again() 
     }
     let later = inner.lcp_next_id.load(std::sync::atomic::Ordering::Acquire);
     assert!(later > ticket);
-    assert_eq!(inner.disk_write_speeds(later), (10 << 20, 20 << 20));
+    assert_eq!(inner.own_restart_speed(), None);
 }

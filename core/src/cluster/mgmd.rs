@@ -376,9 +376,6 @@ impl Server {
                     if known {
                         self.log(Severity::Info, self.me, &format!("Node {peer} Connected"));
                         self.send_addresses(Some(peer));
-                        if self.api.single_user.is_some() {
-                            self.send_single_user(peer);
-                        }
                     } else {
                         self.transport.disconnect(peer);
                     }
@@ -471,8 +468,9 @@ impl Server {
                 if changed_addr {
                     self.send_addresses(None);
                 }
-                // A node that restarted inside its process kept its connection: it
-                // hears the mode again as it starts.
+                // Every state change: a node that connects (its state unknown until
+                // this report) and one that restarted inside its process (it kept its
+                // connection) hear the mode.
                 if changed_state && self.api.single_user.is_some() {
                     self.send_single_user(from);
                 }
@@ -592,12 +590,7 @@ impl Server {
                 Some(_) => wanted,
             }
         } else {
-            let host_ok = |e: &NodeEntry| {
-                host.is_empty()
-                    || e.host.is_empty()
-                    || e.host.eq_ignore_ascii_case(host)
-                    || (is_local(host) && is_local(&e.host))
-            };
+            let host_ok = |e: &NodeEntry| host_matches(&e.host, host);
             match nodes.iter().find(|(_, e)| free(e) && host_ok(e)) {
                 Some((&id, _)) => id,
                 None => return Err("No free node id found for ndbd(NDB).".to_string()),
@@ -662,7 +655,7 @@ impl Server {
             }
             Command::Status(t) => Ok(data_targets(t)?
                 .into_iter()
-                .map(|id| status_line(id, &nodes[&id], self.single_user_shown(nodes[&id].state)))
+                .map(|id| status_line(id, &nodes[&id], self.api.single_user.is_some()))
                 .collect::<Vec<_>>()
                 .join("\n")),
             Command::Start(t) => {
@@ -806,7 +799,7 @@ impl Server {
             }
             let host = e.listen.rsplit_once(':').map_or("", |h| h.0);
             let state = match e.state {
-                Some(NodeState::Started) if self.single_user_shown(e.state) => {
+                Some(NodeState::Started) if self.api.single_user.is_some() => {
                     ", single user mode".into()
                 }
                 Some(NodeState::Started) => String::new(),
@@ -886,6 +879,15 @@ fn data_targets(nodes: &BTreeMap<NodeId, NodeEntry>, t: Target) -> Result<Vec<No
 
 fn is_local(host: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "::1" | "")
+}
+
+/// Whether a slot's HostName admits a process at `asker` (NDB's allocation: an empty
+/// HostName or an unnamed asker matches anything; loopback names match each other).
+fn host_matches(slot: &str, asker: &str) -> bool {
+    asker.is_empty()
+        || slot.is_empty()
+        || slot.eq_ignore_ascii_case(asker)
+        || (is_local(asker) && is_local(slot))
 }
 
 /// `Node 2: started (rndb-0.1.0)` as ndb_mgm prints it.

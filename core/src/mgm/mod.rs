@@ -380,6 +380,36 @@ pub(crate) fn clusterlog(log: &ClusterLog, c: &ClusterLogCmd) -> String {
     }
 }
 
+/// ENTER/EXIT SINGLE USER MODE as ndb_mgm words them: the embedded cluster's shell
+/// (below, with `ClusterInner::enter_single_user_mode`) and `rndb_mgmd`
+/// (`cluster::mgmd`) say the same.
+pub(crate) mod single_user_text {
+    pub fn not_api(id: u32) -> String {
+        format!("node {id} is not an API node of this cluster")
+    }
+    pub fn already(current: u32) -> String {
+        format!("the cluster is already in single user mode for node {current}")
+    }
+    pub fn enter_failed(id: u32, why: &str) -> String {
+        format!("Entering single user mode for node {id} failed: {why}")
+    }
+    /// The data node's cluster log events, in order.
+    pub const ENTERING_EVENT: &str = "Entering single user mode";
+    pub fn entered_event(id: u32) -> String {
+        format!("Entered single user mode Node {id} has exclusive access")
+    }
+    pub fn entered(id: u32) -> String {
+        format!("Single user mode entered\nAccess is granted for API node {id} only.")
+    }
+    pub const NOT_IN_MODE: &str =
+        "Exiting single user mode failed: the cluster is not in single user mode";
+    pub fn exiting_event(was: u32) -> String {
+        format!("Exiting single user mode (node {was} had exclusive access)")
+    }
+    pub const EXITING: &str = "Exiting single user mode in progress.\n\
+        Use ALL STATUS or SHOW to see when single user mode has been exited.";
+}
+
 fn enter_single_user(cluster: &ClusterInner, id: u32) -> Result<String> {
     if let Err(e) = cluster.enter_single_user_mode(id) {
         let why = e
@@ -388,43 +418,33 @@ fn enter_single_user(cluster: &ClusterInner, id: u32) -> Result<String> {
             .next()
             .unwrap_or(&e.message)
             .to_string();
-        return Err(mgm_error(format!(
-            "Entering single user mode for node {id} failed: {why}"
-        )));
+        return Err(mgm_error(single_user_text::enter_failed(id, &why)));
     }
     for n in &cluster.data_nodes {
-        cluster
-            .mgm
-            .log
-            .event(Severity::Info, n.node_id, "Entering single user mode");
-        cluster.mgm.log.event(
+        let log = &cluster.mgm.log;
+        log.event(Severity::Info, n.node_id, single_user_text::ENTERING_EVENT);
+        log.event(
             Severity::Info,
             n.node_id,
-            &format!("Entered single user mode Node {id} has exclusive access"),
+            &single_user_text::entered_event(id),
         );
     }
-    Ok(format!(
-        "Single user mode entered\nAccess is granted for API node {id} only."
-    ))
+    Ok(single_user_text::entered(id))
 }
 
 fn exit_single_user(cluster: &ClusterInner) -> Result<String> {
     let Some(was) = cluster.single_user_node() else {
-        return Err(mgm_error(
-            "Exiting single user mode failed: the cluster is not in single user mode",
-        ));
+        return Err(mgm_error(single_user_text::NOT_IN_MODE));
     };
     cluster.exit_single_user_mode();
     for n in &cluster.data_nodes {
         cluster.mgm.log.event(
             Severity::Info,
             n.node_id,
-            &format!("Exiting single user mode (node {was} had exclusive access)"),
+            &single_user_text::exiting_event(was),
         );
     }
-    Ok("Exiting single user mode in progress.\n\
-        Use ALL STATUS or SHOW to see when single user mode has been exited."
-        .to_string())
+    Ok(single_user_text::EXITING.to_string())
 }
 
 fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {

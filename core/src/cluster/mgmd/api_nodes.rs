@@ -11,8 +11,9 @@
 //!   keep working), and such a client is refused by the data nodes in single user mode.
 //! - `ENTER SINGLE USER MODE <id>` (an `[api]`/`[mysqld]` id of the configuration) and
 //!   `EXIT SINGLE USER MODE`: every connected data node is told (`SINGLE USER <id>` /
-//!   `SINGLE USER OFF`), and so is every data node that connects later, so that a
-//!   node that restarts meanwhile refuses the other API nodes too; the data nodes
+//!   `SINGLE USER OFF`), and so is every data node at each state it reports later (its first after it
+//!   connects, and each of a restart inside its process), so that a node that restarts
+//!   meanwhile refuses the other API nodes too; the data nodes
 //!   refuse new transactions, reads, scans and SQL from any other API node with 299
 //!   "Operation not allowed due to single user mode". `ALL STATUS` and `SHOW` say
 //!   "single user mode" for the started data nodes while it is on.
@@ -20,11 +21,12 @@
 //! Invariants: an API node id is held by at most one connection; the sessions are kept
 //! in a `BTreeMap` by connection, so their order never depends on hashing.
 
-use super::{NodeEntry, Server, is_local};
+use super::{NodeEntry, Server, host_matches};
 use crate::error::Result;
 use crate::mgm::log::Severity;
 use crate::mgm::mgm_error;
-use crate::transport::{Message, NodeId, NodeState, Transport};
+use crate::mgm::single_user_text as text;
+use crate::transport::{Message, NodeId, Transport};
 use std::collections::BTreeMap;
 
 /// The API nodes connected, by their management connection (an anonymous peer id).
@@ -93,17 +95,11 @@ impl Server {
             return Some(*id);
         }
         let taken: Vec<NodeId> = self.api.by_conn.values().map(|(id, _)| *id).collect();
-        let host_ok = |slot: &str| {
-            host.is_empty()
-                || slot.is_empty()
-                || slot.eq_ignore_ascii_case(host)
-                || (is_local(host) && is_local(slot))
-        };
         self.cfg
             .api_nodes
             .iter()
             .filter(|a| wanted == 0 || a.node_id == wanted)
-            .find(|a| !taken.contains(&a.node_id) && host_ok(&a.host_name))
+            .find(|a| !taken.contains(&a.node_id) && host_matches(&a.host_name, host))
             .map(|a| a.node_id)
     }
 
@@ -124,35 +120,21 @@ impl Server {
         id: NodeId,
         nodes: &BTreeMap<NodeId, NodeEntry>,
     ) -> Result<String> {
-        let fail = |why: String| {
-            Err(mgm_error(format!(
-                "Entering single user mode for node {id} failed: {why}"
-            )))
-        };
+        let fail = |why: String| Err(mgm_error(text::enter_failed(id, &why)));
         if !self.cfg.api_nodes.iter().any(|a| a.node_id == id) {
-            return fail(format!("node {id} is not an API node of this cluster"));
+            return fail(text::not_api(id));
         }
         match self.api.single_user {
-            Some(current) if current != id => {
-                return fail(format!(
-                    "the cluster is already in single user mode for node {current}"
-                ));
-            }
+            Some(current) if current != id => return fail(text::already(current)),
             _ => {}
         }
         self.api.single_user = Some(id);
         for &n in nodes.iter().filter(|(_, e)| e.connected).map(|(n, _)| n) {
             self.send_single_user(n);
-            self.log(Severity::Info, n, "Entering single user mode");
-            self.log(
-                Severity::Info,
-                n,
-                &format!("Entered single user mode Node {id} has exclusive access"),
-            );
+            self.log(Severity::Info, n, text::ENTERING_EVENT);
+            self.log(Severity::Info, n, &text::entered_event(id));
         }
-        Ok(format!(
-            "Single user mode entered\nAccess is granted for API node {id} only."
-        ))
+        Ok(text::entered(id))
     }
 
     /// `EXIT SINGLE USER MODE`.
@@ -161,34 +143,22 @@ impl Server {
         nodes: &BTreeMap<NodeId, NodeEntry>,
     ) -> Result<String> {
         let Some(was) = self.api.single_user.take() else {
-            return Err(mgm_error(
-                "Exiting single user mode failed: the cluster is not in single user mode",
-            ));
+            return Err(mgm_error(text::NOT_IN_MODE));
         };
         for &n in nodes.iter().filter(|(_, e)| e.connected).map(|(n, _)| n) {
             self.send_single_user(n);
-            self.log(
-                Severity::Info,
-                n,
-                &format!("Exiting single user mode (node {was} had exclusive access)"),
-            );
+            self.log(Severity::Info, n, &text::exiting_event(was));
         }
-        Ok("Exiting single user mode in progress.\n\
-            Use ALL STATUS or SHOW to see when single user mode has been exited."
-            .to_string())
+        Ok(text::EXITING.to_string())
     }
 
-    /// Tells data node `n` the current mode (at the command, and when it connects).
+    /// Tells data node `n` the current mode (at the command, and at each state change
+    /// it reports).
     pub(super) fn send_single_user(&self, n: NodeId) {
         let text = match self.api.single_user {
             Some(id) => format!("SINGLE USER {id}"),
             None => "SINGLE USER OFF".to_string(),
         };
         self.transport.send(n, &Message::MgmCommand { text });
-    }
-
-    /// A started data node's state word in `ALL STATUS` and `SHOW`.
-    pub(super) fn single_user_shown(&self, state: Option<NodeState>) -> bool {
-        self.api.single_user.is_some() && state == Some(NodeState::Started)
     }
 }
