@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,54 @@ def test_disk_data_tables_survive_sigkill_and_close(tmp_path: Path) -> None:
         assert c.ndb().execute("select d from t where id = 1000") == [{"d": "life 1"}]
     with rndb.Cluster.embedded(data_dir=d, initial=True, **PARAMS) as c:
         assert c.ndb().tables() == []
+
+
+STOPPED_NODE_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    import rndb
+    params = {"DataMemory": "32M", "NoOfFragmentLogFiles": "3", "FragmentLogFileSize": "4M"}
+    c = rndb.Cluster.embedded(data_dir=sys.argv[1], **params)
+    ndb = c.ndb()
+    ndb.create_table("t", {"id": "INT NOT NULL", "v": "INT"}, primary_key="id")
+    ndb.insert_many("t", [(i, i) for i in range(300)], columns=["id", "v"])
+    out = c.mgm("ROLLING RESTART")
+    assert out.endswith("Rolling restart completed."), out
+    c.mgm("3 STOP")
+    ndb.execute("delete from t where id < 100")
+    tx = ndb.transaction()
+    tx.insert("t", {"id": 1000, "v": 7})
+    tx.commit()
+    c.wait_durable(tx.gci)
+    print("durable", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_node_restarts_on_a_data_directory_and_a_crash_with_a_node_stopped(
+    tmp_path: Path,
+) -> None:
+    """A rolling restart works on a data directory; then, with node 3 stopped, rows
+    change and the process is killed: the system restart recovers them from node 2
+    (node 3's own files, older, would bring the deleted rows back) and restarts node 3
+    by copy."""
+    d = tmp_path / "d"
+    r = subprocess.run(
+        [sys.executable, "-c", STOPPED_NODE_CHILD, str(d)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert "durable" in r.stdout
+    with rndb.Cluster.embedded(data_dir=d, **PARAMS) as c:
+        rows = {row["id"]: row["v"] for row in c.ndb().scan("t")}
+        assert rows == {**{i: i for i in range(100, 300)}, 1000: 7}
+        deadline = time.monotonic() + 60
+        while "Node 3: started" not in c.mgm("ALL STATUS"):
+            assert time.monotonic() < deadline, c.mgm("ALL STATUS")
+            time.sleep(0.05)
+        c.mgm("2 STOP")
+        rows = {row["id"]: row["v"] for row in c.ndb().scan("t")}
+        assert rows == {**{i: i for i in range(100, 300)}, 1000: 7}

@@ -48,6 +48,17 @@ pub struct DataNode {
     pub(crate) start_phase: std::sync::atomic::AtomicU8,
     /// Why the node's last restart failed (None once a restart succeeds).
     pub(crate) restart_failure: parking_lot::Mutex<Option<String>>,
+    /// With a data directory: whether the node's own files (checkpoints and redo)
+    /// restore it, so that the global checkpoints saved from now on name it
+    /// (docs/node-restart.md). False from its stop until its node restart's local
+    /// checkpoint is saved, and for a node a system restart found behind.
+    pub(crate) files_restorable: AtomicBool,
+    /// After a node restart's copy: the first local checkpoint round that counts for
+    /// it (u32::MAX: none awaited).
+    pub(crate) rejoin_from_lcp: AtomicU32,
+    /// The keep position of that round on this node: once the system file holds it,
+    /// the node's files restore it again.
+    pub(crate) rejoin_keep: parking_lot::Mutex<Option<Vec<u64>>>,
 }
 
 pub struct ClusterInner {
@@ -324,9 +335,20 @@ impl ClusterInner {
                 started_at,
                 disk,
                 log: log.clone(),
-                run_state: std::sync::atomic::AtomicU8::new(0),
+                // A node whose files are behind comes up stopped (its replicas dead)
+                // and restarts once the others serve.
+                run_state: std::sync::atomic::AtomicU8::new(
+                    if plan.excluded.contains(&dn.node_id) {
+                        super::node_restart::NodeRunState::Stopped as u8
+                    } else {
+                        super::node_restart::NodeRunState::Started as u8
+                    },
+                ),
                 start_phase: std::sync::atomic::AtomicU8::new(0),
                 restart_failure: parking_lot::Mutex::new(None),
+                files_restorable: AtomicBool::new(!plan.excluded.contains(&dn.node_id)),
+                rejoin_from_lcp: AtomicU32::new(u32::MAX),
+                rejoin_keep: parking_lot::Mutex::new(None),
             }));
         }
         let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();
@@ -404,12 +426,21 @@ impl ClusterInner {
         if let Some(point) = &plan.restore {
             let stats = inner.recover(point, progress)?;
             *inner.restart.lock() = Some(stats);
+            if !plan.excluded.is_empty() {
+                // Their schema files went with their other files.
+                inner.save_schema()?;
+            }
         }
         *inner.gcp_driver.lock() = Some(super::durability::spawn_gcp_driver(&inner)?);
         if inner.data_nodes.iter().any(|n| n.log.is_some()) {
             *inner.lcp_driver.lock() = Some(super::durability::spawn_lcp_driver(&inner)?);
         }
         crate::mgm::on_cluster_start(&inner);
+        // NDB's system restart ends with a node restart of each node that could not
+        // take part in it.
+        for id in &plan.excluded {
+            inner.start_node(*id)?;
+        }
         Ok(inner)
     }
 

@@ -27,17 +27,19 @@
 //! every later operation fails with it.
 
 use super::cluster::{ClusterInner, DataNode};
+use super::node_restart::NodeRunState;
 use crate::config::ClusterConfig;
 use crate::disk::io::FileSystem;
 use crate::error::{NdbError, Result, codes};
 use crate::log::gcp::{GcpSaver, make_gci};
-use crate::log::node::NodeLog;
+use crate::log::node::{NodeLog, NodeSave};
 use crate::log::redo::{self, RedoConfig, RedoLog};
-use crate::log::sysfile::Sysfile;
+use crate::log::sysfile::{NodeBitmask, Sysfile};
 use crate::schema::TableDef;
 use crate::txn::fragment::FragRedo;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -54,12 +56,17 @@ pub(crate) struct StartPlan {
     pub restore: Option<RestorePoint>,
     /// The first GCI commits get.
     pub first_gci_hi: u32,
+    /// Data nodes whose files were behind the restore point (stopped, or their node
+    /// restart unfinished, when the cluster stopped): their files were removed; they
+    /// come up stopped and restart by copying from their node group.
+    pub excluded: Vec<u32>,
 }
 
 pub(crate) struct RestorePoint {
     pub gci_hi: u32,
-    /// Per node: (replay from, replay to) per redo part.
-    pub ranges: Vec<(Vec<u64>, Vec<u64>)>,
+    /// Per node (configuration order): (replay from, replay to) per redo part; None for
+    /// a node whose files do not restore this point (`StartPlan::excluded`).
+    pub ranges: Vec<Option<(Vec<u64>, Vec<u64>)>>,
 }
 
 /// The directory of data node `node_id` under the cluster's base directory.
@@ -107,6 +114,7 @@ pub(crate) fn plan_start(
             logs: vec![None; config.data_nodes.len()],
             restore: None,
             first_gci_hi: 1,
+            excluded: Vec::new(),
         });
     }
     let mut sysfiles = Vec::with_capacity(config.data_nodes.len());
@@ -150,39 +158,70 @@ pub(crate) fn plan_start(
     let mut logs = Vec::with_capacity(config.data_nodes.len());
     if !any {
         for dn in &config.data_nodes {
-            let dir = node_fs_dir(base, dn.node_id);
-            let cfg = RedoConfig::from_node(dn);
-            RedoLog::remove_files(&**fs, &dir)?;
-            let log = RedoLog::create(fs.clone(), &dir, cfg.clone())?;
-            let mut sysfile = Sysfile::new(dn.node_id, cfg.parts as usize);
-            sysfile.store(&**fs, &dir)?;
-            logs.push(Some(Arc::new(NodeLog::new(
-                dn.node_id,
-                fs.clone(),
-                &dir,
-                log,
-                sysfile,
-            ))));
+            logs.push(Some(fresh_node_log(fs, base, dn)?));
         }
         return Ok(StartPlan {
             logs,
             restore: None,
             first_gci_hi: 1,
+            excluded: Vec::new(),
         });
     }
     let sysfiles: Vec<Sysfile> = sysfiles.into_iter().flatten().collect();
-    // The newest checkpoint saved everywhere; 0 when some node never saved one.
-    let gci_hi = sysfiles
+    let ids: Vec<u32> = config.data_nodes.iter().map(|d| d.node_id).collect();
+    let (gci_hi, restoring) =
+        choose_restore_point(&ids, &sysfiles, restore_cap.unwrap_or(u32::MAX));
+    for group in config.node_groups() {
+        if !group.iter().any(|id| restoring.contains(*id)) {
+            return Err(codes::bad_config(format!(
+                "Unable to restart: no node of node group {{{}}} has files that restore GCI \
+                 {gci_hi} (each was stopped, or restarting, when the cluster stopped)",
+                group
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let excluded: Vec<u32> = ids
         .iter()
-        .map(|s| s.last_saved().map_or(0, |g| g.gci_hi))
-        .min()
-        .unwrap_or(0)
-        .min(restore_cap.unwrap_or(u32::MAX));
+        .copied()
+        .filter(|id| !restoring.contains(*id))
+        .collect();
+    if !excluded.is_empty() {
+        // Such a node restarts by copying its rows from its node group, which the
+        // disk-data part of a fragment does not take part in yet: node stops are
+        // refused while disk-data objects exist, so only a data directory written
+        // otherwise gets here.
+        let schema_dir = ids
+            .iter()
+            .find(|id| restoring.contains(**id))
+            .map(|id| node_fs_dir(base, *id));
+        if let Some(dir) = schema_dir
+            && let Some(image) = super::dict_file::load_schema(&**fs, &dir)?
+            && !image.disk_objects().is_empty()
+        {
+            return Err(codes::bad_config(format!(
+                "system restart: the files of data node(s) {excluded:?} are behind GCI \
+                 {gci_hi} and the cluster has disk-data objects; start those nodes with \
+                 --initial"
+            )));
+        }
+    }
     let mut ranges = Vec::with_capacity(sysfiles.len());
     let mut max_gci_seen = 0u64;
     for (dn, mut sf) in config.data_nodes.iter().zip(sysfiles) {
         let dir = node_fs_dir(base, dn.node_id);
         let cfg = RedoConfig::from_node(dn);
+        if !restoring.contains(dn.node_id) {
+            // Behind the restore point: nothing of it is used; it starts empty, as an
+            // initial node restart's files do.
+            remove_node_logs(&**fs, &dir)?;
+            logs.push(Some(fresh_node_log(fs, base, dn)?));
+            ranges.push(None);
+            continue;
+        }
         if sf.parts() != cfg.parts as usize {
             return Err(codes::bad_config(format!(
                 "node {}: NoOfFragmentLogParts is {} but the redo log has {} parts; \
@@ -229,7 +268,7 @@ pub(crate) fn plan_start(
             .fold(max_gci_seen, u64::max);
         let head = scan.end();
         let log = RedoLog::open(fs.clone(), &dir, cfg, &sf.keep, &head)?;
-        ranges.push((sf.keep.clone(), end));
+        ranges.push(Some((sf.keep.clone(), end)));
         logs.push(Some(Arc::new(NodeLog::new(
             dn.node_id,
             fs.clone(),
@@ -242,7 +281,67 @@ pub(crate) fn plan_start(
         logs,
         restore: Some(RestorePoint { gci_hi, ranges }),
         first_gci_hi: gci_hi.max(crate::log::gcp::gci_hi(max_gci_seen)) + 1,
+        excluded,
     })
+}
+
+/// A new, empty redo log and system file for data node `dn` (any left are removed).
+fn fresh_node_log(
+    fs: &Arc<dyn FileSystem>,
+    base: &Path,
+    dn: &crate::config::DataNodeConfig,
+) -> Result<Arc<NodeLog>> {
+    let dir = node_fs_dir(base, dn.node_id);
+    let cfg = RedoConfig::from_node(dn);
+    RedoLog::remove_files(&**fs, &dir)?;
+    let log = RedoLog::create(fs.clone(), &dir, cfg.clone())?;
+    let mut sysfile = Sysfile::new(dn.node_id, cfg.parts as usize);
+    sysfile.store(&**fs, &dir)?;
+    Ok(Arc::new(NodeLog::new(
+        dn.node_id,
+        fs.clone(),
+        &dir,
+        log,
+        sysfile,
+    )))
+}
+
+/// The checkpoint a system restart recovers to, and the nodes whose files restore it:
+/// the newest checkpoint (at most `cap`) that every node its saved entry names has
+/// saved. A crash in the middle of a save leaves some of those nodes one checkpoint
+/// behind; the restart then takes the one before, with the nodes that one names. 0
+/// with every node when none was ever saved everywhere it had to be. (`ids`: the
+/// configured data nodes, in the order of `sysfiles`.)
+pub(crate) fn choose_restore_point(
+    ids: &[u32],
+    sysfiles: &[Sysfile],
+    cap: u32,
+) -> (u32, NodeBitmask) {
+    let all = NodeBitmask::from_ids(ids.iter().copied());
+    let mut candidates: Vec<u32> = sysfiles
+        .iter()
+        .flat_map(|s| s.saved.iter().map(|g| g.gci_hi))
+        .filter(|g| *g <= cap)
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    for &g in candidates.iter().rev() {
+        // Every node that saved g records the same set.
+        let Some(named) = sysfiles.iter().find_map(|s| s.saved_gci(g)) else {
+            continue;
+        };
+        let set = NodeBitmask::from_ids(ids.iter().copied().filter(|id| named.nodes.contains(*id)));
+        let complete = ids
+            .iter()
+            .zip(sysfiles)
+            .filter(|(id, _)| set.contains(**id))
+            .all(|(_, s)| s.saved_gci(g).is_some());
+        if complete && set != NodeBitmask::default() {
+            return (g, set);
+        }
+    }
+    // None complete (the first save was cut by a crash): nothing was durable.
+    (0, all)
 }
 
 impl DataNode {
@@ -305,23 +404,42 @@ impl ClusterInner {
         };
         let t0 = Instant::now();
         let mut undo_secs: BTreeMap<u32, f64> = BTreeMap::new();
-        let first = self
+        // The nodes whose files restore the point; the others come up stopped.
+        let restoring: Vec<&Arc<DataNode>> = self
             .data_nodes
+            .iter()
+            .zip(&point.ranges)
+            .filter(|(_, r)| r.is_some())
+            .map(|(n, _)| n)
+            .collect();
+        let first = restoring
             .first()
             .and_then(|n| n.log.as_ref())
             .ok_or_else(|| codes::internal("system restart without a node log"))?;
         report(
             first.node_id,
             format!(
-                "System restart: recovering to GCI {} (the newest checkpoint every node saved)",
+                "System restart: recovering to GCI {} (the newest checkpoint saved by every node whose files restore it)",
                 point.gci_hi
             ),
         );
+        for n in self.data_nodes.iter().filter(|n| {
+            !n.files_restorable
+                .load(std::sync::atomic::Ordering::Acquire)
+        }) {
+            report(
+                n.node_id,
+                format!(
+                    "Its files are behind GCI {} (the node was stopped, or restarting, when the cluster stopped): they were removed; it restarts by copying from node group {} once the others serve",
+                    point.gci_hi, n.node_group
+                ),
+            );
+        }
         if let Some(image) = super::dict_file::load_schema(&*self.fs, first.fs_dir())? {
             // Disk data first: the tables' fragments look their tablespaces up, and
             // the undo pass brings every disk page back to the checkpoint's start.
             self.reopen_disk_objects(&image)?;
-            for node in &self.data_nodes {
+            for node in &restoring {
                 let t_undo = Instant::now();
                 if let Some(u) = self.undo_node_disk(node)? {
                     let secs = t_undo.elapsed().as_secs_f64();
@@ -367,8 +485,10 @@ impl ClusterInner {
             .map(|t| (t.def.id, t))
             .collect();
         let max_gci = make_gci(point.gci_hi, u32::MAX);
-        for (node, (from, to)) in self.data_nodes.iter().zip(&point.ranges) {
-            let Some(log) = &node.log else { continue };
+        for (node, range) in self.data_nodes.iter().zip(&point.ranges) {
+            let (Some(log), Some((from, to))) = (&node.log, range) else {
+                continue;
+            };
             let t_restore = Instant::now();
             let restored = self.restore_node_fragments(node)?;
             let (restored_fragments, restored_rows) = (restored.fragments, restored.rows);
@@ -447,7 +567,7 @@ impl ClusterInner {
             t.restore_auto_increment();
         }
         stats.total_secs = t0.elapsed().as_secs_f64();
-        for n in &self.data_nodes {
+        for n in &restoring {
             report(
                 n.node_id,
                 format!(
@@ -459,12 +579,63 @@ impl ClusterInner {
         Ok(stats)
     }
 
-    /// The savers of a global checkpoint: every node that writes redo.
-    fn gcp_savers(&self) -> Vec<&dyn GcpSaver> {
-        self.data_nodes
+    /// Runs `f` with the savers of a global checkpoint: every node that writes redo
+    /// and is not stopped (a stopped node's redo and system file stay as they were at
+    /// its stop). Each records the same set of nodes whose files restore the
+    /// checkpoint, decided when the first of them saves: after the checkpoint's GCI is
+    /// closed, so that a node stopped before then, which misses some of its commits, is
+    /// not in it ([`ClusterInner::restorable_nodes`]).
+    fn with_gcp_savers<R>(&self, f: impl FnOnce(&[&dyn GcpSaver]) -> R) -> R {
+        let decided = std::sync::OnceLock::new();
+        let nodes = || *decided.get_or_init(|| self.restorable_nodes());
+        let saves: Vec<NodeSave<'_>> = self
+            .data_nodes
             .iter()
-            .filter_map(|n| n.log.as_deref().map(|l| l as &dyn GcpSaver))
-            .collect()
+            .filter(|n| n.run_state() != NodeRunState::Stopped)
+            .filter_map(|n| n.log.as_deref())
+            .map(|log| NodeSave { log, nodes: &nodes })
+            .collect();
+        let savers: Vec<&dyn GcpSaver> = saves.iter().map(|s| s as &dyn GcpSaver).collect();
+        f(&savers)
+    }
+
+    /// The data nodes whose files restore the global checkpoint being saved: started
+    /// nodes with redo, less those whose files are behind (stopped since, or restarted
+    /// and not yet checkpointed). A restarted node whose local checkpoint after the
+    /// copy is complete and whose system file holds that checkpoint's keep position
+    /// (no older redo is replayed for it: that redo misses what changed while it was
+    /// stopped) is named again from here on.
+    fn restorable_nodes(&self) -> NodeBitmask {
+        let mut set = NodeBitmask::default();
+        for n in &self.data_nodes {
+            let Some(log) = &n.log else { continue };
+            if n.run_state() != NodeRunState::Started {
+                continue;
+            }
+            if !n.files_restorable.load(Ordering::Acquire) {
+                let mut rejoin = n.rejoin_keep.lock();
+                let kept = rejoin
+                    .as_ref()
+                    .is_some_and(|k| log.keep().iter().zip(k).all(|(have, need)| have >= need));
+                if !kept {
+                    continue;
+                }
+                *rejoin = None;
+                n.files_restorable.store(true, Ordering::Release);
+                n.start_phase.store(5, Ordering::Release);
+                let log_event = |text: &str| {
+                    self.mgm
+                        .log
+                        .event(crate::mgm::log::Severity::Info, n.node_id, text)
+                };
+                log_event(
+                    "Start phase 5 completed (node restart): the local checkpoint after the copy is saved; the node's own files restore it from this global checkpoint on",
+                );
+                log_event("Started (node restart)");
+            }
+            set.set(n.node_id);
+        }
+        set
     }
 
     /// Runs a global checkpoint now (graceful shutdown, tests). With checkpoints
@@ -476,8 +647,8 @@ impl ClusterInner {
             self.gcp.wait_durable(gci, EXTERNAL_GCP_WAIT)?;
             return Ok(crate::log::gcp::gci_hi(gci));
         }
-        let savers = self.gcp_savers();
-        self.gcp.force(&savers).inspect_err(|e| self.stop_on(e))
+        self.with_gcp_savers(|savers| self.gcp.force(savers))
+            .inspect_err(|e| self.stop_on(e))
     }
 
     /// Moves the checkpoint number on to `hi` (external checkpoints: the master data
@@ -489,9 +660,7 @@ impl ClusterInner {
     /// Saves the closed checkpoint `hi` on this engine's nodes (external checkpoints).
     /// A failure stops the engine: an fsync is never retried.
     pub fn gcp_save(&self, hi: u32) -> Result<()> {
-        let savers = self.gcp_savers();
-        self.gcp
-            .save_closed(hi, &savers)
+        self.with_gcp_savers(|savers| self.gcp.save_closed(hi, savers))
             .inspect_err(|e| self.stop_on(e))
     }
 
@@ -653,8 +822,7 @@ pub(crate) fn spawn_gcp_driver(inner: &Arc<ClusterInner>) -> Result<std::thread:
                 let sleep_ms = match weak.upgrade() {
                     Some(c) if !c.is_closed() => {
                         let now_ms = started.elapsed().as_millis() as u64;
-                        let savers = c.gcp_savers();
-                        if let Err(e) = c.gcp.on_timer(now_ms, &savers) {
+                        if let Err(e) = c.with_gcp_savers(|savers| c.gcp.on_timer(now_ms, savers)) {
                             c.stop_on(&e);
                             return;
                         }

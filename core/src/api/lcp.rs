@@ -502,7 +502,7 @@ impl ClusterInner {
             // Their change maps and counts were taken by a scan whose file never
             // became part of a chain: their next LCP writes them in full.
             for job in jobs.iter().filter(|j| j.began.load(Ordering::Acquire)) {
-                job.cell.state.lock().lcp_failed();
+                job.cell.state.lock().require_full_lcp();
             }
         }
         r
@@ -536,6 +536,12 @@ impl ClusterInner {
         let mut jobs = Vec::new();
         for node in &self.data_nodes {
             let Some(log) = &node.log else { continue };
+            if node.run_state() != super::node_restart::NodeRunState::Started {
+                // Stopped, or its replicas are being copied (not yet in any chain):
+                // the first round that starts once it has started writes its
+                // replicas in full.
+                continue;
+            }
             let keep = log.redo.head();
             // After the keep: every change its undo record follows has its redo after
             // the keep too (a commit logs undo before redo), so a restart that rolls
@@ -616,6 +622,15 @@ impl ClusterInner {
     fn lcp_complete_nodes(&self, rounds: Vec<NodeRound>, lcp_id: u32) {
         for round in rounds {
             let Some(log) = &round.node.log else { continue };
+            if lcp_id >= round.node.rejoin_from_lcp.load(Ordering::Acquire) {
+                // The round after its node restart's copy: the node's files restore it
+                // once its system file holds this keep (`restorable_nodes`).
+                round
+                    .node
+                    .rejoin_from_lcp
+                    .store(u32::MAX, Ordering::Release);
+                *round.node.rejoin_keep.lock() = Some(round.keep.clone());
+            }
             log.set_keep(round.keep);
             log.set_undo_keep(round.disk_start.undo_lsn.unwrap_or(0));
             self.mgm.log.event(

@@ -31,6 +31,8 @@ mod disk_restart_tests;
 #[cfg(test)]
 mod durability_tests;
 #[cfg(test)]
+mod durable_node_restart_tests;
+#[cfg(test)]
 mod lcp_spare_tests;
 #[cfg(test)]
 mod model_tests;

@@ -16,21 +16,28 @@
 //! [`COPY_BATCH_ROWS`] rows (`txn::fragment::replica`); once copied, a replica is
 //! joining (a backup only), and a follower of the primary until every transaction that
 //! began preparing without it is done; then it is live, and may be primary again. This is an initial node restart's copy (all rows); the node's
-//! own checkpoint is not read (a cluster with a data directory refuses node restarts
-//! for now, see below). The copy runs on a thread of its own; `ALL STATUS` shows the
-//! node `starting (Last completed phase 4)` until it is done, then `started`.
+//! own checkpoint is not read. The copy runs on a thread of its own; `ALL STATUS`
+//! shows the node `starting (Last completed phase 4)` until it is done, then `started`.
 //!
 //! Configuration: a node takes the DataMemory its configuration has when it starts
 //! (`SET DataMemory=...`, then `<id> RESTART` or `ROLLING RESTART`, as with NDB).
 //!
-//! Durability: with a data directory, a stopped node misses global checkpoints, and a
-//! system restart must then know which node's files are behind (NDB's DIH keeps that
-//! per fragment replica). Until that bookkeeping exists, node stops and restarts are
-//! refused on clusters with a data directory.
+//! Durability (with a data directory; docs/node-restart.md "Node restarts of a durable
+//! cluster"): from its stop the node is left out of the set of nodes each saved global
+//! checkpoint names as restoring it (its redo misses what commits meanwhile); it saves
+//! no checkpoint while stopped, and local checkpoints skip it. The copy is not written
+//! to its redo log, so after the copy its replicas are written in full by the next
+//! local checkpoint round, which is asked for at once; once its system file holds that
+//! round's keep position, the checkpoints name it again. A system restart before then
+//! restores the cluster from the other nodes and restarts this one by copy. A stop
+//! waits for a local checkpoint round in progress (none straddles it). Disk-data
+//! objects are not copied by a node restart of a durable cluster yet: with a data
+//! directory and a logfile group or tablespace, stops are refused, and so is creating
+//! one while a node is not started.
 //!
-//! Lock order: the dictionary's read lock (to list tables and to fix the node's state
-//! against a concurrent CREATE TABLE), then a primary's mutex, then the restarting
-//! replica's.
+//! Lock order: the LCP turn (stop only), then the dictionary's read lock (to list
+//! tables and to fix the node's state against a concurrent CREATE TABLE), then the disk
+//! dictionary (stop only), then a primary's mutex, then the restarting replica's.
 
 use super::cluster::{ClusterInner, DataNode};
 use crate::error::{NdbError, Result};
@@ -71,6 +78,13 @@ impl DataNode {
     pub fn start_phase(&self) -> u8 {
         self.start_phase.load(Ordering::Acquire)
     }
+
+    /// Whether the node's own files restore it: always true without redo; with a data
+    /// directory, false from its stop until the local checkpoint after its node
+    /// restart's copy is saved.
+    pub fn restart_complete(&self) -> bool {
+        self.log.is_none() || self.files_restorable.load(Ordering::Acquire)
+    }
 }
 
 fn mgm_error(text: String) -> NdbError {
@@ -100,24 +114,47 @@ impl ClusterInner {
         self.replica_epoch.fetch_add(1, Ordering::AcqRel);
     }
 
-    pub(crate) fn refuse_with_data_dir(&self, id: u32, what: &str) -> Result<()> {
-        if self.data_dir.is_some() {
+    /// Whether the data nodes write redo and checkpoints (a data directory, not
+    /// Diskless).
+    fn durable(&self) -> bool {
+        self.data_nodes.iter().any(|n| n.log.is_some())
+    }
+
+    /// A durable cluster with disk-data objects refuses node stops (see the module
+    /// notes); called with the disk dictionary locked.
+    fn refuse_with_disk_data(&self, id: u32, disk: &super::disk::DiskDict) -> Result<()> {
+        if self.durable() && (disk.logfile_group.is_some() || !disk.tablespaces.is_empty()) {
             return Err(mgm_error(format!(
-                "Node {id}: {what} refused: with a data directory, a node restart must also bring the node's checkpoints and redo log up to date, which is not done yet (a cluster started without a data directory restarts nodes by copying their data from the live replicas). Nothing was changed."
+                "Node {id}: stop refused: the cluster keeps disk-data objects (a logfile group or tablespace) in its data directory, and a node restart of a durable cluster does not copy disk-data fragments yet. Nothing was changed."
             )));
         }
         Ok(())
     }
 
-    /// `<id> STOP` (see the module notes). Returns once the node's replicas are dead
-    /// and its memory freed.
-    pub fn stop_node(&self, id: u32) -> Result<()> {
-        self.check_open()?;
-        let node = self
-            .node(id)
-            .cloned()
-            .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
-        self.refuse_with_data_dir(id, "stop")?;
+    /// Creating a disk-data object is refused in a durable cluster while a data node is
+    /// not started (its node restart would not copy it; see the module notes).
+    pub(crate) fn refuse_disk_ddl_while_node_down(&self) -> Result<()> {
+        if !self.durable() {
+            return Ok(());
+        }
+        if let Some(n) = self
+            .data_nodes
+            .iter()
+            .find(|n| n.run_state() != NodeRunState::Started)
+        {
+            return Err(mgm_error(format!(
+                "Cannot create a disk-data object while data node {} is not started (with a data directory, its node restart does not copy disk-data fragments yet); start it first",
+                n.node_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether `<id> STOP` may stop `node` now: it is started, and another node of its
+    /// group is started and (with a data directory) has completed its restart, so that
+    /// its files can restore the group.
+    fn check_stop(&self, node: &DataNode) -> Result<()> {
+        let id = node.node_id;
         match node.run_state() {
             NodeRunState::Stopped => {
                 return Err(mgm_error(format!("Node {id}: already stopped")));
@@ -135,21 +172,64 @@ impl ClusterInner {
             .find(|g| g.iter().any(|n| n.node_id == id))
             .cloned()
             .unwrap_or_default();
-        if !group
+        let others: Vec<&Arc<DataNode>> = group
             .iter()
-            .any(|n| n.node_id != id && n.run_state() == NodeRunState::Started)
-        {
+            .filter(|n| n.node_id != id && n.run_state() == NodeRunState::Started)
+            .collect();
+        let Some(first_other) = others.first() else {
             return Err(mgm_error(format!(
                 "Shutdown of node {id} failed: Node shutdown would cause system crash (node {id} holds the last live replica of node group {}); use SHUTDOWN to stop the cluster",
                 node.node_group
             )));
+        };
+        if !others.iter().any(|n| n.restart_complete()) {
+            return Err(mgm_error(format!(
+                "Shutdown of node {id} failed: Node shutdown would cause system crash (node {} of node group {} has not yet saved the local checkpoint that completes its node restart, so node {id}'s files are the group's only restorable copy); try again once ALL STATUS shows it started",
+                first_other.node_id, node.node_group
+            )));
         }
+        Ok(())
+    }
+
+    /// `<id> STOP` (see the module notes). Returns once the node's replicas are dead
+    /// and its memory freed.
+    pub fn stop_node(&self, id: u32) -> Result<()> {
+        self.check_open()?;
+        let node = self
+            .node(id)
+            .cloned()
+            .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
+        self.check_stop(&node)?;
+        // No local checkpoint round straddles the stop: one that planned this node's
+        // replicas would otherwise scan them while they are discarded and copied again.
+        // (Checked again once the turn is held: states may have changed meanwhile.)
+        let _lcp = if self.durable() {
+            let turn = self.lcp_turn()?;
+            self.check_stop(&node)?;
+            Some(turn)
+        } else {
+            None
+        };
+        let group = self
+            .node_groups
+            .iter()
+            .find(|g| g.iter().any(|n| n.node_id == id))
+            .cloned()
+            .unwrap_or_default();
         // Fixed against CREATE TABLE: a table created from now on gives this node a
         // dead replica.
         let cells = {
             let _dict = self.dict.read();
+            let disk = self.disk_dict.lock();
+            self.refuse_with_disk_data(id, &disk)?;
             node.set_run_state(NodeRunState::Stopped);
             node.start_phase.store(0, Ordering::Release);
+            // Its files no longer restore it: the checkpoints saved from now on leave
+            // it out (its redo misses what commits from here on).
+            node.files_restorable.store(false, Ordering::Release);
+            node.rejoin_from_lcp.store(u32::MAX, Ordering::Release);
+            *node.rejoin_keep.lock() = None;
+            drop(disk);
             drop(_dict);
             node_cells(self, id)
         };
@@ -194,7 +274,6 @@ impl ClusterInner {
             .node(id)
             .cloned()
             .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
-        self.refuse_with_data_dir(id, "start")?;
         if node.run_state() != NodeRunState::Stopped {
             return Err(mgm_error(format!(
                 "Start failed: node {id} is already {}",
@@ -240,17 +319,43 @@ impl ClusterInner {
                 match cluster.copy_node(&node, &cells) {
                     Ok(rows) => {
                         *node.restart_failure.lock() = None;
-                        node.start_phase.store(5, Ordering::Release);
+                        // The copy is in no checkpoint chain and not in the redo log:
+                        // the first round from here on writes every replica in full
+                        // (rounds skip the node until it is started).
+                        for (_, _, cell) in &cells {
+                            cell.state.lock().require_full_lcp();
+                        }
+                        if !cluster.durable() {
+                            node.start_phase.store(5, Ordering::Release);
+                            node.set_run_state(NodeRunState::Started);
+                            cluster.mgm.log.event(
+                                Severity::Info,
+                                id,
+                                &format!(
+                                    "Start phase 5 completed (node restart): {rows} rows copied in {} ms",
+                                    t0.elapsed().as_millis()
+                                ),
+                            );
+                            cluster.mgm.log.event(Severity::Info, id, "Started (node restart)");
+                            return;
+                        }
+                        // With a data directory the restart completes with the local
+                        // checkpoint after the copy (`restorable_nodes` logs it); the
+                        // node serves meanwhile.
+                        node.rejoin_from_lcp.store(
+                            cluster.lcp_next_id.load(Ordering::Acquire),
+                            Ordering::Release,
+                        );
                         node.set_run_state(NodeRunState::Started);
+                        cluster.request_lcp();
                         cluster.mgm.log.event(
                             Severity::Info,
                             id,
                             &format!(
-                                "Start phase 5 completed (node restart): {rows} rows copied in {} ms",
+                                "Node restart: {rows} rows copied in {} ms; the node serves, and its restart completes with the local checkpoint asked for now",
                                 t0.elapsed().as_millis()
                             ),
                         );
-                        cluster.mgm.log.event(Severity::Info, id, "Started (node restart)");
                     }
                     Err(e) => {
                         for (_, _, cell) in &cells {

@@ -435,19 +435,6 @@ fn data_memory_changes_by_rolling_restart() {
     c.shutdown();
 }
 
-#[test]
-fn node_restarts_with_a_data_directory_are_refused_for_now() {
-    let dir = tempfile::tempdir().expect("dir");
-    let mut cfg = ClusterConfig::embedded(2, 2).expect("config");
-    cfg.set_data_node_param("DataMemory", "16M")
-        .expect("DataMemory");
-    let c = Cluster::embedded_in(cfg, dir.path().to_path_buf()).expect("start");
-    let e = crate::mgm::execute(c.inner(), "3 STOP").expect_err("refused");
-    assert!(e.message.contains("with a data directory"), "{}", e.message);
-    assert!(mgm(&c, "ALL STATUS").contains("Node 3: started"));
-    c.shutdown();
-}
-
 /// Four writers with multi-row transactions (each on its own keys, so its model is
 /// exact) and a thread holding exclusive locks on random keys for a moment (so writers
 /// wait for locks), while the two nodes of the group are restarted in turn,

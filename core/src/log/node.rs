@@ -13,7 +13,7 @@
 
 use super::gcp::GcpSaver;
 use super::redo::{Lsn, RedoLog};
-use super::sysfile::Sysfile;
+use super::sysfile::{NodeBitmask, Sysfile};
 use crate::disk::io::FileSystem;
 use crate::error::{NdbError, Result, codes};
 use parking_lot::Mutex;
@@ -126,8 +126,24 @@ impl NodeLog {
     }
 }
 
-impl GcpSaver for NodeLog {
+/// A node's part of one global checkpoint, recording the data nodes whose
+/// files restore it (decided once per checkpoint by `nodes`, the same set on every
+/// node that saves it).
+pub struct NodeSave<'a> {
+    pub log: &'a NodeLog,
+    pub nodes: &'a (dyn Fn() -> NodeBitmask + Sync),
+}
+
+impl GcpSaver for NodeSave<'_> {
     fn save(&self, gci_hi: u32) -> Result<()> {
+        self.log.save_with(gci_hi, (self.nodes)())
+    }
+}
+
+impl NodeLog {
+    /// Saves checkpoint `gci_hi` on this node (see the module doc), naming `nodes` as
+    /// the ones whose files restore it.
+    pub fn save_with(&self, gci_hi: u32, nodes: NodeBitmask) -> Result<()> {
         if let Some(e) = self.stopped() {
             return Err(e);
         }
@@ -144,7 +160,7 @@ impl GcpSaver for NodeLog {
             Some(prev) => k.iter().zip(&prev.end).map(|(a, b)| *a.min(b)).collect(),
             None => k.clone(),
         });
-        next.push(gci_hi, end);
+        next.push(gci_hi, end, nodes);
         if let Some(applied) = &applied {
             next.set_keep(applied);
         }
@@ -189,6 +205,10 @@ mod tests {
     use crate::log::gcp::make_gci;
     use crate::log::redo::{EncodedRecords, RecordHeader, RedoConfig};
 
+    fn save(node: &NodeLog, gci_hi: u32) -> Result<()> {
+        node.save_with(gci_hi, NodeBitmask::from_ids([node.node_id]))
+    }
+
     fn record(log: &RedoLog, gci_hi: u32) {
         let mut r = EncodedRecords::new();
         let h = RecordHeader {
@@ -221,7 +241,7 @@ mod tests {
         let redo = RedoLog::create(fs.clone(), dir, cfg).expect("redo");
         let node = NodeLog::new(2, fs.clone(), dir, redo.clone(), Sysfile::new(2, 1));
         record(&redo, 4);
-        node.save(4).expect("save 4");
+        save(&node, 4).expect("save 4");
         let end4 = node.sysfile.lock().saved_gci(4).expect("4").end.clone();
         record(&redo, 5);
         // an LCP: keep = the head, past the end of checkpoint 4
@@ -229,12 +249,12 @@ mod tests {
         assert!(keep[0] > end4[0]);
         node.set_keep(keep.clone());
         record(&redo, 5);
-        node.save(5).expect("save 5");
+        save(&node, 5).expect("save 5");
         let sf = Sysfile::load(&*fs, dir).expect("load").expect("sysfile");
         assert!(sf.saved_gci(4).is_some(), "{sf:?}");
         assert_eq!(sf.keep, end4, "keep moved up to the end of 4 only");
         // the rest of the keep is applied with the next checkpoint
-        node.save(6).expect("save 6");
+        save(&node, 6).expect("save 6");
         let sf = Sysfile::load(&*fs, dir).expect("load").expect("sysfile");
         assert_eq!(sf.keep, keep);
         assert!(

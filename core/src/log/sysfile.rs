@@ -13,9 +13,12 @@
 //!
 //! Invariants: saved GCIs strictly increase; each entry has one end LSN per redo part,
 //! never below the previous entry's nor below `keep`; at most [`MAX_SAVED`] entries
-//! (the oldest are dropped). A restart recovers to the newest GCI every node has
-//! saved, and that is at most one checkpoint behind any node's newest (a checkpoint
-//! starts only when the previous one is saved everywhere), so a short history suffices.
+//! (the oldest are dropped). Each entry names the data nodes whose files restore the
+//! cluster at that checkpoint (NDB's DIH keeps the same per fragment replica): a node
+//! that was stopped, or whose node restart has not yet written a local checkpoint of
+//! its own, is left out. A restart recovers to the newest GCI every node of that set
+//! has saved, which is at most one checkpoint behind the newest (a checkpoint starts
+//! only when the previous one is saved everywhere), so a short history suffices.
 
 use crate::disk::io::FileSystem;
 use crate::error::{Result, codes};
@@ -23,20 +26,60 @@ use crate::log::redo::Lsn;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"RNDBSYS\0";
-const FORMAT_VERSION: u32 = 3;
-/// The version before the undo keep LSN was added (read as undo keep 0).
+const FORMAT_VERSION: u32 = 4;
+/// The version before each saved checkpoint named its nodes (read as every node).
+const FORMAT_VERSION_3: u32 = 3;
+/// The version before the undo keep LSN was added (read as undo keep 0, every node).
 const FORMAT_VERSION_2: u32 = 2;
-/// Size of each slot file; a system file is at most 24 + 8 + 32 × 8 + 8 + 16 × (8 + 32 ×
-/// 8) bytes.
+/// Size of each slot file; a system file is at most 32 + 32 × 8 + 8 + 16 × (8 + 24 + 32
+/// × 8) + 4 bytes.
 const SLOT_BYTES: usize = 8192;
 /// Saved checkpoints kept in the file.
 pub const MAX_SAVED: usize = 16;
 
-/// One saved global checkpoint: its number and where it ends in every redo part.
+/// Highest data node id a [`NodeBitmask`] holds (NDB's data node ids are 1..=144).
+pub const MAX_DATA_NODE_ID: u32 = 191;
+
+/// A set of data node ids (NDB's NodeBitmask): bit `id` of the little-endian words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NodeBitmask(pub [u64; 3]);
+
+impl NodeBitmask {
+    /// Every node: what a system file written before nodes were named in it means.
+    pub const ALL: NodeBitmask = NodeBitmask([u64::MAX; 3]);
+
+    pub fn from_ids(ids: impl IntoIterator<Item = u32>) -> NodeBitmask {
+        let mut m = NodeBitmask::default();
+        for id in ids {
+            m.set(id);
+        }
+        m
+    }
+
+    pub fn set(&mut self, id: u32) {
+        assert!(id <= MAX_DATA_NODE_ID, "data node id {id} out of range");
+        self.0[(id / 64) as usize] |= 1 << (id % 64);
+    }
+
+    pub fn contains(&self, id: u32) -> bool {
+        id <= MAX_DATA_NODE_ID && self.0[(id / 64) as usize] & (1 << (id % 64)) != 0
+    }
+
+    /// The ids in the set, ascending (at most [`MAX_DATA_NODE_ID`]).
+    pub fn ids(&self) -> Vec<u32> {
+        (0..=MAX_DATA_NODE_ID)
+            .filter(|&id| self.contains(id))
+            .collect()
+    }
+}
+
+/// One saved global checkpoint: its number, where it ends in every redo part, and the
+/// data nodes whose files restore it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SavedGci {
     pub gci_hi: u32,
     pub end: Vec<Lsn>,
+    pub nodes: NodeBitmask,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +128,8 @@ impl Sysfile {
         self.saved.iter().find(|s| s.gci_hi == gci_hi)
     }
 
-    /// Records a saved checkpoint.
-    pub fn push(&mut self, gci_hi: u32, end: Vec<Lsn>) {
+    /// Records a saved checkpoint that the files of `nodes` restore.
+    pub fn push(&mut self, gci_hi: u32, end: Vec<Lsn>, nodes: NodeBitmask) {
         assert_eq!(end.len(), self.parts(), "one end LSN per redo part");
         if let Some(last) = self.saved.last() {
             assert!(gci_hi > last.gci_hi, "saved GCIs must increase");
@@ -95,7 +138,7 @@ impl Sysfile {
                 "redo end went backwards"
             );
         }
-        self.saved.push(SavedGci { gci_hi, end });
+        self.saved.push(SavedGci { gci_hi, end, nodes });
         if self.saved.len() > MAX_SAVED {
             self.saved.remove(0);
         }
@@ -135,6 +178,9 @@ impl Sysfile {
         for s in &self.saved {
             out.extend_from_slice(&s.gci_hi.to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
+            for w in s.nodes.0 {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
             for e in &s.end {
                 out.extend_from_slice(&e.to_le_bytes());
             }
@@ -160,10 +206,11 @@ impl Sysfile {
         let u32_at =
             |o: usize| u32::from_le_bytes([body[o], body[o + 1], body[o + 2], body[o + 3]]);
         let version = u32_at(8);
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_2 {
+        if ![FORMAT_VERSION, FORMAT_VERSION_3, FORMAT_VERSION_2].contains(&version) {
             return Err(bad(&format!("unknown format version {version}")));
         }
-        let undo_bytes = if version == FORMAT_VERSION { 8 } else { 0 };
+        let undo_bytes = if version == FORMAT_VERSION_2 { 0 } else { 8 };
+        let mask_bytes = if version == FORMAT_VERSION { 24 } else { 0 };
         let u64_at = |o: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&body[o..o + 8]);
@@ -176,7 +223,7 @@ impl Sysfile {
         if parts == 0 || parts > 32 || count > MAX_SAVED {
             return Err(bad("bad counts"));
         }
-        if body.len() != 32 + parts * 8 + undo_bytes + count * (8 + parts * 8) {
+        if body.len() != 32 + parts * 8 + undo_bytes + count * (8 + mask_bytes + parts * 8) {
             return Err(bad("length does not match its counts"));
         }
         let mut at = 32;
@@ -194,6 +241,13 @@ impl Sysfile {
         for _ in 0..count {
             let gci_hi = u32_at(at);
             at += 8;
+            let nodes = if mask_bytes == 0 {
+                NodeBitmask::ALL
+            } else {
+                let m = NodeBitmask([u64_at(at), u64_at(at + 8), u64_at(at + 16)]);
+                at += mask_bytes;
+                m
+            };
             let end: Vec<Lsn> = (0..parts).map(|i| u64_at(at + i * 8)).collect();
             at += parts * 8;
             if let Some(last) = file.saved.last()
@@ -204,7 +258,7 @@ impl Sysfile {
             if end.iter().zip(&file.keep).any(|(e, k)| e < k) {
                 return Err(bad("checkpoint ends before the kept redo"));
             }
-            file.saved.push(SavedGci { gci_hi, end });
+            file.saved.push(SavedGci { gci_hi, end, nodes });
         }
         Ok(file)
     }
@@ -280,8 +334,12 @@ mod tests {
         let mut s = Sysfile::new(3, 4);
         s.keep = vec![0, 4096, 0, 8192];
         s.undo_keep_lsn = 1_234_567;
-        s.push(5, vec![4096, 8192, 0, 8192]);
-        s.push(6, vec![8192, 8192, 4096, 12288]);
+        s.push(
+            5,
+            vec![4096, 8192, 0, 8192],
+            NodeBitmask::from_ids([2, 3, 144]),
+        );
+        s.push(6, vec![8192, 8192, 4096, 12288], NodeBitmask::from_ids([3]));
         s
     }
 
@@ -296,7 +354,7 @@ mod tests {
         assert_eq!(s.generation, 1);
         assert_eq!(Sysfile::load(&fs, dir).unwrap(), Some(s.clone()));
         // the next store goes to the other copy; the newer one wins
-        s.push(7, vec![20_000; 4]);
+        s.push(7, vec![20_000; 4], NodeBitmask::from_ids([2, 3]));
         s.store(&fs, dir).unwrap();
         assert_eq!(Sysfile::load(&fs, dir).unwrap(), Some(s.clone()));
         assert_eq!(s.last_saved().map(|x| x.gci_hi), Some(7));
@@ -310,7 +368,7 @@ mod tests {
         let mut s = sample();
         s.store(&fs, dir).unwrap();
         let older = s.clone();
-        s.push(7, vec![20_000; 4]);
+        s.push(7, vec![20_000; 4], NodeBitmask::from_ids([2, 3]));
         s.store(&fs, dir).unwrap();
         // generation 2 is in P0 (2 % 2): damage it
         let [p0, p1] = sysfile_paths(dir);
@@ -320,11 +378,39 @@ mod tests {
         assert!(Sysfile::load(&fs, dir).is_err(), "both copies damaged");
     }
 
+    /// A version 3 file (before saved checkpoints named their nodes) reads with every
+    /// node in each entry; the bitmask keeps ids up to 191.
+    #[test]
+    fn version_3_reads_as_every_node() {
+        let s = sample();
+        let v4 = s.encode();
+        let parts = s.parts();
+        let mut v3 = v4[..32 + parts * 8 + 8].to_vec();
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let mut at = v3.len();
+        for _ in &s.saved {
+            v3.extend_from_slice(&v4[at..at + 8]);
+            v3.extend_from_slice(&v4[at + 32..at + 32 + parts * 8]);
+            at += 32 + parts * 8;
+        }
+        let crc = crc32c::crc32c(&v3);
+        v3.extend_from_slice(&crc.to_le_bytes());
+        let old = Sysfile::decode(&v3).expect("version 3");
+        assert_eq!(old.saved.len(), 2);
+        for (o, n) in old.saved.iter().zip(&s.saved) {
+            assert_eq!((o.gci_hi, &o.end), (n.gci_hi, &n.end));
+            assert_eq!(o.nodes, NodeBitmask::ALL);
+        }
+        assert_eq!(s.saved[0].nodes.ids(), vec![2, 3, 144]);
+        assert!(!s.saved[1].nodes.contains(2) && s.saved[1].nodes.contains(3));
+        assert!(!NodeBitmask::ALL.contains(MAX_DATA_NODE_ID + 1));
+    }
+
     #[test]
     fn history_is_bounded() {
         let mut s = Sysfile::new(1, 4);
         for g in 1..=40u32 {
-            s.push(g, vec![g as u64 * 10; 4]);
+            s.push(g, vec![g as u64 * 10; 4], NodeBitmask::from_ids([1, 2]));
         }
         assert_eq!(s.saved.len(), MAX_SAVED);
         assert_eq!(s.saved[0].gci_hi, 40 - MAX_SAVED as u32 + 1);

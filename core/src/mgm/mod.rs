@@ -220,9 +220,15 @@ fn status(cluster: &ClusterInner, t: Target) -> Result<String> {
         .iter()
         .map(|&id| {
             use crate::api::node_restart::NodeRunState;
-            match cluster.node(id).map(|n| (n.run_state(), n.start_phase())) {
-                Some((NodeRunState::Stopped, _)) => format!("Node {id}: not connected"),
-                Some((NodeRunState::Starting, phase)) => {
+            let Some(n) = cluster.node(id) else {
+                return format!("Node {id}: {state} ({VERSION})");
+            };
+            match n.run_state() {
+                NodeRunState::Stopped => format!("Node {id}: not connected"),
+                // With a data directory a restarted node serves once copied, and its
+                // restart completes with the local checkpoint after the copy.
+                NodeRunState::Starting | NodeRunState::Started if !n.restart_complete() => {
+                    let phase = n.start_phase();
                     format!("Node {id}: starting (Last completed phase {phase}) ({VERSION})")
                 }
                 _ => format!("Node {id}: {state} ({VERSION})"),
@@ -465,7 +471,6 @@ fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {
         Target::Node(id) => {
             // A node restart here copies the node's data from its live replicas: the
             // same as an initial node restart (-i), which NDB's --initial also does.
-            cluster.refuse_with_data_dir(id, "restart")?;
             cluster.stop_node(id)?;
             let mut out = format!("Node {id}: Node shutdown initiated");
             if flags.nostart {
@@ -483,12 +488,12 @@ fn restart(cluster: &ClusterInner, t: Target, flags: &Flags) -> Result<String> {
 
 /// `ROLLING RESTART`: every data node restarted in turn, never two of one node group
 /// at once: each is stopped, started (its data copied from the live replicas) and
-/// waited for before the next (at most [`ROLLING_RESTART_NODE_TIMEOUT`] each).
+/// waited for before the next (at most [`ROLLING_RESTART_NODE_TIMEOUT`] each); with a
+/// data directory, until its files restore it again (its local checkpoint after the
+/// copy is saved), so that a crash at any moment of the rolling restart leaves every
+/// node group a node to restore from.
 fn rolling_restart(cluster: &ClusterInner) -> Result<String> {
     use crate::api::node_restart::NodeRunState;
-    if let Some(n) = cluster.data_nodes.first() {
-        cluster.refuse_with_data_dir(n.node_id, "rolling restart")?;
-    }
     if let Some(n) = cluster
         .data_nodes
         .iter()
@@ -505,7 +510,7 @@ fn rolling_restart(cluster: &ClusterInner) -> Result<String> {
         let t0 = std::time::Instant::now();
         cluster.stop_node(id)?;
         cluster.start_node(id)?;
-        while n.run_state() != NodeRunState::Started {
+        while n.run_state() != NodeRunState::Started || !n.restart_complete() {
             if n.run_state() == NodeRunState::Stopped {
                 let why = n
                     .restart_failure

@@ -108,8 +108,9 @@ impl Fragment {
         self.lcp_force_full
     }
 
-    /// An LCP that scanned this fragment failed: the next one writes it in full.
-    pub fn lcp_failed(&mut self) {
+    /// The next LCP writes every part: one that scanned this fragment failed, or the
+    /// fragment was copied again by a node restart (its chain holds none of it).
+    pub fn require_full_lcp(&mut self) {
         self.lcp_force_full = true;
     }
 

@@ -1,0 +1,321 @@
+//! Node stops and restarts of an embedded cluster with a data directory, and the
+//! system restarts after them: a stopped node's files are left out of the global
+//! checkpoints saved meanwhile, a system restart recovers from the nodes whose files
+//! hold the newest checkpoint and restarts the others by copy, and a restarted node's
+//! files count again only once the local checkpoint after its copy is saved.
+
+use super::node_restart::NodeRunState;
+use super::*;
+use crate::config::ClusterConfig;
+use crate::log::sysfile::Sysfile;
+use crate::schema::Value;
+use crate::sql::{Session, SqlResult};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn config() -> ClusterConfig {
+    let mut c = ClusterConfig::embedded(2, 2).expect("config");
+    for (k, v) in [
+        ("TimeBetweenGlobalCheckpoints", "20"),
+        ("TimeBetweenEpochs", "3"),
+        ("DataMemory", "16M"),
+        ("NoOfFragmentLogFiles", "3"),
+        ("FragmentLogFileSize", "4M"),
+        ("RedoBuffer", "4M"),
+    ] {
+        c.set_data_node_param(k, v).expect(k);
+    }
+    c
+}
+
+fn open(dir: &Path) -> Cluster {
+    Cluster::embedded_in(config(), dir.to_path_buf()).expect("start")
+}
+
+fn sql(s: &mut Session, q: &str) -> Vec<SqlResult> {
+    s.execute(q).unwrap_or_else(|e| panic!("{q}: {e}"))
+}
+
+fn mgm(c: &Cluster, cmd: &str) -> String {
+    crate::mgm::execute(c.inner(), cmd).unwrap_or_else(|e| panic!("{cmd}: {}", e.message))
+}
+
+/// `t`'s rows by id.
+fn contents(c: &Cluster) -> BTreeMap<i64, i64> {
+    let mut s = Session::new(c.ndb("test"));
+    match sql(&mut s, "SELECT id, v FROM t").pop() {
+        Some(SqlResult::Rows { rows, .. }) => rows
+            .into_iter()
+            .map(|r| match (&r[0], &r[1]) {
+                (Value::Int(k), Value::Int(v)) => (*k, *v),
+                other => panic!("row {other:?}"),
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn apply(c: &Cluster, model: &mut BTreeMap<i64, i64>, q: &str) {
+    let mut s = Session::new(c.ndb("test"));
+    sql(&mut s, q);
+    // The model follows the three statement shapes the tests use.
+    let words: Vec<&str> = q.split_whitespace().collect();
+    match words[0] {
+        "INSERT" => {
+            let body = q.split("VALUES").nth(1).expect("values");
+            for tuple in body.split("),") {
+                let nums: Vec<i64> = tuple
+                    .trim_matches(|ch: char| ch == '(' || ch == ')' || ch.is_whitespace())
+                    .split(',')
+                    .map(|x| x.trim().parse().expect("number"))
+                    .collect();
+                model.insert(nums[0], nums[1]);
+            }
+        }
+        "DELETE" => {
+            // DELETE FROM t WHERE id < N
+            let n: i64 = words[words.len() - 1].parse().expect("bound");
+            model.retain(|k, _| *k >= n);
+        }
+        _ => {
+            // UPDATE t SET v = v + D WHERE id >= N (or v - D)
+            let magnitude: i64 = words[7].parse().expect("delta");
+            let d = if words[6] == "-" {
+                -magnitude
+            } else {
+                magnitude
+            };
+            let n: i64 = words[words.len() - 1].parse().expect("bound");
+            for (_, v) in model.range_mut(n..) {
+                *v += d;
+            }
+        }
+    }
+}
+
+fn insert_range(c: &Cluster, model: &mut BTreeMap<i64, i64>, from: i64, to: i64) {
+    let values: Vec<String> = (from..to).map(|k| format!("({k}, {})", k * 10)).collect();
+    apply(
+        c,
+        model,
+        &format!("INSERT INTO t VALUES {}", values.join(", ")),
+    );
+}
+
+fn node(c: &Cluster, id: u32) -> std::sync::Arc<super::cluster::DataNode> {
+    c.inner().node(id).expect("node").clone()
+}
+
+/// Waits until node `id` has started and its files restore it again.
+fn wait_restart_complete(c: &Cluster, id: u32) {
+    let n = node(c, id);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while n.run_state() != NodeRunState::Started || !n.restart_complete() {
+        assert_ne!(
+            n.run_state(),
+            NodeRunState::Stopped,
+            "node {id} failed to start"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "node {id} did not complete its restart"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Row counts of each of `t`'s replicas on `node_id` (its node's share).
+fn replica_rows(c: &Cluster, node_id: u32) -> u64 {
+    let t = c
+        .inner()
+        .dict
+        .read()
+        .all()
+        .into_iter()
+        .find(|t| t.def.name == "t")
+        .expect("t");
+    t.fragments
+        .iter()
+        .flat_map(|reps| reps.iter())
+        .filter(|cell| cell.node_id == node_id)
+        .map(|cell| cell.state.lock().rows())
+        .sum()
+}
+
+fn sysfile(dir: &Path, id: u32) -> Sysfile {
+    let fs = crate::disk::io::OsFileSystem;
+    Sysfile::load(&fs, &super::durability::node_fs_dir(dir, id))
+        .expect("load")
+        .expect("sysfile")
+}
+
+fn cluster_log(c: &Cluster) -> String {
+    c.inner().mgm.log.lines(None).join("\n")
+}
+
+/// A node stopped while the others commit is left out of the checkpoints saved
+/// meanwhile; the system restart recovers everything from the other node (a restore
+/// from the stopped node's own, older files would lose the later rows and bring back
+/// deleted ones), then restarts the stopped node by copy; after its local checkpoint
+/// the next system restart restores both from their own files.
+#[test]
+fn a_system_restart_recovers_past_a_stopped_node_and_restarts_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut model = BTreeMap::new();
+    {
+        let c = open(dir.path());
+        let mut s = Session::new(c.ndb("test"));
+        sql(
+            &mut s,
+            "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
+        );
+        insert_range(&c, &mut model, 0, 200);
+        c.inner().run_lcp().expect("lcp");
+        c.inner().force_gcp().expect("gcp");
+        mgm(&c, "3 STOP");
+        let frozen = sysfile(dir.path(), 3);
+        insert_range(&c, &mut model, 200, 300);
+        apply(&c, &mut model, "DELETE FROM t WHERE id < 50");
+        apply(&c, &mut model, "UPDATE t SET v = v + 7 WHERE id >= 150");
+        c.inner().run_lcp().expect("lcp without node 3");
+        let g = c.inner().force_gcp().expect("gcp");
+        // Node 3 saved nothing while stopped; node 2's checkpoints name node 2 only.
+        assert_eq!(
+            sysfile(dir.path(), 3),
+            frozen,
+            "a stopped node's system file changed"
+        );
+        let s2 = sysfile(dir.path(), 2);
+        let newest = s2.last_saved().expect("saved");
+        assert_eq!(newest.gci_hi, g);
+        assert_eq!(newest.nodes.ids(), vec![2]);
+        assert!(frozen.last_saved().expect("3 saved").gci_hi < g);
+        assert_eq!(contents(&c), model);
+        c.shutdown();
+    }
+    {
+        let c = open(dir.path());
+        // Served from node 2 at once; node 3 restarts by copy.
+        assert_eq!(contents(&c), model);
+        let log = cluster_log(&c);
+        assert!(log.contains("Node 3: Its files are behind GCI"), "{log}");
+        wait_restart_complete(&c, 3);
+        assert_eq!(replica_rows(&c, 3), model.len() as u64);
+        assert!(mgm(&c, "ALL STATUS").contains("Node 3: started"));
+        let s3 = sysfile(dir.path(), 3);
+        assert_eq!(s3.last_saved().expect("saved").nodes.ids(), vec![2, 3]);
+        apply(&c, &mut model, "UPDATE t SET v = v + 1 WHERE id >= 290");
+        c.shutdown();
+    }
+    let c = open(dir.path());
+    let log = cluster_log(&c);
+    assert!(!log.contains("Its files are behind"), "{log}");
+    assert_eq!(replica_rows(&c, 2), model.len() as u64);
+    assert_eq!(replica_rows(&c, 3), model.len() as u64);
+    assert_eq!(contents(&c), model);
+    c.shutdown();
+}
+
+/// A restarted node's own files restore it only from the local checkpoint after its
+/// copy (the copy is not in its redo log): until then it shows as starting and the
+/// other node of its group cannot stop; afterwards that node stops, and a system
+/// restart recovers every row — copied ones included — from the restarted node's
+/// files alone.
+#[test]
+fn a_restarted_node_counts_again_after_its_checkpoint() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut model = BTreeMap::new();
+    {
+        let c = open(dir.path());
+        let mut s = Session::new(c.ndb("test"));
+        sql(
+            &mut s,
+            "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
+        );
+        insert_range(&c, &mut model, 0, 300);
+        mgm(&c, "2 STOP");
+        insert_range(&c, &mut model, 300, 400);
+        apply(&c, &mut model, "DELETE FROM t WHERE id < 20");
+        // The local checkpoint that completes the restart waits until this test lets
+        // it run: the LCP turn is held.
+        let turn = c.inner().lcp_turn().expect("turn");
+        mgm(&c, "2 START");
+        let n2 = node(&c, 2);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while n2.run_state() != NodeRunState::Started {
+            assert!(Instant::now() < deadline, "copy did not finish");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!n2.restart_complete());
+        let status = mgm(&c, "2 STATUS");
+        assert!(
+            status.contains("Node 2: starting (Last completed phase 4)"),
+            "{status}"
+        );
+        let e = crate::mgm::execute(c.inner(), "3 STOP").expect_err("refused");
+        assert!(
+            e.message.contains("Node shutdown would cause system crash"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("node 2"), "{}", e.message);
+        // It serves meanwhile: writes reach it as a backup.
+        apply(&c, &mut model, "UPDATE t SET v = v + 3 WHERE id >= 390");
+        c.inner().force_gcp().expect("gcp");
+        assert_eq!(
+            sysfile(dir.path(), 3)
+                .last_saved()
+                .expect("saved")
+                .nodes
+                .ids(),
+            vec![3]
+        );
+        drop(turn);
+        wait_restart_complete(&c, 2);
+        let log = cluster_log(&c);
+        assert!(
+            log.contains("Node 2: Start phase 5 completed (node restart)"),
+            "{log}"
+        );
+        mgm(&c, "3 STOP");
+        apply(&c, &mut model, "UPDATE t SET v = v - 1 WHERE id >= 100");
+        c.shutdown();
+    }
+    let c = open(dir.path());
+    assert!(cluster_log(&c).contains("Node 3: Its files are behind GCI"));
+    // Node 2's replicas hold every row before node 3 has copied any.
+    assert_eq!(replica_rows(&c, 2), model.len() as u64);
+    assert_eq!(contents(&c), model);
+    wait_restart_complete(&c, 3);
+    assert_eq!(replica_rows(&c, 3), model.len() as u64);
+    c.shutdown();
+}
+
+/// Disk-data objects are not copied by a node restart of a durable cluster yet: a stop
+/// is refused while they exist, and creating one is refused while a node is stopped.
+#[test]
+fn disk_data_and_node_stops_exclude_each_other_with_a_data_directory() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = open(dir.path());
+    let mut s = Session::new(c.ndb("test"));
+    mgm(&c, "3 STOP");
+    let e = s
+        .execute("CREATE LOGFILE GROUP lg ADD UNDOFILE 'u.log' INITIAL_SIZE 4M ENGINE NDB")
+        .expect_err("refused while node 3 is stopped");
+    assert!(
+        e.message.contains("data node 3 is not started"),
+        "{}",
+        e.message
+    );
+    mgm(&c, "3 START");
+    wait_restart_complete(&c, 3);
+    sql(
+        &mut s,
+        "CREATE LOGFILE GROUP lg ADD UNDOFILE 'u.log' INITIAL_SIZE 4M ENGINE NDB",
+    );
+    let e = crate::mgm::execute(c.inner(), "2 STOP").expect_err("refused");
+    assert!(e.message.contains("disk-data objects"), "{}", e.message);
+    assert!(mgm(&c, "ALL STATUS").contains("Node 2: started"));
+    c.shutdown();
+}
