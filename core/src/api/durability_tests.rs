@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-fn config() -> ClusterConfig {
+pub(super) fn config() -> ClusterConfig {
     let mut c = ClusterConfig::embedded(2, 2).expect("config");
     for (k, v) in [
         ("TimeBetweenGlobalCheckpoints", "20"),
@@ -23,7 +23,7 @@ fn config() -> ClusterConfig {
     c
 }
 
-fn spec() -> TableSpec {
+pub(super) fn spec() -> TableSpec {
     TableSpec::new(
         "t",
         vec![
@@ -65,7 +65,7 @@ fn write(c: &Cluster, rows: impl Iterator<Item = (u64, i64)>) -> u64 {
     tx.gci().expect("gci")
 }
 
-fn contents(c: &Cluster) -> BTreeMap<u64, i64> {
+pub(super) fn contents(c: &Cluster) -> BTreeMap<u64, i64> {
     let ndb = c.ndb("test");
     let t = ndb.table("t").expect("t");
     let mut tx = ndb.start_transaction().expect("tx");

@@ -227,11 +227,13 @@ fn status(cluster: &ClusterInner, t: Target) -> Result<String> {
                 NodeRunState::Stopped => format!("Node {id}: not connected"),
                 // With a data directory a restarted node serves once copied, and its
                 // restart completes with the local checkpoint after the copy.
-                NodeRunState::Starting | NodeRunState::Started if !n.restart_complete() => {
+                NodeRunState::Started if n.restart_complete() => {
+                    format!("Node {id}: {state} ({VERSION})")
+                }
+                NodeRunState::Starting | NodeRunState::Started => {
                     let phase = n.start_phase();
                     format!("Node {id}: starting (Last completed phase {phase}) ({VERSION})")
                 }
-                _ => format!("Node {id}: {state} ({VERSION})"),
             }
         })
         .collect::<Vec<_>>()
