@@ -110,7 +110,7 @@ fn graceful_restarts_keep_every_commit_across_lives() {
 }
 
 /// Committed transactions of a life: (rows written, commit GCI).
-type Committed = Vec<(Vec<(u64, i64)>, u64)>;
+pub(super) type Committed = Vec<(Vec<(u64, i64)>, u64)>;
 
 /// One life of the simulated crash test: writes transactions, makes some durable, and
 /// loses power at a seeded moment. Returns the committed transactions (rows, gci) and

@@ -319,7 +319,7 @@ fn stop_start_life(
     life: u64,
     trace: &mut Vec<String>,
 ) -> (
-    Vec<(Vec<(u64, i64)>, u64)>,
+    super::durability_tests::Committed,
     u32,
     crate::disk::io::MemFileSystem,
 ) {
