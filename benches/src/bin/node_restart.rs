@@ -16,7 +16,12 @@
 //! it retried, and the longest a transaction of 100 updates took (with its retries)
 //! while the node stopped and restarted; any other error ends the run.
 //!
-//! Usage: `cargo run --release -p rndb-benches --bin node_restart -- [sizes_gb]`
+//! With `durable` as the second argument the cluster runs on a data directory (under
+//! `target/`, removed after): the copy is the same, and the restart completes once the
+//! local checkpoint asked for after the copy is saved (the node serves from the end of
+//! the copy; `docs/node-restart.md`). Both times are printed.
+//!
+//! Usage: `cargo run --release -p rndb-benches --bin node_restart -- [sizes_gb] [durable]`
 //! (default `0.5,1,2`).
 
 use rndb::api::{Cluster, Ndb, TableRuntime};
@@ -112,8 +117,10 @@ fn updater(ndb: &Ndb, tables: &[Arc<TableRuntime>], rows: u64, traffic: &Traffic
     Ok(())
 }
 
-/// Stops and starts `RESTARTED_NODE`; returns (stop ms, restart s).
-fn restart_node(cluster: &Cluster) -> AnyResult<(f64, f64)> {
+/// Stops and starts `RESTARTED_NODE`; returns (stop ms, restart s, s until the restart
+/// is complete: its files restore it again, the same as the restart without a data
+/// directory).
+fn restart_node(cluster: &Cluster) -> AnyResult<(f64, f64, f64)> {
     let inner = cluster.inner();
     let t0 = Instant::now();
     inner.stop_node(RESTARTED_NODE)?;
@@ -129,15 +136,28 @@ fn restart_node(cluster: &Cluster) -> AnyResult<(f64, f64)> {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    Ok((stop_ms, t1.elapsed().as_secs_f64()))
+    let started = t1.elapsed().as_secs_f64();
+    while !node.restart_complete() {
+        if t1.elapsed() > Duration::from_secs(3600) {
+            return Err("the node's restart did not complete within an hour".into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok((stop_ms, started, t1.elapsed().as_secs_f64()))
 }
 
-fn run_size(gb: f64) -> AnyResult<()> {
+fn run_size(gb: f64, data_dir: Option<&std::path::Path>) -> AnyResult<()> {
     let rows = (gb * ROWS_PER_GB_PER_TABLE) as u64;
     let mut cfg = ClusterConfig::embedded(2, 2)?;
     let data_memory = ((gb * 1.7 + 0.25) * (1u64 << 30) as f64) as u64;
     cfg.set_data_node_param("DataMemory", &data_memory.to_string())?;
-    let cluster = Cluster::embedded(cfg)?;
+    let cluster = match data_dir {
+        Some(dir) => {
+            // NDB's default redo log (16 × 4 × 64 MB per node) holds the load.
+            Cluster::embedded_initial(cfg, dir.to_path_buf())?
+        }
+        None => Cluster::embedded(cfg)?,
+    };
     let ndb = cluster.ndb("test");
     let tables: Vec<Arc<TableRuntime>> = (0..TABLES)
         .map(|i| restart_table(&ndb, &format!("t{i}")))
@@ -152,10 +172,11 @@ fn run_size(gb: f64) -> AnyResult<()> {
         t0.elapsed().as_secs_f64()
     );
 
-    let (stop_ms, secs) = restart_node(&cluster)?;
+    let (stop_ms, secs, complete) = restart_node(&cluster)?;
     println!(
-        "  no traffic:   stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s copied",
-        node_rows as f64 / secs / 1e6
+        "  no traffic:   stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s copied{}",
+        node_rows as f64 / secs / 1e6,
+        completion(data_dir, complete)
     );
 
     let traffic = Traffic {
@@ -166,7 +187,7 @@ fn run_size(gb: f64) -> AnyResult<()> {
         stop: AtomicBool::new(false),
     };
     let upd_ndb = cluster.ndb("test");
-    let (stop_ms, secs, updates, retried, max_tx_ms) =
+    let (stop_ms, secs, complete, updates, retried, max_tx_ms) =
         std::thread::scope(|scope| -> AnyResult<_> {
             let h = scope.spawn(|| updater(&upd_ndb, &tables, rows, &traffic));
             std::thread::sleep(Duration::from_secs(1));
@@ -178,19 +199,21 @@ fn run_size(gb: f64) -> AnyResult<()> {
             std::thread::sleep(Duration::from_millis(500));
             traffic.stop.store(true, Ordering::Release);
             h.join().map_err(|_| "the updater panicked")??;
-            let (stop_ms, secs) = r?;
+            let (stop_ms, secs, complete) = r?;
             Ok((
                 stop_ms,
                 secs,
+                complete,
                 during,
                 traffic.retried.load(Ordering::Relaxed),
                 traffic.max_tx_us.load(Ordering::Relaxed) as f64 / 1000.0,
             ))
         })?;
     println!(
-        "  10k upd/s:    stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s copied; {updates} updates during the restart ({:.0}/s), {retried} transactions retried, longest transaction {max_tx_ms:.1} ms",
+        "  10k upd/s:    stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s copied{}; {updates} updates during the restart ({:.0}/s), {retried} transactions retried, longest transaction {max_tx_ms:.1} ms",
         node_rows as f64 / secs / 1e6,
-        updates as f64 / secs
+        completion(data_dir, complete),
+        updates as f64 / complete
     );
     cluster.shutdown();
     Ok(())
@@ -205,11 +228,29 @@ fn main() -> AnyResult<()> {
         .split(',')
         .map(|s| s.trim().parse::<f64>())
         .collect::<Result<_, _>>()?;
+    let durable = args.get(2).is_some_and(|a| a == "durable");
     println!(
-        "rndb node_restart: 2 data nodes, NoOfReplicas=2, no data directory (initial node restart: every row copied); node {RESTARTED_NODE} stopped and started"
+        "rndb node_restart: 2 data nodes, NoOfReplicas=2, {} (every row copied); node {RESTARTED_NODE} stopped and started",
+        if durable {
+            "a data directory"
+        } else {
+            "no data directory"
+        }
     );
+    let dir = durable.then(|| std::path::PathBuf::from("target/node_restart_bench"));
     for gb in sizes {
-        run_size(gb)?;
+        run_size(gb, dir.as_deref())?;
+    }
+    if let Some(d) = dir {
+        std::fs::remove_dir_all(d)?;
     }
     Ok(())
+}
+
+/// ", complete in S s" with a data directory (the local checkpoint after the copy).
+fn completion(data_dir: Option<&std::path::Path>, complete_s: f64) -> String {
+    match data_dir {
+        Some(_) => format!(", complete (local checkpoint saved) {complete_s:.2} s"),
+        None => String::new(),
+    }
 }

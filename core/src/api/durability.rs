@@ -419,8 +419,13 @@ impl ClusterInner {
         report(
             first.node_id,
             format!(
-                "System restart: recovering to GCI {} (the newest checkpoint saved by every node whose files restore it)",
-                point.gci_hi
+                "System restart: recovering to GCI {} (the newest checkpoint every node {}saved)",
+                point.gci_hi,
+                if restoring.len() < self.data_nodes.len() {
+                    "whose files restore it "
+                } else {
+                    ""
+                }
             ),
         );
         for n in self.data_nodes.iter().filter(|n| {

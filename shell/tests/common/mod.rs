@@ -121,6 +121,8 @@ pub fn mask(text: &str, dir: &Path) -> String {
     // ahead: 64 MB`, `restored GCI 1 in 0.008 s`).
     let out = mask_number_before(&out, " millis", "N", false);
     let out = mask_number_before(&out, " MB, ", "N", false);
+    // `Node 2: restarted in 41 ms` (ROLLING RESTART).
+    let out = mask_number_before(&out, " ms", "N", true);
     mask_number_before(&out, " s", "T", true)
 }
 
