@@ -584,21 +584,33 @@ impl ClusterInner {
         Ok(stats)
     }
 
-    /// Runs `f` with the savers of a global checkpoint: every node that writes redo
-    /// and is not stopped (a stopped node's redo and system file stay as they were at
-    /// its stop). Each records the same set of nodes whose files restore the
-    /// checkpoint, decided when the first of them saves: after the checkpoint's GCI is
-    /// closed, so that a node stopped before then, which misses some of its commits, is
-    /// not in it ([`ClusterInner::restorable_nodes`]).
+    /// Runs `f` with the savers of a global checkpoint. Which nodes save it and the set
+    /// of nodes whose files restore it are decided when the first node saves, after the
+    /// checkpoint's GCI is closed ([`ClusterInner::restorable_nodes`]): a node stopped
+    /// before then misses some of its commits and is not in the set, and saves nothing
+    /// (its redo and system file stay as they were at its stop).
     fn with_gcp_savers<R>(&self, f: impl FnOnce(&[&dyn GcpSaver]) -> R) -> R {
         let decided = std::sync::OnceLock::new();
-        let nodes = || *decided.get_or_init(|| self.restorable_nodes());
+        let decide = |node_id: u32| {
+            let (saving, restoring) = *decided.get_or_init(|| {
+                let saving = NodeBitmask::from_ids(
+                    self.data_nodes
+                        .iter()
+                        .filter(|n| n.run_state() != NodeRunState::Stopped)
+                        .map(|n| n.node_id),
+                );
+                (saving, self.restorable_nodes())
+            });
+            saving.contains(node_id).then_some(restoring)
+        };
         let saves: Vec<NodeSave<'_>> = self
             .data_nodes
             .iter()
-            .filter(|n| n.run_state() != NodeRunState::Stopped)
             .filter_map(|n| n.log.as_deref())
-            .map(|log| NodeSave { log, nodes: &nodes })
+            .map(|log| NodeSave {
+                log,
+                decide: &decide,
+            })
             .collect();
         let savers: Vec<&dyn GcpSaver> = saves.iter().map(|s| s as &dyn GcpSaver).collect();
         f(&savers)

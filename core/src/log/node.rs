@@ -126,17 +126,20 @@ impl NodeLog {
     }
 }
 
-/// A node's part of one global checkpoint, recording the data nodes whose
-/// files restore it (decided once per checkpoint by `nodes`, the same set on every
-/// node that saves it).
+/// A node's part of one global checkpoint. `decide(node_id)` says, once per checkpoint
+/// and the same for every node, whether this node saves it (None: not, e.g. it is
+/// stopped) and the data nodes whose files restore it.
 pub struct NodeSave<'a> {
     pub log: &'a NodeLog,
-    pub nodes: &'a (dyn Fn() -> NodeBitmask + Sync),
+    pub decide: &'a (dyn Fn(u32) -> Option<NodeBitmask> + Sync),
 }
 
 impl GcpSaver for NodeSave<'_> {
     fn save(&self, gci_hi: u32) -> Result<()> {
-        self.log.save_with(gci_hi, (self.nodes)())
+        match (self.decide)(self.log.node_id) {
+            Some(nodes) => self.log.save_with(gci_hi, nodes),
+            None => Ok(()),
+        }
     }
 }
 
