@@ -616,6 +616,24 @@ impl ClusterInner {
         f(&savers)
     }
 
+    /// After a local checkpoint that completes a node restart (`rejoin_keep` set):
+    /// global checkpoints at once rather than at their interval, until the node's system
+    /// file holds that checkpoint's keep and the checkpoints name it again — at most
+    /// three (the keep may be applied in two steps, then the set is decided).
+    pub(crate) fn complete_rejoins(&self) -> Result<()> {
+        for _ in 0..3 {
+            if !self
+                .data_nodes
+                .iter()
+                .any(|n| n.rejoin_keep.lock().is_some())
+            {
+                break;
+            }
+            self.force_gcp()?;
+        }
+        Ok(())
+    }
+
     /// The data nodes whose files restore the global checkpoint being saved: started
     /// nodes with redo, less those whose files are behind (stopped since, or restarted
     /// and not yet checkpointed). A restarted node whose local checkpoint after the

@@ -225,11 +225,34 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
         mgm(&c, "2 STOP");
         insert_range(&c, &mut model, 300, 400);
         apply(&c, &mut model, "DELETE FROM t WHERE id < 20");
-        // The local checkpoint that completes the restart waits until this test lets
-        // it run: the LCP turn is held.
+        // The copy's end waits for the LCP turn (a round that planned the node before
+        // its stop may still run), so while the test holds it node 2 stays starting.
         let turn = c.inner().lcp_turn().expect("turn");
         mgm(&c, "2 START");
         let n2 = node(&c, 2);
+        // It serves meanwhile: writes reach it through the feed.
+        apply(&c, &mut model, "UPDATE t SET v = v + 3 WHERE id >= 390");
+        let status = mgm(&c, "2 STATUS");
+        assert!(
+            status.contains("Node 2: starting (Last completed phase 4)"),
+            "{status}"
+        );
+        let e = crate::mgm::execute(c.inner(), "3 STOP").expect_err("refused");
+        assert!(e.message.contains("last live replica"), "{}", e.message);
+        c.inner().force_gcp().expect("gcp");
+        assert_eq!(
+            sysfile(dir.path(), 3)
+                .last_saved()
+                .expect("saved")
+                .nodes
+                .ids(),
+            vec![3]
+        );
+        // Then the local checkpoint after the copy cannot plan its round while the
+        // dictionary is held for writing: node 2 is started, serving, and not yet
+        // restored by its own files.
+        let dict = c.inner().dict.write();
+        drop(turn);
         let deadline = Instant::now() + Duration::from_secs(60);
         while n2.run_state() != NodeRunState::Started {
             assert!(Instant::now() < deadline, "copy did not finish");
@@ -247,9 +270,12 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
             "{}",
             e.message
         );
-        assert!(e.message.contains("node 2"), "{}", e.message);
-        // It serves meanwhile: writes reach it as a backup.
-        apply(&c, &mut model, "UPDATE t SET v = v + 3 WHERE id >= 390");
+        assert!(
+            e.message
+                .contains("node 2 of node group 0 has not yet saved"),
+            "{}",
+            e.message
+        );
         c.inner().force_gcp().expect("gcp");
         assert_eq!(
             sysfile(dir.path(), 3)
@@ -259,7 +285,7 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
                 .ids(),
             vec![3]
         );
-        drop(turn);
+        drop(dict);
         wait_restart_complete(&c, 2);
         let log = cluster_log(&c);
         assert!(

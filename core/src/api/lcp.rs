@@ -505,7 +505,9 @@ impl ClusterInner {
                 job.cell.state.lock().require_full_lcp();
             }
         }
-        r
+        let stats = r?;
+        self.complete_rejoins()?;
+        Ok(stats)
     }
 
     /// Asks the LCP driver for a local checkpoint now, as part of this node's own

@@ -29,13 +29,15 @@
 //! to its redo log, so after the copy its replicas are written in full by the next
 //! local checkpoint round, which is asked for at once; once its system file holds that
 //! round's keep position, the checkpoints name it again. A system restart before then
-//! restores the cluster from the other nodes and restarts this one by copy. A stop
-//! waits for a local checkpoint round in progress (none straddles it). Disk-data
+//! restores the cluster from the other nodes and restarts this one by copy. A round
+//! that planned the node before its stop may scan its replicas while they are
+//! discarded and copied again; the copy's end waits for it before marking them for
+//! the full round (so it cannot clear the mark) and starting the node. Disk-data
 //! objects are not copied by a node restart of a durable cluster yet: with a data
 //! directory and a logfile group or tablespace, stops are refused, and so is creating
 //! one while a node is not started.
 //!
-//! Lock order: the LCP turn (stop only), then the dictionary's read lock (to list
+//! Lock order: the LCP turn (the copy's end only), then the dictionary's read lock (to list
 //! tables and to fix the node's state against a concurrent CREATE TABLE), then the disk
 //! dictionary (stop only), then a primary's mutex, then the restarting replica's.
 
@@ -200,16 +202,6 @@ impl ClusterInner {
             .cloned()
             .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
         self.check_stop(&node)?;
-        // No local checkpoint round straddles the stop: one that planned this node's
-        // replicas would otherwise scan them while they are discarded and copied again.
-        // (Checked again once the turn is held: states may have changed meanwhile.)
-        let _lcp = if self.durable() {
-            let turn = self.lcp_turn()?;
-            self.check_stop(&node)?;
-            Some(turn)
-        } else {
-            None
-        };
         let group = self
             .node_groups
             .iter()
@@ -222,6 +214,8 @@ impl ClusterInner {
             let _dict = self.dict.read();
             let disk = self.disk_dict.lock();
             self.refuse_with_disk_data(id, &disk)?;
+            // Again under the locks: another stop may have run meanwhile.
+            self.check_stop(&node)?;
             node.set_run_state(NodeRunState::Stopped);
             node.start_phase.store(0, Ordering::Release);
             // Its files no longer restore it: the checkpoints saved from now on leave
@@ -320,8 +314,19 @@ impl ClusterInner {
                     Ok(rows) => {
                         *node.restart_failure.lock() = None;
                         // The copy is in no checkpoint chain and not in the redo log:
-                        // the first round from here on writes every replica in full
-                        // (rounds skip the node until it is started).
+                        // the first round that starts once the node is started writes
+                        // every replica in full (rounds skip the node until then). A
+                        // round that planned the node before its stop may still be
+                        // scanning its replicas: it is waited for (with a data
+                        // directory), so that nothing it does can clear the mark.
+                        let turn = if cluster.durable() {
+                            match cluster.lcp_turn() {
+                                Ok(t) => Some(t),
+                                Err(_) => return, // the cluster closed
+                            }
+                        } else {
+                            None
+                        };
                         for (_, _, cell) in &cells {
                             cell.state.lock().require_full_lcp();
                         }
@@ -347,6 +352,7 @@ impl ClusterInner {
                             Ordering::Release,
                         );
                         node.set_run_state(NodeRunState::Started);
+                        drop(turn);
                         cluster.request_lcp();
                         cluster.mgm.log.event(
                             Severity::Info,
