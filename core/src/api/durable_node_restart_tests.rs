@@ -225,34 +225,11 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
         mgm(&c, "2 STOP");
         insert_range(&c, &mut model, 300, 400);
         apply(&c, &mut model, "DELETE FROM t WHERE id < 20");
-        // The copy's end waits for the LCP turn (a round that planned the node before
-        // its stop may still run), so while the test holds it node 2 stays starting.
+        // The local checkpoint that completes the restart waits until this test lets
+        // it run: the LCP turn is held (a stop and a start never wait for it).
         let turn = c.inner().lcp_turn().expect("turn");
         mgm(&c, "2 START");
         let n2 = node(&c, 2);
-        // It serves meanwhile: writes reach it through the feed.
-        apply(&c, &mut model, "UPDATE t SET v = v + 3 WHERE id >= 390");
-        let status = mgm(&c, "2 STATUS");
-        assert!(
-            status.contains("Node 2: starting (Last completed phase 4)"),
-            "{status}"
-        );
-        let e = crate::mgm::execute(c.inner(), "3 STOP").expect_err("refused");
-        assert!(e.message.contains("last live replica"), "{}", e.message);
-        c.inner().force_gcp().expect("gcp");
-        assert_eq!(
-            sysfile(dir.path(), 3)
-                .last_saved()
-                .expect("saved")
-                .nodes
-                .ids(),
-            vec![3]
-        );
-        // Then the local checkpoint after the copy cannot plan its round while the
-        // dictionary is held for writing: node 2 is started, serving, and not yet
-        // restored by its own files.
-        let dict = c.inner().dict.write();
-        drop(turn);
         let deadline = Instant::now() + Duration::from_secs(60);
         while n2.run_state() != NodeRunState::Started {
             assert!(Instant::now() < deadline, "copy did not finish");
@@ -276,6 +253,8 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
             "{}",
             e.message
         );
+        // It serves meanwhile: writes reach it as a backup.
+        apply(&c, &mut model, "UPDATE t SET v = v + 3 WHERE id >= 390");
         c.inner().force_gcp().expect("gcp");
         assert_eq!(
             sysfile(dir.path(), 3)
@@ -285,7 +264,7 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
                 .ids(),
             vec![3]
         );
-        drop(dict);
+        drop(turn);
         wait_restart_complete(&c, 2);
         let log = cluster_log(&c);
         assert!(
@@ -495,4 +474,58 @@ fn power_losses_while_nodes_stop_and_restart_keep_every_durable_commit() {
         restarts_with_a_node_behind > 0,
         "no seed left a node behind at a power loss"
     );
+}
+
+/// A local checkpoint scan that began before its replica's rows were discarded (the
+/// node stopped mid-round) does not clear the replica's mark for a full checkpoint: the
+/// rows copied back later are in no chain, and only a full checkpoint writes them all.
+#[test]
+fn a_scan_begun_before_a_discard_leaves_the_replica_marked_full() {
+    struct Count(u64);
+    impl crate::txn::fragment::LcpSink for Count {
+        fn row(&mut self, _: u32, _: &[u8], _: &[u8]) {
+            self.0 += 1;
+        }
+        fn delete_row(&mut self, _: u32) {}
+        fn delete_page(&mut self, _: u32) {}
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let c = open(dir.path());
+    let mut s = Session::new(c.ndb("test"));
+    sql(
+        &mut s,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
+    );
+    let mut model = BTreeMap::new();
+    // Several pages per replica: the scan below is not done after its first page.
+    for from in (0..40_000).step_by(4000) {
+        insert_range(&c, &mut model, from, from + 4000);
+    }
+    let t = c.ndb("test").table("t").expect("t");
+    let cell = t.all_cells().into_iter().next().expect("a replica");
+    let mut f = cell.state.lock();
+    let full_scan = |f: &mut crate::txn::fragment::Fragment, discard_midway: bool| {
+        let mut scan = f.lcp_begin(true, 1);
+        let mut sink = Count(0);
+        assert!(
+            !f.lcp_scan_batch(&mut scan, 1, &|_| true, &mut sink),
+            "one page only"
+        );
+        if discard_midway {
+            f.discard_all();
+        }
+        while !f.lcp_scan_batch(&mut scan, 8, &|_| true, &mut sink) {}
+        sink.0
+    };
+    f.require_full_lcp();
+    assert!(full_scan(&mut f, false) > 0);
+    assert!(!f.lcp_needs_full(), "a full scan clears the mark");
+    f.require_full_lcp();
+    full_scan(&mut f, true);
+    assert!(
+        f.lcp_needs_full(),
+        "a scan begun before the discard cleared the mark"
+    );
+    drop(f);
+    c.shutdown();
 }

@@ -30,14 +30,15 @@
 //! local checkpoint round, which is asked for at once; once its system file holds that
 //! round's keep position, the checkpoints name it again. A system restart before then
 //! restores the cluster from the other nodes and restarts this one by copy. A round
-//! that planned the node before its stop may scan its replicas while they are
-//! discarded and copied again; the copy's end waits for it before marking them for
-//! the full round (so it cannot clear the mark) and starting the node. Disk-data
+//! that planned the node before its stop may still scan its replicas while they are
+//! discarded and copied again: what it writes for them is superseded by the full round
+//! (a discard keeps the replica marked for a full round whatever a scan that began
+//! before it does), and a stop or start never waits for a round. Disk-data
 //! objects are not copied by a node restart of a durable cluster yet: with a data
 //! directory and a logfile group or tablespace, stops are refused, and so is creating
 //! one while a node is not started.
 //!
-//! Lock order: the LCP turn (the copy's end only), then the dictionary's read lock (to list
+//! Lock order: the dictionary's read lock (to list
 //! tables and to fix the node's state against a concurrent CREATE TABLE), then the disk
 //! dictionary (stop only), then a primary's mutex, then the restarting replica's.
 
@@ -315,18 +316,9 @@ impl ClusterInner {
                         *node.restart_failure.lock() = None;
                         // The copy is in no checkpoint chain and not in the redo log:
                         // the first round that starts once the node is started writes
-                        // every replica in full (rounds skip the node until then). A
-                        // round that planned the node before its stop may still be
-                        // scanning its replicas: it is waited for (with a data
-                        // directory), so that nothing it does can clear the mark.
-                        let turn = if cluster.durable() {
-                            match cluster.lcp_turn() {
-                                Ok(t) => Some(t),
-                                Err(_) => return, // the cluster closed
-                            }
-                        } else {
-                            None
-                        };
+                        // every replica in full (rounds skip the node until then; the
+                        // stop's discard marked them, and a round that began scanning
+                        // them before the stop cannot clear that mark).
                         for (_, _, cell) in &cells {
                             cell.state.lock().require_full_lcp();
                         }
@@ -352,7 +344,6 @@ impl ClusterInner {
                             Ordering::Release,
                         );
                         node.set_run_state(NodeRunState::Started);
-                        drop(turn);
                         cluster.request_lcp();
                         cluster.mgm.log.event(
                             Severity::Info,

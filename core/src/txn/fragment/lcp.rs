@@ -57,6 +57,8 @@ pub struct LcpScan {
     pub max_gci: u32,
     /// Every part is an ALL part in this LCP.
     all_parts: bool,
+    /// The fragment's discard count when the scan began.
+    discards_at_begin: u64,
     /// In CHANGE parts, rows with an older GCI did not change since the previous LCP.
     min_change_gci: u32,
     /// The slots of the page being written (reused from page to page).
@@ -131,6 +133,7 @@ impl Fragment {
             pages_skipped: 0,
             max_gci: 0,
             all_parts,
+            discards_at_begin: self.discards,
             min_change_gci,
             slots: Vec::new(),
             verdicts: Vec::new(),
@@ -187,8 +190,9 @@ impl Fragment {
             scan.slots = slots;
         }
         if scan.done() {
-            if scan.all_parts {
-                // A full LCP leaves nothing behind that a failed one missed.
+            if scan.all_parts && self.discards == scan.discards_at_begin {
+                // A full LCP leaves nothing behind that a failed one missed (unless
+                // the rows it began with were discarded meanwhile).
                 self.lcp_force_full = false;
             }
             self.lcp_seen = std::mem::take(&mut scan.seen);

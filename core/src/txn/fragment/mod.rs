@@ -134,8 +134,12 @@ pub struct Fragment {
     lcp_seen: Vec<bool>,
     /// Changes since the previous LCP began.
     lcp_counts: LcpChangeCounts,
-    /// An LCP scanned the fragment and failed: the next one writes every part.
+    /// The next LCP writes every part (an LCP that scanned the fragment failed, or its
+    /// rows were discarded and copied again by a node restart).
     lcp_force_full: bool,
+    /// Times the replica's rows were discarded (its node stopped): an LCP scan that
+    /// began before one of them does not clear `lcp_force_full`.
+    discards: u64,
     /// The GCI current when the last LCP scan of the fragment began (0: none since
     /// the fragment was created or restored).
     lcp_start_gci: u32,
@@ -214,6 +218,7 @@ impl Fragment {
             lcp_seen: Vec::new(),
             lcp_counts: LcpChangeCounts::default(),
             lcp_force_full: false,
+            discards: 0,
             lcp_start_gci: 0,
             stats: FragStats::default(),
             restart_error: None,

@@ -242,7 +242,9 @@ impl Fragment {
         self.var.free_all(&self.pool);
         self.fixed.free_all(&self.pool);
         self.disk_release_all();
-        // Its next checkpoint (after the restart's copy) writes every part.
+        // Its next checkpoint (after the restart's copy) writes every part, whatever
+        // a scan that began before does (a local checkpoint round may still be running).
         self.lcp_force_full = true;
+        self.discards += 1;
     }
 }
