@@ -502,7 +502,7 @@ fn a_scan_begun_before_a_discard_leaves_the_replica_marked_full() {
         insert_range(&c, &mut model, from, from + 4000);
     }
     let t = c.ndb("test").table("t").expect("t");
-    let cell = t.all_cells().into_iter().next().expect("a replica");
+    let cell = t.all_cells().next().expect("a replica");
     let mut f = cell.state.lock();
     let full_scan = |f: &mut crate::txn::fragment::Fragment, discard_midway: bool| {
         let mut scan = f.lcp_begin(true, 1);
