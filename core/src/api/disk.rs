@@ -177,19 +177,11 @@ impl ClusterInner {
     pub fn disk_ddl(&self, op: DiskOp) -> Result<()> {
         self.check_open()?;
         if matches!(op, DiskOp::CreateLogfileGroup { .. }) {
-            self.refuse_disk_ddl_while_node_down()?;
             self.reset_undo_keep()?;
         }
         // Lock order as CREATE TABLE: dictionary, then disk dictionary.
         let dict = self.dict.read();
         let mut dd = self.disk_dict.lock();
-        if matches!(
-            op,
-            DiskOp::CreateLogfileGroup { .. } | DiskOp::CreateTablespace { .. }
-        ) {
-            // Under the disk dictionary's lock, as a node stop checks it.
-            self.refuse_disk_ddl_while_node_down()?;
-        }
         if let Some(after) = dd.after_drop(&op) {
             if let Err(e) = self.write_schema_file(&dict, &after) {
                 self.restore_schema_file(&dict, &dd);

@@ -189,26 +189,6 @@ pub(crate) fn plan_start(
         .copied()
         .filter(|id| !restoring.contains(*id))
         .collect();
-    if !excluded.is_empty() {
-        // Such a node restarts by copying its rows from its node group, which the
-        // disk-data part of a fragment does not take part in yet: node stops are
-        // refused while disk-data objects exist, so only a data directory written
-        // otherwise gets here.
-        let schema_dir = ids
-            .iter()
-            .find(|id| restoring.contains(**id))
-            .map(|id| node_fs_dir(base, *id));
-        if let Some(dir) = schema_dir
-            && let Some(image) = super::dict_file::load_schema(&**fs, &dir)?
-            && !image.disk_objects().is_empty()
-        {
-            return Err(codes::bad_config(format!(
-                "system restart: the files of data node(s) {excluded:?} are behind GCI \
-                 {gci_hi} and the cluster has disk-data objects; start those nodes with \
-                 --initial"
-            )));
-        }
-    }
     let mut ranges = Vec::with_capacity(sysfiles.len());
     let mut max_gci_seen = 0u64;
     for (dn, mut sf) in config.data_nodes.iter().zip(sysfiles) {
@@ -442,9 +422,11 @@ impl ClusterInner {
         }
         if let Some(image) = super::dict_file::load_schema(&*self.fs, first.fs_dir())? {
             // Disk data first: the tables' fragments look their tablespaces up, and
-            // the undo pass brings every disk page back to the checkpoint's start.
+            // the undo pass brings every disk page back to the checkpoint's start (on a
+            // node whose files are behind, as far back as its undo log goes: its system
+            // file is new; its extents are given back below).
             self.reopen_disk_objects(&image)?;
-            for node in &restoring {
+            for node in &self.data_nodes {
                 let t_undo = Instant::now();
                 if let Some(u) = self.undo_node_disk(node)? {
                     let secs = t_undo.elapsed().as_secs_f64();
@@ -464,6 +446,24 @@ impl ClusterInner {
                 }
             }
             self.recreate_dictionary(&image)?;
+            // A node whose files are behind holds no row until its restart's copy: its
+            // extents all go back to their tablespaces (its undo pass above brought its
+            // pages to a consistent state first; the copy allocates afresh).
+            for n in self
+                .data_nodes
+                .iter()
+                .filter(|n| !n.files_restorable.load(Ordering::Acquire))
+            {
+                let freed = n.disk.free_extents_not_owned_by(&|_| false)?;
+                if freed > 0 {
+                    report(
+                        n.node_id,
+                        format!(
+                            "{freed} extents of its stale fragments returned to their tablespaces"
+                        ),
+                    );
+                }
+            }
             let freed = self.release_dead_extents()?;
             if freed > 0
                 && let Some(n) = self.data_nodes.first()

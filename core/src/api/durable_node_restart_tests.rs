@@ -285,34 +285,6 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
     c.shutdown();
 }
 
-/// Disk-data objects are not copied by a node restart of a durable cluster yet: a stop
-/// is refused while they exist, and creating one is refused while a node is stopped.
-#[test]
-fn disk_data_and_node_stops_exclude_each_other_with_a_data_directory() {
-    let dir = tempfile::tempdir().expect("dir");
-    let c = open(dir.path());
-    let mut s = Session::new(c.ndb("test"));
-    mgm(&c, "3 STOP");
-    let e = s
-        .execute("CREATE LOGFILE GROUP lg ADD UNDOFILE 'u.log' INITIAL_SIZE 4M ENGINE NDB")
-        .expect_err("refused while node 3 is stopped");
-    assert!(
-        e.message.contains("data node 3 is not started"),
-        "{}",
-        e.message
-    );
-    mgm(&c, "3 START");
-    wait_restart_complete(&c, 3);
-    sql(
-        &mut s,
-        "CREATE LOGFILE GROUP lg ADD UNDOFILE 'u.log' INITIAL_SIZE 4M ENGINE NDB",
-    );
-    let e = crate::mgm::execute(c.inner(), "2 STOP").expect_err("refused");
-    assert!(e.message.contains("disk-data objects"), "{}", e.message);
-    assert!(mgm(&c, "ALL STATUS").contains("Node 2: started"));
-    c.shutdown();
-}
-
 /// One life on the simulated disk: transactions, local checkpoints, durable waits and
 /// node stops and starts at random (the stops and starts the cluster refuses are part
 /// of it), then a power loss at a random step. Returns the committed transactions
@@ -322,6 +294,7 @@ fn stop_start_life(
     fs: &crate::disk::io::MemFileSystem,
     seed: u64,
     life: u64,
+    disk: bool,
     trace: &mut Vec<String>,
 ) -> (
     super::durability_tests::Committed,
@@ -332,7 +305,18 @@ fn stop_start_life(
     let c = Cluster::embedded_on(config(), "/data".into(), std::sync::Arc::new(fs.clone()))
         .expect("start");
     if c.ndb("test").table("t").is_err() {
-        c.ndb("test").create_table(spec()).expect("create");
+        if disk {
+            // `v` on disk pages (the table's columns as `spec`'s).
+            let mut s = Session::new(c.ndb("test"));
+            sql(&mut s, super::disk_restart_tests::LG);
+            sql(&mut s, super::disk_restart_tests::TS);
+            sql(
+                &mut s,
+                "CREATE TABLE t (id INT UNSIGNED PRIMARY KEY, v BIGINT) TABLESPACE ts_1 STORAGE DISK ENGINE=NDB",
+            );
+        } else {
+            c.ndb("test").create_table(spec()).expect("create");
+        }
     }
     let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut next = || {
@@ -414,6 +398,19 @@ fn stop_start_life(
 /// nodes it restarts by copy end up with every row.
 #[test]
 fn power_losses_while_nodes_stop_and_restart_keep_every_durable_commit() {
+    power_losses_while_nodes_stop_and_restart(false);
+}
+
+/// The same with the rows' non-key column on disk pages: a stopped node's extents go
+/// back to the tablespace, a node whose files are behind at a system restart gets all
+/// of its extents back before its copy, and the undo log of a restarted node is rolled
+/// back only to the local checkpoint after its copy.
+#[test]
+fn power_losses_while_nodes_stop_and_restart_keep_disk_data() {
+    power_losses_while_nodes_stop_and_restart(true);
+}
+
+fn power_losses_while_nodes_stop_and_restart(disk: bool) {
     let seeds: u64 = std::env::var("RNDB_NR_CRASH_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -426,7 +423,8 @@ fn power_losses_while_nodes_stop_and_restart_keep_every_durable_commit() {
         let mut fs = crate::disk::io::MemFileSystem::new();
         let mut model: BTreeMap<u64, i64> = BTreeMap::new();
         for life in 0..3u64 {
-            let (txns, durable, image) = stop_start_life(&fs, seed * 100 + life, life, &mut trace);
+            let (txns, durable, image) =
+                stop_start_life(&fs, seed * 100 + life, life, disk, &mut trace);
             let fail = |what: String| -> ! {
                 panic!("seed {seed} life {life}: {what}\n{}", trace.join("\n"))
             };
@@ -527,5 +525,104 @@ fn a_scan_begun_before_a_discard_leaves_the_replica_marked_full() {
         "a scan begun before the discard cleared the mark"
     );
     drop(f);
+    c.shutdown();
+}
+
+/// `t`'s rows (id, a, d), in id order.
+fn disk_contents(c: &Cluster) -> Vec<Vec<Value>> {
+    let mut s = Session::new(c.ndb("test"));
+    match sql(&mut s, "SELECT id, a, d FROM t ORDER BY id").pop() {
+        Some(SqlResult::Rows { rows, .. }) => rows,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn load_disk_table(s: &mut Session) {
+    use super::disk_restart_tests::TABLE;
+    sql(s, TABLE);
+    for from in (0..500).step_by(100) {
+        let values: Vec<String> = (from..from + 100)
+            .map(|k| format!("({k}, {k}, '{}')", "x".repeat(300)))
+            .collect();
+        sql(s, &format!("INSERT INTO t VALUES {}", values.join(", ")));
+    }
+}
+
+/// Without a data directory a node restart copies the rows' disk columns too.
+#[test]
+fn a_node_restart_copies_disk_columns_without_a_data_directory() {
+    use super::disk_restart_tests::{LG, TS};
+    let mut cfg = crate::config::ClusterConfig::embedded(2, 2).expect("config");
+    cfg.set_data_node_param("DataMemory", "32M").expect("dm");
+    let c = Cluster::embedded(cfg).expect("start");
+    let mut s = Session::new(c.ndb("test"));
+    sql(&mut s, LG);
+    sql(&mut s, TS);
+    load_disk_table(&mut s);
+    mgm(&c, "3 STOP");
+    sql(&mut s, "DELETE FROM t WHERE id < 100");
+    sql(&mut s, "UPDATE t SET d = 'changed' WHERE id >= 400");
+    let expect = disk_contents(&c);
+    assert_eq!(expect.len(), 400);
+    mgm(&c, "3 START");
+    wait_restart_complete(&c, 3);
+    mgm(&c, "2 STOP");
+    assert_eq!(disk_contents(&c), expect, "node 3 alone");
+    c.shutdown();
+}
+
+/// With a data directory: a logfile group and tablespace created while node 3 is
+/// stopped, a disk table loaded, node 3 restarted by copy, then read alone; a system
+/// restart with node 2 stopped restores from node 3 and restarts node 2 by copy (its
+/// extents all given back first); a last system restart restores both from their own
+/// files, and each alone holds every row.
+#[test]
+fn disk_data_survives_node_restarts_and_system_restarts() {
+    use super::disk_restart_tests::{LG, TS};
+    let dir = tempfile::tempdir().expect("dir");
+    let expect;
+    {
+        let c = open(dir.path());
+        let mut s = Session::new(c.ndb("test"));
+        mgm(&c, "3 STOP");
+        sql(&mut s, LG);
+        sql(&mut s, TS);
+        load_disk_table(&mut s);
+        mgm(&c, "3 START");
+        wait_restart_complete(&c, 3);
+        c.inner().run_lcp().expect("lcp");
+        mgm(&c, "3 STOP");
+        sql(&mut s, "DELETE FROM t WHERE id < 100");
+        sql(&mut s, "UPDATE t SET d = 'changed' WHERE id >= 400");
+        mgm(&c, "3 START");
+        wait_restart_complete(&c, 3);
+        sql(&mut s, "UPDATE t SET a = a + 1 WHERE id >= 450");
+        mgm(&c, "2 STOP");
+        assert_eq!(disk_contents(&c).len(), 400);
+        sql(&mut s, "UPDATE t SET a = a + 1 WHERE id >= 460");
+        expect = disk_contents(&c);
+        c.shutdown();
+    }
+    {
+        let c = open(dir.path());
+        let log = cluster_log(&c);
+        assert!(log.contains("Node 2: Its files are behind"), "{log}");
+        assert!(
+            log.contains("Node 2: ") && log.contains("extents of its stale fragments returned"),
+            "{log}"
+        );
+        assert_eq!(disk_contents(&c), expect);
+        wait_restart_complete(&c, 2);
+        mgm(&c, "3 STOP");
+        assert_eq!(disk_contents(&c), expect, "node 2 alone");
+        mgm(&c, "3 START");
+        wait_restart_complete(&c, 3);
+        c.shutdown();
+    }
+    let c = open(dir.path());
+    assert!(!cluster_log(&c).contains("Its files are behind"));
+    assert_eq!(disk_contents(&c), expect);
+    mgm(&c, "2 STOP");
+    assert_eq!(disk_contents(&c), expect, "node 3 alone");
     c.shutdown();
 }

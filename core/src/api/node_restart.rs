@@ -33,14 +33,16 @@
 //! that planned the node before its stop may still scan its replicas while they are
 //! discarded and copied again: what it writes for them is superseded by the full round
 //! (a discard keeps the replica marked for a full round whatever a scan that began
-//! before it does), and a stop or start never waits for a round. Disk-data
-//! objects are not copied by a node restart of a durable cluster yet: with a data
-//! directory and a logfile group or tablespace, stops are refused, and so is creating
-//! one while a node is not started.
+//! before it does), and a stop or start never waits for a round. A stop saves a global
+//! checkpoint that leaves the node out before it discards anything: the node's disk
+//! pages are written in place, so a system restart that restores the node from its own
+//! files must find them as they were at a checkpoint before the stop. Disk-data
+//! columns are copied with their rows; a system restart that finds a node behind gives
+//! all of its extents back to their tablespaces before its copy.
 //!
 //! Lock order: the dictionary's read lock (to list
-//! tables and to fix the node's state against a concurrent CREATE TABLE), then the disk
-//! dictionary (stop only), then a primary's mutex, then the restarting replica's.
+//! tables and to fix the node's state against a concurrent CREATE TABLE), then a
+//! primary's mutex, then the restarting replica's.
 
 use super::cluster::{ClusterInner, DataNode};
 use crate::error::{NdbError, Result};
@@ -123,36 +125,6 @@ impl ClusterInner {
         self.data_nodes.iter().any(|n| n.log.is_some())
     }
 
-    /// A durable cluster with disk-data objects refuses node stops (see the module
-    /// notes); called with the disk dictionary locked.
-    fn refuse_with_disk_data(&self, id: u32, disk: &super::disk::DiskDict) -> Result<()> {
-        if self.durable() && (disk.logfile_group.is_some() || !disk.tablespaces.is_empty()) {
-            return Err(mgm_error(format!(
-                "Node {id}: stop refused: the cluster keeps disk-data objects (a logfile group or tablespace) in its data directory, and a node restart of a durable cluster does not copy disk-data fragments yet. Nothing was changed."
-            )));
-        }
-        Ok(())
-    }
-
-    /// Creating a disk-data object is refused in a durable cluster while a data node is
-    /// not started (its node restart would not copy it; see the module notes).
-    pub(crate) fn refuse_disk_ddl_while_node_down(&self) -> Result<()> {
-        if !self.durable() {
-            return Ok(());
-        }
-        if let Some(n) = self
-            .data_nodes
-            .iter()
-            .find(|n| n.run_state() != NodeRunState::Started)
-        {
-            return Err(mgm_error(format!(
-                "Cannot create a disk-data object while data node {} is not started (with a data directory, its node restart does not copy disk-data fragments yet); start it first",
-                n.node_id
-            )));
-        }
-        Ok(())
-    }
-
     /// Whether `<id> STOP` may stop `node` now: it is started, and another node of its
     /// group is started and (with a data directory) has completed its restart, so that
     /// its files can restore the group.
@@ -213,9 +185,7 @@ impl ClusterInner {
         // dead replica.
         let cells = {
             let _dict = self.dict.read();
-            let disk = self.disk_dict.lock();
-            self.refuse_with_disk_data(id, &disk)?;
-            // Again under the locks: another stop may have run meanwhile.
+            // Again under the lock: another stop may have run meanwhile.
             self.check_stop(&node)?;
             node.set_run_state(NodeRunState::Stopped);
             node.start_phase.store(0, Ordering::Release);
@@ -224,7 +194,6 @@ impl ClusterInner {
             node.files_restorable.store(false, Ordering::Release);
             node.rejoin_from_lcp.store(u32::MAX, Ordering::Release);
             *node.rejoin_keep.lock() = None;
-            drop(disk);
             drop(_dict);
             node_cells(self, id)
         };
@@ -232,6 +201,18 @@ impl ClusterInner {
             let mut f = cell.state.lock();
             cell.set_role(&mut f, ReplicaRole::Dead);
             self.bump_replica_epoch();
+            drop(f);
+            cell.lock_released.notify_all();
+        }
+        if self.durable() {
+            // A global checkpoint that leaves the node out is saved before anything of
+            // its is discarded: a system restart can then restore the node from its own
+            // files only to a checkpoint before its stop, and its disk pages (written
+            // in place, unlike its redo and checkpoint files) are as they were then.
+            self.force_gcp()?;
+        }
+        for (_, _, cell) in &cells {
+            let mut f = cell.state.lock();
             f.discard_all();
             drop(f);
             cell.lock_released.notify_all();
