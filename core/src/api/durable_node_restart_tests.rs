@@ -241,6 +241,12 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
             status.contains("Node 2: starting (Last completed phase 4)"),
             "{status}"
         );
+        let show = mgm(&c, "SHOW");
+        assert!(show.contains("starting, Nodegroup: 0)"), "{show}");
+        assert!(
+            show.contains("Nodegroup: 0, *)"),
+            "node 3 is the master: {show}"
+        );
         let e = crate::mgm::execute(c.inner(), "3 STOP").expect_err("refused");
         assert!(
             e.message.contains("Node shutdown would cause system crash"),

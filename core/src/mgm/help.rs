@@ -90,13 +90,16 @@ pub fn topic(name: &str) -> Option<&'static str> {
         "SHUTDOWN" => {
             "SHUTDOWN\n\
              Shut down every data node and the management server: the embedded cluster\n\
-             stops and the client exits. In-memory data is lost (no persistence yet)."
+             stops and the client exits. With a data directory (the default) what was\n\
+             committed is recovered at the next start (a system restart); without one\n\
+             it is lost."
         }
         "START" => {
             "<id> START\n\
              Start a stopped data node (STOP, or RESTART -n): its data is copied back\n\
              from the live replicas while the cluster serves; ALL STATUS shows it\n\
-             starting until it is started."
+             starting until it is started (with a data directory, until the local\n\
+             checkpoint after the copy is saved: its own files restore it from then on)."
         }
         "STOP" => {
             "<id> STOP [-a] [-f]\n\

@@ -720,7 +720,7 @@ fn show(cluster: &ClusterInner) -> String {
     let master = cluster
         .data_nodes
         .iter()
-        .find(|n| n.run_state() == NodeRunState::Started)
+        .find(|n| n.run_state() == NodeRunState::Started && n.restart_complete())
         .map(|n| n.node_id);
     for n in cluster.data_nodes.iter() {
         let mark = if master == Some(n.node_id) { ", *" } else { "" };
@@ -729,12 +729,14 @@ fn show(cluster: &ClusterInner) -> String {
                 "id={} (not connected, accepting connect from {})",
                 n.node_id, n.config.host_name
             )),
-            NodeRunState::Starting => out.push(format!(
-                "id={}\t@127.0.0.1  ({VERSION}, starting, Nodegroup: {})",
+            // With a data directory a restarted node is starting until the local
+            // checkpoint after its copy is saved (as in ALL STATUS).
+            NodeRunState::Started if n.restart_complete() => out.push(format!(
+                "id={}\t@127.0.0.1  ({VERSION}{state}, Nodegroup: {}{mark})",
                 n.node_id, n.node_group
             )),
-            NodeRunState::Started => out.push(format!(
-                "id={}\t@127.0.0.1  ({VERSION}{state}, Nodegroup: {}{mark})",
+            NodeRunState::Starting | NodeRunState::Started => out.push(format!(
+                "id={}\t@127.0.0.1  ({VERSION}, starting, Nodegroup: {})",
                 n.node_id, n.node_group
             )),
         }
