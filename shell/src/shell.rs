@@ -58,6 +58,11 @@ pub struct Shell {
     pub interactive: bool,
     progress: Progress,
     depth: usize,
+    /// Every data node is down (`ALL STOP`, `ALL RESTART -n`): the embedded cluster was
+    /// shut down, and `ALL START` starts it again on its data directory.
+    all_down: bool,
+    /// `ALL RESTART -i -n`: the start that `ALL START` makes is an initial one.
+    start_initial: bool,
 }
 
 /// One line (or block) of output to stdout, flushed; nothing for empty text.
@@ -90,6 +95,8 @@ impl Shell {
             interactive: false,
             progress: Progress::new(progress_tty),
             depth: 0,
+            all_down: false,
+            start_initial: false,
         }
     }
 
@@ -151,10 +158,18 @@ impl Shell {
                 return Outcome::Failed;
             }
         };
+        if self.all_down {
+            return self.mgm_while_down(&cmd);
+        }
         if let Command::Restart(Target::All, flags) = &cmd
             && (flags.initial || self.cluster.inner().data_dir.is_some())
         {
             return self.system_restart(flags);
+        }
+        if let Command::Stop(Target::All, _) = &cmd
+            && self.cluster.inner().data_dir.is_some()
+        {
+            return self.stop_all();
         }
         let shutdown = cmd == Command::Shutdown;
         if shutdown {
@@ -168,6 +183,85 @@ impl Shell {
             }
             Err(e) => {
                 print_err(&e.message);
+                Outcome::Failed
+            }
+        }
+    }
+
+    /// `ALL STOP` with a data directory: every data node stops (the embedded cluster is
+    /// shut down: a last global checkpoint, then closed); `ALL START` starts them again
+    /// (a system restart). Meanwhile SQL fails with 4009, and `ALL STATUS` and `SHOW`
+    /// show the nodes not connected.
+    fn stop_all(&mut self) -> Outcome {
+        let inner = self.cluster.inner().clone();
+        if let Err(e) = inner.check_open() {
+            print_err(&e.message);
+            return Outcome::Failed;
+        }
+        if inner.single_user_node().is_some() {
+            print_err("Cannot stop nodes: single user mode");
+            return Outcome::Failed;
+        }
+        print_out("Executing STOP on all nodes.");
+        self.take_down(&inner, None);
+        self.start_initial = false;
+        print_out("NDB Cluster has shutdown.");
+        Outcome::Ok
+    }
+
+    /// Shuts the embedded cluster down, keeping the shell: the state of `ALL STOP`
+    /// (`restart` as [`mgm::on_all_stop`]'s).
+    fn take_down(
+        &mut self,
+        inner: &std::sync::Arc<rndb::api::ClusterInner>,
+        restart: Option<bool>,
+    ) {
+        mgm::on_all_stop(inner, restart);
+        // the session's open transaction goes first, then the cluster
+        self.session = None;
+        self.cluster.shutdown();
+        // Closed just above: cannot fail.
+        let _ = mgm::all_data_nodes_down(inner);
+        self.all_down = true;
+    }
+
+    /// A management command while every data node is down: `ALL START` starts them (a
+    /// system restart on the data directory), `STATUS`, `SHOW`, `CLUSTERLOG` and
+    /// `SHUTDOWN` work as usual, anything else needs running data nodes.
+    fn mgm_while_down(&mut self, cmd: &Command) -> Outcome {
+        match cmd {
+            Command::Start(Target::All) => {
+                print_out("NDB Cluster is being started.");
+                self.start_again(self.start_initial)
+            }
+            Command::Start(Target::Node(id)) => {
+                print_err(&format!(
+                    "Start of node {id} alone refused: every data node is stopped, and they start together (a system restart): ALL START"
+                ));
+                Outcome::Failed
+            }
+            Command::Shutdown => {
+                print_out(
+                    "0 NDB Cluster node(s) have shutdown.\nDisconnecting to allow management server to shutdown.",
+                );
+                Outcome::Quit
+            }
+            Command::Show | Command::Status(_) | Command::ClusterLog(_) | Command::Help(_) => {
+                match mgm::run(self.cluster.inner(), cmd) {
+                    Ok(out) => {
+                        print_out(&out);
+                        Outcome::Ok
+                    }
+                    Err(e) => {
+                        print_err(&e.message);
+                        Outcome::Failed
+                    }
+                }
+            }
+            _ => {
+                print_err(
+                    "Every data node is stopped (ALL STOP or ALL RESTART -n); start them with ALL START",
+                );
                 Outcome::Failed
             }
         }
@@ -192,31 +286,45 @@ impl Shell {
             print_err("Cannot restart nodes: single user mode");
             return Outcome::Failed;
         }
-        if flags.nostart {
-            print_err(&format!(
-                "Restart failed: -n (wait for START) is not possible for the embedded data nodes, which run in this process; use ALL RESTART{}",
-                if flags.initial { " -i" } else { "" }
-            ));
-            return Outcome::Failed;
-        }
-        let config = inner.config.read().clone();
-        let data_dir = inner.data_dir.clone();
-        let database = self
-            .session
-            .as_ref()
-            .map(|s| s.database().to_string())
-            .unwrap_or_else(|| "test".to_string());
-        drop(inner);
         print_out(
             "Executing RESTART on all nodes.\nStarting shutdown. This may take a while. Please wait...",
         );
+        if flags.nostart {
+            // The nodes wait for START, as NDB's do after ALL RESTART -n (with -i, the
+            // files are removed when they start).
+            self.take_down(&inner, Some(flags.initial));
+            self.start_initial = flags.initial;
+            print_out("All DB nodes are being restarted; they wait for ALL START.");
+            return Outcome::Ok;
+        }
+        drop(inner);
         mgm::on_system_restart(self.cluster.inner(), flags.initial);
         // the session's open transaction goes first, then the cluster
         self.session = None;
         self.cluster.shutdown();
+        let outcome = self.start_again(flags.initial);
+        if outcome == Outcome::Ok {
+            print_out("All DB nodes are being restarted.");
+        }
+        outcome
+    }
+
+    /// Starts the embedded cluster again from its current configuration (with the `SET`
+    /// changes) on the same data directory, after it was shut down; `initial`: as ndbd
+    /// --initial.
+    fn start_again(&mut self, initial: bool) -> Outcome {
+        let inner = self.cluster.inner().clone();
+        let config = inner.config.read().clone();
+        let data_dir = inner.data_dir.clone();
+        let database = self
+            .current_db
+            .lock()
+            .map(|db| db.clone())
+            .unwrap_or_else(|_| "test".to_string());
+        drop(inner);
         let on_terminal = std::io::stderr().is_terminal();
         let started = match data_dir {
-            Some(dir) if flags.initial => Cluster::embedded_initial(config, dir),
+            Some(dir) if initial => Cluster::embedded_initial(config, dir),
             Some(dir) => Cluster::embedded_reporting(config, dir, false, &|line| {
                 if on_terminal {
                     eprintln!("{line}");
@@ -232,15 +340,19 @@ impl Shell {
                     *db = session.database().to_string();
                 }
                 self.session = Some(session);
+                self.all_down = false;
+                self.start_initial = false;
                 print_out(
                     &mgm::initial_start_lines(&self.cluster.inner().initial_removed).join("\n"),
                 );
-                print_out("All DB nodes are being restarted.");
                 Outcome::Ok
             }
             Err(e) => {
+                // Down, as after ALL STOP: ALL START tries again.
+                let _ = mgm::all_data_nodes_down(self.cluster.inner());
+                self.all_down = true;
                 print_err(&format!(
-                    "Restart failed: the data nodes did not start again: {}. The cluster is stopped; QUIT and start rndb_mgm again.",
+                    "Restart failed: the data nodes did not start again: {}. Every data node is stopped; ALL START tries again (after SET, if the configuration is the cause), QUIT leaves.",
                     e.message
                 ));
                 Outcome::Failed
@@ -250,7 +362,11 @@ impl Shell {
 
     fn sql(&mut self, text: &str) -> Outcome {
         let Some(session) = self.session.as_mut() else {
-            print_err("ERROR 2006 (HY000): the cluster has shut down");
+            print_err(if self.all_down {
+                "ERROR 1296 (HY000): Got error 4009 'Cluster Failure' from NDBCLUSTER (every data node is stopped: ALL START starts them)"
+            } else {
+                "ERROR 2006 (HY000): the cluster has shut down"
+            });
             return Outcome::Failed;
         };
         let start = Instant::now();

@@ -75,6 +75,11 @@ impl DataNode {
         }
     }
 
+    /// The node's state after its cluster was closed (`mgm::all_data_nodes_down`).
+    pub(crate) fn mark_stopped(&self) {
+        self.set_run_state(NodeRunState::Stopped);
+    }
+
     fn set_run_state(&self, s: NodeRunState) {
         self.run_state.store(s as u8, Ordering::Release);
     }

@@ -99,25 +99,28 @@ pub fn topic(name: &str) -> Option<&'static str> {
              Start a stopped data node (STOP, or RESTART -n): its data is copied back\n\
              from the live replicas while the cluster serves; ALL STATUS shows it\n\
              starting until it is started (with a data directory, until the local\n\
-             checkpoint after the copy is saved: its own files restore it from then on)."
+             checkpoint after the copy is saved: its own files restore it from then on).\n\
+             ALL START after ALL STOP or ALL RESTART -n: the system restart."
         }
         "STOP" => {
             "<id> STOP [-a] [-f]\n\
              Stop a data node: its replicas are left out and the partitions go on\n\
              with the others; the last live node of a node group is refused. START\n\
-             brings it back. Refused with a data directory for now. SHUTDOWN stops the\n\
-             whole cluster."
+             brings it back. ALL STOP (rndb_mgm, with a data directory) stops every\n\
+             data node until ALL START, a system restart. SHUTDOWN stops the whole\n\
+             cluster and this client."
         }
         "RESTART" => {
             "<id> RESTART [-n] [-i] [-a] [-f] | ALL RESTART [...]\n\
              -n  do not start again until START   -i  initial (wipe the node's files)\n\
              -a  abort transactions at once        -f  force, even if the cluster stops\n\
              A node restart copies the node's data back from its live peers while\n\
-             the cluster serves (without a data directory; refused with one for now).\n\
+             the cluster serves.\n\
              ALL RESTART (system restart) in rndb_mgm: every node stops and recovers\n\
              what it saved in the data directory. ALL RESTART -i (initial): every\n\
              node starts again empty, with the configuration changed by SET, and the\n\
-             data and undo files the earlier run created are removed and listed."
+             data and undo files the earlier run created are removed and listed.\n\
+             ALL RESTART -n: the nodes wait for ALL START."
         }
         "ROLLING" => {
             "ROLLING RESTART\n\

@@ -61,7 +61,18 @@ pub fn execute(cluster: &ClusterInner, command: &str) -> Result<String> {
 
 /// Runs a parsed command.
 pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
-    if !matches!(cmd, Command::Help(_)) {
+    // After ALL STOP (`all_data_nodes_down`) the closed cluster still answers what only
+    // reads its state: every data node not connected.
+    let down_read = cluster.is_closed()
+        && cluster
+            .data_nodes
+            .iter()
+            .all(|n| n.run_state() == crate::api::node_restart::NodeRunState::Stopped)
+        && matches!(
+            cmd,
+            Command::Show | Command::Status(_) | Command::ClusterLog(_)
+        );
+    if !matches!(cmd, Command::Help(_)) && !down_read {
         cluster.check_open()?;
         sample_events(cluster);
     }
@@ -100,7 +111,8 @@ pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
         Command::Stop(t, _) => {
             let ids = data_targets(cluster, *t)?;
             match t {
-                Target::All => Err(mgm_error("Shutdown of NDB Cluster node(s) failed: ALL STOP would stop every data node, and starting them again is a system restart of the whole cluster. Use SHUTDOWN to stop the cluster and the management server.".to_string())),
+                Target::All if cluster.data_dir.is_some() => Err(mgm_error("Shutdown of NDB Cluster node(s) refused here: ALL STOP stops every data node of the embedded cluster, and starting them again (ALL START, a system restart) replaces the cluster, which only its owner can do. rndb_mgm does it; from the API, shut the cluster down and start it again with Cluster::embedded_in on the same directory.".to_string())),
+                Target::All => Err(mgm_error("Shutdown of NDB Cluster node(s) failed: ALL STOP would stop every data node, and this cluster keeps nothing on disk (no data directory): they would come back empty. Use SHUTDOWN to stop the cluster.".to_string())),
                 Target::Node(id) => {
                     cluster.stop_node(*id)?;
                     Ok(format!(
@@ -652,6 +664,38 @@ pub fn initial_start_lines(removed: &[std::path::PathBuf]) -> Vec<String> {
 
 /// Called by the owner of the cluster (`rndb_mgm`) before it stops the cluster for
 /// `ALL RESTART [-i]`: logs each data node's shutdown for the restart.
+/// `ALL STOP` (`restart` None) or `ALL RESTART -n` (`Some(initial)`) of the embedded
+/// cluster, which its owner (the shell) then shuts down: each data node's stop goes to
+/// the cluster log, and once `cluster` is closed ([`all_data_nodes_down`]) every node
+/// shows as not connected.
+pub fn on_all_stop(cluster: &ClusterInner, restart: Option<bool>) {
+    let completed = match restart {
+        None => "Node shutdown completed.",
+        Some(false) => "Node shutdown completed, restarting, no start.",
+        Some(true) => "Node shutdown completed, restarting, no start (initial start).",
+    };
+    for n in &cluster.data_nodes {
+        let log = &cluster.mgm.log;
+        log.event(Severity::Info, n.node_id, "Node shutdown initiated");
+        log.event(Severity::Alert, n.node_id, completed);
+    }
+}
+
+/// After the owner closed `cluster` for `ALL STOP`: every data node is stopped, so that
+/// `ALL STATUS` and `SHOW` (which read nothing else of a closed cluster) show them not
+/// connected until the owner starts a new cluster.
+pub fn all_data_nodes_down(cluster: &ClusterInner) -> Result<()> {
+    if !cluster.is_closed() {
+        return Err(crate::error::codes::internal(
+            "all_data_nodes_down on a running cluster",
+        ));
+    }
+    for n in &cluster.data_nodes {
+        n.mark_stopped();
+    }
+    Ok(())
+}
+
 pub fn on_system_restart(cluster: &ClusterInner, initial: bool) {
     for n in &cluster.data_nodes {
         let log = &cluster.mgm.log;
