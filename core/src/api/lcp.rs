@@ -46,7 +46,9 @@
 //! Checkpoint writes are paced between MinDiskWriteSpeed and MaxDiskWriteSpeed by how
 //! full the redo log is; a round asked for by the node's own restart
 //! ([`ClusterInner::request_lcp`]) runs at MaxDiskWriteSpeedOwnRestart (default 200M), as
-//! NDB's does. An LCP starts when TimeBetweenLocalCheckpoints' worth of redo
+//! NDB's does; and while any commit waits for redo file space (which only a completed
+//! round releases) the round writes unpaced, at disk speed, so that the wait ends before
+//! RedoOverCommitLimit turns it into 410. An LCP starts when TimeBetweenLocalCheckpoints' worth of redo
 //! (4 × 2^n bytes) was written since the previous one started, and at once when a redo
 //! part passes half full (the redo fill hook wakes the driver); the cluster log records
 //! each (`Local checkpoint 13 started. Keep GCI = ... oldest restorable GCI = ...`,
@@ -719,12 +721,18 @@ impl ClusterInner {
                     batch.drain_into(w)?;
                 }
                 // The round the node's own restart asked for, and one already running
-                // then (the asked one waits for it), write at the restart's speed.
-                let wait = match self.own_restart_speed() {
-                    Some(own) => {
-                        DiskWritePacer::new(own, own).delay_for(pacing.bytes, pacing.from.elapsed())
+                // then (the asked one waits for it), write at the restart's speed;
+                // while commits wait for redo file space that only this round can
+                // release, it writes unpaced (NDB would let them fail with 410 once
+                // RedoOverCommitLimit passes at MaxDiskWriteSpeed).
+                let wait = if self.commits_wait_for_redo_files() {
+                    Duration::ZERO
+                } else {
+                    match self.own_restart_speed() {
+                        Some(own) => DiskWritePacer::new(own, own)
+                            .delay_for(pacing.bytes, pacing.from.elapsed()),
+                        None => pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed()),
                     }
-                    None => pacing.pacer.delay_for(pacing.bytes, pacing.from.elapsed()),
                 };
                 if !wait.is_zero() {
                     std::thread::sleep(wait.min(Duration::from_millis(100)));
@@ -1020,6 +1028,15 @@ impl ClusterInner {
                 .get_u64("InsertRecoveryWork")
                 .map_or(d.insert_recovery_work_pct, |v| v as u32),
         }
+    }
+
+    /// Whether a commit on some node waits for redo file space (see the pacing of
+    /// [`Self::run_lcp`]'s scans).
+    fn commits_wait_for_redo_files(&self) -> bool {
+        self.data_nodes
+            .iter()
+            .filter_map(|n| n.log.as_ref())
+            .any(|l| l.redo.commits_wait_for_files())
     }
 
     /// MaxDiskWriteSpeedOwnRestart while a round the node's own restart asked for

@@ -447,9 +447,20 @@ impl RedoLog {
                 continue;
             }
             st.waiters += 1;
+            st.file_waiters += u32::from(!file_ok);
             p.room.wait_until(&mut st, dl);
             st.waiters -= 1;
+            st.file_waiters -= u32::from(!file_ok);
         }
+    }
+
+    /// Whether some commit is waiting for file space in a part (its redo log is full
+    /// until a local checkpoint releases some): checkpoints then write unpaced.
+    pub fn commits_wait_for_files(&self) -> bool {
+        self.inner
+            .parts
+            .iter()
+            .any(|p| p.state.lock().file_waiters > 0)
     }
 
     /// Copy the records into the part's buffer under the part's mutex and return the

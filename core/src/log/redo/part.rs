@@ -69,6 +69,8 @@ pub(crate) struct PartState {
     pub padding_bytes: u64,
     pub writer_signalled: bool,
     pub waiters: u32,
+    /// Of `waiters`, those waiting for file space (a local checkpoint to release redo).
+    pub file_waiters: u32,
 }
 
 impl PartState {
@@ -95,6 +97,7 @@ impl PartState {
             padding_bytes: 0,
             writer_signalled: false,
             waiters: 0,
+            file_waiters: 0,
         }
     }
 

@@ -271,6 +271,37 @@ fn waiting_committer_proceeds_when_a_checkpoint_releases_space() {
     log.set_fill_hook(Box::new(|_, _| {}));
 }
 
+/// A commit waiting for file space is visible to the checkpoint side (which then writes
+/// unpaced) until a release lets it through; a commit waiting for the buffer is not.
+#[test]
+fn commits_waiting_for_file_space_are_visible() {
+    let (_m, fs) = mem();
+    let mut c = cfg(1, 3, 4, 8);
+    c.overload_limit_ms = 5_000;
+    let log = RedoLog::create(fs, &dir(), c).unwrap();
+    let mut b = EncodedRecords::new();
+    let (h, p) = rec(1, 1, 1, 3000);
+    b.push(&h, &p);
+    while log.head()[0] < 8 * payload_lsn() {
+        log.append(0, &b);
+        log.seal_and_sync().unwrap();
+    }
+    assert!(!log.commits_wait_for_files());
+    let log2 = log.clone();
+    let committer = std::thread::spawn(move || log2.wait_for_room(0, 4 * PAYLOAD_BYTES));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !log.commits_wait_for_files() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the committer never waited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    log.release_before(0, log.head()[0]);
+    committer.join().unwrap().unwrap();
+    assert!(!log.commits_wait_for_files());
+}
+
 #[test]
 fn buffer_that_cannot_drain_gives_1221_and_write_errors_are_sticky() {
     let (m, fs) = mem();
