@@ -123,6 +123,9 @@ struct Counters {
     file_waits: AtomicU64,
     buffer_overloads: AtomicU64,
     file_overloads: AtomicU64,
+    /// Commits waiting for file space now, over all parts (read without a lock by
+    /// [`RedoLog::commits_wait_for_files`]).
+    file_waiters_now: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -447,20 +450,22 @@ impl RedoLog {
                 continue;
             }
             st.waiters += 1;
-            st.file_waiters += u32::from(!file_ok);
+            let waiters_now = &inner.counters.file_waiters_now;
+            if !file_ok {
+                waiters_now.fetch_add(1, Ordering::AcqRel);
+            }
             p.room.wait_until(&mut st, dl);
             st.waiters -= 1;
-            st.file_waiters -= u32::from(!file_ok);
+            if !file_ok {
+                waiters_now.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 
     /// Whether some commit is waiting for file space in a part (its redo log is full
     /// until a local checkpoint releases some): checkpoints then write unpaced.
     pub fn commits_wait_for_files(&self) -> bool {
-        self.inner
-            .parts
-            .iter()
-            .any(|p| p.state.lock().file_waiters > 0)
+        self.inner.counters.file_waiters_now.load(Ordering::Acquire) > 0
     }
 
     /// Copy the records into the part's buffer under the part's mutex and return the

@@ -69,8 +69,6 @@ pub(crate) struct PartState {
     pub padding_bytes: u64,
     pub writer_signalled: bool,
     pub waiters: u32,
-    /// Of `waiters`, those waiting for file space (a local checkpoint to release redo).
-    pub file_waiters: u32,
 }
 
 impl PartState {
@@ -97,7 +95,6 @@ impl PartState {
             padding_bytes: 0,
             writer_signalled: false,
             waiters: 0,
-            file_waiters: 0,
         }
     }
 
