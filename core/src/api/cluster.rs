@@ -59,6 +59,9 @@ pub struct DataNode {
     /// The keep position of that round on this node: once the system file holds it,
     /// the node's files restore it again.
     pub(crate) rejoin_keep: parking_lot::Mutex<Option<Vec<u64>>>,
+    /// A stop is under way (from before the node reads stopped until its replicas are
+    /// discarded): a START waits for it to end.
+    pub(crate) stopping: AtomicBool,
 }
 
 pub struct ClusterInner {
@@ -92,6 +95,9 @@ pub struct ClusterInner {
     pub(crate) lcp_lock: Mutex<()>,
     /// The id of the next local checkpoint.
     pub(crate) lcp_next_id: AtomicU32,
+    /// Held while a node stop or start checks the node group and changes the node's
+    /// state (`api::node_restart`): two stops in one group cannot both pass the check.
+    pub(crate) node_state_change: Mutex<()>,
     /// One more than the id of the newest local checkpoint completed (0: none yet).
     pub(crate) lcp_completed_next: AtomicU32,
     /// A local checkpoint was asked for ([`ClusterInner::request_lcp`]): the LCP driver
@@ -349,6 +355,7 @@ impl ClusterInner {
                 files_restorable: AtomicBool::new(!plan.excluded.contains(&dn.node_id)),
                 rejoin_from_lcp: AtomicU32::new(u32::MAX),
                 rejoin_keep: parking_lot::Mutex::new(None),
+                stopping: AtomicBool::new(false),
             }));
         }
         let mut node_groups: Vec<Vec<Arc<DataNode>>> = Vec::new();
@@ -397,6 +404,7 @@ impl ClusterInner {
             gcp_driver: Mutex::new(None),
             lcp_lock: Mutex::new(()),
             lcp_next_id: AtomicU32::new(1),
+            node_state_change: Mutex::new(()),
             lcp_completed_next: AtomicU32::new(0),
             lcp_requested: std::sync::atomic::AtomicBool::new(false),
             lcp_own_restart_from: AtomicU32::new(u32::MAX),

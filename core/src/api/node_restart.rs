@@ -40,7 +40,8 @@
 //! columns are copied with their rows; a system restart that finds a node behind gives
 //! all of its extents back to their tablespaces before its copy.
 //!
-//! Lock order: the dictionary's read lock (to list
+//! Lock order: `node_state_change` (a stop's or start's check and state change), then
+//! the dictionary's read lock (to list
 //! tables and to fix the node's state against a concurrent CREATE TABLE), then a
 //! primary's mutex, then the restarting replica's.
 
@@ -189,9 +190,13 @@ impl ClusterInner {
         // Fixed against CREATE TABLE: a table created from now on gives this node a
         // dead replica.
         let cells = {
+            let _change = self.node_state_change.lock();
             let _dict = self.dict.read();
             // Again under the lock: another stop may have run meanwhile.
             self.check_stop(&node)?;
+            // Before the state reads stopped: a START that sees it stopped sees this
+            // too until the replicas are discarded below.
+            node.stopping.store(true, Ordering::SeqCst);
             node.set_run_state(NodeRunState::Stopped);
             node.start_phase.store(0, Ordering::Release);
             // Its files no longer restore it: the checkpoints saved from now on leave
@@ -209,19 +214,25 @@ impl ClusterInner {
             drop(f);
             cell.lock_released.notify_all();
         }
-        if self.durable() {
+        let saved = if self.durable() {
             // A global checkpoint that leaves the node out is saved before anything of
             // its is discarded: a system restart can then restore the node from its own
             // files only to a checkpoint before its stop, and its disk pages (written
             // in place, unlike its redo and checkpoint files) are as they were then.
-            self.force_gcp()?;
+            self.force_gcp().map(|_| ())
+        } else {
+            Ok(())
+        };
+        if saved.is_ok() {
+            for (_, _, cell) in &cells {
+                let mut f = cell.state.lock();
+                f.discard_all();
+                drop(f);
+                cell.lock_released.notify_all();
+            }
         }
-        for (_, _, cell) in &cells {
-            let mut f = cell.state.lock();
-            f.discard_all();
-            drop(f);
-            cell.lock_released.notify_all();
-        }
+        node.stopping.store(false, Ordering::SeqCst);
+        saved?;
         for (t, p, cell) in &cells {
             for other in &t.fragments[*p] {
                 other.remove_follower(cell);
@@ -255,7 +266,13 @@ impl ClusterInner {
             .node(id)
             .cloned()
             .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
-        if node.run_state() != NodeRunState::Stopped {
+        let state = node.run_state();
+        if state == NodeRunState::Stopped && node.stopping.load(Ordering::SeqCst) {
+            return Err(mgm_error(format!(
+                "Start failed: node {id} is still stopping; start it once it has stopped"
+            )));
+        }
+        if state != NodeRunState::Stopped {
             return Err(mgm_error(format!(
                 "Start failed: node {id} is already {}",
                 if node.run_state() == NodeRunState::Started {
@@ -267,8 +284,23 @@ impl ClusterInner {
         }
         self.apply_node_data_memory(&node)?;
         let cells = {
+            let _change = self.node_state_change.lock();
             let _dict = self.dict.read();
-            node.set_run_state(NodeRunState::Starting);
+            // One START wins (another may have passed the checks above meanwhile).
+            if node
+                .run_state
+                .compare_exchange(
+                    NodeRunState::Stopped as u8,
+                    NodeRunState::Starting as u8,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                return Err(mgm_error(format!(
+                    "Start failed: node {id} is already starting"
+                )));
+            }
             node.start_phase.store(1, Ordering::Release);
             node_cells(self, id)
         };

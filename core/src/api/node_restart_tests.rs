@@ -578,3 +578,63 @@ fn restart_cycles_under_contended_multi_row_writes() {
     }
     c.shutdown();
 }
+
+/// Two stops of the two nodes of a group at the same moment: exactly one succeeds (the
+/// other is the group's last live node), every time; the same for two starts of one
+/// node.
+#[test]
+fn concurrent_stops_of_one_group_leave_a_live_node() {
+    let c = cluster(2, 2);
+    let mut s = Session::new(c.ndb("test"));
+    sql(
+        &mut s,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
+    );
+    sql(&mut s, "INSERT INTO t VALUES (1, 1), (2, 2)");
+    for round in 0..20 {
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<bool> = std::thread::scope(|scope| {
+            let hs: Vec<_> = [2u32, 3]
+                .into_iter()
+                .map(|id| {
+                    let (c, barrier) = (&c, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        c.inner().stop_node(id).is_ok()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("join")).collect()
+        });
+        assert_eq!(
+            results.iter().filter(|ok| **ok).count(),
+            1,
+            "round {round}: {results:?}"
+        );
+        let stopped = if results[0] { 2 } else { 3 };
+        let barrier = std::sync::Barrier::new(2);
+        let starts: Vec<bool> = std::thread::scope(|scope| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let (c, barrier) = (&c, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        c.inner().start_node(stopped).is_ok()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("join")).collect()
+        });
+        assert_eq!(
+            starts.iter().filter(|ok| **ok).count(),
+            1,
+            "round {round}: {starts:?}"
+        );
+        wait_started(&c, stopped);
+    }
+    assert_eq!(
+        rows(&mut s, "SELECT COUNT(*) FROM t"),
+        vec![vec![Value::Int(2)]]
+    );
+    c.shutdown();
+}
