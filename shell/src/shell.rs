@@ -193,20 +193,29 @@ impl Shell {
     /// (a system restart). Meanwhile SQL fails with 4009, and `ALL STATUS` and `SHOW`
     /// show the nodes not connected.
     fn stop_all(&mut self) -> Outcome {
-        let inner = self.cluster.inner().clone();
-        if let Err(e) = inner.check_open() {
-            print_err(&e.message);
+        let Some(inner) = self.all_nodes_may("stop") else {
             return Outcome::Failed;
-        }
-        if inner.single_user_node().is_some() {
-            print_err("Cannot stop nodes: single user mode");
-            return Outcome::Failed;
-        }
+        };
         print_out("Executing STOP on all nodes.");
         self.take_down(&inner, None);
         self.start_initial = false;
         print_out("NDB Cluster has shutdown.");
         Outcome::Ok
+    }
+
+    /// The running cluster, if every data node may `verb` (stop, restart) now: not in
+    /// single user mode; else prints why.
+    fn all_nodes_may(&self, verb: &str) -> Option<std::sync::Arc<rndb::api::ClusterInner>> {
+        let inner = self.cluster.inner().clone();
+        if let Err(e) = inner.check_open() {
+            print_err(&e.message);
+            return None;
+        }
+        if inner.single_user_node().is_some() {
+            print_err(&format!("Cannot {verb} nodes: single user mode"));
+            return None;
+        }
+        Some(inner)
     }
 
     /// Shuts the embedded cluster down, keeping the shell: the state of `ALL STOP`
@@ -277,15 +286,9 @@ impl Shell {
     /// cluster. (Without a data directory only `-i` comes here: the cluster keeps
     /// nothing on disk to restart from, and `mgm::run` refuses with that reason.)
     fn system_restart(&mut self, flags: &Flags) -> Outcome {
-        let inner = self.cluster.inner().clone();
-        if let Err(e) = inner.check_open() {
-            print_err(&e.message);
+        let Some(inner) = self.all_nodes_may("restart") else {
             return Outcome::Failed;
-        }
-        if inner.single_user_node().is_some() {
-            print_err("Cannot restart nodes: single user mode");
-            return Outcome::Failed;
-        }
+        };
         print_out(
             "Executing RESTART on all nodes.\nStarting shutdown. This may take a while. Please wait...",
         );

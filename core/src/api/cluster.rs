@@ -440,7 +440,7 @@ impl ClusterInner {
             }
         }
         *inner.gcp_driver.lock() = Some(super::durability::spawn_gcp_driver(&inner)?);
-        if inner.data_nodes.iter().any(|n| n.log.is_some()) {
+        if inner.durable() {
             *inner.lcp_driver.lock() = Some(super::durability::spawn_lcp_driver(&inner)?);
         }
         crate::mgm::on_cluster_start(&inner);

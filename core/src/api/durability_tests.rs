@@ -112,6 +112,49 @@ fn graceful_restarts_keep_every_commit_across_lives() {
 /// Committed transactions of a life: (rows written, commit GCI).
 pub(super) type Committed = Vec<(Vec<(u64, i64)>, u64)>;
 
+/// A seeded xorshift generator for the power-loss tests' lives.
+pub(super) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    }
+}
+
+/// The system restart on a life's disk image, checked against the model: it restored at
+/// least `durable`, and exactly the transactions of `txns` up to the GCI it restored
+/// (added to `model`). Returns the cluster and that GCI, or what is wrong.
+pub(super) fn restart_and_check(
+    image: &crate::disk::io::MemFileSystem,
+    txns: &Committed,
+    durable: u32,
+    model: &mut BTreeMap<u64, i64>,
+) -> std::result::Result<(Cluster, u32), String> {
+    let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(image.clone()))
+        .map_err(|e| format!("restart: {e}"))?;
+    let restored = c.inner().restart.lock().as_ref().map(|s| s.restored_gci);
+    let restored = restored.ok_or("not a system restart")?;
+    if restored < durable {
+        return Err(format!("restored {restored} < durable {durable}"));
+    }
+    for (rows, gci) in txns {
+        if (gci >> 32) as u32 <= restored {
+            model.extend(rows.iter().copied());
+        }
+    }
+    let got = if c.ndb("test").table("t").is_ok() {
+        contents(&c)
+    } else {
+        BTreeMap::new()
+    };
+    if got != *model {
+        return Err(format!("restored GCI {restored}: {got:?} != {model:?}"));
+    }
+    Ok((c, restored))
+}
+
 /// One life of the simulated crash test: writes transactions, makes some durable, and
 /// loses power at a seeded moment. Returns the committed transactions (rows, gci) and
 /// the highest GCI confirmed durable.
@@ -124,13 +167,7 @@ fn crash_life(
     if c.ndb("test").table("t").is_err() {
         c.ndb("test").create_table(spec()).expect("create");
     }
-    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(seed);
     let mut txns = Vec::new();
     let mut durable = 0;
     let n = 5 + next() % 40;
@@ -145,10 +182,10 @@ fn crash_life(
             .collect();
         let gci = write(&c, rows.iter().copied());
         txns.push((rows, gci));
-        if next() % 7 == 0 {
+        if next().is_multiple_of(7) {
             c.inner().run_lcp().expect("lcp");
         }
-        if next() % 5 == 0 {
+        if next().is_multiple_of(5) {
             c.wait_durable(gci, std::time::Duration::from_secs(10))
                 .expect("durable");
             if image.is_none() {
@@ -168,33 +205,8 @@ fn power_loss_keeps_exactly_the_restorable_gcis() {
         let mut model: BTreeMap<u64, i64> = BTreeMap::new();
         for life in 0..3u64 {
             let (txns, durable, image) = crash_life(&fs, seed * 100 + life, life);
-            let c = Cluster::embedded_on(config(), "/data".into(), Arc::new(image.clone()))
-                .unwrap_or_else(|e| panic!("seed {seed} life {life}: restart: {e}"));
-            let restored = c
-                .inner()
-                .restart
-                .lock()
-                .as_ref()
-                .map(|s| s.restored_gci)
-                .expect("a system restart");
-            assert!(
-                restored >= durable,
-                "seed {seed} life {life}: restored {restored} < durable {durable}"
-            );
-            for (rows, gci) in &txns {
-                if (gci >> 32) as u32 <= restored {
-                    model.extend(rows.iter().copied());
-                }
-            }
-            let got = if c.ndb("test").table("t").is_ok() {
-                contents(&c)
-            } else {
-                BTreeMap::new()
-            };
-            assert_eq!(
-                got, model,
-                "seed {seed} life {life} (restored GCI {restored})"
-            );
+            let (c, _) = restart_and_check(&image, &txns, durable, &mut model)
+                .unwrap_or_else(|e| panic!("seed {seed} life {life}: {e}"));
             c.shutdown();
             drop(c);
             fs = image;

@@ -79,6 +79,15 @@ fn apply(c: &Cluster, model: &mut BTreeMap<i64, i64>, q: &str) {
     }
 }
 
+/// `CREATE TABLE t (id INT PRIMARY KEY, v INT)`, the table of the tests below.
+fn create_t(c: &Cluster) {
+    let mut s = Session::new(c.ndb("test"));
+    sql(
+        &mut s,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
+    );
+}
+
 fn insert_range(c: &Cluster, model: &mut BTreeMap<i64, i64>, from: i64, to: i64) {
     let values: Vec<String> = (from..to).map(|k| format!("({k}, {})", k * 10)).collect();
     apply(
@@ -150,11 +159,7 @@ fn a_system_restart_recovers_past_a_stopped_node_and_restarts_it() {
     let mut model = BTreeMap::new();
     {
         let c = open(dir.path());
-        let mut s = Session::new(c.ndb("test"));
-        sql(
-            &mut s,
-            "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
-        );
+        create_t(&c);
         insert_range(&c, &mut model, 0, 200);
         c.inner().run_lcp().expect("lcp");
         c.inner().force_gcp().expect("gcp");
@@ -216,11 +221,7 @@ fn a_restarted_node_counts_again_after_its_checkpoint() {
     let mut model = BTreeMap::new();
     {
         let c = open(dir.path());
-        let mut s = Session::new(c.ndb("test"));
-        sql(
-            &mut s,
-            "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
-        );
+        create_t(&c);
         insert_range(&c, &mut model, 0, 300);
         mgm(&c, "2 STOP");
         insert_range(&c, &mut model, 300, 400);
@@ -324,13 +325,7 @@ fn stop_start_life(
             c.ndb("test").create_table(spec()).expect("create");
         }
     }
-    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = super::durability_tests::xorshift(seed);
     let mut txns = Vec::new();
     let mut durable = 0;
     let steps = 20 + next() % 40;
@@ -434,34 +429,11 @@ fn power_losses_while_nodes_stop_and_restart(disk: bool) {
             let fail = |what: String| -> ! {
                 panic!("seed {seed} life {life}: {what}\n{}", trace.join("\n"))
             };
-            let c =
-                Cluster::embedded_on(config(), "/data".into(), std::sync::Arc::new(image.clone()))
-                    .unwrap_or_else(|e| fail(format!("restart: {e}")));
-            let restored = c
-                .inner()
-                .restart
-                .lock()
-                .as_ref()
-                .map(|s| s.restored_gci)
-                .unwrap_or_else(|| fail("no system restart".into()));
+            let (c, _) =
+                super::durability_tests::restart_and_check(&image, &txns, durable, &mut model)
+                    .unwrap_or_else(|e| fail(e));
             if cluster_log(&c).contains("Its files are behind") {
                 restarts_with_a_node_behind += 1;
-            }
-            if restored < durable {
-                fail(format!("restored {restored} < durable {durable}"));
-            }
-            for (rows, gci) in &txns {
-                if (gci >> 32) as u32 <= restored {
-                    model.extend(rows.iter().copied());
-                }
-            }
-            let got = if c.ndb("test").table("t").is_ok() {
-                super::durability_tests::contents(&c)
-            } else {
-                BTreeMap::new()
-            };
-            if got != model {
-                fail(format!("restored GCI {restored}: {got:?} != {model:?}"));
             }
             for id in [2, 3] {
                 wait_restart_complete(&c, id);
@@ -495,11 +467,7 @@ fn a_scan_begun_before_a_discard_leaves_the_replica_marked_full() {
     }
     let dir = tempfile::tempdir().expect("dir");
     let c = open(dir.path());
-    let mut s = Session::new(c.ndb("test"));
-    sql(
-        &mut s,
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=ndbcluster",
-    );
+    create_t(&c);
     let mut model = BTreeMap::new();
     // Several pages per replica: the scan below is not done after its first page.
     for from in (0..40_000).step_by(4000) {

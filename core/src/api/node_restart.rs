@@ -127,14 +127,14 @@ impl ClusterInner {
 
     /// Whether the data nodes write redo and checkpoints (a data directory, not
     /// Diskless).
-    fn durable(&self) -> bool {
+    pub(crate) fn durable(&self) -> bool {
         self.data_nodes.iter().any(|n| n.log.is_some())
     }
 
     /// Whether `<id> STOP` may stop `node` now: it is started, and another node of its
     /// group is started and (with a data directory) has completed its restart, so that
-    /// its files can restore the group.
-    fn check_stop(&self, node: &DataNode) -> Result<()> {
+    /// its files can restore the group. Returns the node's group.
+    fn check_stop(&self, node: &DataNode) -> Result<Vec<Arc<DataNode>>> {
         let id = node.node_id;
         match node.run_state() {
             NodeRunState::Stopped => {
@@ -169,7 +169,7 @@ impl ClusterInner {
                 first_other.node_id, node.node_group
             )));
         }
-        Ok(())
+        Ok(group)
     }
 
     /// `<id> STOP` (see the module notes). Returns once the node's replicas are dead
@@ -181,19 +181,13 @@ impl ClusterInner {
             .cloned()
             .ok_or_else(|| mgm_error(format!("Node {id}: not a data node")))?;
         self.check_stop(&node)?;
-        let group = self
-            .node_groups
-            .iter()
-            .find(|g| g.iter().any(|n| n.node_id == id))
-            .cloned()
-            .unwrap_or_default();
         // Fixed against CREATE TABLE: a table created from now on gives this node a
         // dead replica.
-        let cells = {
+        let (cells, group) = {
             let _change = self.node_state_change.lock();
             let _dict = self.dict.read();
             // Again under the lock: another stop may have run meanwhile.
-            self.check_stop(&node)?;
+            let group = self.check_stop(&node)?;
             // Before the state reads stopped: a START that sees it stopped sees this
             // too until the replicas are discarded below.
             node.stopping.store(true, Ordering::SeqCst);
@@ -205,7 +199,7 @@ impl ClusterInner {
             node.rejoin_from_lcp.store(u32::MAX, Ordering::Release);
             *node.rejoin_keep.lock() = None;
             drop(_dict);
-            node_cells(self, id)
+            (node_cells(self, id), group)
         };
         for (_, _, cell) in &cells {
             let mut f = cell.state.lock();

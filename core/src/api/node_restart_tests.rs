@@ -579,6 +579,21 @@ fn restart_cycles_under_contended_multi_row_writes() {
     c.shutdown();
 }
 
+/// Runs `f(0)` and `f(1)` on two threads released together; their results.
+fn at_once(f: impl Fn(usize) -> bool + Sync) -> [bool; 2] {
+    let barrier = std::sync::Barrier::new(2);
+    std::thread::scope(|scope| {
+        let hs = [0, 1].map(|i| {
+            let (f, barrier) = (&f, &barrier);
+            scope.spawn(move || {
+                barrier.wait();
+                f(i)
+            })
+        });
+        hs.map(|h| h.join().expect("join"))
+    })
+}
+
 /// Two stops of the two nodes of a group at the same moment: exactly one succeeds (the
 /// other is the group's last live node), every time; the same for two starts of one
 /// node.
@@ -592,39 +607,14 @@ fn concurrent_stops_of_one_group_leave_a_live_node() {
     );
     sql(&mut s, "INSERT INTO t VALUES (1, 1), (2, 2)");
     for round in 0..20 {
-        let barrier = std::sync::Barrier::new(2);
-        let results: Vec<bool> = std::thread::scope(|scope| {
-            let hs: Vec<_> = [2u32, 3]
-                .into_iter()
-                .map(|id| {
-                    let (c, barrier) = (&c, &barrier);
-                    scope.spawn(move || {
-                        barrier.wait();
-                        c.inner().stop_node(id).is_ok()
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().expect("join")).collect()
-        });
+        let results = at_once(|i| c.inner().stop_node([2, 3][i]).is_ok());
         assert_eq!(
             results.iter().filter(|ok| **ok).count(),
             1,
             "round {round}: {results:?}"
         );
         let stopped = if results[0] { 2 } else { 3 };
-        let barrier = std::sync::Barrier::new(2);
-        let starts: Vec<bool> = std::thread::scope(|scope| {
-            let hs: Vec<_> = (0..2)
-                .map(|_| {
-                    let (c, barrier) = (&c, &barrier);
-                    scope.spawn(move || {
-                        barrier.wait();
-                        c.inner().start_node(stopped).is_ok()
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().expect("join")).collect()
-        });
+        let starts = at_once(|_| c.inner().start_node(stopped).is_ok());
         assert_eq!(
             starts.iter().filter(|ok| **ok).count(),
             1,

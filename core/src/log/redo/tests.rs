@@ -240,8 +240,9 @@ fn wait_for_room_gives_410_when_the_files_are_full_until_released() {
     assert_eq!(e.code, 1220);
 }
 
-#[test]
-fn waiting_committer_proceeds_when_a_checkpoint_releases_space() {
+/// A one-part log with 8 of its 10 usable blocks written and synced (a commit of 4
+/// blocks must wait for a checkpoint), waits bounded at 5 s.
+fn nearly_full_log() -> Arc<RedoLog> {
     let (_m, fs) = mem();
     let mut c = cfg(1, 3, 4, 8);
     c.overload_limit_ms = 5_000;
@@ -253,6 +254,12 @@ fn waiting_committer_proceeds_when_a_checkpoint_releases_space() {
         log.append(0, &b);
         log.seal_and_sync().unwrap();
     }
+    log
+}
+
+#[test]
+fn waiting_committer_proceeds_when_a_checkpoint_releases_space() {
+    let log = nearly_full_log();
     let fired = Arc::new(AtomicU32::new(0));
     let f2 = fired.clone();
     let log2 = log.clone();
@@ -272,20 +279,10 @@ fn waiting_committer_proceeds_when_a_checkpoint_releases_space() {
 }
 
 /// A commit waiting for file space is visible to the checkpoint side (which then writes
-/// unpaced) until a release lets it through; a commit waiting for the buffer is not.
+/// unpaced) until a release lets it through.
 #[test]
 fn commits_waiting_for_file_space_are_visible() {
-    let (_m, fs) = mem();
-    let mut c = cfg(1, 3, 4, 8);
-    c.overload_limit_ms = 5_000;
-    let log = RedoLog::create(fs, &dir(), c).unwrap();
-    let mut b = EncodedRecords::new();
-    let (h, p) = rec(1, 1, 1, 3000);
-    b.push(&h, &p);
-    while log.head()[0] < 8 * payload_lsn() {
-        log.append(0, &b);
-        log.seal_and_sync().unwrap();
-    }
+    let log = nearly_full_log();
     assert!(!log.commits_wait_for_files());
     let log2 = log.clone();
     let committer = std::thread::spawn(move || log2.wait_for_room(0, 4 * PAYLOAD_BYTES));
