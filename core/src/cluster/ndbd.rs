@@ -393,13 +393,16 @@ impl DataNodeProcess {
                     if opts_echo {
                         eprintln!("{text}");
                     }
+                    // Asked to stop (a STOP or SHUTDOWN during a restart, whose start
+                    // then fails as the management server goes): a graceful end.
+                    let asked = stop2.load(Ordering::Acquire) && !kill2.load(Ordering::Acquire);
                     let mut st = status2.lock();
                     st.state = NodeState::Stopped;
-                    st.stop_reason = Some(text);
+                    st.stop_reason = (!asked).then_some(text);
                     drop(st);
                     transport2.shut();
                     transport2.close();
-                    1
+                    if asked { 0 } else { 1 }
                 };
                 let code = loop {
                     let started = data_path_start(&opts, node_id, &me, begin, &aborted).and_then(
@@ -484,9 +487,22 @@ impl DataNodeProcess {
                     transport2.disconnect_all_but(mgm_id);
                     carry.clear();
                     while let Ok(ev) = rx.try_recv() {
-                        if !matches!(ev, Incoming::Message { .. }) {
-                            carry.push(ev);
+                        match ev {
+                            // A STOP (or SHUTDOWN) sent while the old life ended stops
+                            // the process: it must not be lost with the old life's
+                            // messages.
+                            Incoming::Message {
+                                from,
+                                msg: Message::MgmCommand { ref text },
+                            } if from == mgm_id && text == "STOP" => {
+                                stop2.store(true, Ordering::Release);
+                            }
+                            Incoming::Message { .. } => {}
+                            ev => carry.push(ev),
                         }
+                    }
+                    if aborted() {
+                        break if kill2.load(Ordering::Acquire) { 137 } else { 0 };
                     }
                     match refetch_config(&opts, node_id, token) {
                         Ok((c, m)) => (cfg, me) = (c, m),

@@ -53,7 +53,8 @@ pub(super) fn data_node(m: &MgmServer, id: u32, nostart: bool) -> DataNodeProces
         initial: false,
         nostart,
         connect_timeout: Some(Duration::from_secs(10)),
-        echo: false,
+        // RNDB_TEST_ECHO=1 prints the nodes' cluster log lines (a failing test's story).
+        echo: std::env::var_os("RNDB_TEST_ECHO").is_some(),
     })
     .expect("data node")
 }
@@ -187,7 +188,17 @@ fn stop_restart_and_start_from_the_shell() {
     wait_until("node 3 out, waiting", 10, || {
         a.status().view.node_ids() == vec![2] && b.status().state == NodeState::NotStarted
     });
-    c.command("3 START").expect("start");
+    // The management server must have seen the new life wait for START too (its
+    // status may lag the node's own): before that, START answers "already started".
+    wait_until("the server sees node 3 wait for START", 10, || {
+        c.command("3 STATUS")
+            .expect("status")
+            .starts_with("Node 3: not started")
+    });
+    assert_eq!(
+        c.command("3 START").expect("start"),
+        "Database node 3 is being started."
+    );
     wait_until("back", 10, || a.status().view.node_ids() == vec![2, 3]);
     let r = c.command("3 STOP").expect("stop");
     assert!(r.contains("Node 3: Node shutdown initiated"), "{r}");
