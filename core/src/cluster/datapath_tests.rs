@@ -12,7 +12,7 @@ use super::remote::RemoteCluster;
 use crate::schema::Value;
 use crate::transport::NodeState;
 use crate::transport::data::{KeyOp, OpType};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -481,6 +481,15 @@ fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
             "{log}"
         );
     }
+    // Every node runs again (none was declared dead on the way).
+    for n in &nodes {
+        assert_eq!(
+            n.status().state,
+            NodeState::Started,
+            "node {} after the rolling restart; log:\n{log}",
+            n.node_id
+        );
+    }
     // Within each group the replicas are equal, and hold what was acknowledged.
     let by_id = |id: u32| nodes.iter().find(|n| n.node_id == id).expect("node");
     for (a, b) in [(2, 3), (4, 5)] {
@@ -488,12 +497,31 @@ fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
             local_table(&by_id(a).data().expect("data path")),
             local_table(&by_id(b).data().expect("data path")),
         );
-        assert!(
-            ta == tb,
-            "nodes {a} and {b} differ ({} / {} rows)",
-            ta.len(),
-            tb.len()
-        );
+        if ta != tb {
+            let differ: Vec<String> = ta
+                .keys()
+                .chain(tb.keys())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .filter(|k| ta.get(k) != tb.get(k))
+                .take(10)
+                .map(|k| {
+                    format!(
+                        "key {k}: node {a} {:?}, node {b} {:?}, model {:?}",
+                        ta.get(k),
+                        tb.get(k),
+                        model.get(k)
+                    )
+                })
+                .collect();
+            panic!(
+                "nodes {a} and {b} differ ({} / {} rows): {}\nerrors {errors:?}\nlog:\n{}",
+                ta.len(),
+                tb.len(),
+                differ.join("; "),
+                m.log_lines().join("\n")
+            );
+        }
     }
     let keys: Vec<Vec<Value>> = (10_000..12_000).map(|k| vec![Value::Int(k)]).collect();
     let rows = api.read_batch(DB, "kv", &keys, &[1]).expect("read");

@@ -17,13 +17,7 @@ pub(super) fn config(data_nodes: u32, replicas: u32) -> ClusterConfig {
 pub(super) fn config_with(data_nodes: u32, replicas: u32, extra: &str) -> ClusterConfig {
     let mut text = String::from("[ndbd default]\n");
     text.push_str(extra);
-    // Each cluster its own DataDir: the data nodes keep their redo and checkpoints there.
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "rndb-proc-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
+    let dir = fresh_data_dir();
     text.push_str(&format!(
         "NoOfReplicas={replicas}\nHeartbeatIntervalDbDb=100\nArbitrationTimeout=1000\nDataMemory=16M\nDataDir={}\n",
         dir.display()
@@ -34,6 +28,40 @@ pub(super) fn config_with(data_nodes: u32, replicas: u32, extra: &str) -> Cluste
     }
     text.push_str("[mysqld]\n");
     ClusterConfig::parse(&text, "test.ini").expect("config")
+}
+
+/// Each test cluster its own empty DataDir (the data nodes keep their redo and
+/// checkpoints there), named by this process's id. A directory of an earlier test
+/// process whose id this one reuses would hold its tables (a system restart of them, and
+/// "Table 'kv' already exists"): it is removed first, as are those of test processes that
+/// have ended (best effort: a crashed or killed run leaves its directories behind).
+fn fresh_data_dir() -> std::path::PathBuf {
+    const PREFIX: &str = "rndb-proc-";
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = std::env::temp_dir();
+    // Whether a process runs is read from /proc (Linux); elsewhere nothing is swept.
+    if seq == 0
+        && std::path::Path::new("/proc/self").exists()
+        && let Ok(entries) = std::fs::read_dir(&tmp)
+    {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix(PREFIX)
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(pid) = pid
+                && (pid == std::process::id()
+                    || !std::path::Path::new(&format!("/proc/{pid}")).exists())
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let dir = tmp.join(format!("{PREFIX}{}-{seq}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
 }
 
 pub(super) fn mgm(cfg: &ClusterConfig) -> MgmServer {

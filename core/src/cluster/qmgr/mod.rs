@@ -194,6 +194,11 @@ pub struct Qmgr {
     last_heard: BTreeMap<NodeId, u64>,
     /// Members this node has given up on (missed heartbeats, or restarted).
     suspected: BTreeSet<NodeId>,
+    /// Members whose heartbeat arrived since this node installed the view that admitted
+    /// them: their life is a member's. A join request from one of them comes from a new
+    /// life (a restart); one from a member not heard as such may be its own last
+    /// request, sent before it was admitted and still on the wire (`on_join_req`).
+    beat_as_member: BTreeSet<NodeId>,
     /// Data nodes that asked to join (president), with when they last asked.
     joiners: BTreeMap<NodeId, u64>,
     /// Starting: peers also starting, with when they were last heard; and when a
@@ -230,6 +235,7 @@ impl Qmgr {
             next_heartbeat_ms: now_ms,
             last_heard: BTreeMap::new(),
             suspected: BTreeSet::new(),
+            beat_as_member: BTreeSet::new(),
             joiners: BTreeMap::new(),
             starting_peers: BTreeMap::new(),
             running_seen_ms: None,
@@ -648,6 +654,9 @@ impl Qmgr {
             .into_iter()
             .filter(|n| !self.view.contains(*n))
             .collect();
+        // A member's life is known as a member's only from its heartbeats in this view.
+        self.beat_as_member
+            .retain(|n| old.contains(*n) && self.view.contains(*n));
         let president = self.view.president().unwrap_or(0);
         let mut text = format!(
             "Cluster membership: nodes {} (president {president}), view {}",
@@ -671,7 +680,9 @@ impl Qmgr {
         if self.phase == Phase::Stopped {
             return;
         }
-        if self.cfg.is_data_node(from) {
+        // A join request says nothing of a member's life: from a member it is either
+        // a stale one of its own or a new life's, whose old life must still be missed.
+        if self.cfg.is_data_node(from) && !matches!(msg, Message::JoinReq { .. }) {
             self.last_heard.insert(from, now_ms);
         }
         match msg {
@@ -801,6 +812,11 @@ impl Qmgr {
                 }
             }
             Phase::Member => {
+                if self.view.contains(from) {
+                    // Only a member sends heartbeats: from now on a join request from
+                    // `from` is a new life's.
+                    self.beat_as_member.insert(from);
+                }
                 if !self.view.contains(from) {
                     out.send(
                         from,
@@ -832,8 +848,17 @@ impl Qmgr {
             }
             Phase::Member => {
                 if self.view.contains(from) {
-                    // A member that asks to join has restarted: its earlier life is
-                    // over, whatever its heartbeats said.
+                    // A member that asks to join after it beat as a member has
+                    // restarted: its earlier life is over, whatever its heartbeats
+                    // said. Before its first heartbeat the request is its own, sent
+                    // before it was admitted (a connection delivers in order, and a
+                    // new life dials new connections): ignored, else the node just
+                    // admitted would be declared dead. A restart that soon is found
+                    // by the old life's closed connection or its missed heartbeats.
+                    if !self.beat_as_member.contains(&from) {
+                        // Its own request: nothing to answer either.
+                        return;
+                    }
                     if self.suspected.insert(from) {
                         self.log(
                             out,
@@ -865,3 +890,6 @@ pub(crate) fn join<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> 
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod join_tests;
