@@ -957,6 +957,10 @@ impl NodeLoop {
                 from,
                 msg: Message::Data(d),
             } => self.data.on_message(from, d),
+            Incoming::Message {
+                from,
+                msg: Message::DataInView { view_id, msg },
+            } => self.data.on_message_in_view(from, view_id, msg),
             Incoming::Message { from, msg } => return self.deliver_to_qmgr(from, msg),
             Incoming::Disconnected { peer, reason } if peer != self.mgm_id => {
                 self.data.on_disconnect(peer);

@@ -109,6 +109,8 @@ struct LinkMsg {
     at_ms: u64,
     from_inc: u64,
     to_inc: u64,
+    /// The sender's view (`Message::DataInView`); None: a plain `Message::Data`.
+    view_id: Option<u64>,
     msg: DataMsg,
 }
 
@@ -371,7 +373,7 @@ impl DataLayer {
         self.nodes.get(&node).map(|n| n.incarnation)
     }
 
-    fn push(&mut self, now_ms: u64, from: NodeId, to: NodeId, msg: DataMsg) {
+    fn push(&mut self, now_ms: u64, from: NodeId, to: NodeId, view_id: Option<u64>, msg: DataMsg) {
         let (Some(from_inc), Some(to_inc)) = (self.incarnation(from), self.incarnation(to)) else {
             return;
         };
@@ -383,6 +385,7 @@ impl DataLayer {
             at_ms,
             from_inc,
             to_inc,
+            view_id,
             msg,
         });
     }
@@ -399,7 +402,10 @@ impl DataLayer {
             }
             for (to, m) in sent {
                 match m {
-                    Message::Data(d) => self.push(now_ms, node, to, d),
+                    Message::Data(d) => self.push(now_ms, node, to, None, d),
+                    Message::DataInView { view_id, msg } => {
+                        self.push(now_ms, node, to, Some(view_id), msg)
+                    }
                     Message::Event { text, .. } => {
                         if text.starts_with("Node restart completed") {
                             self.stats.copies_done += 1;
@@ -461,7 +467,10 @@ impl DataLayer {
         if to == API_NODE {
             self.on_reply(now, from, m.msg)?;
         } else if let Some(n) = self.nodes.get(&to) {
-            n.dp.on_message(from, m.msg);
+            match m.view_id {
+                Some(v) => n.dp.on_message_in_view(from, v, m.msg),
+                None => n.dp.on_message(from, m.msg),
+            }
             self.drain(now, to);
         }
         Ok(())
@@ -614,7 +623,7 @@ impl DataLayer {
             self.busy.extend(0..self.workload.keys);
         }
         self.reqs.insert(id, Req { node, kind, next });
-        self.push(now_ms, API_NODE, node, msg);
+        self.push(now_ms, API_NODE, node, None, msg);
     }
 
     fn key_op(t: OpType, k: i64, v: Option<&str>) -> KeyOp {
@@ -797,7 +806,7 @@ impl DataLayer {
                     next: Some(next),
                 },
             );
-            self.push(now_ms, API_NODE, o.node, msg);
+            self.push(now_ms, API_NODE, o.node, None, msg);
         }
     }
 

@@ -104,6 +104,7 @@ impl DataLayer {
             now_ms,
             super::API_NODE,
             from,
+            None,
             DataMsg::ScanNextReq { req, scan },
         );
     }

@@ -234,6 +234,12 @@ impl<'a> Dec<'a> {
         }
         (0..n).map(|_| self.u32(what)).collect()
     }
+    /// The bytes not read yet (all of them taken: `finish` then succeeds).
+    pub fn rest(&mut self) -> &'a [u8] {
+        let s = &self.buf[self.pos..];
+        self.pos = self.buf.len();
+        s
+    }
     /// Fails unless every byte was read.
     pub fn finish(&self) -> Result<(), WireError> {
         match self.buf.len() - self.pos {

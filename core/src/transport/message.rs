@@ -321,6 +321,15 @@ pub enum Message {
     },
     /// The data path (frame kinds 100..=159, `transport::data`).
     Data(super::data::DataMsg),
+    /// The data path between data nodes: `msg` sent by a node whose installed view was
+    /// `view_id` (0: none). The receiver drops what was sent before the view that
+    /// admitted its own life (it was meant for an earlier life of the receiver, sent
+    /// by a peer that had not yet seen it restart) and holds what was sent in a view
+    /// newer than its own until it installs that view (`cluster/datapath`).
+    DataInView {
+        view_id: u64,
+        msg: super::data::DataMsg,
+    },
 }
 
 /// Message kinds on the wire.
@@ -353,6 +362,7 @@ mod kind {
     pub const MGM_REPLY: u16 = 51;
     pub const NODE_COMMAND: u16 = 52;
     pub const NODE_COMMAND_REPLY: u16 = 53;
+    pub const DATA_IN_VIEW: u16 = 60;
 }
 
 impl Message {
@@ -388,6 +398,7 @@ impl Message {
             Message::ApiRegReq { .. } => API_REG_REQ,
             Message::ApiRegConf { .. } => API_REG_CONF,
             Message::Data(d) => d.kind(),
+            Message::DataInView { .. } => DATA_IN_VIEW,
         }
     }
 
@@ -555,6 +566,11 @@ impl Message {
             }
             Message::ApiRegConf { node_id } => e.u32(*node_id),
             Message::Data(d) => e.raw(&d.encode_body()),
+            Message::DataInView { view_id, msg } => {
+                e.u64(*view_id);
+                e.u16(msg.kind());
+                e.raw(&msg.encode_body());
+            }
         }
     }
 
@@ -563,6 +579,16 @@ impl Message {
         use kind::*;
         if super::data::KINDS.contains(&kind) {
             return super::data::DataMsg::decode(kind, payload).map(Message::Data);
+        }
+        if kind == DATA_IN_VIEW {
+            let mut d = Dec::new(payload);
+            let view_id = d.u64("view id")?;
+            let inner = d.u16("data kind")?;
+            if !super::data::KINDS.contains(&inner) {
+                return Err(WireError::BadValue("data kind"));
+            }
+            let msg = super::data::DataMsg::decode(inner, d.rest())?;
+            return Ok(Message::DataInView { view_id, msg });
         }
         let mut d = Dec::new(payload);
         let m = match kind {
@@ -826,6 +852,10 @@ mod tests {
                 host: "127.0.0.1".into(),
             },
             Message::ApiRegConf { node_id: 4 },
+            Message::DataInView {
+                view_id: 7,
+                msg: crate::transport::data::DataMsg::NodeReady { node: 3, seq: 5 },
+            },
         ]
     }
 

@@ -43,9 +43,19 @@ pub(super) struct MemTransport {
     router: Arc<Router>,
 }
 
+impl MemTransport {
+    pub(super) fn new(me: NodeId, router: Arc<Router>) -> MemTransport {
+        MemTransport { me, router }
+    }
+}
+
 impl Transport for MemTransport {
     fn send(&self, to: NodeId, msg: &Message) -> bool {
-        let Message::Data(d) = msg else { return true };
+        let (view_id, d) = match msg {
+            Message::Data(d) => (None, d),
+            Message::DataInView { view_id, msg } => (Some(*view_id), msg),
+            _ => return true,
+        };
         if self.router.crashed.lock().contains(&self.me) {
             return false;
         }
@@ -67,7 +77,10 @@ impl Transport for MemTransport {
         let target = self.router.nodes.lock().get(&to).cloned();
         match target {
             Some(dp) => {
-                dp.on_message(self.me, d.clone());
+                match view_id {
+                    Some(v) => dp.on_message_in_view(self.me, v, d.clone()),
+                    None => dp.on_message(self.me, d.clone()),
+                }
                 true
             }
             None => false,

@@ -75,6 +75,8 @@ mod schema;
 #[cfg(test)]
 mod takeover_tests;
 mod tc;
+#[cfg(test)]
+mod view_stamp_tests;
 
 use crate::api::Cluster;
 use crate::config::ClusterConfig;
@@ -202,6 +204,11 @@ struct Membership {
     /// send it now was meant for its earlier life (an in-place restart keeps the
     /// connections), so it is not held for a later view.
     left: bool,
+    /// The installed view's id (0: none).
+    view_id: u64,
+    /// The id of the first view this life installed (the one that admitted it): what a
+    /// data node sent in an older view was meant for an earlier life of this node.
+    first_view_id: u64,
 }
 
 /// See the module notes.
@@ -247,7 +254,7 @@ pub struct DataPath {
     /// HeartbeatIntervalDbDb: the read lease's length.
     lease_ms: u64,
     /// Messages from data nodes not yet in this node's view, by sender (a leaf lock).
-    early: Mutex<BTreeMap<NodeId, VecDeque<DataMsg>>>,
+    early: Mutex<BTreeMap<NodeId, VecDeque<(u64, DataMsg)>>>,
     tombstones: Mutex<BTreeMap<Vec<u8>, copy::Tomb>>,
     /// Held (shared) by a primary from choosing its backups to storing its record,
     /// (exclusive) by a copy's mark: see `copy`.
@@ -642,11 +649,10 @@ impl DataPath {
 
     /// A new view (empty: this node left the cluster, e.g. an angel restart).
     pub fn on_view(&self, view: &crate::transport::View) {
-        let (failed, joined_running, source_lost, arrived) = {
+        let (failed, joined_running, source_lost) = {
             let mut m = self.members.write();
             let new: BTreeSet<NodeId> = view.members.iter().map(|&(n, _)| n).collect();
             let failed: Vec<NodeId> = m.live.difference(&new).copied().collect();
-            let arrived: Vec<NodeId> = new.difference(&m.live).copied().collect();
             let mut joined_running = false;
             if new.is_empty() {
                 *m = Membership {
@@ -655,6 +661,7 @@ impl DataPath {
                 };
             } else if !m.in_cluster {
                 m.left = false;
+                m.first_view_id = view.id;
                 // This node's first view: at the cluster's first view every node starts
                 // empty, so every member is up to date; joining a running cluster, this
                 // node learns who is (`ReadySet`) and gets its rows by copy.
@@ -689,12 +696,18 @@ impl DataPath {
                 }
                 m.live = new;
             }
+            if !view.members.is_empty() {
+                m.view_id = view.id;
+            }
             let source_lost = matches!(*self.copy_in.lock(), copy::CopyIn::Copying { source, .. } if failed.contains(&source));
-            (failed, joined_running, source_lost, arrived)
+            (failed, joined_running, source_lost)
         };
         // What failed nodes sent before this view is of a life that ended; what nodes
-        // now in the view sent before this node installed it is theirs: deliver it.
-        let early: Vec<(NodeId, VecDeque<DataMsg>)> = {
+        // now in the view sent up to this view is theirs: deliver it, in order, except
+        // what was sent before this life's first view (meant for an earlier life of
+        // this node); what was sent in a newer view waits for it.
+        let first_view_id = self.members.read().first_view_id;
+        let early: Vec<(NodeId, Vec<DataMsg>)> = {
             let mut e = self.early.lock();
             if view.members.is_empty() {
                 e.clear();
@@ -702,10 +715,26 @@ impl DataPath {
             for n in &failed {
                 e.remove(n);
             }
-            arrived
-                .iter()
-                .filter_map(|n| e.remove(n).map(|q| (*n, q)))
-                .collect()
+            let mut due = Vec::new();
+            for &(n, _) in &view.members {
+                let Some(q) = e.get_mut(&n) else { continue };
+                let mut msgs = Vec::new();
+                while q.front().is_some_and(|(stamp, _)| *stamp <= view.id) {
+                    let Some((stamp, msg)) = q.pop_front() else {
+                        break;
+                    };
+                    if stamp == 0 || stamp >= first_view_id {
+                        msgs.push(msg);
+                    }
+                }
+                if q.is_empty() {
+                    e.remove(&n);
+                }
+                if !msgs.is_empty() {
+                    due.push((n, msgs));
+                }
+            }
+            due
         };
         self.lease_view(&failed, view.members.is_empty());
         self.gcp_on_view();
@@ -747,14 +776,14 @@ impl DataPath {
     /// Keeps a message from a data node outside this node's view until a view with it
     /// (bounded: a sender past [`EARLY_MAX`] loses what it sent, and says so in the
     /// log); after this node left the cluster and until its next view, drops it.
-    fn hold_early(&self, from: NodeId, msg: DataMsg) {
+    fn hold_early(&self, from: NodeId, view_id: u64, msg: DataMsg) {
         if self.members.read().left {
             return;
         }
         let overflow = {
             let mut e = self.early.lock();
             let q = e.entry(from).or_default();
-            q.push_back(msg);
+            q.push_back((view_id, msg));
             if q.len() > EARLY_MAX {
                 e.remove(&from);
                 true
@@ -824,7 +853,42 @@ impl DataPath {
         members_restarting || !self.copy_out.lock().is_empty()
     }
 
-    /// A message from the transport (the node's loop calls this).
+    /// A message from data node `from`, sent in its view `view_id` (the node's loop
+    /// calls this): dropped when it was meant for an earlier life of this node (sent
+    /// in a view older than the one that admitted this life) or comes from a life of
+    /// `from` that a view up to this node's dropped; held while `from`'s view is newer
+    /// than this node's (it is delivered when this node installs that view, so nothing
+    /// is handled against an older view of the members than its sender's).
+    pub fn on_message_in_view(self: &Arc<Self>, from: NodeId, view_id: u64, msg: DataMsg) {
+        if from == self.me || view_id == 0 || !self.groups.iter().flatten().any(|&n| n == from) {
+            return self.on_message(from, msg);
+        }
+        enum Verdict {
+            Drop,
+            Hold,
+            Deliver,
+        }
+        let verdict = {
+            let m = self.members.read();
+            if m.left || (m.in_cluster && view_id < m.first_view_id) {
+                Verdict::Drop
+            } else if !m.in_cluster || view_id > m.view_id {
+                Verdict::Hold
+            } else if !m.live.contains(&from) {
+                Verdict::Drop
+            } else {
+                Verdict::Deliver
+            }
+        };
+        match verdict {
+            Verdict::Drop => {}
+            Verdict::Hold => self.hold_early(from, view_id, msg),
+            Verdict::Deliver => self.on_message(from, msg),
+        }
+    }
+
+    /// A message from the transport (the node's loop calls this; data nodes' come
+    /// through [`DataPath::on_message_in_view`]).
     pub fn on_message(self: &Arc<Self>, from: NodeId, msg: DataMsg) {
         // Data nodes outside the view are not heard (a node declared dead may still
         // have frames in flight); API nodes are anonymous peers above every data node id.
@@ -832,7 +896,7 @@ impl DataPath {
         // heard once this node installs that view (`on_view`).
         let from_data_node = self.groups.iter().flatten().any(|&n| n == from);
         if from_data_node && !self.is_live(from) {
-            self.hold_early(from, msg);
+            self.hold_early(from, 0, msg);
             return;
         }
         match msg {
@@ -983,6 +1047,9 @@ impl DataPath {
                 }
                 m => self.handle(worker, to, m),
             }
+        } else if self.groups.iter().flatten().any(|&n| n == to) {
+            let view_id = self.members.read().view_id;
+            self.out.send(to, &Message::DataInView { view_id, msg });
         } else {
             self.out.send(to, &Message::Data(msg));
         }
