@@ -809,8 +809,16 @@ mod tests {
         for _ in 0..10 {
             assert!(matches!(next(&brx), Incoming::Message { from: 2, .. }));
         }
-        let st = a.send_stats(4).expect("connected");
-        assert_eq!(st.bytes_sent, 10 * frame.len() as u64);
+        // The writer counts a frame once its write returned, which may be just after
+        // the peer read it.
+        let want = 10 * frame.len() as u64;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut st = a.send_stats(4).expect("connected");
+        while st.bytes_sent < want && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+            st = a.send_stats(4).expect("connected");
+        }
+        assert_eq!(st.bytes_sent, want);
         assert_eq!((st.unsent_bytes, st.overloaded), (0, false));
         assert_eq!(a.send_stats(9), None);
         a.close();
