@@ -43,8 +43,11 @@ fn client(m: &MgmServer, n: usize) -> RemoteCluster {
     api
 }
 
+/// Inserts the rows in one transaction, retried on a temporary error that aborted it
+/// (a node starting, a read lease that lapsed on a loaded machine: 4035), as a client
+/// must; not on 4012, whose outcome is unknown.
 fn insert(api: &RemoteCluster, ids: std::ops::Range<i64>) -> u64 {
-    let ops = ids
+    let ops: Vec<KeyOp> = ids
         .map(|id| KeyOp {
             op: OpType::Insert,
             database: DB.into(),
@@ -54,7 +57,17 @@ fn insert(api: &RemoteCluster, ids: std::ops::Range<i64>) -> u64 {
             columns: Vec::new(),
         })
         .collect();
-    api.execute(ops).expect("insert").gci
+    let mut tries = 0;
+    loop {
+        match api.execute(ops.clone()) {
+            Ok(c) => return c.gci,
+            Err(e) if e.is_temporary() && e.code != 4012 && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("insert: {e}"),
+        }
+    }
 }
 
 /// The value of each id, None where there is no row.
