@@ -715,6 +715,15 @@ impl DataPath {
             for n in &failed {
                 e.remove(n);
             }
+            // A sender outside this view that sent in a view up to this one was dropped
+            // by a view since: what it sent then is of a life that ended.
+            let in_view = |n: &NodeId| view.members.iter().any(|m| m.0 == *n);
+            for (n, q) in e.iter_mut() {
+                if !in_view(n) {
+                    q.retain(|(stamp, _)| *stamp == 0 || *stamp > view.id);
+                }
+            }
+            e.retain(|_, q| !q.is_empty());
             let mut due = Vec::new();
             for &(n, _) in &view.members {
                 let Some(q) = e.get_mut(&n) else { continue };

@@ -51,3 +51,27 @@ fn a_new_life_drops_what_was_sent_to_its_earlier_life_and_waits_for_newer_views(
     assert_eq!(*pongs.lock(), vec![1, 4, 5, 6]);
     h.stop();
 }
+
+#[test]
+fn what_a_node_outside_the_first_view_sent_before_it_is_dropped() {
+    let h = Harness::new();
+    let t = Arc::new(MemTransport::new(3, h.router.clone()));
+    let fresh = DataPath::start(&config(), 3, 1, t).expect("data path");
+    h.router.nodes.lock().insert(3, fresh.clone());
+    let pongs: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let p2 = pongs.clone();
+    *h.router.filter.lock() = Some(Box::new(move |from: NodeId, to: NodeId, m: &DataMsg| {
+        if let (3, 2, DataMsg::LeasePong { seq }) = (from, to, m) {
+            p2.lock().push(*seq);
+        }
+        Verdict::Deliver
+    }));
+    // Held before node 3's first view; node 2 is not in that view (3 dropped it), so
+    // what it sent in view 3 is of a life that ended, even once node 2 is back.
+    fresh.on_message_in_view(2, 3, DataMsg::LeasePing { seq: 1 });
+    fresh.on_view(&view(3, &[3, 4, 5]));
+    fresh.on_view(&view(4, &[2, 3, 4, 5]));
+    fresh.on_message_in_view(2, 4, DataMsg::LeasePing { seq: 2 });
+    assert_eq!(*pongs.lock(), vec![2]);
+    h.stop();
+}
