@@ -649,7 +649,7 @@ impl DataPath {
 
     /// A new view (empty: this node left the cluster, e.g. an angel restart).
     pub fn on_view(&self, view: &crate::transport::View) {
-        let (failed, joined_running, source_lost) = {
+        let (failed, joined_running, source_lost, first_view_id) = {
             let mut m = self.members.write();
             let new: BTreeSet<NodeId> = view.members.iter().map(|&(n, _)| n).collect();
             let failed: Vec<NodeId> = m.live.difference(&new).copied().collect();
@@ -700,13 +700,12 @@ impl DataPath {
                 m.view_id = view.id;
             }
             let source_lost = matches!(*self.copy_in.lock(), copy::CopyIn::Copying { source, .. } if failed.contains(&source));
-            (failed, joined_running, source_lost)
+            (failed, joined_running, source_lost, m.first_view_id)
         };
         // What failed nodes sent before this view is of a life that ended; what nodes
         // now in the view sent up to this view is theirs: deliver it, in order, except
         // what was sent before this life's first view (meant for an earlier life of
         // this node); what was sent in a newer view waits for it.
-        let first_view_id = self.members.read().first_view_id;
         let early: Vec<(NodeId, Vec<DataMsg>)> = {
             let mut e = self.early.lock();
             if view.members.is_empty() {
@@ -815,7 +814,7 @@ impl DataPath {
     pub fn on_disconnect(&self, peer: NodeId) {
         self.early.lock().remove(&peer);
         self.lease_closed(peer);
-        if !self.groups.iter().flatten().any(|&n| n == peer) {
+        if !self.is_data_node(peer) {
             // An API node: the transactions it left open end (NDB's API failure
             // handling in DBTC).
             for w in 0..WORKERS {
@@ -862,6 +861,11 @@ impl DataPath {
         members_restarting || !self.copy_out.lock().is_empty()
     }
 
+    /// Whether `n` is one of the cluster's data nodes (API nodes are anonymous peers).
+    fn is_data_node(&self, n: NodeId) -> bool {
+        self.groups.iter().flatten().any(|&d| d == n)
+    }
+
     /// A message from data node `from`, sent in its view `view_id` (the node's loop
     /// calls this): dropped when it was meant for an earlier life of this node (sent
     /// in a view older than the one that admitted this life) or comes from a life of
@@ -869,7 +873,7 @@ impl DataPath {
     /// than this node's (it is delivered when this node installs that view, so nothing
     /// is handled against an older view of the members than its sender's).
     pub fn on_message_in_view(self: &Arc<Self>, from: NodeId, view_id: u64, msg: DataMsg) {
-        if from == self.me || view_id == 0 || !self.groups.iter().flatten().any(|&n| n == from) {
+        if from == self.me || view_id == 0 || !self.is_data_node(from) {
             return self.on_message(from, msg);
         }
         enum Verdict {
@@ -903,7 +907,7 @@ impl DataPath {
         // have frames in flight); API nodes are anonymous peers above every data node id.
         // A data node this node has not seen in a view yet (its view may be newer) is
         // heard once this node installs that view (`on_view`).
-        let from_data_node = self.groups.iter().flatten().any(|&n| n == from);
+        let from_data_node = self.is_data_node(from);
         if from_data_node && !self.is_live(from) {
             self.hold_early(from, 0, msg);
             return;
@@ -1056,7 +1060,7 @@ impl DataPath {
                 }
                 m => self.handle(worker, to, m),
             }
-        } else if self.groups.iter().flatten().any(|&n| n == to) {
+        } else if self.is_data_node(to) {
             let view_id = self.members.read().view_id;
             self.out.send(to, &Message::DataInView { view_id, msg });
         } else {

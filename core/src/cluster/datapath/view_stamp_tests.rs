@@ -9,11 +9,10 @@ use crate::transport::data::DataMsg;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
-#[test]
-fn a_new_life_drops_what_was_sent_to_its_earlier_life_and_waits_for_newer_views() {
+/// The harness with node 3 replaced by a new life (a fresh data path, no view yet),
+/// and the `seq` of every LeasePong node 3 sends node 2: the pings it handled.
+fn restarted_node_3() -> (Harness, Arc<DataPath>, Arc<Mutex<Vec<u64>>>) {
     let h = Harness::new();
-    // Node 3 restarts in place: a new data path, admitted at view 3 (view 2 was the
-    // others' without it).
     let t = Arc::new(MemTransport::new(3, h.router.clone()));
     let fresh = DataPath::start(&config(), 3, 1, t).expect("data path");
     h.router.nodes.lock().insert(3, fresh.clone());
@@ -25,6 +24,13 @@ fn a_new_life_drops_what_was_sent_to_its_earlier_life_and_waits_for_newer_views(
         }
         Verdict::Deliver
     }));
+    (h, fresh, pongs)
+}
+
+#[test]
+fn a_new_life_drops_what_was_sent_to_its_earlier_life_and_waits_for_newer_views() {
+    // Node 3 restarts in place, admitted at view 3 (view 2 was the others' without it).
+    let (h, fresh, pongs) = restarted_node_3();
     // Before its first view: held.
     fresh.on_message_in_view(2, 3, DataMsg::LeasePing { seq: 1 });
     // Sent by node 2 in view 1, before it saw node 3 restart: meant for the earlier
@@ -54,18 +60,7 @@ fn a_new_life_drops_what_was_sent_to_its_earlier_life_and_waits_for_newer_views(
 
 #[test]
 fn what_a_node_outside_the_first_view_sent_before_it_is_dropped() {
-    let h = Harness::new();
-    let t = Arc::new(MemTransport::new(3, h.router.clone()));
-    let fresh = DataPath::start(&config(), 3, 1, t).expect("data path");
-    h.router.nodes.lock().insert(3, fresh.clone());
-    let pongs: Arc<Mutex<Vec<u64>>> = Arc::default();
-    let p2 = pongs.clone();
-    *h.router.filter.lock() = Some(Box::new(move |from: NodeId, to: NodeId, m: &DataMsg| {
-        if let (3, 2, DataMsg::LeasePong { seq }) = (from, to, m) {
-            p2.lock().push(*seq);
-        }
-        Verdict::Deliver
-    }));
+    let (h, fresh, pongs) = restarted_node_3();
     // Held before node 3's first view; node 2 is not in that view (3 dropped it), so
     // what it sent in view 3 is of a life that ended, even once node 2 is back.
     fresh.on_message_in_view(2, 3, DataMsg::LeasePing { seq: 1 });

@@ -812,11 +812,6 @@ impl Qmgr {
                 }
             }
             Phase::Member => {
-                if self.view.contains(from) {
-                    // Only a member sends heartbeats: from now on a join request from
-                    // `from` is a new life's.
-                    self.beat_as_member.insert(from);
-                }
                 if !self.view.contains(from) {
                     out.send(
                         from,
@@ -824,7 +819,12 @@ impl Qmgr {
                             view_id: self.view.id,
                         },
                     );
-                } else if view_id < self.view.id && self.is_president() {
+                    return;
+                }
+                // Only a member sends heartbeats: from now on a join request from
+                // `from` is a new life's.
+                self.beat_as_member.insert(from);
+                if view_id < self.view.id && self.is_president() {
                     // It missed a commit: send the view again.
                     out.send(
                         from,
