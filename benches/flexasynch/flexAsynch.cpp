@@ -28,6 +28,9 @@
  * slice: "ab <phase> <threads> <pair> <capi|rust> <ops/s> <ops per CPU-second>"
  * (benches/flexasynch/ab.sh makes the medians and spreads).
  * FLEXASYNCH_AB_PAIRS=n: slice pairs per phase (default 10).
+ * FLEXASYNCH_SHOW_SLOTS=1 (with -ab): each thread prints to stderr the registry slots of
+ * its transaction objects (bits 40..59 of a handle, capi/src/handle.rs): whether two
+ * threads' objects alternate in memory (benches/RESULTS.md, issue 3, tenth pass).
  *
  * Usage: flexAsynch [-t threads] [-p parallel] [-o ops_per_thread] [-c connectstring]
  *                   [-ndbrecord] [-ab]
@@ -391,6 +394,16 @@ static long run_ab(const Options& o, Ndb_cluster_connection& conn) {
           cpu[at] = thread_cpu_secs() - c0;
           secs[at] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         }
+      }
+      if (getenv("FLEXASYNCH_SHOW_SLOTS")) {
+        static std::mutex show;
+        std::lock_guard<std::mutex> g(show);
+        fprintf(stderr, "thread %d transaction slots:", t);
+        for (int j = 0; j < o.parallel; j++)
+          fprintf(stderr, " %llu",
+                  (unsigned long long)(((uint64_t)(uintptr_t)slots[j].tx->rndb_handle() >> 40) &
+                                       0xFFFFF));
+        fprintf(stderr, "\n");
       }
       rndb_bench_reference_free(ref);
     });

@@ -21,6 +21,12 @@
 //! a compare, without a lock. Allocation and freeing take the registry's mutex;
 //! transactions avoid even that by recycling slots through their Ndb's free list.
 //!
+//! Transactions are allocated in runs of adjacent slots ([`Registry::insert_run`]), one
+//! run per Ndb at a time, so that the objects of two threads' Ndbs do not alternate in
+//! memory. Alternating, they cost two-thread flexAsynch reads 15–22% (the cores'
+//! prefetchers pull the other thread's neighbouring objects, whose next write then has
+//! to take the line back); in runs, nothing (benches/RESULTS.md, tenth pass).
+//!
 //! Thread rules (NDB's): connections may be shared between threads; an Ndb object and
 //! everything obtained from it (dictionary, tables, transactions, operations, rec attrs)
 //! must be used by one thread at a time. The registry itself is thread-safe.
@@ -193,6 +199,8 @@ struct Slot<T> {
 
 struct FreeList {
     free: Vec<u32>,
+    /// First slots of released runs ([`Registry::release_run`]), all of one length.
+    free_runs: Vec<u32>,
     next: u32,
     live: usize,
 }
@@ -233,6 +241,7 @@ impl<T> Registry<T> {
             chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CHUNKS],
             state: Mutex::new(FreeList {
                 free: Vec::new(),
+                free_runs: Vec::new(),
                 next: 0,
                 live: 0,
             }),
@@ -300,6 +309,20 @@ impl<T> Registry<T> {
         ))
     }
 
+    /// Makes sure the chunk holding slot `index` exists (under the lock).
+    fn ensure_chunk(&self, _st: &mut FreeList, index: u32) {
+        let c = index as usize >> CHUNK_BITS;
+        if self.chunks[c].load(Ordering::Acquire).is_null() {
+            let chunk: Box<[Slot<T>]> = (0..CHUNK)
+                .map(|_| Slot {
+                    generation: AtomicU32::new(0),
+                    value: UnsafeCell::new(None),
+                })
+                .collect();
+            self.chunks[c].store(Box::into_raw(chunk).cast(), Ordering::Release);
+        }
+    }
+
     /// Stores a new object; returns its handle.
     pub fn insert(&self, v: T) -> Result<Handle, T> {
         let index = {
@@ -311,16 +334,7 @@ impl<T> Registry<T> {
                     if i as usize >= MAX_CHUNKS * CHUNK {
                         return Err(v);
                     }
-                    let c = i as usize >> CHUNK_BITS;
-                    if self.chunks[c].load(Ordering::Acquire).is_null() {
-                        let chunk: Box<[Slot<T>]> = (0..CHUNK)
-                            .map(|_| Slot {
-                                generation: AtomicU32::new(0),
-                                value: UnsafeCell::new(None),
-                            })
-                            .collect();
-                        self.chunks[c].store(Box::into_raw(chunk).cast(), Ordering::Release);
-                    }
+                    self.ensure_chunk(&mut st, i);
                     st.next += 1;
                     i
                 }
@@ -353,6 +367,67 @@ impl<T> Registry<T> {
         v.ok_or(HandleError::Stale)
     }
 
+    /// Takes `run` adjacent free slots (`run` a power of two up to a chunk, the same for
+    /// every run of this registry) and stores `make()` in each, retired: the caller owns
+    /// the slots, makes them live with [`Registry::revive`], and gives them back with
+    /// [`Registry::release_run`]. Returns the first slot; None when the registry is full.
+    pub fn insert_run(&self, run: u32, mut make: impl FnMut() -> T) -> Option<u32> {
+        assert!(
+            run.is_power_of_two() && run as usize <= CHUNK,
+            "a run is a power of two up to a chunk: {run}"
+        );
+        let first = {
+            let mut st = self.lock();
+            let first = match st.free_runs.pop() {
+                Some(first) => first,
+                None => {
+                    // Runs start at multiples of `run`, so none straddles two chunks; the
+                    // slots skipped to get there go to the single free list.
+                    let first = st.next.next_multiple_of(run);
+                    if first as usize + run as usize > MAX_CHUNKS * CHUNK {
+                        return None;
+                    }
+                    for skipped in st.next..first {
+                        st.free.push(skipped);
+                    }
+                    self.ensure_chunk(&mut st, first);
+                    st.next = first + run;
+                    first
+                }
+            };
+            st.live += run as usize;
+            first
+        };
+        for index in first..first + run {
+            let slot = self.slot(index)?;
+            debug_assert_eq!(slot.generation.load(Ordering::Relaxed) & 1, 0, "free slot");
+            // SAFETY: the slot is free and was taken under the lock: nobody else uses it.
+            // The generation stays even (retired); `revive` makes it live.
+            unsafe { *slot.value.get() = Some(make()) };
+        }
+        Some(first)
+    }
+
+    /// Drops the values of a run taken by [`Registry::insert_run`] and gives its slots
+    /// back. Every slot of the run must be retired (not live).
+    pub fn release_run(&self, first: u32, run: u32) {
+        for index in first..first + run {
+            let Some(slot) = self.slot(index) else {
+                return;
+            };
+            assert_eq!(
+                slot.generation.load(Ordering::Acquire) & 1,
+                0,
+                "slot {index} of a released run is live"
+            );
+            // SAFETY: retired and owned by the caller.
+            drop(unsafe { (*slot.value.get()).take() });
+        }
+        let mut st = self.lock();
+        st.free_runs.push(first);
+        st.live -= run as usize;
+    }
+
     /// Makes a retired slot live again; returns its new handle and its kept value.
     pub fn revive(&self, index: u32) -> Option<(Handle, *mut T)> {
         let slot = self.slot(index)?;
@@ -374,22 +449,6 @@ impl<T> Registry<T> {
         (g & 1 == 1).then(|| Handle::new(self.kind, index, g, 0))
     }
 
-    /// Drops the value of a retired slot and gives the slot back to the registry.
-    pub fn release(&self, index: u32) {
-        let Some(slot) = self.slot(index) else {
-            return;
-        };
-        if slot.generation.load(Ordering::Acquire) & 1 == 1 {
-            return;
-        }
-        // SAFETY: the slot is retired and owned by the caller.
-        let v = unsafe { (*slot.value.get()).take() };
-        drop(v);
-        let mut st = self.lock();
-        st.free.push(index);
-        st.live -= 1;
-    }
-
     /// Frees the chunks when no object is live (library teardown, `rndb_end`).
     pub fn release_all_memory(&self) {
         let mut st = self.lock();
@@ -404,6 +463,7 @@ impl<T> Registry<T> {
             }
         }
         st.free = Vec::new();
+        st.free_runs = Vec::new();
         st.next = 0;
     }
 }
@@ -448,7 +508,47 @@ mod tests {
         assert!(R.get(h3).is_ok());
         R.get_live(h3).expect("live").1.retire();
         assert_eq!(R.get_live(h3).err(), Some(HandleError::Stale));
-        R.release(idx);
+        assert_eq!(R.remove(h2).err(), Some(HandleError::Stale), "retired: not live");
+        let (h4, _) = R.revive(idx).expect("revive");
+        assert_eq!(R.remove(h4).as_deref(), Ok("b"));
+        R.release_all_memory();
+    }
+
+    #[test]
+    fn runs_are_adjacent_aligned_and_reused() {
+        static R: Registry<u32> = Registry::new(Kind::Record);
+        // A single slot first: the run after it starts at the next multiple of 4.
+        let single = R.insert(7).expect("insert");
+        assert_eq!(single.slot, 0);
+        let mut n = 0;
+        let a = R
+            .insert_run(4, || {
+                n += 1;
+                n
+            })
+            .expect("run");
+        assert_eq!(a, 4, "aligned to the run length");
+        let b = R.insert_run(4, || 0).expect("run");
+        assert_eq!(b, 8, "adjacent to the previous run");
+        // Run slots are retired until revived, and keep the values made for them.
+        assert_eq!(R.live(a), None);
+        let (h, v) = R.revive(a + 2).expect("revive");
+        // SAFETY: revived slot, single thread.
+        assert_eq!(unsafe { *v }, 3);
+        // The slots skipped for the alignment serve single inserts.
+        let s2 = R.insert(8).expect("insert");
+        assert!((1..4).contains(&s2.slot), "slot {}", s2.slot);
+        R.get_live(h).expect("live").1.retire();
+        R.release_run(a, 4);
+        assert_eq!(
+            R.insert_run(4, || 0),
+            Some(a),
+            "a released run is reused whole"
+        );
+        R.release_run(a, 4);
+        R.release_run(b, 4);
+        assert_eq!(R.remove(single), Ok(7));
+        assert_eq!(R.remove(s2), Ok(8));
         R.release_all_memory();
     }
 }

@@ -27,9 +27,9 @@ pub(crate) struct NdbObj {
     pub error: ErrorStore,
     /// Retired transaction slots of this Ndb, reused by startTransaction.
     pub tx_free: Vec<u32>,
-    /// Every transaction slot of this Ndb, open or retired (rndb_ndb_free closes those
-    /// still open and releases them all).
-    pub tx_slots: Vec<u32>,
+    /// The first slots of this Ndb's runs of `TX_RUN` transaction slots, open or
+    /// retired (rndb_ndb_free closes those still open and releases the runs).
+    pub tx_runs: Vec<u32>,
     /// How many transactions are open.
     pub n_open: usize,
     pub max_transactions: usize,
@@ -55,6 +55,10 @@ pub(crate) struct TxBatch(Vec<*mut TxObj>);
 unsafe impl Send for TxBatch {}
 
 pub(crate) static NDBS: Registry<NdbObj> = Registry::new(Kind::Ndb);
+
+/// Transaction objects are allocated per Ndb in runs of this many adjacent slots (see
+/// the `handle` module notes).
+const TX_RUN: u32 = 32;
 
 pub(crate) fn release_registries() {
     NDBS.release_all_memory();
@@ -182,22 +186,32 @@ pub(crate) fn start_tx(nh: Handle, n: &mut NdbObj) -> Result<Handle> {
     }
     n.next_tx += 1;
     let id = ((nh.slot as u64) << 40) | n.next_tx;
-    let (h, tx) = match n.tx_free.pop().and_then(|i| TXS.revive(i)) {
-        Some((h, p)) => {
-            // SAFETY: just revived by this Ndb's thread.
-            (h, unsafe { &mut *p })
-        }
-        None => {
-            let h = TXS
-                .insert(TxObj::new())
-                .map_err(|_| codes::bad_argument("too many transaction objects"))?;
-            n.tx_slots.push(h.slot);
-            (h, tx_by_handle(h)?)
-        }
+    if n.tx_free.is_empty() {
+        new_tx_run(n)?;
+    }
+    let revived = n.tx_free.pop().and_then(|i| TXS.revive(i));
+    let Some((h, p)) = revived else {
+        return Err(codes::internal(
+            "a free transaction slot of this Ndb is live",
+        ));
     };
+    // SAFETY: just revived by this Ndb's thread.
+    let tx = unsafe { &mut *p };
     tx.reset(nh, NdbPtr(n as *mut NdbObj), id);
     n.n_open += 1;
     Ok(h)
+}
+
+/// Gives Ndb `n` a new run of free transaction objects (taken lowest first).
+#[cold]
+#[inline(never)]
+fn new_tx_run(n: &mut NdbObj) -> Result<()> {
+    let first = TXS
+        .insert_run(TX_RUN, TxObj::new)
+        .ok_or_else(|| codes::bad_argument("too many transaction objects"))?;
+    n.tx_runs.push(first);
+    n.tx_free.extend((first..first + TX_RUN).rev());
+    Ok(())
 }
 
 /// Closes transaction `th` of Ndb `nh` (rolled back if still open).
@@ -374,7 +388,7 @@ pub unsafe extern "C" fn rndb_ndb_create(
             dict: None,
             error: ErrorStore::new(),
             tx_free: Vec::new(),
-            tx_slots: Vec::new(),
+            tx_runs: Vec::new(),
             n_open: 0,
             max_transactions: 1024,
             prepared: Vec::new(),
@@ -399,15 +413,17 @@ pub unsafe extern "C" fn rndb_ndb_create(
 pub extern "C" fn rndb_ndb_free(ndb: *mut rndb_ndb) -> c_int {
     guard("rndb_ndb_free", || {
         let (h, n) = ndb_mut(ndb)?;
-        let slots = std::mem::take(&mut n.tx_slots);
-        for &idx in &slots {
-            if let Some(th) = TXS.live(idx) {
-                let _ = close_tx(h, n, th);
+        let runs = std::mem::take(&mut n.tx_runs);
+        for &first in &runs {
+            for idx in first..first + TX_RUN {
+                if let Some(th) = TXS.live(idx) {
+                    let _ = close_tx(h, n, th);
+                }
             }
         }
         n.tx_free.clear();
-        for idx in slots {
-            TXS.release(idx);
+        for first in runs {
+            TXS.release_run(first, TX_RUN);
         }
         if let Some(d) = n.dict.take() {
             crate::dict::free_dict(d);
