@@ -508,7 +508,11 @@ mod tests {
         assert!(R.get(h3).is_ok());
         R.get_live(h3).expect("live").1.retire();
         assert_eq!(R.get_live(h3).err(), Some(HandleError::Stale));
-        assert_eq!(R.remove(h2).err(), Some(HandleError::Stale), "retired: not live");
+        assert_eq!(
+            R.remove(h2).err(),
+            Some(HandleError::Stale),
+            "retired: not live"
+        );
         let (h4, _) = R.revive(idx).expect("revive");
         assert_eq!(R.remove(h4).as_deref(), Ok("b"));
         R.release_all_memory();

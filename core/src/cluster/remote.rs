@@ -6,8 +6,9 @@
 //! connection stays open while the client runs, and the id is free again when it
 //! closes), for the configuration and where each data node listens, then opens a
 //! transporter connection to every data node under that id (an anonymous API peer
-//! when no slot was free: such a client is refused in single user mode). Requests carry an id; a receiver thread hands each answer to
-//! its waiter. Routing follows `cluster::layout`: a key's reads go to its partition's
+//! when no slot was free: such a client is refused in single user mode). Requests carry an id; the connection's reader thread hands each answer to
+//! its waiter (the transport's handler, [`TcpTransport::with_handler`]: no thread between
+//! the socket and the waiting caller). Routing follows `cluster::layout`: a key's reads go to its partition's
 //! primary (the first replica in layout order that is connected and not known to be
 //! starting), a transaction to the primary of its first key's partition (NDB's
 //! startTransaction hint); the data node's TC routes the rest.
@@ -221,7 +222,6 @@ pub struct RemoteCluster {
     groups: Vec<Vec<NodeId>>,
     transport: TcpTransport,
     shared: Arc<Shared>,
-    receiver: Mutex<Option<JoinHandle<()>>>,
     refresher: Mutex<Option<JoinHandle<()>>>,
     tables: Mutex<BTreeMap<(String, String), Arc<TableDef>>>,
     next_req: AtomicU64,
@@ -245,42 +245,35 @@ fn answer_req(m: &DataMsg) -> Option<u64> {
     }
 }
 
-fn receive(shared: &Shared, rx: &Receiver<Incoming>) {
-    loop {
-        if shared.closed.load(Ordering::Acquire) {
-            return;
+/// One event of the transport, on the thread of the connection it came from (a
+/// connection's events in order; see [`TcpTransport::with_handler`]). Takes only
+/// `Shared`'s leaf locks, and never waits.
+fn receive(shared: &Shared, ev: Incoming) {
+    match ev {
+        Incoming::Message {
+            msg: Message::Data(d),
+            ..
+        } => {
+            let Some(req) = answer_req(&d) else { return };
+            let w = shared.pending.lock().remove(&req);
+            shared.room.notify_one();
+            if let Some(w) = w {
+                let _ = w.tx.try_send(Ok(d));
+            }
         }
-        let ev = match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(ev) => ev,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-        };
-        match ev {
-            Incoming::Message {
-                msg: Message::Data(d),
-                ..
-            } => {
-                let Some(req) = answer_req(&d) else { continue };
-                let w = shared.pending.lock().remove(&req);
-                shared.room.notify_one();
-                if let Some(w) = w {
-                    let _ = w.tx.try_send(Ok(d));
-                }
-            }
-            Incoming::Message {
-                from,
-                msg: Message::ViewRep { view },
-            } => shared.on_view(from, view),
-            Incoming::Connected { peer, .. } => {
-                shared.connected.lock().insert(peer);
-            }
-            Incoming::Disconnected { peer, reason } => {
-                shared.connected.lock().remove(&peer);
-                shared.fail_pending(|n| n == peer, &reason);
-                shared.forget_view_if_gone();
-            }
-            _ => {}
+        Incoming::Message {
+            from,
+            msg: Message::ViewRep { view },
+        } => shared.on_view(from, view),
+        Incoming::Connected { peer, .. } => {
+            shared.connected.lock().insert(peer);
         }
+        Incoming::Disconnected { peer, reason } => {
+            shared.connected.lock().remove(&peer);
+            shared.fail_pending(|n| n == peer, &reason);
+            shared.forget_view_if_gone();
+        }
+        _ => {}
     }
 }
 
@@ -313,15 +306,14 @@ impl RemoteCluster {
             ClusterConfig::parse(&config_text, "<from the management server>").map_err(|e| {
                 codes::bad_config(format!("configuration from the management server: {e}"))
             })?;
-        let (tx, rx) = sync_channel(crate::transport::INBOX_CAPACITY);
-        let transport = TcpTransport::new(node_id.unwrap_or(0), Role::Api, tx);
-        transport.set_send_limits(super::ndbd::send_limits_of(&config, node_id.unwrap_or(0)));
         let shared = Arc::new(Shared::default());
         let s2 = shared.clone();
-        let receiver = std::thread::Builder::new()
-            .name("rndb-api-recv".into())
-            .spawn(move || receive(&s2, &rx))
-            .map_err(|e| codes::internal(format!("receiver thread: {e}")))?;
+        let transport = TcpTransport::with_handler(
+            node_id.unwrap_or(0),
+            Role::Api,
+            Box::new(move |ev| receive(&s2, ev)),
+        );
+        transport.set_send_limits(super::ndbd::send_limits_of(&config, node_id.unwrap_or(0)));
         for (n, addr) in &nodes {
             if let Ok(a) = addr.parse() {
                 transport
@@ -335,7 +327,6 @@ impl RemoteCluster {
             config,
             transport,
             shared,
-            receiver: Mutex::new(Some(receiver)),
             refresher: Mutex::new(None),
             tables: Mutex::new(BTreeMap::new()),
             next_req: AtomicU64::new(1),
@@ -748,9 +739,6 @@ impl RemoteCluster {
         self.transport.close();
         // The node id is free again at the management server.
         self.mgm_session.lock().take();
-        if let Some(t) = self.receiver.lock().take() {
-            let _ = t.join();
-        }
         if let Some(t) = self.refresher.lock().take() {
             let _ = t.join();
         }

@@ -1,10 +1,15 @@
 //! One connection's send buffer (NDB's send buffer of a transporter): frames queued by
-//! `send` and written to the socket by the connection's writer thread.
+//! `send` and written to the socket by the connection's writer thread, or by the
+//! sender itself when nobody is writing ([`SendBuffer::push_direct`], NDB's direct
+//! send).
 //!
 //! Why: a node's loop must never wait on the network. When it did (writing under the
 //! connection's lock), two data nodes sending to each other with full inboxes could
 //! each wait for the other's loop: a distributed deadlock. Now `send` only appends to
-//! this buffer, and the writer thread drains it.
+//! this buffer, and the writer thread drains it. A direct send writes what the socket
+//! takes without waiting (a non-blocking write) and leaves the rest to the writer
+//! thread: on an idle connection a request or an answer then goes out without waking
+//! another thread (two thread hand-offs less per round trip).
 //!
 //! Limits ([`SendLimits`], from the connection's `[tcp]` section or `[tcp default]`):
 //! - **overload** (`OverloadLimit`, 0 meaning 80% of `SendBufferMemory`, as NDB): while
@@ -19,8 +24,10 @@
 //!   node's loop.
 //!
 //! Invariants: `unsent = pending.len() + writing` never exceeds the ceiling; bytes are
-//! written in the order they were queued (one writer, whole batches); after `close`
-//! nothing more is queued or written.
+//! written in the order they were queued (one writer at a time, `busy`: the writer
+//! thread or a direct sender; what a direct send could not write goes back in front of
+//! what was queued meanwhile); after `close` nothing more is queued, and the writer
+//! thread writes nothing more.
 //!
 //! Lock order: `state` is a leaf.
 
@@ -83,6 +90,8 @@ pub enum Queued {
     },
     /// The message cannot be encoded (too large): not queued.
     Unencodable(WireError),
+    /// Queued, but the direct write failed: the connection is broken.
+    WriteFailed(std::io::Error),
 }
 
 /// Counters of one connection (ndbinfo's `transporters` columns).
@@ -101,6 +110,10 @@ struct State {
     pending: Vec<u8>,
     /// Bytes the writer took and has not finished writing.
     writing: u64,
+    /// Someone writes to the socket: the writer thread or a direct sender.
+    busy: bool,
+    /// An empty buffer kept for the next direct send's batch (no allocation per send).
+    spare: Vec<u8>,
     closed: bool,
     limits: SendLimits,
     overloaded: bool,
@@ -140,6 +153,8 @@ impl SendBuffer {
             state: Mutex::new(State {
                 pending: Vec::new(),
                 writing: 0,
+                busy: false,
+                spare: Vec::new(),
                 closed: false,
                 limits,
                 overloaded: false,
@@ -163,9 +178,8 @@ impl SendBuffer {
         self.state.lock().limits
     }
 
-    /// Queues `msg` as one frame (see [`Queued`]).
-    pub fn push(&self, msg: &Message) -> Queued {
-        let mut s = self.state.lock();
+    /// Appends `msg` as one frame under the lock (see [`Queued`]).
+    fn queue(s: &mut State, msg: &Message) -> Queued {
         if s.closed {
             return Queued::Closed;
         }
@@ -182,9 +196,74 @@ impl SendBuffer {
             };
         }
         s.note_level();
-        drop(s);
-        self.queued.notify_one();
         Queued::Yes
+    }
+
+    /// Queues `msg` as one frame for the writer thread (see [`Queued`]).
+    pub fn push(&self, msg: &Message) -> Queued {
+        let mut s = self.state.lock();
+        let q = Self::queue(&mut s, msg);
+        drop(s);
+        if matches!(q, Queued::Yes) {
+            self.queued.notify_one();
+        }
+        q
+    }
+
+    /// Queues `msg` as one frame and, when nobody is writing, writes what is queued
+    /// at once through `write_now`, which must not wait: it writes what the socket
+    /// takes and returns how many bytes that was (0 when it would block). What it did
+    /// not write is left to the writer thread, ahead of anything queued meanwhile. A
+    /// failed write is [`Queued::WriteFailed`] (the frame stays queued; the caller
+    /// closes the connection).
+    pub fn push_direct(
+        &self,
+        msg: &Message,
+        write_now: &mut dyn FnMut(&[u8]) -> std::io::Result<usize>,
+    ) -> Queued {
+        let mut s = self.state.lock();
+        let q = Self::queue(&mut s, msg);
+        if !matches!(q, Queued::Yes) {
+            return q;
+        }
+        if s.busy {
+            drop(s);
+            self.queued.notify_one();
+            return Queued::Yes;
+        }
+        s.busy = true;
+        let mut batch = std::mem::take(&mut s.spare);
+        batch.clear();
+        std::mem::swap(&mut s.pending, &mut batch);
+        s.writing = batch.len() as u64;
+        drop(s);
+        let r = write_now(&batch);
+        let n = match &r {
+            Ok(n) => (*n).min(batch.len()),
+            Err(_) => 0,
+        };
+        self.bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
+        let mut s = self.state.lock();
+        s.busy = false;
+        s.writing = 0;
+        if n < batch.len() {
+            batch.drain(..n);
+            batch.extend_from_slice(&s.pending);
+            std::mem::swap(&mut s.pending, &mut batch);
+        }
+        batch.clear();
+        s.spare = batch;
+        s.note_level();
+        let more = !s.pending.is_empty();
+        drop(s);
+        self.drained.notify_all();
+        if more {
+            self.queued.notify_one();
+        }
+        match r {
+            Ok(_) => Queued::Yes,
+            Err(e) => Queued::WriteFailed(e),
+        }
     }
 
     /// Waits until fewer than SendBufferMemory bytes are unsent (then one more frame
@@ -225,18 +304,20 @@ impl SendBuffer {
         self.drained.notify_all();
     }
 
-    /// The writer's side: waits for queued bytes and swaps them into `batch` (whose
-    /// old contents are discarded); false once the buffer is closed.
+    /// The writer's side: waits for queued bytes while nobody else writes and swaps
+    /// them into `batch` (whose old contents are discarded); false once the buffer is
+    /// closed. The caller then writes the batch and calls [`SendBuffer::written`].
     pub fn take(&self, batch: &mut Vec<u8>) -> bool {
         let mut s = self.state.lock();
         loop {
             if s.closed {
                 return false;
             }
-            if !s.pending.is_empty() {
+            if !s.pending.is_empty() && !s.busy {
                 batch.clear();
                 std::mem::swap(&mut s.pending, batch);
                 s.writing = batch.len() as u64;
+                s.busy = true;
                 return true;
             }
             self.queued.wait(&mut s);
@@ -247,6 +328,7 @@ impl SendBuffer {
     pub fn written(&self, bytes: usize) {
         self.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
         let mut s = self.state.lock();
+        s.busy = false;
         s.writing = 0;
         s.note_level();
         drop(s);
@@ -385,5 +467,117 @@ mod tests {
         assert!(b.wait_for_room(Instant::now() + Duration::from_secs(10)));
         w.join().expect("writer");
         assert_eq!(b.stats().bytes_sent, 2 * f);
+    }
+
+    fn encoded(msgs: &[Message]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for m in msgs {
+            m.encode(&mut v).expect("encode");
+        }
+        v
+    }
+
+    #[test]
+    fn a_direct_send_writes_at_once_and_leaves_the_rest_in_order() {
+        let f = frame_len() as usize;
+        let b = SendBuffer::new(SendLimits::default());
+        let mut socket = Vec::new();
+        // Idle: the frame is written by the sender, nothing is left queued.
+        let q = b.push_direct(&hb(1), &mut |bytes: &[u8]| {
+            socket.extend_from_slice(bytes);
+            Ok(bytes.len())
+        });
+        assert!(matches!(q, Queued::Yes));
+        assert_eq!(socket, encoded(&[hb(1)]));
+        assert_eq!(b.stats().unsent_bytes, 0);
+        assert_eq!(b.stats().bytes_sent, f as u64);
+        // The socket takes 5 bytes: the rest stays queued, ahead of later frames,
+        // and the writer thread takes it.
+        let q = b.push_direct(&hb(2), &mut |bytes: &[u8]| {
+            socket.extend_from_slice(&bytes[..5]);
+            Ok(5)
+        });
+        assert!(matches!(q, Queued::Yes));
+        assert_eq!(b.stats().unsent_bytes, (f - 5) as u64);
+        assert!(matches!(b.push(&hb(3)), Queued::Yes));
+        let mut batch = Vec::new();
+        assert!(b.take(&mut batch));
+        socket.extend_from_slice(&batch);
+        b.written(batch.len());
+        assert_eq!(
+            socket,
+            encoded(&[hb(1), hb(2), hb(3)]),
+            "bytes in queue order"
+        );
+        // While the writer thread writes, a direct send only queues.
+        assert!(matches!(b.push(&hb(4)), Queued::Yes));
+        assert!(b.take(&mut batch));
+        let q = b.push_direct(&hb(5), &mut |_: &[u8]| -> std::io::Result<usize> {
+            panic!("written while the writer thread writes")
+        });
+        assert!(matches!(q, Queued::Yes));
+        socket.extend_from_slice(&batch);
+        b.written(batch.len());
+        assert!(
+            b.take(&mut batch),
+            "the direct send's frame is the writer's"
+        );
+        socket.extend_from_slice(&batch);
+        b.written(batch.len());
+        assert_eq!(socket, encoded(&[hb(1), hb(2), hb(3), hb(4), hb(5)]));
+        assert_eq!(b.stats().bytes_sent, 5 * f as u64);
+        // A failed write: reported, and the frame is still queued (not half written).
+        let q = b.push_direct(&hb(6), &mut |_: &[u8]| {
+            Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        });
+        assert!(matches!(q, Queued::WriteFailed(_)));
+        assert_eq!(b.stats().unsent_bytes, f as u64);
+        // A closed buffer refuses a direct send as it refuses a push.
+        b.close();
+        assert!(matches!(
+            b.push_direct(&hb(7), &mut |_: &[u8]| Ok(0)),
+            Queued::Closed
+        ));
+    }
+
+    #[test]
+    fn the_writer_thread_waits_while_a_direct_send_writes() {
+        let b = std::sync::Arc::new(SendBuffer::new(SendLimits::default()));
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let sender = {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                let q = b.push_direct(&hb(1), &mut |bytes: &[u8]| {
+                    entered_tx.send(()).expect("entered");
+                    release_rx.recv().expect("release");
+                    out.extend_from_slice(&bytes[..3]);
+                    Ok(3)
+                });
+                assert!(matches!(q, Queued::Yes));
+                out
+            })
+        };
+        entered_rx.recv().expect("the direct send is writing");
+        assert!(matches!(b.push(&hb(2)), Queued::Yes));
+        let writer = {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                let mut batch = Vec::new();
+                assert!(b.take(&mut batch));
+                b.written(batch.len());
+                batch
+            })
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(
+            !writer.is_finished(),
+            "the writer must wait for the direct send"
+        );
+        release_tx.send(()).expect("release");
+        let mut socket = sender.join().expect("sender");
+        socket.extend_from_slice(&writer.join().expect("writer"));
+        assert_eq!(socket, encoded(&[hb(1), hb(2)]));
     }
 }

@@ -6,7 +6,10 @@
 //! thread per peer keeps the connection up, retrying every [`REDIAL_INTERVAL`] while
 //! the transport is open. A reader thread per connection decodes frames and queues them
 //! in the node's inbox (bounded: a full inbox stops the reader, and TCP slows the
-//! peer down); a frame that fails its checksum or decoding closes the connection.
+//! peer down), or hands them to the owner's handler on that thread
+//! ([`TcpTransport::with_handler`]: an API client wakes the waiting caller directly,
+//! one thread hand-off less per answer); a frame that fails its checksum or decoding
+//! closes the connection.
 //! `send` appends the frame to the connection's bounded send buffer (`send_buffer`:
 //! never waits on the network, 1218 overload and the ceiling there) and a writer
 //! thread per connection writes it out (`TCP_NODELAY`); a failed write closes the
@@ -98,6 +101,8 @@ struct Conn {
     bytes_received: Arc<AtomicU64>,
     /// Used to shut the socket down (the writer thread writes through a clone).
     stream: Mutex<TcpStream>,
+    /// The socket of `stream`, for direct sends (see `send_buffer`).
+    fd: std::os::fd::RawFd,
     out: SendBuffer,
     /// Why the connection was closed from this side, if it was.
     close_reason: Mutex<Option<String>>,
@@ -115,10 +120,32 @@ impl Conn {
 /// Send-buffer limits per peer (set once the configuration is known).
 type LimitsOf = Box<dyn Fn(NodeId) -> SendLimits + Send + Sync>;
 
+/// Where a transport's events go.
+enum Inbox {
+    /// Queued for the owner's loop.
+    Channel(SyncSender<Incoming>),
+    /// Handled on the thread that read them (a connection's reader, or its thread at
+    /// its close); the handler must not wait on the owner.
+    Handler(Box<dyn Fn(Incoming) + Send + Sync>),
+}
+
+impl Inbox {
+    /// Delivers `ev`; Err when the owner is gone (its channel dropped).
+    fn send(&self, ev: Incoming) -> Result<(), ()> {
+        match self {
+            Inbox::Channel(tx) => tx.send(ev).map_err(|_| ()),
+            Inbox::Handler(f) => {
+                f(ev);
+                Ok(())
+            }
+        }
+    }
+}
+
 struct Inner {
     me: NodeId,
     role: Role,
-    inbox: SyncSender<Incoming>,
+    inbox: Inbox,
     conns: Mutex<BTreeMap<NodeId, Arc<Conn>>>,
     dialing: Mutex<BTreeMap<NodeId, SocketAddr>>,
     closed: AtomicBool,
@@ -185,6 +212,22 @@ pub struct TcpTransport {
 impl TcpTransport {
     /// A transport for node `me`; what arrives goes to `inbox`.
     pub fn new(me: NodeId, role: Role, inbox: SyncSender<Incoming>) -> TcpTransport {
+        TcpTransport::with_inbox(me, role, Inbox::Channel(inbox))
+    }
+
+    /// A transport for node `me` whose events are handled by `handler` on the thread
+    /// that read them (see the module notes). Each connection's events come in order
+    /// (`Connected`, its messages, `Disconnected`); events of different connections
+    /// may be handled at the same time.
+    pub fn with_handler(
+        me: NodeId,
+        role: Role,
+        handler: Box<dyn Fn(Incoming) + Send + Sync>,
+    ) -> TcpTransport {
+        TcpTransport::with_inbox(me, role, Inbox::Handler(handler))
+    }
+
+    fn with_inbox(me: NodeId, role: Role, inbox: Inbox) -> TcpTransport {
         TcpTransport {
             inner: Arc::new(Inner {
                 me,
@@ -364,9 +407,36 @@ impl Transport for TcpTransport {
         // A refusal closes the connection; the reader thread sees the shutdown,
         // removes the connection and reports it (never from here: this may be the
         // node's own thread, and the report goes to its inbox).
-        match conn.out.push(msg) {
+        let fd = conn.fd;
+        let mut write_now = |bytes: &[u8]| -> io::Result<usize> {
+            // SAFETY: `fd` is the socket `conn.stream` owns, open while `conn` lives
+            // (a shutdown does not close it); `bytes` is a live slice. MSG_DONTWAIT:
+            // never waits (see `send_buffer`); MSG_NOSIGNAL: a closed peer is an
+            // error, not SIGPIPE.
+            let n = unsafe {
+                libc::send(
+                    fd,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(e),
+            }
+        };
+        match conn.out.push_direct(msg, &mut write_now) {
             Queued::Yes => true,
             Queued::Closed => false,
+            Queued::WriteFailed(e) => {
+                conn.fail(format!("write failed: {e}"));
+                false
+            }
             Queued::Full { unsent_bytes } => {
                 conn.fail(format!(
                     "send buffer to node {to} full: {unsent_bytes} bytes unsent \
@@ -463,6 +533,7 @@ fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
         peer,
         remote_address,
         bytes_received: Arc::new(AtomicU64::new(0)),
+        fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
         stream: Mutex::new(stream),
         out: SendBuffer::new(inner.limits_of(peer)),
         close_reason: Mutex::new(None),
