@@ -19,13 +19,14 @@ test-rust:
 	$(CARGO) build -p rndb-shell --bins
 	$(CARGO) test --workspace --exclude rndb-py
 
-venv: $(VENV)/.installed-2
+venv: $(VENV)/.installed-3
 
-# -2: numpy added (tests/python/test_shootout.py); an older venv gets it on the next make.
-$(VENV)/.installed-2:
+# -2: numpy added (tests/python/test_shootout.py); -3: cffi (the shootout's C ABI reads,
+# benches/shootout/capi.py). An older venv gets them on the next make.
+$(VENV)/.installed-3:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=8" "mypy>=1.10" "numpy>=1.26"
+	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=8" "mypy>=1.10" "numpy>=1.26" "cffi>=1.16"
 	touch $@
 
 py: venv

@@ -2,7 +2,7 @@
 
 An adapter is opened from picklable parameters (ports, paths; the embedded rndb cluster
 object for threads), so that extra client processes can open their own. rndb's C ABI
-through ctypes is in capi.py. Interface (adapter_base.Adapter):
+(cffi and ctypes) is in capi.py. Interface (adapter_base.Adapter):
 
 * ``setup()`` creates the table (once, before ``load``); ``load(n, value)`` writes keys
   0..n-1, in the system's batched form;

@@ -21,6 +21,15 @@ NdbRecord calls, as a C program would (capi/examples/ndbapi_record.cpp, flexAsyn
   load with ``insertTuple`` in transactions of 1000 rows. A write's row is copied by
   the call that defines it, so one row buffer serves a whole batch.
 
+How Python calls C: through ctypes each of those calls costs Python ~1 µs, more than
+the C ABI's own work for a read, so the measurement was ctypes' (2026-12-05/06 runs:
+single reads 0.45-0.56x LMDB, whose ``txn.get`` is one call into a C extension). The
+reads now go through ``capi_calls.c``: the same NDB API calls made from C, compiled at
+the first use by cffi's API mode against ``rndb.h`` and librndb (``fast_calls``): one
+call from Python per read or per batch, as for LMDB. Without cffi or a C compiler the
+reads fall back to ctypes, and ``call_path()`` says which was used. Setup, the load and
+the updates stay on ctypes (a transaction per call either way).
+
 Every return code is checked; a failure raises ``CapiError`` with the NdbError's code
 and message. The library is ``$RNDB_LIB``, else ``librndb.so`` of the release build
 (``$CARGO_TARGET_DIR``, else ``target/``).
@@ -131,6 +140,86 @@ def load(path: Path | None = None) -> ctypes.CDLL:
     return lib
 
 
+#: The C functions of capi_calls.c, as cffi declares them (rndb.h's types opaque).
+FAST_CDEF = """
+typedef struct rndb_ndb rndb_ndb;
+typedef struct rndb_record rndb_record;
+typedef struct rndb_operation rndb_operation;
+struct shootout_ctx {
+  rndb_ndb *ndb;
+  const rndb_record *rec;
+  char *row;
+  size_t len_at;
+  char *rows;
+  size_t stride;
+  const rndb_operation **ops;
+  int code;
+  char msg[256];
+};
+int shootout_read(struct shootout_ctx *c, long long key);
+int shootout_read_batch(struct shootout_ctx *c, int n);
+"""
+
+#: Per librndb path: the compiled module of capi_calls.c, or why there is none.
+_fast: dict[Path, tuple[Any, str]] = {}
+_fast_why = "ctypes (capi_calls.c not built)"
+
+
+def fast_calls(lib_path: Path | None = None) -> Any:
+    """The compiled module of capi_calls.c (its ``ffi`` and ``lib``) for the librndb at
+    `lib_path`, built once into ``shootout-capi/`` next to that library (kept: rebuilt
+    when the C file, the header or the library is newer), so that it links the very
+    library ctypes loaded; None when cffi or the compiler is missing (``call_path`` says
+    why)."""
+    global _fast_why
+    lib = Path(lib_path or library_path()).resolve()
+    if lib in _fast:
+        mod, _fast_why = _fast[lib]
+        return mod
+    mod, _fast_why = _build_fast(lib)
+    _fast[lib] = (mod, _fast_why)
+    return mod
+
+
+def _build_fast(lib: Path) -> tuple[Any, str]:
+    try:
+        import importlib.util
+
+        from cffi import FFI
+    except ImportError as e:
+        return None, f"ctypes (cffi missing: {e})"
+    here = Path(__file__).resolve().parent
+    include = ROOT / "capi" / "include"
+    build = lib.parent / "shootout-capi"
+    build.mkdir(exist_ok=True)
+    name = "_rndb_shootout_capi"
+    sources = [here / "capi_calls.c", include / "rndb.h", lib]
+    built = sorted(build.glob(f"{name}*.so"))
+    try:
+        if not built or any(p.stat().st_mtime > built[0].stat().st_mtime for p in sources):
+            ffi = FFI()
+            ffi.cdef(FAST_CDEF)
+            ffi.set_source(name, '#include "rndb.h"\n' + (here / "capi_calls.c").read_text(),
+                           include_dirs=[str(include)], library_dirs=[str(lib.parent)],
+                           libraries=["rndb"], extra_compile_args=["-O2"],
+                           extra_link_args=[f"-Wl,-rpath,{lib.parent}"])
+            ffi.compile(tmpdir=str(build), verbose=False)
+            built = sorted(build.glob(f"{name}*.so"))
+        spec = importlib.util.spec_from_file_location(name, built[0])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {built[0]}")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except Exception as e:  # a missing compiler, a failed build: say so, use ctypes
+        return None, f"ctypes (building capi_calls.c failed: {e})"
+    return mod, "capi_calls.c through cffi"
+
+
+def call_path() -> str:
+    """How the adapter's reads reach librndb (the last ``fast_calls``)."""
+    return _fast_why
+
+
 def error_of(err: Any) -> tuple[int, str, int]:
     """(code, message, status) of an ``rndb_error*``."""
     if not err:
@@ -186,6 +275,7 @@ class CapiCluster:
     """The embedded cluster through the C ABI: the connection (started by connect)."""
 
     def __init__(self, data_dir: str, data_memory_mb: int, lib_path: Path | None = None) -> None:
+        self.lib_path = lib_path
         self.lib = load(lib_path)
         cs = f"embedded;datadir={data_dir};DataMemory={data_memory_mb}M".encode()
         self.conn = self.lib.rndb_cluster_connection_create(cs)
@@ -232,6 +322,9 @@ class RndbCapi(Adapter):
         self._read_tuple = lib.rndb_transaction_read_tuple
         self._execute = lib.rndb_transaction_execute
         self._close_tx = lib.rndb_ndb_close_transaction
+        # The reads through capi_calls.c (None: through ctypes, see the module notes;
+        # params "calls": "ctypes" asks for ctypes).
+        self.fast = None if params.get("calls") == "ctypes" else fast_calls(c.lib_path)
         self._record(if_exists=True)  # an extra client: the table is there
 
     def _check(self, ok: Any, what: str, err: Any) -> None:
@@ -256,6 +349,14 @@ class RndbCapi(Adapter):
         rec = lib.rndb_dict_create_record(d, t, specs, 2, ctypes.sizeof(RecordSpec))
         self._check(rec, "rndb_dict_create_record", lib.rndb_dict_get_error(d))
         self.rec = rec
+        if self.fast is not None:
+            ffi = self.fast.ffi
+            ctx = self.f_ctx = ffi.new("struct shootout_ctx *")
+            ctx.ndb = ffi.cast("rndb_ndb *", self.ndb)
+            ctx.rec = ffi.cast("const rndb_record *", rec)
+            ctx.len_at = VALUE_AT
+            ctx.stride = ROW
+            self._fast_rows()
 
     def setup(self) -> None:
         ok = self.lib.rndb_execute_sql(self.ndb, CREATE_KV.encode(), None) >= 0
@@ -317,7 +418,29 @@ class RndbCapi(Adapter):
                         raise
                     time.sleep(0.1)
 
+    def _fast_rows(self) -> None:
+        """Points the cffi context at the row buffers (after they change)."""
+        ffi, ctx = self.fast.ffi, self.f_ctx
+        self._f_read, self._f_unpack = self.fast.lib.shootout_read, ffi.unpack
+        ctx.row = ffi.cast("char *", self.one.addr)
+        ctx.rows = ffi.cast("char *", self.rows.addr)
+        self.f_ops = ffi.new("const rndb_operation *[]", self.rows.n)  # kept alive here
+        ctx.ops = self.f_ops
+        self.f_value = ctx.row + VALUE_AT + 2
+
+    def _fast_error(self, what: str) -> CapiError:
+        ctx = self.f_ctx
+        return CapiError(what, ctx.code, self.fast.ffi.string(ctx.msg).decode("utf-8", "replace"))
+
     def read(self, key: int) -> bytes | None:
+        if self.fast is not None:
+            self.vlast = None
+            n = self._f_read(self.f_ctx, key)
+            if n >= 0:
+                return self._f_unpack(self.f_value, n)  # type: ignore[no-any-return]
+            if n == -1:
+                return None
+            raise self._fast_error("read")
         one, rec, ndb = self.one, self.rec, self.ndb
         one.q[0] = key
         h = one.h
@@ -344,8 +467,15 @@ class RndbCapi(Adapter):
             return 0
         if n > self.rows.n:
             self.rows = Rows(n)
+            if self.fast is not None:
+                self._fast_rows()
         rows = self.rows
         rows.prepare(keys)
+        if self.fast is not None:
+            found: int = self.fast.lib.shootout_read_batch(self.f_ctx, n)
+            if found < 0:
+                raise self._fast_error("read batch")
+            return found
         rt = self._read_tuple
         tx = self._start()
         try:

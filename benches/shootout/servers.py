@@ -258,7 +258,7 @@ def start_rndb_embedded(data_memory_mb: int) -> Server:
 
 
 def start_rndb_capi(data_memory_mb: int) -> Server:
-    """The same embedded cluster, started through the C ABI (librndb.so, ctypes)."""
+    """The same embedded cluster, started through the C ABI (librndb.so, via ctypes)."""
     from capi import CapiCluster
 
     s = new_server("rndb-embedded-capi")

@@ -136,9 +136,12 @@ def versions() -> dict[str, str]:
         import capi
 
         v["librndb"] = capi.load(servers.RELEASE / "librndb.so").rndb_version().decode()
+        capi.fast_calls(servers.RELEASE / "librndb.so")
+        v["librndb reads from Python"] = capi.call_path()
     except OSError as e:
         v["librndb"] = f"absent ({e})"
-    for mod in ["rndb", "redis", "hiredis", "pymemcache", "tarantool", "mariadb", "lmdb"]:
+    for mod in ["rndb", "redis", "hiredis", "pymemcache", "tarantool", "mariadb", "lmdb",
+                "cffi"]:
         try:
             v[f"py:{mod}"] = metadata.version(mod)
         except metadata.PackageNotFoundError:

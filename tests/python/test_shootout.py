@@ -198,16 +198,22 @@ def librndb() -> Path | None:
     return None
 
 
-def test_capi_adapter_against_librndb(tmp_path: Path) -> None:
+@pytest.mark.parametrize("calls", ["cffi", "ctypes"])
+def test_capi_adapter_against_librndb(tmp_path: Path, calls: str) -> None:
     lib = librndb()
     if lib is None:
         pytest.skip("no librndb.so under target/debug or target/release: "
                     "run `cargo build -p rndb-capi` (make test-rust does)")
     import capi
 
+    if calls == "cffi":
+        pytest.importorskip("cffi")
     cluster = capi.CapiCluster(str(tmp_path / "data"), 64, lib)
     try:
-        a = capi.RndbCapi({"capi": cluster})
+        a = capi.RndbCapi({"capi": cluster, "calls": calls})
+        # The reads take the path asked for: capi_calls.c compiled through cffi (gcc is
+        # there), or ctypes.
+        assert (a.fast is not None) == (calls == "cffi"), capi.call_path()
         a.setup()
         a.load(300, b"v" * 100)
         assert a.read(7) == b"v" * 100 and a.read(300) is None and a.read(-1) is None
@@ -225,8 +231,10 @@ def test_capi_adapter_against_librndb(tmp_path: Path) -> None:
         with pytest.raises(capi.CapiError) as ei:
             a.setup()  # the table exists
         assert ei.value.code != 0 and ei.value.message
+        # A batch larger than the adapter's row buffer (it grows), with misses.
+        assert a.read_batch(list(range(-600, 1200))) == 300
         # A second client (a thread's) on the same connection finds the table.
-        b = capi.RndbCapi({"capi": cluster})
+        b = capi.RndbCapi({"capi": cluster, "calls": calls})
         assert b.read_batch(list(range(0, 300, 7))) == len(range(0, 300, 7))
         lp = runner.key_pool("ycsb-b", 300, 5)
         r = runner.run_loop(b, lp, 0, 50, 0.05, 100)
