@@ -409,23 +409,28 @@ impl<T> Registry<T> {
     }
 
     /// Drops the values of a run taken by [`Registry::insert_run`] and gives its slots
-    /// back. Every slot of the run must be retired (not live).
-    pub fn release_run(&self, first: u32, run: u32) {
-        for index in first..first + run {
-            let Some(slot) = self.slot(index) else {
-                return;
-            };
-            assert_eq!(
-                slot.generation.load(Ordering::Acquire) & 1,
-                0,
-                "slot {index} of a released run is live"
-            );
+    /// back; returns false, releasing nothing, when a slot of it is still live (its
+    /// value must outlive the handle: the run is then kept as it is).
+    pub fn release_run(&self, first: u32, run: u32) -> bool {
+        let slots: Option<Vec<&Slot<T>>> = (first..first + run).map(|i| self.slot(i)).collect();
+        let Some(slots) = slots else {
+            return false;
+        };
+        if slots
+            .iter()
+            .any(|s| s.generation.load(Ordering::Acquire) & 1 == 1)
+        {
+            debug_assert!(false, "a slot of run {first} is live");
+            return false;
+        }
+        for slot in slots {
             // SAFETY: retired and owned by the caller.
             drop(unsafe { (*slot.value.get()).take() });
         }
         let mut st = self.lock();
         st.free_runs.push(first);
         st.live -= run as usize;
+        true
     }
 
     /// Makes a retired slot live again; returns its new handle and its kept value.

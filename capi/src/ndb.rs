@@ -423,6 +423,8 @@ pub extern "C" fn rndb_ndb_free(ndb: *mut rndb_ndb) -> c_int {
         }
         n.tx_free.clear();
         for first in runs {
+            // Every transaction of the run was closed above (a run's slots are all this
+            // Ndb's); a live one would be kept, not freed under its handle.
             TXS.release_run(first, TX_RUN);
         }
         if let Some(d) = n.dict.take() {
