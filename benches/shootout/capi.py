@@ -356,6 +356,7 @@ class RndbCapi(Adapter):
             ctx.rec = ffi.cast("const rndb_record *", rec)
             ctx.len_at = VALUE_AT
             ctx.stride = ROW
+            self._f_read, self._f_unpack = self.fast.lib.shootout_read, ffi.unpack
             self._fast_rows()
 
     def setup(self) -> None:
@@ -421,7 +422,6 @@ class RndbCapi(Adapter):
     def _fast_rows(self) -> None:
         """Points the cffi context at the row buffers (after they change)."""
         ffi, ctx = self.fast.ffi, self.f_ctx
-        self._f_read, self._f_unpack = self.fast.lib.shootout_read, ffi.unpack
         ctx.row = ffi.cast("char *", self.one.addr)
         ctx.rows = ffi.cast("char *", self.rows.addr)
         self.f_ops = ffi.new("const rndb_operation *[]", self.rows.n)  # kept alive here

@@ -199,7 +199,10 @@ impl SendBuffer {
         Queued::Yes
     }
 
-    /// Queues `msg` as one frame for the writer thread (see [`Queued`]).
+    /// Queues `msg` as one frame for the writer thread (see [`Queued`]), never writing
+    /// itself: the tests' way to fill the buffer as a busy connection does (senders use
+    /// [`SendBuffer::push_direct`]).
+    #[cfg(test)]
     pub fn push(&self, msg: &Message) -> Queued {
         let mut s = self.state.lock();
         let q = Self::queue(&mut s, msg);
