@@ -53,6 +53,14 @@ pub struct DataNode {
     /// (docs/node-restart.md). False from its stop until its node restart's local
     /// checkpoint is saved, and for a node a system restart found behind.
     pub(crate) files_restorable: AtomicBool,
+    /// Whether `files_restorable` held when the node was last stopped: its files then
+    /// restore the newest global checkpoint that names it, and its restart begins
+    /// from them (`node_restart_own`).
+    pub(crate) restorable_at_stop: AtomicBool,
+    /// A local checkpoint round that planned this node is under way (from its plan to
+    /// the end of its spare files): it may still write in the node's checkpoint
+    /// directories, which a restart from the node's own files reads.
+    pub(crate) in_lcp_round: AtomicBool,
     /// After a node restart's copy: the first local checkpoint round that counts for
     /// it (u32::MAX: none awaited).
     pub(crate) rejoin_from_lcp: AtomicU32,
@@ -353,6 +361,8 @@ impl ClusterInner {
                 start_phase: std::sync::atomic::AtomicU8::new(0),
                 restart_failure: parking_lot::Mutex::new(None),
                 files_restorable: AtomicBool::new(!plan.excluded.contains(&dn.node_id)),
+                restorable_at_stop: AtomicBool::new(false),
+                in_lcp_round: AtomicBool::new(false),
                 rejoin_from_lcp: AtomicU32::new(u32::MAX),
                 rejoin_keep: parking_lot::Mutex::new(None),
                 stopping: AtomicBool::new(false),

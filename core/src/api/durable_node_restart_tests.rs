@@ -14,20 +14,20 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn open(dir: &Path) -> Cluster {
+pub(super) fn open(dir: &Path) -> Cluster {
     Cluster::embedded_in(config(), dir.to_path_buf()).expect("start")
 }
 
-fn sql(s: &mut Session, q: &str) -> Vec<SqlResult> {
+pub(super) fn sql(s: &mut Session, q: &str) -> Vec<SqlResult> {
     s.execute(q).unwrap_or_else(|e| panic!("{q}: {e}"))
 }
 
-fn mgm(c: &Cluster, cmd: &str) -> String {
+pub(super) fn mgm(c: &Cluster, cmd: &str) -> String {
     crate::mgm::execute(c.inner(), cmd).unwrap_or_else(|e| panic!("{cmd}: {}", e.message))
 }
 
 /// `t`'s rows by id.
-fn contents(c: &Cluster) -> BTreeMap<i64, i64> {
+pub(super) fn contents(c: &Cluster) -> BTreeMap<i64, i64> {
     let mut s = Session::new(c.ndb("test"));
     match sql(&mut s, "SELECT id, v FROM t").pop() {
         Some(SqlResult::Rows { rows, .. }) => rows
@@ -41,7 +41,7 @@ fn contents(c: &Cluster) -> BTreeMap<i64, i64> {
     }
 }
 
-fn apply(c: &Cluster, model: &mut BTreeMap<i64, i64>, q: &str) {
+pub(super) fn apply(c: &Cluster, model: &mut BTreeMap<i64, i64>, q: &str) {
     let mut s = Session::new(c.ndb("test"));
     sql(&mut s, q);
     // The model follows the three statement shapes the tests use.
@@ -80,7 +80,7 @@ fn apply(c: &Cluster, model: &mut BTreeMap<i64, i64>, q: &str) {
 }
 
 /// `CREATE TABLE t (id INT PRIMARY KEY, v INT)`, the table of the tests below.
-fn create_t(c: &Cluster) {
+pub(super) fn create_t(c: &Cluster) {
     let mut s = Session::new(c.ndb("test"));
     sql(
         &mut s,
@@ -88,7 +88,7 @@ fn create_t(c: &Cluster) {
     );
 }
 
-fn insert_range(c: &Cluster, model: &mut BTreeMap<i64, i64>, from: i64, to: i64) {
+pub(super) fn insert_range(c: &Cluster, model: &mut BTreeMap<i64, i64>, from: i64, to: i64) {
     let values: Vec<String> = (from..to).map(|k| format!("({k}, {})", k * 10)).collect();
     apply(
         c,
@@ -97,12 +97,12 @@ fn insert_range(c: &Cluster, model: &mut BTreeMap<i64, i64>, from: i64, to: i64)
     );
 }
 
-fn node(c: &Cluster, id: u32) -> std::sync::Arc<super::cluster::DataNode> {
+pub(super) fn node(c: &Cluster, id: u32) -> std::sync::Arc<super::cluster::DataNode> {
     c.inner().node(id).expect("node").clone()
 }
 
 /// Waits until node `id` has started and its files restore it again.
-fn wait_restart_complete(c: &Cluster, id: u32) {
+pub(super) fn wait_restart_complete(c: &Cluster, id: u32) {
     let n = node(c, id);
     let deadline = Instant::now() + Duration::from_secs(60);
     while n.run_state() != NodeRunState::Started || !n.restart_complete() {
@@ -120,7 +120,7 @@ fn wait_restart_complete(c: &Cluster, id: u32) {
 }
 
 /// Row counts of each of `t`'s replicas on `node_id` (its node's share).
-fn replica_rows(c: &Cluster, node_id: u32) -> u64 {
+pub(super) fn replica_rows(c: &Cluster, node_id: u32) -> u64 {
     let t = c
         .inner()
         .dict
@@ -137,14 +137,14 @@ fn replica_rows(c: &Cluster, node_id: u32) -> u64 {
         .sum()
 }
 
-fn sysfile(dir: &Path, id: u32) -> Sysfile {
+pub(super) fn sysfile(dir: &Path, id: u32) -> Sysfile {
     let fs = crate::disk::io::OsFileSystem;
     Sysfile::load(&fs, &super::durability::node_fs_dir(dir, id))
         .expect("load")
         .expect("sysfile")
 }
 
-fn cluster_log(c: &Cluster) -> String {
+pub(super) fn cluster_log(c: &Cluster) -> String {
     c.inner().mgm.log.lines(None).join("\n")
 }
 

@@ -248,7 +248,7 @@ impl Batch {
 }
 
 /// A fragment being restored: the checkpoint's records go to its own row ids.
-struct FragmentRestore<'a>(&'a mut Fragment);
+pub(super) struct FragmentRestore<'a>(pub(super) &'a mut Fragment);
 
 impl RestoreTarget for FragmentRestore<'_> {
     fn put_row(&mut self, row_id: u32, payload: &[u8]) -> Result<()> {
@@ -281,6 +281,8 @@ struct Job {
     all_parts_count: u32,
     /// Its scan began (its change map and counts were taken).
     began: AtomicBool,
+    /// The replica's discard count when the round planned it (`Fragment::discards`).
+    discards_at_plan: u64,
 }
 
 /// A node's share of the round.
@@ -327,6 +329,9 @@ struct Scanned {
     scan_turn_us: u64,
     /// Its data file was a spare made ahead (step 6 of the previous round).
     spare: bool,
+    /// The replica was discarded (its node stopped) while it was scanned: the file is
+    /// not stored in its chain (see step 4).
+    discarded: bool,
 }
 
 /// The fragments of a round still scanning: the global checkpoint of step 3 waits for
@@ -493,6 +498,9 @@ impl ClusterInner {
         self.remove_dropped_checkpoints()?;
         let mut jobs = Vec::new();
         let r = self.run_lcp_locked(&mut jobs);
+        for node in &self.data_nodes {
+            node.in_lcp_round.store(false, Ordering::SeqCst);
+        }
         if let Ok(stats) = &r {
             self.lcp_completed_next
                 .fetch_max(stats.lcp_id.saturating_add(1), Ordering::AcqRel);
@@ -540,10 +548,15 @@ impl ClusterInner {
         let mut jobs = Vec::new();
         for node in &self.data_nodes {
             let Some(log) = &node.log else { continue };
-            if node.run_state() != super::node_restart::NodeRunState::Started {
+            // Marked before the state is read (both SeqCst, as the restart's state
+            // change and its read of the mark): a restart from the node's own files
+            // sees the mark of any round that saw the node started.
+            node.in_lcp_round.store(true, Ordering::SeqCst);
+            if node.run_state_seq_cst() != super::node_restart::NodeRunState::Started {
                 // Stopped, or its replicas are being copied (not yet in any chain):
                 // the first round that starts once it has started writes its
                 // replicas in full.
+                node.in_lcp_round.store(false, Ordering::SeqCst);
                 continue;
             }
             let keep = log.redo.head();
@@ -569,8 +582,10 @@ impl ClusterInner {
                 let dir = lcp_dir(log.fs_dir(), table.def.id, part);
                 let ctl = FragControl::load(&*self.fs, &dir)?
                     .unwrap_or_else(|| FragControl::new(table.def.id, part));
+                let discards_at_plan;
                 let change = {
                     let f = cell.state.lock();
+                    discards_at_plan = f.discards();
                     let full = ctl.files.is_empty() || f.lcp_needs_full();
                     if !full && !f.changed_since_lcp() {
                         None
@@ -602,6 +617,7 @@ impl ClusterInner {
                     ctl,
                     all_parts_count: choose_all_parts(&change, &cfg),
                     began: AtomicBool::new(false),
+                    discards_at_plan,
                 });
             }
             rounds.push(NodeRound {
@@ -740,6 +756,7 @@ impl ClusterInner {
             }
             // The node's next fragment may scan while this one waits for its file and
             // its sync; the global checkpoint may start once every scan is here.
+            let discarded = job.cell.state.lock().discards() != job.discards_at_plan;
             drop(position);
             drop(pacing);
             scan_done.done();
@@ -771,6 +788,7 @@ impl ClusterInner {
                 create_us,
                 scan_turn_us,
                 spare,
+                discarded,
             })
         })
     }
@@ -849,17 +867,37 @@ impl ClusterInner {
         // the control files, all at once; then the files they dropped.
         let phase = Instant::now();
         self.lcp_flush_disks(&rounds)?;
-        let stores: Vec<(&Job, DataFileRef, u32)> = jobs
+        // A replica discarded while it was scanned keeps its previous chain: its node
+        // stopped, and a node restart from its own files restores that chain (the
+        // file, half from rows and half from nothing, is removed). The replica is
+        // marked for a full LCP by its discard in any case.
+        let stores: Vec<(&Job, DataFileRef, u32, bool)> = jobs
             .iter()
             .zip(scanned)
-            .map(|(job, s)| (job, s.file, s.max_gci))
+            .map(|(job, s)| (job, s.file, s.max_gci, s.discarded))
             .collect();
         all_ok(run_parallel(
             stores,
             LCP_IO_THREADS,
-            |_, (job, file, max_gci)| {
+            |_, (job, file, max_gci, discarded)| {
+                let dir = lcp_dir(
+                    &rounds[job.node].fs_dir,
+                    job.ctl.table_id,
+                    job.ctl.fragment_id,
+                );
+                if discarded {
+                    let path = data_file_path(&dir, file.lcp_id);
+                    return match self.fs.remove(&path) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            Err(crate::error::codes::file_system_error(format!(
+                                "remove LCP file {}: {e}",
+                                path.display()
+                            )))
+                        }
+                        _ => Ok(()),
+                    };
+                }
                 let (next, dropped) = job.ctl.after_lcp(file, max_gci)?;
-                let dir = lcp_dir(&rounds[job.node].fs_dir, next.table_id, next.fragment_id);
                 next.store(&*self.fs, &dir)?;
                 FragControl::remove_dropped(&*self.fs, &dir, &dropped)
             },

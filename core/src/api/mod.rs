@@ -11,6 +11,7 @@ pub mod durability;
 pub mod lcp;
 pub mod ndb;
 pub mod node_restart;
+mod node_restart_own;
 pub mod optimize;
 pub mod scan;
 pub mod spec_sql;
@@ -46,3 +47,6 @@ mod optimize_tests;
 mod sim_crash_model;
 #[cfg(test)]
 mod sim_crash_tests;
+
+#[cfg(test)]
+mod own_node_restart_tests;

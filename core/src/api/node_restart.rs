@@ -15,9 +15,16 @@
 //! from now on) and each is copied from its partition's primary in batches of
 //! [`COPY_BATCH_ROWS`] rows (`txn::fragment::replica`); once copied, a replica is
 //! joining (a backup only), and a follower of the primary until every transaction that
-//! began preparing without it is done; then it is live, and may be primary again. This is an initial node restart's copy (all rows); the node's
-//! own checkpoint is not read. The copy runs on a thread of its own; `ALL STATUS`
-//! shows the node `starting (Last completed phase 4)` until it is done, then `started`.
+//! began preparing without it is done; then it is live, and may be primary again.
+//! Without a data directory this is an initial node restart's copy (every row). With
+//! one, the node first restores its replicas from its own files to its last saved
+//! global checkpoint `g` (`node_restart_own`), the copy then sends only the rows
+//! changed after `g`, and a sweep deletes the restored rows whose keys the primary no
+//! longer holds; a node whose files restore nothing (its previous restart had not
+//! completed), and replicas of tables with disk columns, get every row. The restore
+//! and the copy run on a thread of its own; `ALL STATUS` shows the node `starting
+//! (Last completed phase 1)` while it restores, `(Last completed phase 4)` while it
+//! copies, then `started`.
 //!
 //! Configuration: a node takes the DataMemory its configuration has when it starts
 //! (`SET DataMemory=...`, then `<id> RESTART` or `ROLLING RESTART`, as with NDB).
@@ -26,8 +33,9 @@
 //! cluster"): from its stop the node is left out of the set of nodes each saved global
 //! checkpoint names as restoring it (its redo misses what commits meanwhile); it saves
 //! no checkpoint while stopped, and local checkpoints skip it. The copy is not written
-//! to its redo log, so after the copy its replicas are written in full by the next
-//! local checkpoint round, which is asked for at once; once its system file holds that
+//! to its redo log, so after the copy its replicas are written by the next local
+//! checkpoint round, which is asked for at once (the replicas restored from its files
+//! continue their chains with what changed; the others are written in full); once its system file holds that
 //! round's keep position, the checkpoints name it again. A system restart before then
 //! restores the cluster from the other nodes and restarts this one by copy. A round
 //! that planned the node before its stop may still scan its replicas while they are
@@ -46,6 +54,7 @@
 //! primary's mutex, then the restarting replica's.
 
 use super::cluster::{ClusterInner, DataNode};
+use super::node_restart_own::{NodeCell, OwnRestore};
 use crate::error::{NdbError, Result};
 use crate::mgm::log::Severity;
 use crate::txn::FragmentCell;
@@ -56,6 +65,16 @@ use std::time::{Duration, Instant};
 
 /// Rows copied per hold of the two mutexes.
 pub const COPY_BATCH_ROWS: usize = 256;
+
+/// What a node restart's copy did, summed over the node's replicas.
+#[derive(Debug, Clone, Copy, Default)]
+struct CopyTotals {
+    rows_copied: u64,
+    /// Source rows not copied: unchanged since the GCI the replica was restored to.
+    rows_unchanged: u64,
+    /// Restored rows deleted: gone at the source since that GCI.
+    rows_swept: u64,
+}
 
 /// A data node's state in its cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +88,16 @@ pub enum NodeRunState {
 
 impl DataNode {
     pub fn run_state(&self) -> NodeRunState {
-        match self.run_state.load(Ordering::Acquire) {
+        Self::decode_run_state(self.run_state.load(Ordering::Acquire))
+    }
+
+    /// The state, read SeqCst (paired with `DataNode::in_lcp_round`).
+    pub(crate) fn run_state_seq_cst(&self) -> NodeRunState {
+        Self::decode_run_state(self.run_state.load(Ordering::SeqCst))
+    }
+
+    fn decode_run_state(v: u8) -> NodeRunState {
+        match v {
             0 => NodeRunState::Started,
             1 => NodeRunState::Stopped,
             _ => NodeRunState::Starting,
@@ -195,7 +223,10 @@ impl ClusterInner {
             node.start_phase.store(0, Ordering::Release);
             // Its files no longer restore it: the checkpoints saved from now on leave
             // it out (its redo misses what commits from here on).
-            node.files_restorable.store(false, Ordering::Release);
+            node.restorable_at_stop.store(
+                node.files_restorable.swap(false, Ordering::AcqRel),
+                Ordering::Release,
+            );
             node.rejoin_from_lcp.store(u32::MAX, Ordering::Release);
             *node.rejoin_keep.lock() = None;
             drop(_dict);
@@ -286,8 +317,8 @@ impl ClusterInner {
                 .compare_exchange(
                     NodeRunState::Stopped as u8,
                     NodeRunState::Starting as u8,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
                 )
                 .is_err()
             {
@@ -298,41 +329,57 @@ impl ClusterInner {
             node.start_phase.store(1, Ordering::Release);
             node_cells(self, id)
         };
-        // Every replica of the node takes the partition's commits from now on.
-        for (t, p, cell) in &cells {
-            let mut f = cell.state.lock();
-            f.restart_error = None;
-            cell.set_role(&mut f, ReplicaRole::Starting);
-            self.bump_replica_epoch();
-            drop(f);
-            for other in &t.fragments[*p] {
-                if !Arc::ptr_eq(other, cell) {
-                    let _g = other.state.lock();
-                    other.add_follower(cell);
-                }
-            }
-        }
-        node.start_phase.store(4, Ordering::Release);
-        self.mgm.log.event(
-            Severity::Info,
-            id,
-            &format!("Start phase 4 completed (node restart): copying {} fragment replicas from the live nodes", cells.len()),
-        );
         let cluster = me;
         std::thread::Builder::new()
             .name(format!("rndb-node-restart-{id}"))
             .spawn(move || {
                 let t0 = Instant::now();
-                match cluster.copy_node(&node, &cells) {
-                    Ok(rows) => {
+                let own = cluster.restore_for_node_restart(&node, &cells);
+                cluster.begin_node_copy(&cells);
+                node.start_phase.store(4, Ordering::Release);
+                cluster.mgm.log.event(
+                    Severity::Info,
+                    id,
+                    &match &own {
+                        Some(o) => format!(
+                            "Start phase 4 completed (node restart): copying to {} fragment replicas what changed since GCI {} ({} replicas restored from the node's own files, {} copied whole)",
+                            cells.len(),
+                            o.gci_hi,
+                            o.restored.iter().filter(|r| **r).count(),
+                            o.restored.iter().filter(|r| !**r).count()
+                        ),
+                        None => format!(
+                            "Start phase 4 completed (node restart): copying {} fragment replicas from the live nodes",
+                            cells.len()
+                        ),
+                    },
+                );
+                match cluster.copy_node(&node, &cells, own.as_ref()) {
+                    Ok(copy) => {
+                        let rows = copy.rows_copied;
                         *node.restart_failure.lock() = None;
-                        // The copy is in no checkpoint chain and not in the redo log:
-                        // the first round that starts once the node is started writes
-                        // every replica in full (rounds skip the node until then; the
-                        // stop's discard marked them, and a round that began scanning
-                        // them before the stop cannot clear that mark).
-                        for (_, _, cell) in &cells {
-                            cell.state.lock().require_full_lcp();
+                        // What the copy wrote is in no checkpoint chain and not in the
+                        // redo log: the first round that starts once the node is
+                        // started writes it (rounds skip the node until then). A
+                        // replica restored from the node's files continues its chain
+                        // (the copy and the sweep marked what they changed); the
+                        // others are written in full (the stop's discard marked them,
+                        // and a round that began scanning them before the stop cannot
+                        // clear that mark).
+                        for (i, (_, _, cell)) in cells.iter().enumerate() {
+                            if !own.as_ref().is_some_and(|o| o.restored[i]) {
+                                cell.state.lock().require_full_lcp();
+                            }
+                        }
+                        if let Some(o) = &own {
+                            cluster.mgm.log.event(
+                                Severity::Info,
+                                id,
+                                &format!(
+                                    "Node restart copy: {} rows changed since GCI {} copied, {} unchanged rows kept, {} rows gone at the source deleted",
+                                    copy.rows_copied, o.gci_hi, copy.rows_unchanged, copy.rows_swept
+                                ),
+                            );
                         }
                         if !cluster.durable() {
                             node.start_phase.store(5, Ordering::Release);
@@ -425,26 +472,89 @@ impl ClusterInner {
         Ok(())
     }
 
-    /// The copy of a node restart; returns the rows copied.
+    /// Every replica of the node takes its partition's commits from now on (as a
+    /// follower of the partition's replicas).
+    fn begin_node_copy(&self, cells: &[NodeCell]) {
+        for (t, p, cell) in cells {
+            let mut f = cell.state.lock();
+            f.restart_error = None;
+            cell.set_role(&mut f, ReplicaRole::Starting);
+            self.bump_replica_epoch();
+            drop(f);
+            for other in &t.fragments[*p] {
+                if !Arc::ptr_eq(other, cell) {
+                    let _g = other.state.lock();
+                    other.add_follower(cell);
+                }
+            }
+        }
+    }
+
+    /// The restore of a durable node restart from the node's own files
+    /// (`node_restart_own`), logged; None when it copies every row (no data
+    /// directory, files that restore nothing, or a restore that failed: logged, and
+    /// the replicas are empty again).
+    fn restore_for_node_restart(&self, node: &DataNode, cells: &[NodeCell]) -> Option<OwnRestore> {
+        let id = node.node_id;
+        match self.restore_node_from_own_files(node, cells) {
+            Ok(Some(o)) => {
+                self.mgm.log.event(
+                    Severity::Info,
+                    id,
+                    &format!(
+                        "Node restart from its own files: restored GCI {} ({} fragments, {} rows from local checkpoints in {} ms; {} redo records, {} bytes in {} ms)",
+                        o.gci_hi,
+                        o.fragments,
+                        o.rows,
+                        (o.secs_restore * 1000.0) as u64,
+                        o.redo_records,
+                        o.redo_bytes,
+                        (o.secs_redo * 1000.0) as u64
+                    ),
+                );
+                Some(o)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                self.mgm.log.event(
+                    Severity::Warning,
+                    id,
+                    &format!(
+                        "Node restart from its own files failed: {}; every row is copied instead",
+                        e.message
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The copy of a node restart (only what changed since `own.gci_hi` into the
+    /// replicas `own` restored, every row into the others).
     fn copy_node(
         &self,
         node: &DataNode,
-        cells: &[(Arc<super::dict::TableRuntime>, usize, Arc<FragmentCell>)],
-    ) -> Result<u64> {
-        let mut total = 0u64;
+        cells: &[NodeCell],
+        own: Option<&OwnRestore>,
+    ) -> Result<CopyTotals> {
+        let mut total = CopyTotals::default();
         let mut copied: Vec<(
             Arc<super::dict::TableRuntime>,
             usize,
             Arc<FragmentCell>,
             u64,
         )> = Vec::new();
-        for (t, p, cell) in cells {
-            let mut progress = CopyProgress::default();
+        for (i, (t, p, cell)) in cells.iter().enumerate() {
+            let since_gci = own.filter(|o| o.restored[i]).map_or(0, |o| o.gci_hi);
+            let mut progress = CopyProgress {
+                since_gci,
+                ..CopyProgress::default()
+            };
             let mut source_node = 0u32;
             // The copy's position is a row id of its source: OPTIMIZE moves no row of
             // the source while it is open (opened before the source's mutex is taken).
             let mut position: Option<crate::txn::fragment::ScanCursor> = None;
-            while !progress.done {
+            while !(progress.done && progress.swept) {
                 self.check_open()?;
                 if t.dropped.load(Ordering::Acquire) {
                     break;
@@ -453,17 +563,18 @@ impl ClusterInner {
                 if position.as_ref().map(|c| c.node_id) != Some(primary.node_id) {
                     position = Some(primary.open_cursor());
                 }
-                let src = primary.state.lock();
+                let mut src = primary.state.lock();
                 if !primary.is_live() {
                     continue;
                 }
                 if source_node != primary.node_id {
                     // The copy's position is a row id of its source: a new source (the
                     // old one stopped) is copied from its start (the rows are the same,
-                    // and writing a row again changes nothing).
-                    let copied_before = progress.rows_copied;
+                    // and writing a row again changes nothing), and swept again.
                     progress = CopyProgress {
-                        rows_copied: copied_before,
+                        since_gci,
+                        rows_copied: progress.rows_copied,
+                        rows_swept: progress.rows_swept,
                         ..CopyProgress::default()
                     };
                     source_node = primary.node_id;
@@ -472,8 +583,13 @@ impl ClusterInner {
                 if let Some(e) = dst.restart_error.take() {
                     return Err(e);
                 }
-                src.copy_rows_to(&mut dst, &mut progress, COPY_BATCH_ROWS)?;
-                if progress.done {
+                if !progress.done {
+                    src.copy_rows_to(&mut dst, &mut progress, COPY_BATCH_ROWS)?;
+                } else {
+                    let gci_hi = crate::log::gcp::gci_hi(self.gcp.current());
+                    dst.sweep_rows_gone_from(&mut src, &mut progress, COPY_BATCH_ROWS, gci_hi)?;
+                }
+                if progress.done && progress.swept {
                     // New transactions write to it from now on (as a backup); those
                     // already preparing without it reach it as a follower.
                     cell.set_role(&mut dst, ReplicaRole::Joining);
@@ -489,7 +605,9 @@ impl ClusterInner {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
-            total += progress.rows_copied;
+            total.rows_copied += progress.rows_copied;
+            total.rows_unchanged += progress.rows_unchanged;
+            total.rows_swept += progress.rows_swept;
             copied.push((t.clone(), *p, cell.clone(), self.next_txn_id()));
         }
         // A transaction that began before a replica went live may still commit without

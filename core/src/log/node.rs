@@ -87,6 +87,25 @@ impl NodeLog {
         self.sysfile.lock().last_saved().map(|s| s.gci_hi)
     }
 
+    /// The newest checkpoint this node saved that names it as restoring it: (its GCI,
+    /// where replay starts, where its redo ends), per part. Only meaningful for a node
+    /// whose files were restorable when it stopped (later entries, which leave it
+    /// out, are checkpoints under way at its stop); None when no entry names it.
+    pub fn own_restore_point(&self) -> Option<(u32, Vec<Lsn>, Vec<Lsn>)> {
+        let sf = self.sysfile.lock();
+        let last = sf
+            .saved
+            .iter()
+            .rev()
+            .find(|s| s.nodes.contains(self.node_id))?;
+        // The keep was applied up to the end of the entry before each save: it never
+        // passes the end of a saved checkpoint older than the newest.
+        if sf.keep.iter().zip(&last.end).any(|(k, e)| k > e) {
+            return None;
+        }
+        Some((last.gci_hi, sf.keep.clone(), last.end.clone()))
+    }
+
     /// Where replay would start (per part).
     pub fn keep(&self) -> Vec<Lsn> {
         self.sysfile.lock().keep.clone()

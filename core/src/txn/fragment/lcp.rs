@@ -116,6 +116,25 @@ impl Fragment {
         self.lcp_force_full = true;
     }
 
+    /// The replica was restored from its node's own checkpoint chain by a node restart
+    /// (no LCP round is scanning it): its next LCP continues that chain, writing only
+    /// what changed since (the restore left its change maps clear; redo replay, the
+    /// copy and new commits mark them). Every row of a changed region is written then:
+    /// a scan that began before the node's stop moved the start GCI past rows the
+    /// chain does not hold.
+    pub fn continue_chain_after_restore(&mut self) {
+        self.lcp_force_full = false;
+        self.lcp_start_gci = 0;
+    }
+
+    /// How many times the replica's rows were discarded (its node stopped): an LCP
+    /// round that planned the replica compares it at the end of its scan, and stores
+    /// nothing of a replica discarded since (its file would hold the rows before the
+    /// discard, or nothing, or some of each).
+    pub fn discards(&self) -> u64 {
+        self.discards
+    }
+
     /// Starts an LCP scan (`all_parts`: this LCP writes every part in full) at global
     /// checkpoint `start_gci_hi`; the change counts start again from zero.
     pub fn lcp_begin(&mut self, all_parts: bool, start_gci_hi: u32) -> LcpScan {

@@ -307,7 +307,7 @@ impl Fragment {
     /// Removes a committed, unlocked row with everything that points at it (its index
     /// entries, its disk record), as the undo of a bulk insert does; the page's change
     /// map records it (the next LCP writes the delete).
-    fn remove_committed(&mut self, row: RowId, h32: u32, gci: u32) {
+    pub(super) fn remove_committed(&mut self, row: RowId, h32: u32, gci: u32) {
         self.fixed.mark_changed(row, gci);
         self.lcp_counts.deleted += 1;
         self.undo_insert_committed(row, h32);

@@ -23,7 +23,7 @@
 //! primary, then each backup).
 
 use super::redo::push_row_image;
-use super::{Fragment, FragmentCell, header_of, var_of};
+use super::{Fragment, FragmentCell, ROW_GCI_OFFSET, header_of, index_hash, key_hash, var_of};
 use crate::error::Result;
 use crate::log::redo::EncodedRecords;
 use crate::storage::RowId;
@@ -124,15 +124,44 @@ impl FragmentCell {
     }
 }
 
-/// Where a copy of a fragment stands ([`Fragment::copy_rows_to`]).
+/// Where a copy of a fragment stands ([`Fragment::copy_rows_to`], then, for a replica
+/// restored from its node's own files, [`Fragment::sweep_rows_gone_from`]).
 #[derive(Debug, Default, Clone)]
 pub struct CopyProgress {
+    /// The GCI the replica was restored to from its node's own files (0: it starts
+    /// empty and every row is copied). A source row whose last change is at or below it
+    /// is in the replica already and is not copied.
+    pub since_gci: u32,
     /// The next row id to look at.
     pub next: u32,
     /// Rows an unfinished transaction held: copied again once it is done.
     pub held: Vec<RowId>,
     pub rows_copied: u64,
+    /// Source rows left alone: unchanged since `since_gci`.
+    pub rows_unchanged: u64,
+    /// Every source row copied (or unchanged).
     pub done: bool,
+    /// The sweep's next row id of the replica.
+    pub sweep_next: u32,
+    /// Replica rows deleted by the sweep (gone at the source since `since_gci`).
+    pub rows_swept: u64,
+    /// The sweep is over (at once when `since_gci` is 0: nothing was restored).
+    pub swept: bool,
+}
+
+/// Rows an unchanged source row costs against a batch's `max_rows` (a GCI compare,
+/// not a row image): a batch looks at up to this many times more of them.
+const UNCHANGED_PER_COPIED: usize = 16;
+
+/// The GCI (high word) of a row's last change, from its fixed part.
+#[inline]
+fn row_gci_hi(fixed: &[u8]) -> u32 {
+    u32::from_le_bytes([
+        fixed[ROW_GCI_OFFSET],
+        fixed[ROW_GCI_OFFSET + 1],
+        fixed[ROW_GCI_OFFSET + 2],
+        fixed[ROW_GCI_OFFSET + 3],
+    ])
 }
 
 impl Fragment {
@@ -165,7 +194,10 @@ impl Fragment {
     /// into `to` (a starting replica of this partition), both mutexes held by the
     /// caller. Rows held by unfinished transactions go to `progress.held`; with
     /// `progress.next` past the last row, the held rows are tried again (those still
-    /// held stay). `progress.done` once nothing is left.
+    /// held stay). `progress.done` once nothing is left. With `progress.since_gci` set
+    /// (`to` was restored to that GCI from its node's files), a committed row last
+    /// changed at or below it is left alone, held or not: `to` has that image, and a
+    /// change under way reaches `to` at its commit, as a follower.
     pub fn copy_rows_to(
         &self,
         to: &mut Fragment,
@@ -174,8 +206,9 @@ impl Fragment {
     ) -> Result<()> {
         let mut payload = Vec::new();
         let mut copied = 0usize;
+        let mut unchanged = 0usize;
         let mut cur = RowId(progress.next);
-        while copied < max_rows {
+        while copied < max_rows && unchanged < max_rows * UNCHANGED_PER_COPIED {
             let Some(row) = self.fixed.next_row(cur) else {
                 progress.next = u32::MAX;
                 break;
@@ -185,6 +218,10 @@ impl Fragment {
             let f = self.fixed.get(row);
             if header_of(f) & ROW_ALLOC != 0 {
                 // An insert not committed yet: its commit reaches `to` as a follower.
+                continue;
+            }
+            if row_gci_hi(f) <= progress.since_gci {
+                unchanged += 1;
                 continue;
             }
             if self.held_for_change(row) {
@@ -214,14 +251,68 @@ impl Fragment {
             progress.done = progress.held.is_empty();
         }
         progress.rows_copied += copied as u64;
+        progress.rows_unchanged += unchanged as u64;
+        if progress.since_gci == 0 {
+            progress.swept = true;
+        }
+        Ok(())
+    }
+
+    /// After the copy into a replica restored from its node's files (this fragment,
+    /// starting, `progress.since_gci` set): deletes up to `max_rows` of its rows last
+    /// changed at or below `since_gci` whose key `source` (the partition's primary)
+    /// no longer holds committed — deleted there while this node was down. Both
+    /// mutexes held by the caller, the source's first. `progress.swept` once every row
+    /// was looked at. A row the source inserts and has not committed counts as gone:
+    /// its commit reaches this replica as a follower (or its abort leaves nothing).
+    /// `gci_hi` is the GCI the deletes are marked with in the change maps.
+    pub fn sweep_rows_gone_from(
+        &mut self,
+        source: &mut Fragment,
+        progress: &mut CopyProgress,
+        max_rows: usize,
+        gci_hi: u32,
+    ) -> Result<()> {
+        debug_assert!(progress.done, "the sweep follows the copy");
+        let layout = self.table.layout.clone();
+        let mut key = Vec::new();
+        let mut looked = 0usize;
+        let mut cur = RowId(progress.sweep_next);
+        while looked < max_rows * UNCHANGED_PER_COPIED {
+            let Some(row) = self.fixed.next_row(cur) else {
+                progress.sweep_next = u32::MAX;
+                progress.swept = true;
+                return Ok(());
+            };
+            cur = RowId(row.0 + 1);
+            progress.sweep_next = cur.0;
+            looked += 1;
+            let fixed = self.fixed.get(row);
+            // A starting replica holds no locks and no uncommitted insert.
+            assert_eq!(
+                header_of(fixed) & ROW_ALLOC,
+                0,
+                "an uncommitted row in a starting replica"
+            );
+            if row_gci_hi(fixed) > progress.since_gci {
+                continue; // written by the copy or by a commit since the restart began
+            }
+            layout.row_key(fixed, var_of(&layout, &self.var, fixed), &mut key);
+            let h32 = index_hash(key_hash(&key));
+            let at_source = source
+                .find(&key, h32)
+                .is_some_and(|r| header_of(source.fixed.get(r)) & ROW_ALLOC == 0);
+            if !at_source {
+                self.remove_committed(row, h32, gci_hi);
+                progress.rows_swept += 1;
+            }
+        }
         Ok(())
     }
 
     fn copy_one(&self, row: RowId, to: &mut Fragment, payload: &mut Vec<u8>) -> Result<()> {
         self.committed_image(row, payload)?;
-        let gci = u64::from(u32::from_le_bytes(
-            self.fixed.get(row)[4..8].try_into().unwrap_or([0; 4]),
-        )) << 32;
+        let gci = u64::from(row_gci_hi(self.fixed.get(row))) << 32;
         to.apply_redo(super::REDO_WRITE, payload, gci)
     }
 
