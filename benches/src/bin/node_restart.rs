@@ -17,9 +17,12 @@
 //! while the node stopped and restarted; any other error ends the run.
 //!
 //! With `durable` as the second argument the cluster runs on a data directory (under
-//! `target/`, removed after): the copy is the same, and the restart completes once the
-//! local checkpoint asked for after the copy is saved (the node serves from the end of
-//! the copy; `docs/node-restart.md`). Both times are printed.
+//! `target/`, removed after) and a local checkpoint is completed after the load (the
+//! steady state of a running cluster): the restarted node restores its own checkpoints
+//! and redo, the copy sends only the rows changed since (and deletes what was deleted
+//! since), and the restart completes once the local checkpoint asked for after the copy
+//! is saved (the node serves from the end of the copy; `docs/node-restart.md`). Both
+//! times are printed, with the restart's own account from the cluster log.
 //!
 //! Usage: `cargo run --release -p rndb-benches --bin node_restart -- [sizes_gb] [durable]`
 //! (default `0.5,1,2`).
@@ -167,6 +170,15 @@ fn run_size(gb: f64, data_dir: Option<&std::path::Path>) -> AnyResult<()> {
         .collect::<rndb::Result<_>>()?;
     let t0 = Instant::now();
     load(&ndb, &tables, rows)?;
+    if data_dir.is_some() {
+        // A running cluster's steady state: the rows are in a local checkpoint.
+        let t = Instant::now();
+        cluster.inner().run_lcp()?;
+        println!(
+            "  local checkpoint after the load: {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
     let used_gb =
         cluster.inner().pool_of(RESTARTED_NODE).used_pages() as f64 * 32768.0 / (1u64 << 30) as f64;
     let node_rows = rows * TABLES as u64;
@@ -177,10 +189,11 @@ fn run_size(gb: f64, data_dir: Option<&std::path::Path>) -> AnyResult<()> {
 
     let (stop_ms, secs, complete) = restart_node(&cluster)?;
     println!(
-        "  no traffic:   stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s copied{}",
+        "  no traffic:   stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s{}",
         node_rows as f64 / secs / 1e6,
         completion(data_dir, complete)
     );
+    print_restart_log(&cluster);
 
     let traffic = Traffic {
         updates: AtomicU64::new(0),
@@ -213,11 +226,12 @@ fn run_size(gb: f64, data_dir: Option<&std::path::Path>) -> AnyResult<()> {
             ))
         })?;
     println!(
-        "  10k upd/s:    stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s copied{}; {updates} updates during the restart ({:.0}/s), {retried} transactions retried, longest transaction {max_tx_ms:.1} ms",
+        "  10k upd/s:    stop {stop_ms:.0} ms, restart {secs:.2} s, {:.2}M rows/s{}; {updates} updates during the restart ({:.0}/s), {retried} transactions retried, longest transaction {max_tx_ms:.1} ms",
         node_rows as f64 / secs / 1e6,
         completion(data_dir, complete),
         updates as f64 / complete
     );
+    print_restart_log(&cluster);
     cluster.shutdown();
     Ok(())
 }
@@ -233,11 +247,11 @@ fn main() -> AnyResult<()> {
         .collect::<Result<_, _>>()?;
     let durable = args.get(2).is_some_and(|a| a == "durable");
     println!(
-        "rndb node_restart: 2 data nodes, NoOfReplicas=2, {} (every row copied); node {RESTARTED_NODE} stopped and started",
+        "rndb node_restart: 2 data nodes, NoOfReplicas=2, {}; node {RESTARTED_NODE} stopped and started",
         if durable {
-            "a data directory"
+            "a data directory (restart from the node's own files, then the changes copied)"
         } else {
-            "no data directory"
+            "no data directory (every row copied)"
         }
     );
     let dir = durable.then(|| std::path::PathBuf::from("target/node_restart_bench"));
@@ -255,5 +269,22 @@ fn completion(data_dir: Option<&std::path::Path>, complete_s: f64) -> String {
     match data_dir {
         Some(_) => format!(", complete (local checkpoint saved) {complete_s:.2} s"),
         None => String::new(),
+    }
+}
+
+/// The restarted node's account of its last restart (the cluster log's lines on its
+/// restore and copy), printed and then left behind.
+fn print_restart_log(cluster: &Cluster) {
+    let lines = cluster.inner().mgm.log.lines(Some(RESTARTED_NODE));
+    let last_start = lines
+        .iter()
+        .rposition(|l| l.contains("Node shutdown completed"))
+        .unwrap_or(0);
+    for l in &lines[last_start..] {
+        if l.contains("own files") || l.contains("restart copy") || l.contains("rows copied in") {
+            if let Some((_, text)) = l.split_once(" -- ") {
+                println!("    {text}");
+            }
+        }
     }
 }

@@ -479,3 +479,6 @@ pub use optimize::{
 pub use redo::push_row_image;
 pub use redo::{FragRedo, REDO_DELETE, REDO_WRITE, REDO_WRITE_MEMORY};
 pub use replica::{CopyProgress, ReplicaRole};
+
+#[cfg(test)]
+mod replica_tests;

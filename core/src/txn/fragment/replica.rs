@@ -155,7 +155,7 @@ const UNCHANGED_PER_COPIED: usize = 16;
 
 /// The GCI (high word) of a row's last change, from its fixed part.
 #[inline]
-fn row_gci_hi(fixed: &[u8]) -> u32 {
+pub(super) fn row_gci_hi(fixed: &[u8]) -> u32 {
     u32::from_le_bytes([
         fixed[ROW_GCI_OFFSET],
         fixed[ROW_GCI_OFFSET + 1],
@@ -259,13 +259,17 @@ impl Fragment {
     }
 
     /// After the copy into a replica restored from its node's files (this fragment,
-    /// starting, `progress.since_gci` set): deletes up to `max_rows` of its rows last
-    /// changed at or below `since_gci` whose key `source` (the partition's primary)
-    /// no longer holds committed — deleted there while this node was down. Both
-    /// mutexes held by the caller, the source's first. `progress.swept` once every row
-    /// was looked at. A row the source inserts and has not committed counts as gone:
-    /// its commit reaches this replica as a follower (or its abort leaves nothing).
-    /// `gci_hi` is the GCI the deletes are marked with in the change maps.
+    /// starting, `progress.since_gci` set): looks at up to `16 * max_rows` of its rows
+    /// and deletes those whose key `source` (the partition's primary) no longer holds
+    /// committed — deleted there while this node was down. Every row is looked at,
+    /// whatever its GCI: a chain may hold a row written after `since_gci` (a round
+    /// that completed while the node was stopping) that was deleted since. A row the
+    /// copy or a commit wrote is at the source (both mutexes are held by the caller,
+    /// the source's first, and the source feeds every commit to this replica under
+    /// its own). A row the source inserts and has not committed counts as gone: its
+    /// commit reaches this replica as a follower (or its abort leaves nothing).
+    /// `progress.swept` once every row was looked at. `gci_hi` is the GCI the deletes
+    /// are marked with in the change maps.
     pub fn sweep_rows_gone_from(
         &mut self,
         source: &mut Fragment,
@@ -294,9 +298,6 @@ impl Fragment {
                 0,
                 "an uncommitted row in a starting replica"
             );
-            if row_gci_hi(fixed) > progress.since_gci {
-                continue; // written by the copy or by a commit since the restart began
-            }
             layout.row_key(fixed, var_of(&layout, &self.var, fixed), &mut key);
             let h32 = index_hash(key_hash(&key));
             let at_source = source
