@@ -281,10 +281,10 @@ fn print_restart_log(cluster: &Cluster) {
         .rposition(|l| l.contains("Node shutdown completed"))
         .unwrap_or(0);
     for l in &lines[last_start..] {
-        if l.contains("own files") || l.contains("restart copy") || l.contains("rows copied in") {
-            if let Some((_, text)) = l.split_once(" -- ") {
-                println!("    {text}");
-            }
+        if (l.contains("own files") || l.contains("restart copy") || l.contains("rows copied in"))
+            && let Some((_, text)) = l.split_once(" -- ")
+        {
+            println!("    {text}");
         }
     }
 }
