@@ -27,7 +27,10 @@
 //!    chain no longer needs are removed;
 //! 5. each node's system file takes the keep position and the undo keep at the next
 //!    global checkpoint, after which the redo and the undo log before them are
-//!    released;
+//!    released. A replica discarded since the round planned it (its node stopped) has
+//!    nothing stored in step 4 (its file is removed), and its node's keep does not
+//!    move: the node's chains and keep stay as they were before its stop, for its
+//!    restart from its own files (`node_restart_own`);
 //! 6. the round is complete (`LcpStats::elapsed_ms` ends here); then the next round's
 //!    data files are made ahead, empty: a *spare* `{next lcp_id}.data` for every
 //!    fragment replica that wrote a file (the ones likely to write again), and an idle
@@ -639,9 +642,16 @@ impl ClusterInner {
 
     /// Step 5: each node's keep is saved with the next global checkpoint; the redo
     /// before it is released once that system file is on disk.
-    fn lcp_complete_nodes(&self, rounds: Vec<NodeRound>, lcp_id: u32) {
-        for round in rounds {
+    fn lcp_complete_nodes(&self, rounds: Vec<NodeRound>, lcp_id: u32, discarded: &[bool]) {
+        for (i, round) in rounds.into_iter().enumerate() {
             let Some(log) = &round.node.log else { continue };
+            if discarded.get(i).copied().unwrap_or(false) {
+                // The node stopped under the round, which stored nothing of the
+                // replicas it discarded: their chains do not reach this keep, so the
+                // node's keep stays where its chains still hold (its restart from its
+                // own files replays from there).
+                continue;
+            }
             if lcp_id >= round.node.rejoin_from_lcp.load(Ordering::Acquire) {
                 // The round after its node restart's copy: the node's files restore it
                 // once its system file holds this keep (`restorable_nodes`).
@@ -810,7 +820,7 @@ impl ClusterInner {
         if jobs.is_empty() {
             // Nothing written: only the keep positions move (step 5).
             self.lcp_flush_disks(&rounds)?;
-            self.lcp_complete_nodes(rounds, lcp_id);
+            self.lcp_complete_nodes(rounds, lcp_id, &[]);
             stats.elapsed_ms = t0.elapsed().as_millis() as u64;
             self.lcp_make_spares(spares, lcp_id, &mut stats);
             *self.last_lcp.lock() = Some(stats.clone());
@@ -871,6 +881,10 @@ impl ClusterInner {
         // stopped, and a node restart from its own files restores that chain (the
         // file, half from rows and half from nothing, is removed). The replica is
         // marked for a full LCP by its discard in any case.
+        let mut discarded_nodes = vec![false; rounds.len()];
+        for (job, s) in jobs.iter().zip(&scanned) {
+            discarded_nodes[job.node] |= s.discarded;
+        }
         let stores: Vec<(&Job, DataFileRef, u32, bool)> = jobs
             .iter()
             .zip(scanned)
@@ -903,7 +917,7 @@ impl ClusterInner {
             },
         ))?;
         stats.control_us = micros(phase);
-        self.lcp_complete_nodes(rounds, lcp_id);
+        self.lcp_complete_nodes(rounds, lcp_id, &discarded_nodes);
         stats.elapsed_ms = t0.elapsed().as_millis() as u64;
         self.lcp_make_spares(spares, lcp_id, &mut stats);
         *self.last_lcp.lock() = Some(stats.clone());

@@ -8,9 +8,14 @@
 //! When: the cluster has a data directory and the node's files restored it when it
 //! stopped (not so for a node whose previous restart had not yet completed); it then
 //! restores the newest global checkpoint its system file names it in (a checkpoint
-//! still saving at the stop may have left it out). Which replicas: those of logged tables without disk
-//! columns (a stopped node's extents go back to their tablespaces, so disk columns are
-//! copied whole, as before); the others start empty and get every row.
+//! still saving at the stop may have left it out). Which replicas: those of logged
+//! tables without disk columns (a stopped node's extents go back to their tablespaces,
+//! so disk columns are copied whole, as before); the others start empty and get every
+//! row.
+//!
+//! The replay starts at the node's saved keep position: a round's keep is saved only
+//! if the round stored the chains of all the node's replicas it planned (one that met
+//! the node's stop does not move it, `api::lcp` step 5).
 //!
 //! Why the copy may skip a source row last changed at or below the restored GCI `g`:
 //! that change is in the replica's chain, or after its checkpoint's keep position and
@@ -27,7 +32,7 @@
 use super::cluster::{ClusterInner, DataNode};
 use super::dict::TableRuntime;
 use super::lcp::FragmentRestore;
-use crate::checkpoint::{FragControl, lcp_dir, remove_orphans, restore_fragment};
+use crate::checkpoint::{FragControl, lcp_dir, remove_orphans, restore_fragment, run_parallel};
 use crate::error::Result;
 use crate::log::gcp::make_gci;
 use crate::log::redo::{self, RedoConfig};
@@ -36,6 +41,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+
+/// Most threads a node's replicas restore on (each restores one replica at a time);
+/// fewer on a machine with fewer cores.
+const MAX_RESTORE_THREADS: usize = 4;
 
 /// A node's replica with its table and partition, as a node restart lists them.
 pub(crate) type NodeCell = (Arc<TableRuntime>, usize, Arc<FragmentCell>);
@@ -114,11 +123,17 @@ impl ClusterInner {
             ..OwnRestore::default()
         };
         let t0 = Instant::now();
-        let mut max_lcp_id = 0u32;
-        for (i, (t, part, cell)) in cells.iter().enumerate() {
-            if !restorable_table(t) {
-                continue;
-            }
+        // The replicas restore in parallel (each under its own mutex; the files are
+        // read and the rows put on one thread per core, at most MAX_RESTORE_THREADS,
+        // as NDB's LDM threads restore their fragments at once).
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(MAX_RESTORE_THREADS);
+        let work: Vec<usize> = (0..cells.len())
+            .filter(|&i| restorable_table(&cells[i].0))
+            .collect();
+        let results = run_parallel(work.clone(), threads, |_, i| {
+            let (t, part, cell) = &cells[i];
             let mut f = cell.state.lock();
             // Empty since the stop's discard (unless the stop's global checkpoint
             // failed before it): the restore starts from nothing.
@@ -126,15 +141,24 @@ impl ClusterInner {
             let dir = lcp_dir(log.fs_dir(), t.def.id, *part as u32);
             let ctl = FragControl::load(&*self.fs, &dir)?;
             remove_orphans(&*self.fs, &dir, ctl.as_ref())?;
+            let mut restored = (0u32, 0u64); // (LCP id, rows); (0, 0): no checkpoint yet
             if let Some(ctl) = ctl {
-                max_lcp_id = max_lcp_id.max(ctl.lcp_id);
                 let r =
                     restore_fragment(&*self.fs, log.fs_dir(), &ctl, &mut FragmentRestore(&mut f))?;
-                out.rows += r.rows;
-                out.fragments += 1;
+                restored = (ctl.lcp_id, r.rows);
             }
             f.restore_finish()?;
             f.continue_chain_after_restore();
+            Ok(restored)
+        });
+        let mut max_lcp_id = 0u32;
+        for (i, r) in work.into_iter().zip(results) {
+            let (lcp_id, rows) = r?;
+            if lcp_id > 0 {
+                out.fragments += 1;
+            }
+            max_lcp_id = max_lcp_id.max(lcp_id);
+            out.rows += rows;
             out.restored[i] = true;
         }
         self.lcp_next_id
