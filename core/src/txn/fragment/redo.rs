@@ -6,7 +6,9 @@
 //! - [`REDO_WRITE`]: the whole row after the change (insert, update of disk columns,
 //!   write): payload `fixed_len u32, fixed part, var_len u32, var part, disk_len u32,
 //!   disk image` — the row's stored parts, the in-memory references in the fixed part
-//!   meaningless on replay. Replay replaces the row with this key, or inserts it.
+//!   meaningless on replay. Replay replaces the row with this key, or inserts it; a
+//!   row that already is this image (a checkpoint whose scan came after the commit)
+//!   is left alone and its page not marked changed for the next LCP.
 //! - [`REDO_WRITE_MEMORY`]: an update that left the disk columns alone: the same
 //!   payload with no disk image; replay keeps the row's current disk columns (the row
 //!   must exist then: it is in the checkpoint or inserted by an earlier record).
@@ -213,6 +215,13 @@ impl Fragment {
         if let Some(row) = existing
             && self.disk.is_none()
         {
+            if self.holds_image(row, fixed, var, gci_hi(gci)) {
+                // Replay over a checkpoint that already holds this change (its scan
+                // came after the commit), or a copy of an unchanged row: nothing
+                // changes, and the change map stays clear (the next LCP need not
+                // write the row again).
+                return Ok(());
+            }
             // The common case (an update of a row the replay already holds): rewrite it
             // in place, without freeing and allocating its parts again.
             return self.rewrite_committed(row, fixed, var, gci_hi(gci));
@@ -270,6 +279,32 @@ impl Fragment {
             cur = RowId(r.0 + 1);
         }
         best
+    }
+
+    /// Whether committed `row` is already this stored image: the same GCI, tuple
+    /// version and column bytes (the var part's in-memory reference aside), and the
+    /// same var part.
+    fn holds_image(&mut self, row: RowId, fixed: &[u8], var: &[u8], gci: u32) -> bool {
+        let layout = &self.table.layout;
+        let cur = self.fixed.get(row);
+        if cur.len() != fixed.len()
+            || cur[ROW_GCI_OFFSET..ROW_GCI_OFFSET + 4] != gci.to_le_bytes()
+            || (header_of(cur) >> ROW_VERSION_SHIFT) != (header_of(fixed) >> ROW_VERSION_SHIFT)
+            || var_of(layout, &self.var, cur) != var
+        {
+            return false;
+        }
+        const BODY: usize = ROW_GCI_OFFSET + 4;
+        if !layout.has_var() {
+            return cur[BODY..] == fixed[BODY..];
+        }
+        let mut scratch = std::mem::take(&mut self.enc_fixed);
+        scratch.clear();
+        scratch.extend_from_slice(cur);
+        layout.set_var_ref(&mut scratch, layout.var_ref(fixed).unwrap_or(0));
+        let same = scratch[BODY..] == fixed[BODY..];
+        self.enc_fixed = scratch;
+        same
     }
 
     /// Replaces a committed, unlocked row's parts with a stored image of the same key

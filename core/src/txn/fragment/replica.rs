@@ -173,7 +173,7 @@ impl Fragment {
     }
 
     /// The committed image of `row` as a redo WRITE payload (fixed, var, disk parts).
-    fn committed_image(&self, row: RowId, out: &mut Vec<u8>) -> Result<()> {
+    pub(super) fn committed_image(&self, row: RowId, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         let layout = &self.table.layout;
         let fixed = self.fixed.get(row);
