@@ -24,8 +24,12 @@
 //! is saved (the node serves from the end of the copy; `docs/node-restart.md`). Both
 //! times are printed, with the restart's own account from the cluster log.
 //!
-//! Usage: `cargo run --release -p rndb-benches --bin node_restart -- [sizes_gb] [durable]`
-//! (default `0.5,1,2`).
+//! With `early` after `durable`, the node is stopped right after that checkpoint,
+//! before global checkpoints have saved its keep position: the restart replays the
+//! load's redo over a checkpoint that already holds it.
+//!
+//! Usage: `cargo run --release -p rndb-benches --bin node_restart -- [sizes_gb] [durable
+//! [early]]` (default `0.5,1,2`).
 
 use rndb::api::{Cluster, Ndb, TableRuntime};
 use rndb::config::ClusterConfig;
@@ -149,7 +153,7 @@ fn restart_node(cluster: &Cluster) -> AnyResult<(f64, f64, f64)> {
     Ok((stop_ms, started, t1.elapsed().as_secs_f64()))
 }
 
-fn run_size(gb: f64, data_dir: Option<&std::path::Path>) -> AnyResult<()> {
+fn run_size(gb: f64, data_dir: Option<&std::path::Path>, early: bool) -> AnyResult<()> {
     let rows = (gb * ROWS_PER_GB_PER_TABLE) as u64;
     let mut cfg = ClusterConfig::embedded(2, 2)?;
     let data_memory = ((gb * 1.7 + 0.25) * (1u64 << 30) as f64) as u64;
@@ -174,10 +178,12 @@ fn run_size(gb: f64, data_dir: Option<&std::path::Path>) -> AnyResult<()> {
         // A running cluster's steady state: the rows are in a local checkpoint.
         let t = Instant::now();
         cluster.inner().run_lcp()?;
-        // Two global checkpoints save its keep position (the first applies it up to the
-        // end of the checkpoint before it): 4 s in a running cluster.
-        cluster.inner().force_gcp()?;
-        cluster.inner().force_gcp()?;
+        if !early {
+            // Two global checkpoints save its keep position (the first applies it up
+            // to the end of the checkpoint before it): 4 s in a running cluster.
+            cluster.inner().force_gcp()?;
+            cluster.inner().force_gcp()?;
+        }
         println!(
             "  local checkpoint after the load: {:.1} s",
             t.elapsed().as_secs_f64()
@@ -250,6 +256,7 @@ fn main() -> AnyResult<()> {
         .map(|s| s.trim().parse::<f64>())
         .collect::<Result<_, _>>()?;
     let durable = args.get(2).is_some_and(|a| a == "durable");
+    let early = args.get(3).is_some_and(|a| a == "early");
     println!(
         "rndb node_restart: 2 data nodes, NoOfReplicas=2, {}; node {RESTARTED_NODE} stopped and started",
         if durable {
@@ -260,7 +267,7 @@ fn main() -> AnyResult<()> {
     );
     let dir = durable.then(|| std::path::PathBuf::from("target/node_restart_bench"));
     for gb in sizes {
-        run_size(gb, dir.as_deref())?;
+        run_size(gb, dir.as_deref(), early)?;
     }
     if let Some(d) = dir {
         std::fs::remove_dir_all(d)?;

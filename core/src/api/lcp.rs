@@ -90,6 +90,17 @@ use std::time::{Duration, Instant};
 const POPULATE_AHEAD_PAGES: u32 = 8192;
 const POPULATE_STEP_PAGES: u32 = 2048;
 
+/// Most threads a node's replicas restore on; fewer on a machine with fewer cores.
+const MAX_RESTORE_THREADS: usize = 4;
+
+/// Threads a restore of a node's replicas runs on: one per core, at most
+/// [`MAX_RESTORE_THREADS`].
+pub(crate) fn restore_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(MAX_RESTORE_THREADS)
+}
+
 /// What [`ClusterInner::restore_node_fragments`] did.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct NodeRestore {
@@ -958,7 +969,9 @@ impl ClusterInner {
     }
 
     /// Restores every fragment replica of `node` from its checkpoint chain (system
-    /// restart, before the redo is replayed), while a helper thread commits the
+    /// restart, before the redo is replayed), on one thread per core (at most
+    /// [`MAX_RESTORE_THREADS`], each restoring one replica at a time, as NDB's LDM
+    /// threads restore their fragments at once), while a helper thread commits the
     /// DataMemory the restore is about to use ([`populate_ahead`]).
     pub(crate) fn restore_node_fragments(&self, node: &DataNode) -> Result<NodeRestore> {
         let Some(log) = &node.log else {
@@ -966,41 +979,54 @@ impl ClusterInner {
         };
         let done = AtomicBool::new(false);
         std::thread::scope(|scope| {
-            // DataMemory committed ahead of the restore, on the other core: the restore
-            // then writes into pages the kernel has already zeroed.
+            // DataMemory committed ahead of the restore: the restore then writes into
+            // pages the kernel has already zeroed.
             let helper = scope.spawn(|| populate_ahead(&node.pool, &done));
-            let r = (|| -> Result<(u64, u64, u32)> {
-                let (mut fragments, mut rows, mut max_lcp_id) = (0u64, 0u64, 0u32);
-                for (table, part, cell) in self.lcp_fragments(node) {
-                    let dir = lcp_dir(log.fs_dir(), table.def.id, part);
-                    let ctl = FragControl::load(&*self.fs, &dir)?;
-                    remove_orphans(&*self.fs, &dir, ctl.as_ref())?;
-                    let Some(ctl) = ctl else { continue };
-                    max_lcp_id = max_lcp_id.max(ctl.lcp_id);
-                    let mut f = cell.state.lock();
-                    let r = restore_fragment(
-                        &*self.fs,
-                        log.fs_dir(),
-                        &ctl,
-                        &mut FragmentRestore(&mut f),
-                    )?;
-                    f.restore_finish()?;
-                    fragments += 1;
-                    rows += r.rows;
-                }
-                Ok((fragments, rows, max_lcp_id))
-            })();
+            let frags = self.lcp_fragments(node);
+            let results = run_parallel(frags, restore_threads(), |_, (table, part, cell)| {
+                let mut f = cell.state.lock();
+                self.restore_replica(log.fs_dir(), &table, part, &mut f)
+            });
             done.store(true, Ordering::Release);
             let (populated_pages, populate_cpu_secs) = helper.join().unwrap_or((0, 0.0));
-            let (fragments, rows, max_lcp_id) = r?;
-            Ok(NodeRestore {
-                fragments,
-                rows,
-                max_lcp_id,
+            let mut out = NodeRestore {
                 populated_pages,
                 populate_cpu_secs,
-            })
+                ..NodeRestore::default()
+            };
+            for r in results {
+                let (lcp_id, rows) = r?;
+                if lcp_id > 0 {
+                    out.fragments += 1;
+                }
+                out.rows += rows;
+                out.max_lcp_id = out.max_lcp_id.max(lcp_id);
+            }
+            Ok(out)
         })
+    }
+
+    /// Restores one fragment replica (`f`, empty, its mutex held) from its checkpoint
+    /// chain under `node_fs_dir`: orphan files removed, rows put back at their row ids,
+    /// ordered indexes rebuilt. Returns the chain's LCP id and the rows put ((0, 0): no
+    /// checkpoint of it yet).
+    pub(crate) fn restore_replica(
+        &self,
+        node_fs_dir: &std::path::Path,
+        table: &TableRuntime,
+        part: u32,
+        f: &mut Fragment,
+    ) -> Result<(u32, u64)> {
+        let dir = lcp_dir(node_fs_dir, table.def.id, part);
+        let ctl = FragControl::load(&*self.fs, &dir)?;
+        remove_orphans(&*self.fs, &dir, ctl.as_ref())?;
+        let mut restored = (0, 0);
+        if let Some(ctl) = ctl {
+            let r = restore_fragment(&*self.fs, node_fs_dir, &ctl, &mut FragmentRestore(f))?;
+            restored = (ctl.lcp_id, r.rows);
+        }
+        f.restore_finish()?;
+        Ok(restored)
     }
 
     /// Tables dropped (or truncated: their old ids): their checkpoint files go at the

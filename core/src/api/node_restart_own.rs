@@ -31,8 +31,8 @@
 
 use super::cluster::{ClusterInner, DataNode};
 use super::dict::TableRuntime;
-use super::lcp::FragmentRestore;
-use crate::checkpoint::{FragControl, lcp_dir, remove_orphans, restore_fragment, run_parallel};
+use super::lcp::restore_threads;
+use crate::checkpoint::run_parallel;
 use crate::error::Result;
 use crate::log::gcp::make_gci;
 use crate::log::redo::{self, RedoConfig};
@@ -41,10 +41,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-
-/// Most threads a node's replicas restore on (each restores one replica at a time);
-/// fewer on a machine with fewer cores.
-const MAX_RESTORE_THREADS: usize = 4;
 
 /// A node's replica with its table and partition, as a node restart lists them.
 pub(crate) type NodeCell = (Arc<TableRuntime>, usize, Arc<FragmentCell>);
@@ -123,31 +119,17 @@ impl ClusterInner {
             ..OwnRestore::default()
         };
         let t0 = Instant::now();
-        // The replicas restore in parallel (each under its own mutex; the files are
-        // read and the rows put on one thread per core, at most MAX_RESTORE_THREADS,
-        // as NDB's LDM threads restore their fragments at once).
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(MAX_RESTORE_THREADS);
+        // The replicas restore in parallel, as at a system restart.
         let work: Vec<usize> = (0..cells.len())
             .filter(|&i| restorable_table(&cells[i].0))
             .collect();
-        let results = run_parallel(work.clone(), threads, |_, i| {
+        let results = run_parallel(work.clone(), restore_threads(), |_, i| {
             let (t, part, cell) = &cells[i];
             let mut f = cell.state.lock();
             // Empty since the stop's discard (unless the stop's global checkpoint
             // failed before it): the restore starts from nothing.
             f.discard_all();
-            let dir = lcp_dir(log.fs_dir(), t.def.id, *part as u32);
-            let ctl = FragControl::load(&*self.fs, &dir)?;
-            remove_orphans(&*self.fs, &dir, ctl.as_ref())?;
-            let mut restored = (0u32, 0u64); // (LCP id, rows); (0, 0): no checkpoint yet
-            if let Some(ctl) = ctl {
-                let r =
-                    restore_fragment(&*self.fs, log.fs_dir(), &ctl, &mut FragmentRestore(&mut f))?;
-                restored = (ctl.lcp_id, r.rows);
-            }
-            f.restore_finish()?;
+            let restored = self.restore_replica(log.fs_dir(), t, *part as u32, &mut f)?;
             f.continue_chain_after_restore();
             Ok(restored)
         });
