@@ -356,6 +356,9 @@ pub struct NodeRestartStats {
     pub redo_records: u64,
     pub redo_bytes: u64,
     pub secs_restore_fragments: f64,
+    /// CPU time of the threads that restored the fragments, summed (they run at once,
+    /// one per core: `secs_restore_fragments` is wall time).
+    pub secs_restore_cpu: f64,
     /// CPU time of the helper thread that committed DataMemory ahead of the restore
     /// (beside `secs_restore_fragments`, on another core).
     pub secs_populate_memory: f64,
@@ -563,6 +566,7 @@ impl ClusterInner {
                 secs_exec_redo_log: t1.elapsed().as_secs_f64(),
                 secs_restore_fragments,
                 secs_populate_memory: restored.populate_cpu_secs,
+                secs_restore_cpu: restored.restore_cpu_secs,
                 secs_undo_disk_data: undo_secs.get(&node.node_id).copied().unwrap_or(0.0),
                 restored_rows,
                 ..NodeRestartStats::default()

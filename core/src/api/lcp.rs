@@ -111,6 +111,8 @@ pub(crate) struct NodeRestore {
     /// DataMemory pages the helper thread committed, and its CPU time.
     pub populated_pages: u64,
     pub populate_cpu_secs: f64,
+    /// CPU time of the restore's threads, summed.
+    pub restore_cpu_secs: f64,
 }
 
 /// Commits `pool`'s pages ahead of its high-water mark until `done` (a restore is
@@ -984,8 +986,10 @@ impl ClusterInner {
             let helper = scope.spawn(|| populate_ahead(&node.pool, &done));
             let frags = self.lcp_fragments(node);
             let results = run_parallel(frags, restore_threads(), |_, (table, part, cell)| {
+                let cpu0 = thread_cpu_secs();
                 let mut f = cell.state.lock();
-                self.restore_replica(log.fs_dir(), &table, part, &mut f)
+                let r = self.restore_replica(log.fs_dir(), &table, part, &mut f);
+                r.map(|(lcp_id, rows)| (lcp_id, rows, thread_cpu_secs() - cpu0))
             });
             done.store(true, Ordering::Release);
             let (populated_pages, populate_cpu_secs) = helper.join().unwrap_or((0, 0.0));
@@ -995,12 +999,13 @@ impl ClusterInner {
                 ..NodeRestore::default()
             };
             for r in results {
-                let (lcp_id, rows) = r?;
+                let (lcp_id, rows, cpu_secs) = r?;
                 if lcp_id > 0 {
                     out.fragments += 1;
                 }
                 out.rows += rows;
                 out.max_lcp_id = out.max_lcp_id.max(lcp_id);
+                out.restore_cpu_secs += cpu_secs;
             }
             Ok(out)
         })
