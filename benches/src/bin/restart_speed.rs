@@ -565,7 +565,10 @@ fn main() -> AnyResult<()> {
         let du = Command::new("du").args(["-sh"]).arg(&dir).output()?;
         print!("  data dir: {}", String::from_utf8_lossy(&du.stdout));
         std::fs::remove_dir_all(&dir)?;
-        redis_run(rows, port)?;
+        match Command::new("redis-server").arg("--version").output() {
+            Ok(_) => redis_run(rows, port)?,
+            Err(e) => println!("  redis-server: not run ({e}); install it for the peer's figures"),
+        }
     }
     Ok(())
 }
