@@ -35,8 +35,8 @@
 //! no checkpoint while stopped, and local checkpoints skip it. The copy is not written
 //! to its redo log, so after the copy its replicas are written by the next local
 //! checkpoint round, which is asked for at once (the replicas restored from its files
-//! continue their chains with what changed; the others are written in full); once its system file holds that
-//! round's keep position, the checkpoints name it again. A system restart before then
+//! continue their chains with what changed; the others are written in full); once its
+//! system file holds that round's keep position, the checkpoints name it again. A system restart before then
 //! restores the cluster from the other nodes and restarts this one by copy. A round
 //! that planned the node before its stop may still scan its replicas while they are
 //! discarded and copied again: what it writes for them is superseded by the full round

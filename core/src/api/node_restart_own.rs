@@ -61,9 +61,10 @@ pub(crate) struct OwnRestore {
     pub secs_redo: f64,
 }
 
-/// Whether a replica of `t` can be restored from its node's files.
+/// Whether a replica of `t` can be restored from its node's files (a table dropped
+/// meanwhile is not: the next round removes its files, and the copy skips it).
 fn restorable_table(t: &TableRuntime) -> bool {
-    t.def.logging && !t.def.layout.has_disk()
+    t.def.logging && !t.def.layout.has_disk() && !t.dropped.load(Ordering::Acquire)
 }
 
 impl ClusterInner {
