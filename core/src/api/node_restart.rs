@@ -22,7 +22,8 @@
 //! changed after `g`, and a sweep deletes the restored rows whose keys the primary no
 //! longer holds; a node whose files restore nothing (its previous restart had not
 //! completed), and replicas of tables with disk columns, get every row. The restore
-//! and the copy run on a thread of its own; `ALL STATUS` shows the node `starting
+//! and the copy run on a thread of its own (the replicas themselves on one thread
+//! per core, each restoring or copying one replica at a time); `ALL STATUS` shows the node `starting
 //! (Last completed phase 1)` while it restores, `(Last completed phase 4)` while it
 //! copies, then `started`.
 //!
@@ -55,6 +56,7 @@
 
 use super::cluster::{ClusterInner, DataNode};
 use super::node_restart_own::{NodeCell, OwnRestore};
+use crate::checkpoint::run_parallel;
 use crate::error::{NdbError, Result};
 use crate::mgm::log::Severity;
 use crate::txn::FragmentCell;
@@ -529,86 +531,125 @@ impl ClusterInner {
         }
     }
 
+    /// Copies one replica (`cell`, partition `p` of `t`) from its partition's
+    /// primary, then sweeps it when it was restored (`since_gci` > 0), until it is
+    /// joining; returns what it did and the transaction id from which transactions
+    /// see it joining. None when it stopped early because another replica's copy
+    /// failed (`failed`: that copy's error is the restart's).
+    fn copy_replica(
+        &self,
+        t: &Arc<super::dict::TableRuntime>,
+        p: usize,
+        cell: &Arc<FragmentCell>,
+        since_gci: u32,
+        failed: &std::sync::atomic::AtomicBool,
+    ) -> Result<Option<(CopyProgress, u64)>> {
+        let mut progress = CopyProgress {
+            since_gci,
+            ..CopyProgress::default()
+        };
+        let mut source_node = 0u32;
+        // The copy's position is a row id of its source: OPTIMIZE moves no row of
+        // the source while it is open (opened before the source's mutex is taken).
+        let mut position: Option<crate::txn::fragment::ScanCursor> = None;
+        while !(progress.done && progress.swept) {
+            self.check_open()?;
+            if failed.load(Ordering::Acquire) {
+                return Ok(None);
+            }
+            if t.dropped.load(Ordering::Acquire) {
+                break;
+            }
+            let primary = t.primary_or_err(p)?.clone();
+            if position.as_ref().map(|c| c.node_id) != Some(primary.node_id) {
+                position = Some(primary.open_cursor());
+            }
+            let mut src = primary.state.lock();
+            if !primary.is_live() {
+                continue;
+            }
+            if source_node != primary.node_id {
+                // The copy's position is a row id of its source: a new source (the
+                // old one stopped) is copied from its start (the rows are the same,
+                // and writing a row again changes nothing), and swept again.
+                progress = CopyProgress {
+                    since_gci,
+                    rows_copied: progress.rows_copied,
+                    rows_swept: progress.rows_swept,
+                    ..CopyProgress::default()
+                };
+                source_node = primary.node_id;
+            }
+            let mut dst = cell.state.lock();
+            if let Some(e) = dst.restart_error.take() {
+                return Err(e);
+            }
+            if !progress.done {
+                src.copy_rows_to(&mut dst, &mut progress, COPY_BATCH_ROWS)?;
+            } else {
+                let gci_hi = crate::log::gcp::gci_hi(self.gcp.current());
+                dst.sweep_rows_gone_from(&mut src, &mut progress, COPY_BATCH_ROWS, gci_hi)?;
+            }
+            if progress.done && progress.swept {
+                // New transactions write to it from now on (as a backup); those
+                // already preparing without it reach it as a follower.
+                cell.set_role(&mut dst, ReplicaRole::Joining);
+                // Before any primary's mutex is free again: a transaction that chose
+                // the partition's replicas without it sees the change when it locks
+                // the primary, and chooses again.
+                self.bump_replica_epoch();
+            }
+            drop(dst);
+            drop(src);
+            if !progress.done && progress.next == u32::MAX {
+                // Only rows held by unfinished transactions are left.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(Some((progress, self.next_txn_id())))
+    }
+
     /// The copy of a node restart (only what changed since `own.gci_hi` into the
-    /// replicas `own` restored, every row into the others).
+    /// replicas `own` restored, every row into the others). The replicas are copied on
+    /// one thread per core (each copies one replica at a time: distinct partitions,
+    /// so no two threads ever hold the same mutex).
     fn copy_node(
         &self,
         node: &DataNode,
         cells: &[NodeCell],
         own: Option<&OwnRestore>,
     ) -> Result<CopyTotals> {
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let work: Vec<usize> = (0..cells.len()).collect();
+        let results = run_parallel(work, super::lcp::restore_threads(), |_, i| {
+            let since_gci = own.filter(|o| o.restored[i]).map_or(0, |o| o.gci_hi);
+            let (t, p, cell) = &cells[i];
+            let r = self.copy_replica(t, *p, cell, since_gci, &failed);
+            if r.is_err() {
+                failed.store(true, Ordering::Release);
+            }
+            r
+        });
         let mut total = CopyTotals::default();
         let mut copied: Vec<(
             Arc<super::dict::TableRuntime>,
             usize,
             Arc<FragmentCell>,
             u64,
-        )> = Vec::new();
-        for (i, (t, p, cell)) in cells.iter().enumerate() {
-            let since_gci = own.filter(|o| o.restored[i]).map_or(0, |o| o.gci_hi);
-            let mut progress = CopyProgress {
-                since_gci,
-                ..CopyProgress::default()
+        )> = Vec::with_capacity(cells.len());
+        // The first real error (the copies that stopped because of it return None).
+        let results: Vec<Option<(CopyProgress, u64)>> =
+            results.into_iter().collect::<Result<_>>()?;
+        for ((t, p, cell), r) in cells.iter().zip(results) {
+            let Some((progress, live_from)) = r else {
+                return Err(crate::error::codes::internal(
+                    "node restart copy: a replica's copy stopped without an error",
+                ));
             };
-            let mut source_node = 0u32;
-            // The copy's position is a row id of its source: OPTIMIZE moves no row of
-            // the source while it is open (opened before the source's mutex is taken).
-            let mut position: Option<crate::txn::fragment::ScanCursor> = None;
-            while !(progress.done && progress.swept) {
-                self.check_open()?;
-                if t.dropped.load(Ordering::Acquire) {
-                    break;
-                }
-                let primary = t.primary_or_err(*p)?.clone();
-                if position.as_ref().map(|c| c.node_id) != Some(primary.node_id) {
-                    position = Some(primary.open_cursor());
-                }
-                let mut src = primary.state.lock();
-                if !primary.is_live() {
-                    continue;
-                }
-                if source_node != primary.node_id {
-                    // The copy's position is a row id of its source: a new source (the
-                    // old one stopped) is copied from its start (the rows are the same,
-                    // and writing a row again changes nothing), and swept again.
-                    progress = CopyProgress {
-                        since_gci,
-                        rows_copied: progress.rows_copied,
-                        rows_swept: progress.rows_swept,
-                        ..CopyProgress::default()
-                    };
-                    source_node = primary.node_id;
-                }
-                let mut dst = cell.state.lock();
-                if let Some(e) = dst.restart_error.take() {
-                    return Err(e);
-                }
-                if !progress.done {
-                    src.copy_rows_to(&mut dst, &mut progress, COPY_BATCH_ROWS)?;
-                } else {
-                    let gci_hi = crate::log::gcp::gci_hi(self.gcp.current());
-                    dst.sweep_rows_gone_from(&mut src, &mut progress, COPY_BATCH_ROWS, gci_hi)?;
-                }
-                if progress.done && progress.swept {
-                    // New transactions write to it from now on (as a backup); those
-                    // already preparing without it reach it as a follower.
-                    cell.set_role(&mut dst, ReplicaRole::Joining);
-                    // Before any primary's mutex is free again: a transaction that chose
-                    // the partition's replicas without it sees the change when it locks
-                    // the primary, and chooses again.
-                    self.bump_replica_epoch();
-                }
-                drop(dst);
-                drop(src);
-                if !progress.done && progress.next == u32::MAX {
-                    // Only rows held by unfinished transactions are left.
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
             total.rows_copied += progress.rows_copied;
             total.rows_unchanged += progress.rows_unchanged;
             total.rows_swept += progress.rows_swept;
-            copied.push((t.clone(), *p, cell.clone(), self.next_txn_id()));
+            copied.push((t.clone(), *p, cell.clone(), live_from));
         }
         // A transaction that began before a replica went live may still commit without
         // it: it stays a follower until no such transaction is left on its partition.
