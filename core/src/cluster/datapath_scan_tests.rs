@@ -285,17 +285,27 @@ fn scan_errors_limits_and_closing() {
 
     // A scan the API leaves without fetching is closed after SCAN_IDLE_MS of the
     // node's clock; its next fetch says so (296).
+    let answered: Vec<u64> = nodes
+        .iter()
+        .map(|n| n.data().expect("data path").scan_next_answered())
+        .collect();
     let mut s = api.scan(spec.clone()).expect("open");
     for _ in 0..10 {
         assert!(s.next_row().expect("row").is_some());
     }
-    // Once the batch asked for ahead is read, the holder alone has the scan and
-    // nothing else touches it until the next fetch.
+    // Once the batch asked for ahead is read (its ScanNextReq answered: before that the
+    // holder may not have taken the scan out yet, or have it out), the holder alone
+    // has the scan and nothing else touches it until the next fetch.
     let holder = s_node(&s);
     super::process_tests::wait_until("the holder alone has the scan", 5, || {
-        nodes
-            .iter()
-            .all(|n| n.data().expect("data path").open_scans() == usize::from(n.node_id == holder))
+        nodes.iter().zip(&answered).all(|(n, before)| {
+            let d = n.data().expect("data path");
+            if n.node_id == holder {
+                d.scan_next_answered() > *before && d.open_scans() == 1
+            } else {
+                d.open_scans() == 0
+            }
+        })
     });
     for n in &nodes {
         let d = n.data().expect("data path");

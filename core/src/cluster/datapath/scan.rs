@@ -53,6 +53,8 @@ struct OpenScan {
 #[derive(Default)]
 pub(crate) struct Scans {
     open: BTreeMap<(NodeId, u64), OpenScan>,
+    /// `ScanNextReq`s answered (a scan is out of `open` while its batch is read).
+    next_answered: u64,
 }
 
 impl Scans {
@@ -109,6 +111,7 @@ impl DataPath {
                 Err(e) => error_conf(req, id, &e),
             },
         };
+        self.scans.lock().next_answered += 1;
         self.send(api, reply);
     }
 
@@ -138,6 +141,12 @@ impl DataPath {
     /// Open scans at this node.
     pub fn open_scans(&self) -> usize {
         self.scans.lock().len()
+    }
+
+    /// `ScanNextReq`s this node has answered (a scan it reads a batch of is not in
+    /// [`Self::open_scans`] meanwhile: tests wait for the answer to a prefetch).
+    pub fn scan_next_answered(&self) -> u64 {
+        self.scans.lock().next_answered
     }
 
     fn scan_start(&self, api: NodeId, r: ScanReq) -> Result<ScanConf> {
