@@ -264,7 +264,7 @@ impl Batch {
 }
 
 /// A fragment being restored: the checkpoint's records go to its own row ids.
-pub(super) struct FragmentRestore<'a>(pub(super) &'a mut Fragment);
+struct FragmentRestore<'a>(&'a mut Fragment);
 
 impl RestoreTarget for FragmentRestore<'_> {
     fn put_row(&mut self, row_id: u32, payload: &[u8]) -> Result<()> {

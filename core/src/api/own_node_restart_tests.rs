@@ -38,6 +38,24 @@ fn controls(c: &super::Cluster, dir: &std::path::Path, id: u32) -> Vec<FragContr
         .collect()
 }
 
+/// `t` with ids 0..40000: several pages per replica (a one-page fragment's checkpoint
+/// is always full).
+fn load_pages(c: &super::Cluster, model: &mut BTreeMap<i64, i64>) {
+    for from in (0..40_000).step_by(4000) {
+        insert_range(c, model, from, from + 4000);
+    }
+}
+
+/// The cluster log shows node `id`'s last restart restored from its own files.
+fn assert_restored_own_files(log: &str, id: u32) {
+    assert!(
+        log.contains(&format!(
+            "Node {id}: Node restart from its own files: restored GCI"
+        )),
+        "{log}"
+    );
+}
+
 #[test]
 fn a_node_restart_restores_its_own_files_and_copies_only_the_changes() {
     let dir = tempfile::tempdir().expect("dir");
@@ -45,10 +63,7 @@ fn a_node_restart_restores_its_own_files_and_copies_only_the_changes() {
     {
         let c = open(dir.path());
         create_t(&c);
-        // Several pages per replica (a one-page fragment's checkpoint is always full).
-        for from in (0..40_000).step_by(4000) {
-            insert_range(&c, &mut model, from, from + 4000);
-        }
+        load_pages(&c, &mut model);
         c.inner().run_lcp().expect("lcp");
         // After the checkpoint: in node 2's redo only.
         apply(&c, &mut model, "UPDATE t SET v = v + 7 WHERE id >= 39500");
@@ -60,10 +75,7 @@ fn a_node_restart_restores_its_own_files_and_copies_only_the_changes() {
         mgm(&c, "2 START");
         wait_restart_complete(&c, 2);
         let log = cluster_log(&c);
-        assert!(
-            log.contains("Node 2: Node restart from its own files: restored GCI"),
-            "{log}"
-        );
+        assert_restored_own_files(&log, 2);
         // 200 rows changed while node 2 was down (40000..40100 inserted,
         // 39900..40100 updated), 50 deleted, the other 39850 unchanged.
         assert_eq!(copy_counts(&log, 2), (200, 39_850, 50), "{log}");
@@ -108,9 +120,7 @@ fn a_round_scanning_a_replica_while_its_node_stops_leaves_its_chain_alone() {
     let c = super::Cluster::embedded_in(cfg, dir.path().to_path_buf()).expect("start");
     let mut model = BTreeMap::new();
     create_t(&c);
-    for from in (0..40_000).step_by(4000) {
-        insert_range(&c, &mut model, from, from + 4000);
-    }
+    load_pages(&c, &mut model);
     let first = c.inner().run_lcp().expect("lcp").lcp_id;
     apply(&c, &mut model, "UPDATE t SET v = v + 5 WHERE id >= 0");
     let before: Vec<u32> = controls(&c, dir.path(), 2)
@@ -164,10 +174,7 @@ fn a_round_scanning_a_replica_while_its_node_stops_leaves_its_chain_alone() {
     mgm(&c, "2 START");
     wait_restart_complete(&c, 2);
     let log = cluster_log(&c);
-    assert!(
-        log.contains("Node 2: Node restart from its own files: restored GCI"),
-        "{log}"
-    );
+    assert_restored_own_files(&log, 2);
     mgm(&c, "3 STOP");
     assert_eq!(contents(&c), model);
     c.shutdown();
