@@ -594,6 +594,11 @@ impl ClusterInner {
             let mut pacer = DiskWritePacer::new(min_speed, max_speed);
             pacer.set_redo_fill_percent(log.redo_fill_percent());
             let mut idle_dirs = Vec::new();
+            // NDB's `Backup::get_total_memory`: the DataMemory the node has in use,
+            // divided by its LDM instances (the memory of "this LDM"), against which
+            // rule 1 of `all_parts` weighs a fragment's own memory.
+            let ldm_memory_used_bytes = node.pool.used_pages() * crate::storage::PAGE_SIZE as u64
+                / u64::from(self.ldm_per_node.max(1));
             for (table, part, cell) in frags {
                 let dir = lcp_dir(log.fs_dir(), table.def.id, part);
                 let ctl = FragControl::load(&*self.fs, &dir)?
@@ -615,7 +620,7 @@ impl ClusterInner {
                             rows_deleted: c.deleted,
                             memory_used_bytes: u64::from(m.fixed_pages + m.var_pages)
                                 * crate::storage::PAGE_SIZE as u64,
-                            ldm_memory_used_bytes: 0,
+                            ldm_memory_used_bytes,
                             page_count: m.fixed_pages,
                             first_lcp: full,
                         })

@@ -5,7 +5,8 @@
 //!
 //! The number of ALL parts is the largest of five rules:
 //! 1. Overhead bound: with `y` = changed rows / rows, `z = y * fragment memory / LDM
-//!    memory` (a prediction of changes during the LCP), `k = y + z/2` and
+//!    memory` (a prediction of changes during the LCP; LDM memory is the node's
+//!    DataMemory in use divided by its LDM instances), `k = y + z/2` and
 //!    `p = RecoveryWork/100`, writing a fraction `x` of the parts in full costs
 //!    `(1-x)*k/x` of overhead per full cycle; `x > k/(k+p)` keeps it below `p`, so
 //!    `parts = 1 + 2048*k/(k+p)` (truncated).
@@ -41,7 +42,8 @@ pub struct ChangeStats {
     pub rows_deleted: u64,
     /// DataMemory used by the fragment's rows.
     pub memory_used_bytes: u64,
-    /// DataMemory used by all fragments of this LDM (0: taken as `memory_used_bytes`).
+    /// DataMemory the node uses divided by its LDM instances (NDB's
+    /// `Backup::get_total_memory`; 0: taken as `memory_used_bytes`).
     pub ldm_memory_used_bytes: u64,
     /// Fixed pages of the fragment (NDB's `m_lcp_max_page_cnt`); 0 = unknown (rule 3
     /// not applied).
@@ -126,10 +128,13 @@ pub fn all_parts(
 
     // Rule 1.
     let y = change_count as f64 / stats.row_count as f64;
-    let ldm_memory = stats
-        .ldm_memory_used_bytes
-        .max(stats.memory_used_bytes)
-        .max(1);
+    // NDB does not bound z by y: a fragment larger than its LDM's share of the
+    // node's memory (the share is an average over LDMs) weighs more than 1.
+    let ldm_memory = match stats.ldm_memory_used_bytes {
+        0 => stats.memory_used_bytes,
+        m => m,
+    }
+    .max(1);
     let z = y * (stats.memory_used_bytes as f64 / ldm_memory as f64);
     let k = y + z / 2.0;
     let p = f64::from(recovery_work) / 100.0;

@@ -141,6 +141,26 @@ fn all_parts_follows_ndb() {
     let k = y + y * (100.0 / 1024.0) / 2.0;
     assert_eq!(all_parts(&s, 60, 40), (1.0 + 2048.0 * k / (k + 0.6)) as u32);
     assert_eq!(all_parts(&s, 60, 40), 36);
+    // z weighs the fragment's memory against its LDM's share of the node's: a
+    // fragment that is half of it writes fewer parts, one twice as large more (NDB
+    // does not bound z by y), and 0 (unknown) counts as the fragment's own memory.
+    let share = |ldm: u64| {
+        all_parts(
+            &ChangeStats {
+                ldm_memory_used_bytes: ldm,
+                ..s
+            },
+            60,
+            40,
+        )
+    };
+    let k_of = |ratio: f64| y + y * ratio / 2.0;
+    let parts_of = |k: f64| (1.0 + 2048.0 * k / (k + 0.6)) as u32;
+    assert_eq!(share(200 << 20), parts_of(k_of(0.5)));
+    assert_eq!(share(100 << 20), parts_of(k_of(1.0)));
+    assert_eq!(share(50 << 20), parts_of(k_of(2.0)));
+    assert_eq!(share(0), share(100 << 20));
+    assert!(share(200 << 20) < share(100 << 20) && share(100 << 20) < share(50 << 20));
     // RecoveryWork lower => more parts; clamped to 25..=100.
     assert!(all_parts(&s, 25, 40) > all_parts(&s, 60, 40));
     assert_eq!(all_parts(&s, 10, 40), all_parts(&s, 25, 40));
