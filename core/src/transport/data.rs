@@ -322,6 +322,28 @@ pub enum DataMsg {
         full_rows: u32,
         rows: Vec<Vec<Value>>,
     },
+    /// Source to the joining node, after a kept table's scan: buckets `first..` of the
+    /// digest (of `buckets` in all) of the table's rows unchanged since the offer's
+    /// checkpoint, each (row count, XOR of the rows' 128-bit key hashes)
+    /// (`cluster::datapath::copy_digest`). The joining node compares each with its own
+    /// and asks for the keys of the buckets that differ (`CopyRecheck`).
+    CopyDigest {
+        attempt: u64,
+        database: String,
+        table: String,
+        buckets: u32,
+        first: u32,
+        entries: Vec<(u32, u128)>,
+    },
+    /// Joining node to the source: send the keys of the rows unchanged since the
+    /// offer's checkpoint in these buckets of the table's digest (sent before the
+    /// `CopyAck` of the digest's last part).
+    CopyRecheck {
+        attempt: u64,
+        database: String,
+        table: String,
+        buckets: Vec<u32>,
+    },
     /// Source to the joining node: every row was sent; `seq` orders the node among the
     /// up-to-date ones; `lineage` is the source's (the joining node takes it).
     CopyDone {
@@ -451,6 +473,8 @@ mod kind {
     pub const GCP_ASK: u16 = 152;
     pub const DURABLE_REQ: u16 = 153;
     pub const DURABLE_CONF: u16 = 154;
+    pub const COPY_DIGEST: u16 = 155;
+    pub const COPY_RECHECK: u16 = 156;
 }
 
 /// Frame kinds of data messages.
@@ -594,6 +618,8 @@ impl DataMsg {
             DataMsg::CopySchema { .. } => COPY_SCHEMA,
             DataMsg::CopyAck { .. } => COPY_ACK,
             DataMsg::CopyRows { .. } => COPY_ROWS,
+            DataMsg::CopyDigest { .. } => COPY_DIGEST,
+            DataMsg::CopyRecheck { .. } => COPY_RECHECK,
             DataMsg::CopyDone { .. } => COPY_DONE,
             DataMsg::CopyAbort { .. } => COPY_ABORT,
             DataMsg::NodeReady { .. } => NODE_READY,
@@ -867,6 +893,40 @@ impl DataMsg {
                 e.u32(rows.len() as u32);
                 for r in rows {
                     enc_values(&mut e, r);
+                }
+            }
+            DataMsg::CopyDigest {
+                attempt,
+                database,
+                table,
+                buckets,
+                first,
+                entries,
+            } => {
+                e.u64(*attempt);
+                e.str(database);
+                e.str(table);
+                e.u32(*buckets);
+                e.u32(*first);
+                e.u32(entries.len() as u32);
+                for (rows, xor) in entries {
+                    e.u32(*rows);
+                    e.u64(*xor as u64);
+                    e.u64((*xor >> 64) as u64);
+                }
+            }
+            DataMsg::CopyRecheck {
+                attempt,
+                database,
+                table,
+                buckets,
+            } => {
+                e.u64(*attempt);
+                e.str(database);
+                e.str(table);
+                e.u32(buckets.len() as u32);
+                for b in buckets {
+                    e.u32(*b);
                 }
             }
             DataMsg::CopyDone {
@@ -1177,6 +1237,48 @@ impl DataMsg {
                     table,
                     full_rows,
                     rows,
+                }
+            }
+            COPY_DIGEST => {
+                let attempt = u64_(d)?;
+                let database = s(d)?;
+                let table = s(d)?;
+                let buckets = u32_(d)?;
+                let first = u32_(d)?;
+                let n = count(d, "digest entries")?;
+                if u64::from(first) + n as u64 > u64::from(buckets) {
+                    return Err(WireError::BadValue("digest entries past its buckets"));
+                }
+                let mut entries = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let rows = u32_(d)?;
+                    let lo = u64_(d)?;
+                    let hi = u64_(d)?;
+                    entries.push((rows, u128::from(lo) | (u128::from(hi) << 64)));
+                }
+                DataMsg::CopyDigest {
+                    attempt,
+                    database,
+                    table,
+                    buckets,
+                    first,
+                    entries,
+                }
+            }
+            COPY_RECHECK => {
+                let attempt = u64_(d)?;
+                let database = s(d)?;
+                let table = s(d)?;
+                let n = count(d, "recheck buckets")?;
+                let mut buckets = Vec::with_capacity(n);
+                for _ in 0..n {
+                    buckets.push(u32_(d)?);
+                }
+                DataMsg::CopyRecheck {
+                    attempt,
+                    database,
+                    table,
+                    buckets,
                 }
             }
             COPY_DONE => DataMsg::CopyDone {

@@ -227,6 +227,20 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             full_rows: 1,
             rows: vec![vec![Value::Int(1), Value::Null], vec![Value::Int(2)]],
         },
+        DataMsg::CopyDigest {
+            attempt: 2,
+            database: "test".into(),
+            table: "t".into(),
+            buckets: 64,
+            first: 62,
+            entries: vec![(0, 0), (17, u128::MAX - 3)],
+        },
+        DataMsg::CopyRecheck {
+            attempt: 2,
+            database: "test".into(),
+            table: "t".into(),
+            buckets: vec![0, 5, 63],
+        },
         DataMsg::CopyDone {
             attempt: 2,
             seq: 9,

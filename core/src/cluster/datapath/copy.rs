@@ -463,6 +463,15 @@ impl DataPath {
                     message,
                 },
             ) => self.out_ack(from, attempt, Self::ack_error(code, class, &message)),
+            Job::Msg(
+                from,
+                DataMsg::CopyRecheck {
+                    attempt,
+                    database,
+                    table,
+                    buckets,
+                },
+            ) => self.out_recheck(from, attempt, database, table, buckets),
             Job::Msg(from, m) => self.in_copy_msg(from, m),
             _ => {}
         }
@@ -508,7 +517,8 @@ impl DataPath {
         Ok(out)
     }
 
-    /// A copy message for this node (`CopySchema`, `CopyRows`, `CopyDone`): queued
+    /// A copy message for this node (`CopySchema`, `CopyRows`, `CopyDigest`,
+    /// `CopyDone`): queued
     /// in the order sent, then applied as far as possible.
     fn in_copy_msg(&self, from: NodeId, msg: DataMsg) {
         let Some(attempt) = Self::copy_attempt(&msg) else {
@@ -540,6 +550,7 @@ impl DataPath {
         match msg {
             DataMsg::CopySchema { attempt, .. }
             | DataMsg::CopyRows { attempt, .. }
+            | DataMsg::CopyDigest { attempt, .. }
             | DataMsg::CopyDone { attempt, .. } => Some(*attempt),
             _ => None,
         }
@@ -611,6 +622,21 @@ impl DataPath {
                     ))),
                     None => self.apply_rows_from(database, table, rows, q.next_row),
                 },
+                DataMsg::CopyDigest {
+                    database,
+                    table,
+                    buckets,
+                    first,
+                    entries,
+                    ..
+                } => match q.delta.as_mut() {
+                    Some(d) => {
+                        self.apply_digest(d, from, database, table, *buckets, *first, entries)
+                    }
+                    None => Err(codes::internal(format!(
+                        "copy: a digest of {database}.{table}, which this node does not keep"
+                    ))),
+                },
                 DataMsg::CopyDone { .. } => match q.delta.as_mut() {
                     Some(d) => self.sweep_delta(d),
                     None => Ok(Applied::Done),
@@ -671,7 +697,8 @@ impl DataPath {
                 Severity::Info,
                 &format!(
                     "Node restart copy: {} of {} tables kept from GCI {}; {} rows changed since \
-                     applied, {} unchanged rows kept, {} rows gone at the source deleted ({} ms)",
+                     applied, {} unchanged rows kept, {} rows gone at the source deleted; \
+                     {} of {} digest buckets differed, {} keys compared ({} ms)",
                     d.kept_tables(),
                     self.engine
                         .inner()
@@ -685,6 +712,9 @@ impl DataPath {
                     d.rows_whole,
                     d.rows_kept,
                     d.rows_deleted,
+                    d.buckets_differing,
+                    d.buckets_compared,
+                    d.keys_received,
                     self.now_ms().saturating_sub(d.started_ms)
                 ),
             );

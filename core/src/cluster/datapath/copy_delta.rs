@@ -13,13 +13,19 @@
 //!   anything the source's scan sends, and stays;
 //! - a whole row (changed at the source after `g`) replaces a local row with ROW_GCI
 //!   at or below `g`, or is inserted;
-//! - a key alone (unchanged at the source since `g`) is only noted as seen;
-//! - after `CopyDone` one scan of each kept table ([`DataPath::sweep_delta`]) deletes
-//!   every local row with ROW_GCI at or below `g` whose key the source did not send (it
-//!   is gone at the source: deleted while this node was down), and checks that every
-//!   key the source sent has its row here or a delete from a primary: one missing means
-//!   the node's files did not hold what it offered, and the copy fails (the next
-//!   attempt copies every row). Only then does the node report up to date.
+//! - the source's digest of its rows unchanged since `g` (`copy_digest`) is compared,
+//!   bucket by bucket, with one of this node's rows at or below `g`, folded once the
+//!   digest is complete; the buckets that differ are asked for (`CopyRecheck`, sent
+//!   before the digest's acknowledgement), and their keys come as keys alone, noted
+//!   as seen;
+//! - after `CopyDone` one scan of each kept table with differing buckets (every
+//!   bucket when no digest came: the source took no offer and sent every row whole)
+//!   ([`DataPath::sweep_delta`]) deletes every local row in those buckets with ROW_GCI
+//!   at or below `g` whose key the source did not send (it is gone at the source:
+//!   deleted while this node was down), and checks that every key the source sent has
+//!   its row here or a delete from a primary: one missing means the node's files did
+//!   not hold what it offered, and the copy fails (the next attempt copies every row).
+//!   Only then does the node report up to date.
 //!
 //! Keys seen are kept as 128-bit XXH3 hashes of the row key (16 bytes a row; two keys
 //! of one table share a hash with probability about n²/2¹²⁹).
@@ -27,11 +33,14 @@
 //! Lock order: `copy_apply` (the copy thread's), then what `DataPath` documents.
 
 use super::DataPath;
-use super::copy::{Applied, RowKeyEncoder, Tomb};
+use super::copy::{Applied, Tomb};
+use super::copy_digest::{Digest, DigestIn, KeyHasher, ROWS_PER_BUCKET, bucket_of, key_hash};
 use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, ScanSpec};
 use crate::error::{Result, codes};
 use crate::schema::Value;
 use crate::schema::layout::ROW_GCI_COLUMN;
+use crate::transport::NodeId;
+use crate::transport::data::DataMsg;
 use crate::txn::lock::LockMode;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -72,10 +81,16 @@ pub(crate) struct Offer {
     pub keep: Vec<(String, String)>,
 }
 
-/// A kept table: its database as the dictionary spells it, the keys seen in this
-/// copy.
+/// A kept table: its database as the dictionary spells it, the source's digest, and
+/// the keys seen in this copy.
 struct Kept {
     database: String,
+    /// The source's digest of its unchanged rows, as its parts come.
+    digest_in: Option<DigestIn>,
+    /// Once the digest was compared: per bucket, whether it differed (and its keys
+    /// were asked for).
+    differing: Option<Vec<bool>>,
+    /// Keys the source sent for the differing buckets.
     seen: KeySet,
 }
 
@@ -88,8 +103,14 @@ pub(crate) struct DeltaApply {
     /// The rows to delete after `CopyDone` (database, table, key): None until found.
     sweep: Option<VecDeque<(String, String, Vec<Value>)>>,
     pub rows_whole: u64,
+    /// Rows unchanged at the source since `since_gci` (its digests' count).
     pub rows_kept: u64,
     pub rows_deleted: u64,
+    /// Digest buckets compared, and of them those that differed.
+    pub buckets_compared: u64,
+    pub buckets_differing: u64,
+    /// Keys the source sent for the differing buckets.
+    pub keys_received: u64,
     /// When its schema was applied (node clock).
     pub started_ms: u64,
 }
@@ -105,6 +126,9 @@ impl DeltaApply {
             rows_whole: 0,
             rows_kept: 0,
             rows_deleted: 0,
+            buckets_compared: 0,
+            buckets_differing: 0,
+            keys_received: 0,
         }
     }
 
@@ -113,6 +137,8 @@ impl DeltaApply {
             (database.to_ascii_lowercase(), table.to_string()),
             Kept {
                 database: database.to_string(),
+                digest_in: None,
+                differing: None,
                 seen: KeySet::default(),
             },
         );
@@ -127,27 +153,13 @@ impl DeltaApply {
         self.tables.len()
     }
 
-    fn seen_mut(&mut self, database: &str, table: &str) -> Option<&mut KeySet> {
+    fn kept_mut(&mut self, database: &str, table: &str) -> Option<&mut Kept> {
         self.tables
             .get_mut(&(database.to_ascii_lowercase(), table.to_string()))
-            .map(|k| &mut k.seen)
-    }
-}
-
-fn key_hash(row_key: &[u8]) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(row_key)
-}
-
-/// [`key_hash`] of [`DataPath::row_key`] for many keys of one table.
-struct KeyHasher<'a>(RowKeyEncoder<'a>);
-
-impl<'a> KeyHasher<'a> {
-    fn new(rt: &'a crate::api::TableRuntime, database: &str) -> KeyHasher<'a> {
-        KeyHasher(RowKeyEncoder::new(rt, database))
     }
 
-    fn hash(&mut self, key: &[Value]) -> Result<u128> {
-        self.0.encode(key).map(key_hash)
+    fn seen_mut(&mut self, database: &str, table: &str) -> Option<&mut KeySet> {
+        self.kept_mut(database, table).map(|k| &mut k.seen)
     }
 }
 
@@ -164,19 +176,6 @@ impl DataPath {
         start: usize,
     ) -> Result<Applied> {
         let rt = self.engine.inner().table(database, table)?;
-        if let Some(seen) = d.seen_mut(database, table)
-            && seen.capacity() == 0
-        {
-            // Room for a key of every row restored here (the source sends about as
-            // many): the set does not grow and rehash two dozen times on the way.
-            let local_rows: u64 = rt
-                .fragments
-                .iter()
-                .flatten()
-                .map(|c| c.state.lock().rows())
-                .sum();
-            seen.reserve(local_rows as usize);
-        }
         let pk = rt.def.primary_key.clone();
         let since = u64::from(d.since_gci);
         for (n, row) in rows
@@ -241,9 +240,7 @@ impl DataPath {
             } else {
                 tx.close();
             }
-            if let Some(seen) = d.seen_mut(database, table) {
-                seen.insert(key_hash(&k));
-            }
+            // No note in `seen`: the row is now above `g` here, which the sweep leaves.
         }
         let from = start.max(full_rows);
         let Some(seen) = d.seen_mut(database, table) else {
@@ -257,7 +254,92 @@ impl DataPath {
             }
             seen.insert(hasher.hash(key)?);
         }
-        d.rows_kept += rows.len().saturating_sub(from) as u64;
+        d.keys_received += rows.len().saturating_sub(from) as u64;
+        Ok(Applied::Done)
+    }
+
+    /// A part of the source's digest of a kept table (module notes). Once complete:
+    /// this node's rows at or below the offer's checkpoint are folded the same way,
+    /// and the buckets that differ are asked for (`CopyRecheck` to `source`, sent
+    /// before this part's acknowledgement, so the source has it when the window
+    /// empties).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn apply_digest(
+        &self,
+        d: &mut DeltaApply,
+        source: NodeId,
+        database: &str,
+        table: &str,
+        buckets: u32,
+        first: u32,
+        entries: &[(u32, u128)],
+    ) -> Result<Applied> {
+        let (since, attempt) = (u64::from(d.since_gci), d.attempt);
+        let Some(kept) = d.kept_mut(database, table) else {
+            return Err(codes::internal(format!(
+                "copy: a digest of {database}.{table}, which this node does not keep"
+            )));
+        };
+        if kept.differing.is_some() {
+            return Err(codes::internal(format!(
+                "copy: a second digest of {database}.{table}"
+            )));
+        }
+        let digest_in = match &mut kept.digest_in {
+            Some(din) => din,
+            slot => slot.insert(DigestIn::new(buckets)?),
+        };
+        if !digest_in.put(buckets, first, entries)? {
+            return Ok(Applied::Done);
+        }
+        let db = kept.database.clone();
+        let rt = self.engine.inner().table(&db, table)?;
+        let mut local = Digest::new(buckets)?;
+        let mut tx = self.engine.ndb(&db).start_transaction()?;
+        let mut spec = ScanSpec::table(rt.clone());
+        let mut cols = rt.def.primary_key.clone();
+        cols.push(ROW_GCI_COLUMN);
+        spec.columns = Some(cols);
+        spec.batch_size = SWEEP_SCAN_BATCH;
+        let mut s = tx.scan(spec)?;
+        let mut hasher = KeyHasher::new(&rt, &db);
+        while !s.is_closed() {
+            let rows = tx.scan_next_batch(&mut s, SWEEP_SCAN_BATCH)?;
+            if rows.is_empty() {
+                break;
+            }
+            for mut r in rows {
+                if matches!(r.pop(), Some(Value::UInt(g)) if g <= since) {
+                    local.add(hasher.hash(&r)?);
+                }
+            }
+        }
+        tx.close();
+        let source_digest = &digest_in.digest;
+        let differ = source_digest.differing(&local)?;
+        let unchanged_rows = source_digest.rows();
+        let mut flags = vec![false; buckets as usize];
+        for &b in &differ {
+            flags[b as usize] = true;
+        }
+        kept.seen
+            .reserve(differ.len().saturating_mul(ROWS_PER_BUCKET as usize));
+        kept.differing = Some(flags);
+        kept.digest_in = None;
+        d.rows_kept += unchanged_rows;
+        d.buckets_compared += u64::from(buckets);
+        d.buckets_differing += differ.len() as u64;
+        if !differ.is_empty() {
+            self.send(
+                source,
+                DataMsg::CopyRecheck {
+                    attempt,
+                    database: database.to_string(),
+                    table: table.to_string(),
+                    buckets: differ,
+                },
+            );
+        }
         Ok(Applied::Done)
     }
 
@@ -270,12 +352,30 @@ impl DataPath {
             let since = u64::from(d.since_gci);
             // Keys deleted here by primaries during the copy (pending or committed).
             let tombs: KeySet = self.tombstones.lock().keys().map(|k| key_hash(k)).collect();
-            let kept: Vec<(String, String, String)> = d
-                .tables
-                .iter()
-                .map(|((lower, t), k)| (lower.clone(), k.database.clone(), t.clone()))
-                .collect();
-            for (lower, db, table) in kept {
+            let mut kept: Vec<(String, String, String, Vec<bool>)> = Vec::new();
+            for ((lower, t), k) in &d.tables {
+                if k.digest_in.is_some() {
+                    return Err(codes::internal(format!(
+                        "copy: the digest of {}.{t} was not complete at the copy's end",
+                        k.database
+                    )));
+                }
+                match &k.differing {
+                    // A table whose digest agreed everywhere holds what the source holds.
+                    Some(differing) if !differing.iter().any(|&b| b) => {}
+                    Some(differing) => kept.push((
+                        lower.clone(),
+                        k.database.clone(),
+                        t.clone(),
+                        differing.clone(),
+                    )),
+                    // No digest: the source took no offer (another cluster history) and
+                    // sent every row whole; what it did not send is gone there.
+                    None => kept.push((lower.clone(), k.database.clone(), t.clone(), vec![true])),
+                }
+            }
+            for (lower, db, table, differing) in kept {
+                let buckets = differing.len() as u32;
                 let rt = self.engine.inner().table(&db, &table)?;
                 let pk = rt.def.primary_key.clone();
                 let mut tx = self.engine.ndb(&db).start_transaction()?;
@@ -300,6 +400,9 @@ impl DataPath {
                     for mut r in rows {
                         let old = matches!(r.pop(), Some(Value::UInt(g)) if g <= since);
                         let h = hasher.hash(&r)?;
+                        if !differing[bucket_of(h, buckets) as usize] {
+                            continue;
+                        }
                         if !unmatched.remove(&h) && old {
                             doomed.push_back((db.clone(), table.clone(), r));
                         }

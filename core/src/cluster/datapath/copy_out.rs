@@ -14,13 +14,19 @@
 //!
 //! Changed rows only: when S offers a checkpoint `g` it restored of this node's own
 //! lineage, the tables S keeps (the same SHOW CREATE TABLE text here and there) are
-//! scanned with the ROW_GCI pseudo column; a row whose last change is at or below `g`
-//! goes as its primary key alone (S has it as it is), the others whole.
+//! scanned with the ROW_GCI pseudo column; a row whose last change is after `g` goes
+//! whole, the others (S has them as they are) are folded into the table's digest
+//! (`copy_digest`), sent when the scan ends. The buckets where S's own rows differ
+//! come back in a `CopyRecheck` (before the digest's acknowledgement); for those the
+//! table is scanned again and the keys of its rows at or below `g` in them are sent,
+//! after the tables still to scan. `CopyDone` follows once every recheck is sent and
+//! acknowledged.
 //!
 //! Lock order: a copy's `state`, then what `DataPath` documents; the `copy_out` map is
 //! a leaf (held only to find, insert or remove a slot); `copy_marks` is a leaf.
 
 use super::copy::{COPY_BATCH_ROWS, COPY_STEP_TIMEOUT_MS, COPY_WINDOW};
+use super::copy_digest::{Digest, KeyHasher, bucket_count, bucket_of};
 use super::{DataPath, err_from};
 use crate::api::{
     AbortOption, ExecType, OpId, OpKind, OpOutcome, Scan, ScanSpec, TableRuntime, Transaction,
@@ -33,7 +39,7 @@ use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, TxnKey};
 use crate::txn::lock::LockMode;
 use parking_lot::Mutex;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// One copy to a joining node: its attempt and its state.
@@ -46,9 +52,16 @@ struct CopyOut {
     step: Step,
     /// The current step's deadline (node clock).
     deadline_ms: u64,
+    /// Rows sent whole.
     rows_sent: u64,
-    /// Of those, sent as keys only (unchanged since the offer's checkpoint).
+    /// Rows unchanged since the offer's checkpoint, folded into digests.
+    rows_digested: u64,
+    /// Keys sent for the buckets the joining node asked for again.
     keys_sent: u64,
+    /// Buckets asked for again.
+    buckets_rechecked: u64,
+    /// The bucket count of each digest sent (database, table).
+    digest_buckets: BTreeMap<(String, String), u32>,
     /// The joining node's offer, when this node takes it: the checkpoint S restored,
     /// the tables S holds (database, SHOW CREATE TABLE text).
     offer: Option<(u32, BTreeSet<(String, String)>)>,
@@ -60,9 +73,12 @@ struct CopyOut {
 
 /// What a finished copy did, for its cluster log line.
 struct CopyOutDone {
-    /// Rows sent, whole or as keys.
-    rows: u64,
-    /// Of them, keys only (unchanged since the offer's checkpoint).
+    /// Rows sent whole.
+    whole: u64,
+    /// Rows unchanged since the offer's checkpoint, compared by digest.
+    digested: u64,
+    /// Buckets the joining node asked for again, and the keys sent for them.
+    rechecked: u64,
     keys: u64,
     /// The offer's checkpoint, if taken.
     since: Option<u32>,
@@ -77,20 +93,50 @@ enum Step {
     Schema,
     /// `CopyMark{mark: true}` sent; these nodes have not answered.
     Marking(BTreeSet<NodeId>),
-    /// The tables still to scan, the open scan, unacknowledged batches.
+    /// The tables still to scan, the open scan, messages ready to go (a digest's
+    /// parts), the rechecks asked for, unacknowledged messages.
     Rows {
         tables: VecDeque<Arc<TableRuntime>>,
         scan: Option<Box<OpenScan>>,
+        ready: VecDeque<DataMsg>,
+        rechecks: VecDeque<(Arc<TableRuntime>, Vec<bool>)>,
         in_flight: usize,
     },
 }
 
-/// A table's committed-read scan, open between batches; Some(g) when it sends the
-/// rows unchanged since GCI g as keys only (the scan then ends with ROW_GCI).
-type OpenScan = (Arc<TableRuntime>, Transaction, Scan, Option<u32>);
-/// A batch of copied rows and their table: the whole rows first, then how many they
-/// are, then the keys of the unchanged ones.
-type CopyBatch = (Arc<TableRuntime>, Vec<Vec<Value>>, u32);
+/// A table's committed-read scan, open between batches.
+struct OpenScan {
+    table: Arc<TableRuntime>,
+    tx: Transaction,
+    scan: Scan,
+    pass: Pass,
+}
+
+/// What a scan sends.
+enum Pass {
+    /// Every row whole (a table the joining node did not keep, or no offer).
+    Whole,
+    /// The rows changed after GCI `since` whole; the others folded into `digest`
+    /// (the scan reads the key and ROW_GCI).
+    Changed { since: u32, digest: Digest },
+    /// The keys of the rows at or below `since` in the flagged buckets.
+    Recheck { since: u32, differing: Vec<bool> },
+}
+
+/// What the next step of the row phase sends.
+enum Outgoing {
+    /// Rows of a table: the first `full` whole, the rest keys.
+    Rows {
+        table: Arc<TableRuntime>,
+        rows: Vec<Vec<Value>>,
+        full: u32,
+    },
+    /// A kept table's scan ended: its digest.
+    Digest {
+        table: Arc<TableRuntime>,
+        digest: Digest,
+    },
+}
 
 /// A `CopyMark` this node has applied and not yet answered.
 pub(crate) struct PendingMark {
@@ -239,7 +285,10 @@ impl DataPath {
                 step: Step::Unmarking(live.clone()),
                 deadline_ms: self.now_ms() + COPY_STEP_TIMEOUT_MS,
                 rows_sent: 0,
+                rows_digested: 0,
                 keys_sent: 0,
+                buckets_rechecked: 0,
+                digest_buckets: BTreeMap::new(),
                 offer,
                 delta_tables: BTreeSet::new(),
                 started_ms: self.now_ms(),
@@ -353,7 +402,9 @@ impl DataPath {
         match r {
             Ok(None) => {}
             Ok(Some(CopyOutDone {
-                rows,
+                whole,
+                digested,
+                rechecked,
                 keys,
                 since,
                 ms,
@@ -361,12 +412,13 @@ impl DataPath {
                 self.out_forget(joiner, slot);
                 let text = match since {
                     Some(g) => format!(
-                        "Copied {rows} rows to node {joiner} for its restart: {} changed \
-                         since GCI {g} whole, {keys} unchanged as keys only ({ms} ms)",
-                        rows - keys
+                        "Copied {} rows to node {joiner} for its restart: {whole} changed \
+                         since GCI {g} whole, {digested} unchanged compared by digest \
+                         ({rechecked} buckets asked for again, {keys} keys sent) ({ms} ms)",
+                        whole + digested
                     ),
                     None => {
-                        format!("Copied {rows} rows to node {joiner} for its restart ({ms} ms)")
+                        format!("Copied {whole} rows to node {joiner} for its restart ({ms} ms)")
                     }
                 };
                 self.log(Severity::Info, &text);
@@ -409,7 +461,10 @@ impl DataPath {
             step,
             deadline_ms,
             rows_sent,
+            rows_digested,
             keys_sent,
+            buckets_rechecked,
+            digest_buckets,
             offer,
             delta_tables,
             started_ms,
@@ -440,12 +495,16 @@ impl DataPath {
                     *step = Step::Rows {
                         tables: tables.into_iter().filter(|t| !t.hidden).collect(),
                         scan: None,
+                        ready: VecDeque::new(),
+                        rechecks: VecDeque::new(),
                         in_flight: 0,
                     };
                 }
                 Step::Rows {
                     tables,
                     scan,
+                    ready,
+                    rechecks,
                     in_flight,
                 } => {
                     while *in_flight < COPY_WINDOW {
@@ -453,27 +512,64 @@ impl DataPath {
                             return Err(codes::node_failure_abort()
                                 .detail(format!("node {joiner} left the copy")));
                         }
+                        if let Some(m) = ready.pop_front() {
+                            *in_flight += 1;
+                            self.send(joiner, m);
+                            continue;
+                        }
                         let since = offer.as_ref().map(|(g, _)| *g);
-                        let Some((t, rows, full_rows)) =
-                            self.next_copy_batch(joiner, tables, scan, since, delta_tables)?
-                        else {
-                            break;
-                        };
-                        *rows_sent += rows.len() as u64;
-                        *keys_sent += (rows.len() - full_rows as usize) as u64;
-                        *in_flight += 1;
-                        self.send(
+                        let next = self.next_copy_batch(
                             joiner,
-                            DataMsg::CopyRows {
-                                attempt,
-                                database: t.database.clone(),
-                                table: t.def.name.clone(),
-                                full_rows,
-                                rows,
-                            },
-                        );
+                            tables,
+                            scan,
+                            rechecks,
+                            since,
+                            delta_tables,
+                        )?;
+                        match next {
+                            None => break,
+                            Some(Outgoing::Rows { table, rows, full }) => {
+                                *rows_sent += u64::from(full);
+                                *keys_sent += (rows.len() - full as usize) as u64;
+                                *in_flight += 1;
+                                self.send(
+                                    joiner,
+                                    DataMsg::CopyRows {
+                                        attempt,
+                                        database: table.database.clone(),
+                                        table: table.def.name.clone(),
+                                        full_rows: full,
+                                        rows,
+                                    },
+                                );
+                            }
+                            Some(Outgoing::Digest { table, digest }) => {
+                                *rows_digested += digest.rows();
+                                digest_buckets.insert(
+                                    (table.database.clone(), table.def.name.clone()),
+                                    digest.buckets(),
+                                );
+                                ready.extend(digest.chunks().map(|(first, entries)| {
+                                    DataMsg::CopyDigest {
+                                        attempt,
+                                        database: table.database.clone(),
+                                        table: table.def.name.clone(),
+                                        buckets: digest.buckets(),
+                                        first,
+                                        entries: entries.to_vec(),
+                                    }
+                                }));
+                            }
+                        }
                     }
-                    if scan.is_none() && tables.is_empty() && *in_flight == 0 {
+                    // A recheck comes before the acknowledgement of its digest's last
+                    // part: with nothing in flight, none is still to come.
+                    if scan.is_none()
+                        && tables.is_empty()
+                        && ready.is_empty()
+                        && rechecks.is_empty()
+                        && *in_flight == 0
+                    {
                         let seq = self
                             .members
                             .read()
@@ -495,7 +591,9 @@ impl DataPath {
                         let since = offer.as_ref().map(|(g, _)| *g);
                         let ms = self.now_ms().saturating_sub(*started_ms);
                         return Ok(Some(CopyOutDone {
-                            rows: *rows_sent,
+                            whole: *rows_sent,
+                            digested: *rows_digested,
+                            rechecked: *buckets_rechecked,
                             keys: *keys_sent,
                             since,
                             ms,
@@ -508,65 +606,149 @@ impl DataPath {
         }
     }
 
-    /// The next batch of rows of the joining node's partitions (None: every table
-    /// scanned). A scan is a committed read: it holds no locks between batches. For a
+    /// `CopyRecheck` from the joining node: the keys of the unchanged rows in these
+    /// buckets of a table's digest are sent once the tables still to scan are.
+    pub(super) fn out_recheck(
+        &self,
+        joiner: NodeId,
+        attempt: u64,
+        database: String,
+        table: String,
+        buckets: Vec<u32>,
+    ) {
+        let Some(slot) = self.out_slot(joiner) else {
+            return;
+        };
+        if slot.attempt != attempt {
+            return;
+        }
+        let r = (|| -> Result<()> {
+            let mut st = slot.state.lock();
+            let st = &mut *st;
+            let Some(&n) = st.digest_buckets.get(&(database.clone(), table.clone())) else {
+                return Err(codes::internal(format!(
+                    "copy: a recheck of {database}.{table}, whose digest was not sent"
+                )));
+            };
+            let mut differing = vec![false; n as usize];
+            for &b in &buckets {
+                let Some(flag) = differing.get_mut(b as usize) else {
+                    return Err(codes::internal(format!(
+                        "copy: a recheck of bucket {b} of {database}.{table}'s {n}"
+                    )));
+                };
+                *flag = true;
+            }
+            let rt = self.engine.inner().table(&database, &table)?;
+            let Step::Rows { rechecks, .. } = &mut st.step else {
+                return Err(codes::internal("copy: a recheck outside the row phase"));
+            };
+            st.buckets_rechecked += buckets.len() as u64;
+            rechecks.push_back((rt, differing));
+            Ok(())
+        })();
+        match r {
+            Ok(()) => self.out_advance(joiner, &slot),
+            Err(e) => self.out_fail(joiner, &slot, e),
+        }
+    }
+
+    /// What the row phase sends next (None: every table scanned and every recheck
+    /// sent). A scan is a committed read: it holds no locks between batches. For a
     /// table in `delta_tables` (with the offer's checkpoint `since`), the rows changed
-    /// after it come whole and first, the others as their primary key.
+    /// after it come whole and the others go into the table's digest, sent when its
+    /// scan ends; a recheck sends the keys of the unchanged rows in its buckets.
     fn next_copy_batch(
         &self,
         joiner: NodeId,
         tables: &mut VecDeque<Arc<TableRuntime>>,
         scan: &mut Option<Box<OpenScan>>,
+        rechecks: &mut VecDeque<(Arc<TableRuntime>, Vec<bool>)>,
         since: Option<u32>,
         delta_tables: &BTreeSet<(String, String)>,
-    ) -> Result<Option<CopyBatch>> {
+    ) -> Result<Option<Outgoing>> {
         loop {
             if scan.is_none() {
-                let Some(t) = tables.pop_front() else {
+                let (t, pass) = if let Some(t) = tables.pop_front() {
+                    let kept = delta_tables.contains(&(t.database.clone(), t.def.name.clone()));
+                    let pass = match since.filter(|_| kept) {
+                        Some(since) => {
+                            // This node's engine holds its own replicas only.
+                            let rows: u64 = t
+                                .fragments
+                                .iter()
+                                .flatten()
+                                .map(|c| c.state.lock().rows())
+                                .sum();
+                            Pass::Changed {
+                                since,
+                                digest: Digest::new(bucket_count(rows))?,
+                            }
+                        }
+                        None => Pass::Whole,
+                    };
+                    (t, pass)
+                } else if let Some((t, differing)) = rechecks.pop_front() {
+                    let Some(since) = since else {
+                        return Err(codes::internal("copy: a recheck without an offer"));
+                    };
+                    (t, Pass::Recheck { since, differing })
+                } else {
                     return Ok(None);
                 };
-                let delta = since
-                    .filter(|_| delta_tables.contains(&(t.database.clone(), t.def.name.clone())));
                 let mut tx = self.engine.ndb(&t.database).start_transaction()?;
                 let mut spec = ScanSpec::table(t.clone());
                 // Changes only: the keys and ROW_GCI (the changed rows are read whole
                 // afterwards, by key); else every column.
-                spec.columns = Some(match delta {
-                    Some(_) => {
+                spec.columns = Some(match pass {
+                    Pass::Whole => (0..t.def.columns.len()).collect(),
+                    Pass::Changed { .. } | Pass::Recheck { .. } => {
                         let mut cols = t.def.primary_key.clone();
                         cols.push(ROW_GCI_COLUMN);
                         cols
                     }
-                    None => (0..t.def.columns.len()).collect(),
                 });
                 spec.batch_size = COPY_BATCH_ROWS;
                 let s = tx.scan(spec)?;
-                *scan = Some(Box::new((t, tx, s, delta)));
+                *scan = Some(Box::new(OpenScan {
+                    table: t,
+                    tx,
+                    scan: s,
+                    pass,
+                }));
             }
             let Some(open) = scan.as_mut() else {
                 continue;
             };
-            let (t, tx, s, delta) = &mut **open;
-            let delta = *delta;
-            let mut rows = if s.is_closed() {
+            let mut rows = if open.scan.is_closed() {
                 Vec::new()
             } else {
-                tx.scan_next_batch(s, COPY_BATCH_ROWS)?
+                open.tx.scan_next_batch(&mut open.scan, COPY_BATCH_ROWS)?
             };
             if rows.is_empty() {
                 if let Some(open) = scan.take() {
-                    let (_, mut tx, _, _) = *open;
+                    let OpenScan {
+                        table,
+                        mut tx,
+                        pass,
+                        ..
+                    } = *open;
                     tx.close();
+                    if let Pass::Changed { digest, .. } = pass {
+                        return Ok(Some(Outgoing::Digest { table, digest }));
+                    }
                 }
                 continue;
             }
-            let t = t.clone();
+            let t = open.table.clone();
             let pk = t.def.primary_key.clone();
             if self.groups.len() > 1 {
+                let keyed = !matches!(open.pass, Pass::Whole);
                 rows.retain(|r| {
-                    let key: Vec<Value> = match delta {
-                        Some(_) => r[..pk.len()].to_vec(),
-                        None => pk.iter().map(|&p| r[p].clone()).collect(),
+                    let key: Vec<Value> = if keyed {
+                        r[..pk.len()].to_vec()
+                    } else {
+                        pk.iter().map(|&p| r[p].clone()).collect()
                     };
                     super::super::remote::RemoteCluster::partition_of(&t.def, &key)
                         .map(|p| {
@@ -578,24 +760,61 @@ impl DataPath {
                     continue;
                 }
             }
-            let Some(g) = delta else {
-                let full = rows.len() as u32;
-                return Ok(Some((t, rows, full)));
+            let row_gci = |r: &mut Vec<Value>| match r.pop() {
+                Some(Value::UInt(g)) => Ok(g),
+                other => Err(codes::internal(format!("copy: ROW_GCI read as {other:?}"))),
             };
-            let (mut changed, mut keys) = (Vec::new(), Vec::new());
-            for mut r in rows {
-                match r.pop() {
-                    Some(Value::UInt(row_gci)) if row_gci > u64::from(g) => changed.push(r),
-                    Some(Value::UInt(_)) => keys.push(r),
-                    other => {
-                        return Err(codes::internal(format!("copy: ROW_GCI read as {other:?}")));
+            match &mut open.pass {
+                Pass::Whole => {
+                    let full = rows.len() as u32;
+                    return Ok(Some(Outgoing::Rows {
+                        table: t,
+                        rows,
+                        full,
+                    }));
+                }
+                Pass::Changed { since, digest } => {
+                    let mut changed = Vec::new();
+                    let mut hasher = KeyHasher::new(&t, &t.database);
+                    for mut r in rows {
+                        if row_gci(&mut r)? > u64::from(*since) {
+                            changed.push(r);
+                        } else {
+                            digest.add(hasher.hash(&r)?);
+                        }
                     }
+                    let whole = self.read_whole(&t, &changed)?;
+                    if whole.is_empty() {
+                        continue;
+                    }
+                    let full = whole.len() as u32;
+                    return Ok(Some(Outgoing::Rows {
+                        table: t,
+                        rows: whole,
+                        full,
+                    }));
+                }
+                Pass::Recheck { since, differing } => {
+                    let buckets = differing.len() as u32;
+                    let mut hasher = KeyHasher::new(&t, &t.database);
+                    let mut keys = Vec::new();
+                    for mut r in rows {
+                        if row_gci(&mut r)? <= u64::from(*since)
+                            && differing[bucket_of(hasher.hash(&r)?, buckets) as usize]
+                        {
+                            keys.push(r);
+                        }
+                    }
+                    if keys.is_empty() {
+                        continue;
+                    }
+                    return Ok(Some(Outgoing::Rows {
+                        table: t,
+                        rows: keys,
+                        full: 0,
+                    }));
                 }
             }
-            let mut whole = self.read_whole(&t, &changed)?;
-            let full = whole.len() as u32;
-            whole.extend(keys);
-            return Ok(Some((t, whole, full)));
         }
     }
 

@@ -58,6 +58,7 @@
 
 mod copy;
 mod copy_delta;
+mod copy_digest;
 mod copy_out;
 mod gcp;
 pub use gcp::DURABLE_WAITERS_MAX;
@@ -960,6 +961,8 @@ impl DataPath {
             | DataMsg::CopyAck { .. }
             | DataMsg::CopySchema { .. }
             | DataMsg::CopyRows { .. }
+            | DataMsg::CopyDigest { .. }
+            | DataMsg::CopyRecheck { .. }
             | DataMsg::CopyDone { .. }) => self.dispatch_copy(Job::Msg(from, m)),
             DataMsg::CopyAbort { attempt, reason } => {
                 self.restart_join(&reason, (attempt != u64::MAX).then_some(attempt))
