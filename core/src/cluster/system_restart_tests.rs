@@ -302,9 +302,24 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
         "CREATE TABLE gone (id INT PRIMARY KEY, v INT) ENGINE=NDB",
         "CREATE TABLE reshaped (id INT PRIMARY KEY, v INT) ENGINE=NDB",
         "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT) ENGINE=NDB",
+        "CREATE TABLE grown (id INT PRIMARY KEY, v INT) ENGINE=NDB",
     ] {
         api.sql(DB, sql).expect(sql);
     }
+    // `grown` has 10 rows at node 3's checkpoint and 6,000 more at the source: the
+    // source's digest has more buckets than node 3's restored fold, which then folds
+    // its rows again at the digest.
+    let grown_rows: Vec<(i64, i64)> = (0..10).map(|i| (i, i)).collect();
+    let grown_ops = |rows: &[(i64, i64)]| {
+        let vals: Vec<[i64; 1]> = rows.iter().map(|&(_, v)| [v]).collect();
+        let pairs: Vec<(i64, &[i64])> = rows
+            .iter()
+            .zip(&vals)
+            .map(|(&(id, _), v)| (id, &v[..]))
+            .collect();
+        int_rows("grown", &pairs)
+    };
+    api.execute(grown_ops(&grown_rows)).expect("grown");
     let doc = |op: OpType, id: i64, body: Option<String>| KeyOp {
         op,
         database: DB.into(),
@@ -354,6 +369,19 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     retry(write_ops(OpType::Write, 0..50, "u"));
     retry(write_ops(OpType::Delete, 50..100, ""));
     retry(write_ops(OpType::Insert, 600..700, "n"));
+    let more: Vec<(i64, i64)> = (10..6010).map(|i| (i, i * 2)).collect();
+    for chunk in more.chunks(500) {
+        retry(grown_ops(chunk));
+    }
+    // One of the 10 rows node 3 restored is gone at the source.
+    retry(vec![KeyOp {
+        op: OpType::Delete,
+        database: DB.into(),
+        table: "grown".into(),
+        key: vec![Value::Int(3)],
+        values: Vec::new(),
+        columns: Vec::new(),
+    }]);
     retry(vec![
         doc(OpType::Write, 1, Some(long("changed", 1))),
         doc(OpType::Delete, 2, None),
@@ -388,8 +416,8 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
         .unwrap_or_else(|| panic!("keys-only count in {copied:?}"));
     assert!(keys_only >= 500, "{copied}");
     // Compared by digest: only the buckets holding a row deleted while node 3 was
-    // down (50 of kv, 1 of docs; no traffic during the copy) are asked for again, and
-    // only their keys are sent.
+    // down (50 of kv, 1 of docs, 1 of grown; no traffic during the copy) are asked for
+    // again, and only their keys are sent.
     let number_before = |marker: &str| -> u64 {
         let head = copied
             .split(marker)
@@ -404,12 +432,17 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
         number_before(" buckets asked for again"),
         number_before(" keys sent"),
     );
-    assert!((1..=51).contains(&asked), "{copied}");
+    assert!((1..=52).contains(&asked), "{copied}");
     assert!(keys < keys_only, "{copied}");
     assert!(
-        log.contains("51 rows gone at the source deleted"),
+        log.contains("52 rows gone at the source deleted"),
         "the deleted rows go on node 3 too:\n{log}"
     );
+    let grown = local_table(&nodes[1], "grown");
+    assert_eq!(grown, local_table(&nodes[0], "grown"));
+    assert_eq!(grown.len(), 6009);
+    assert!(!grown.contains_key(&3));
+    assert_eq!(grown[&5000], format!("{:?}", [Value::Int(10_000)]));
     // Both replicas hold the same rows: the model's.
     let mut want = std::collections::BTreeMap::new();
     for id in (0..50).chain(100..700) {

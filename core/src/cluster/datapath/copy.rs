@@ -692,6 +692,7 @@ impl DataPath {
     /// Every row is in: take the source's lineage, write the complete-from mark and
     /// tell every live node this node is up to date.
     fn copy_done(&self, seq: u64, lineage: u64, delta: Option<DeltaApply>) {
+        *self.delta_touched.lock() = None;
         if let Some(d) = delta {
             self.log(
                 Severity::Info,
@@ -791,7 +792,13 @@ impl DataPath {
             let mut s = crate::sql::Session::new(self.engine.ndb(db));
             s.execute(sql)?;
         }
-        Ok(delta.filter(|d| d.kept_tables() > 0))
+        let mut delta = delta.filter(|d| d.kept_tables() > 0);
+        if let Some(d) = delta.as_mut() {
+            self.fold_restored(d)?;
+        }
+        // Before the copy mark: the after-images to note come after it.
+        *self.delta_touched.lock() = delta.as_ref().map(DeltaApply::touched);
+        Ok(delta)
     }
 
     /// Inserts, from row `start` on, each row that this node has not got and whose

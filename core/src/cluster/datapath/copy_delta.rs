@@ -14,10 +14,15 @@
 //! - a whole row (changed at the source after `g`) replaces a local row with ROW_GCI
 //!   at or below `g`, or is inserted;
 //! - the source's digest of its rows unchanged since `g` (`copy_digest`) is compared,
-//!   bucket by bucket, with one of this node's rows at or below `g`, folded once the
-//!   digest is complete; the buckets that differ are asked for (`CopyRecheck`, sent
-//!   before the digest's acknowledgement), and their keys come as keys alone, noted
-//!   as seen;
+//!   bucket by bucket, with this node's: its rows as restored, folded when the schema
+//!   is applied (before the copy mark, so no transaction has touched them yet), less
+//!   the rows that came whole (each was changed at the source, and is taken out if
+//!   it is still at or below `g` here or a primary's after-image touched it while it
+//!   was, [`Touched`]). A row a transaction changes during the copy thus counts on
+//!   both sides as long as the source's scan saw it unchanged, and on neither once
+//!   the scan sent it whole. The buckets that differ are asked for (`CopyRecheck`,
+//!   sent before the digest's acknowledgement), and their keys come as keys alone,
+//!   noted as seen;
 //! - after `CopyDone` one scan of each kept table with differing buckets (every
 //!   bucket when no digest came: the source took no offer and sent every row whole)
 //!   ([`DataPath::sweep_delta`]) deletes every local row in those buckets with ROW_GCI
@@ -34,16 +39,25 @@
 
 use super::DataPath;
 use super::copy::{Applied, Tomb};
-use super::copy_digest::{Digest, DigestIn, KeyHasher, ROWS_PER_BUCKET, bucket_of, key_hash};
-use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, ScanSpec};
+use super::copy_digest::{
+    Digest, DigestIn, KeyHasher, MAX_BUCKETS, RESTORED_BUCKETS_FACTOR, ROWS_PER_BUCKET,
+    bucket_count, bucket_of, key_hash,
+};
+use crate::api::TableRuntime;
+use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, ScanSpec, Transaction};
 use crate::error::{Result, codes};
 use crate::schema::Value;
 use crate::schema::layout::ROW_GCI_COLUMN;
 use crate::transport::NodeId;
 use crate::transport::data::DataMsg;
+use crate::transport::data::KeyOp;
 use crate::txn::lock::LockMode;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+/// Threads that fold the restored tables, at most.
+const MAX_FOLD_THREADS: usize = 4;
 
 /// Rows read per batch of the sweep's scan.
 const SWEEP_SCAN_BATCH: usize = 1024;
@@ -73,6 +87,19 @@ impl Hasher for KeyHashHasher {
 /// A set of key hashes ([`key_hash`]).
 type KeySet = HashSet<u128, BuildHasherDefault<KeyHashHasher>>;
 
+/// The rows of kept tables that the primaries' after-images touched during this copy
+/// while they were still at or below the offer's checkpoint (their key hashes, per
+/// table). The source's digest counts such a row as unchanged when its scan came
+/// before the change (else the row came whole): the fold counts it so too, unless it
+/// came whole, instead of as the row it is now. Without this, every row updated during
+/// the copy made its bucket differ and the source scan the table again.
+pub(crate) struct Touched {
+    attempt: u64,
+    since: u64,
+    /// By (lower-case database, table).
+    tables: BTreeMap<(String, String), KeySet>,
+}
+
 /// The offer this node made with its current `CopyReq`.
 #[derive(Debug, Clone)]
 pub(crate) struct Offer {
@@ -92,6 +119,14 @@ struct Kept {
     differing: Option<Vec<bool>>,
     /// Keys the source sent for the differing buckets.
     seen: KeySet,
+    /// Keys of the rows that came whole.
+    whole: KeySet,
+    /// This node's rows as restored (folded before the copy mark, so no transaction
+    /// had touched them), less those that came whole: what the source's digest should
+    /// hold, in more buckets than it will have (`copy_digest::RESTORED_BUCKETS_FACTOR`).
+    restored: Option<Digest>,
+    /// Keys taken out of `restored` (a row retried after a lock wait is taken once).
+    taken_out: KeySet,
 }
 
 /// What a copy of changed rows has kept and seen (module notes).
@@ -140,6 +175,9 @@ impl DeltaApply {
                 digest_in: None,
                 differing: None,
                 seen: KeySet::default(),
+                whole: KeySet::default(),
+                restored: None,
+                taken_out: KeySet::default(),
             },
         );
     }
@@ -151,6 +189,29 @@ impl DeltaApply {
 
     pub fn kept_tables(&self) -> usize {
         self.tables.len()
+    }
+
+    /// An empty record of touched rows for the kept tables.
+    pub fn touched(&self) -> Touched {
+        Touched {
+            attempt: self.attempt,
+            since: u64::from(self.since_gci),
+            tables: self
+                .tables
+                .keys()
+                .map(|k| (k.clone(), KeySet::default()))
+                .collect(),
+        }
+    }
+
+    /// A row that came whole leaves the restored rows' digest (once).
+    fn take_out_restored(&mut self, database: &str, table: &str, hash: u128) {
+        if let Some(kept) = self.kept_mut(database, table)
+            && kept.taken_out.insert(hash)
+            && let Some(r) = kept.restored.as_mut()
+        {
+            r.remove(hash);
+        }
     }
 
     fn kept_mut(&mut self, database: &str, table: &str) -> Option<&mut Kept> {
@@ -189,9 +250,18 @@ impl DataPath {
             }
             let key: Vec<Value> = pk.iter().map(|&p| row[p].clone()).collect();
             let k = Self::row_key_of(&rt, database, &key)?;
+            let h = key_hash(&k);
+            if let Some(kept) = d.kept_mut(database, table) {
+                kept.whole.insert(h);
+            }
             match self.tombstones.lock().get(&k) {
                 Some(Tomb::Pending(_)) => return Ok(Applied::Blocked(n)),
-                Some(Tomb::Committed) => continue,
+                Some(Tomb::Committed) => {
+                    if self.was_touched(database, table, h) {
+                        d.take_out_restored(database, table, h);
+                    }
+                    continue;
+                }
                 None => {}
             }
             let key_pos: Vec<(usize, Value)> = pk.iter().copied().zip(key).collect();
@@ -211,6 +281,16 @@ impl DataPath {
                 return Ok(Applied::Blocked(n));
             }
             r?;
+            // The source counted this row changed (it came whole): out of the
+            // restored rows' digest if it was one of them, that is, still at or below
+            // `g` here, or touched by a transaction since it was.
+            let restored_here = match tx.outcome(OpId(0)) {
+                Some(OpOutcome::Row(v)) => matches!(v.first(), Some(Value::UInt(g)) if *g <= since),
+                _ => false,
+            };
+            if restored_here || self.was_touched(database, table, h) {
+                d.take_out_restored(database, table, h);
+            }
             let kind = match tx.outcome(OpId(0)) {
                 Some(OpOutcome::Row(v)) => match v.first() {
                     // Written in this copy: newer than the source's scan.
@@ -258,6 +338,167 @@ impl DataPath {
         Ok(Applied::Done)
     }
 
+    /// Folds each kept table's rows as restored into a digest (module notes), before
+    /// the copy mark: no transaction has touched them yet. The tables are folded on
+    /// up to one thread per core (the source waits for this node's schema answer).
+    pub(super) fn fold_restored(&self, d: &mut DeltaApply) -> Result<()> {
+        let since = u64::from(d.since_gci);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_FOLD_THREADS);
+        let queue = parking_lot::Mutex::new(d.tables.iter_mut().map(|((_, t), k)| (t, k)));
+        let fold_one = |table: &str, kept: &mut Kept| -> Result<()> {
+            let rt = self.engine.inner().table(&kept.database, table)?;
+            let rows: u64 = rt
+                .fragments
+                .iter()
+                .flatten()
+                .map(|c| c.state.lock().rows())
+                .sum();
+            let buckets = bucket_count(rows)
+                .saturating_mul(RESTORED_BUCKETS_FACTOR)
+                .min(MAX_BUCKETS);
+            let mut digest = Digest::new(buckets)?;
+            self.fold_rows(&rt, &kept.database, since, &KeySet::default(), &mut digest)?;
+            kept.restored = Some(digest);
+            Ok(())
+        };
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        loop {
+                            let next = queue.lock().next();
+                            match next {
+                                Some((table, kept)) => fold_one(table, kept)?,
+                                None => return Ok(()),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(codes::internal("copy: a digest fold panicked")))
+            })
+        })
+    }
+
+    /// Folds the table's rows at or below `since` into `digest`, but for `skip`.
+    fn fold_rows(
+        &self,
+        rt: &Arc<TableRuntime>,
+        database: &str,
+        since: u64,
+        skip: &KeySet,
+        digest: &mut Digest,
+    ) -> Result<()> {
+        let mut tx = self.engine.ndb(database).start_transaction()?;
+        let mut spec = ScanSpec::table(rt.clone());
+        let mut cols = rt.def.primary_key.clone();
+        cols.push(ROW_GCI_COLUMN);
+        spec.columns = Some(cols);
+        spec.batch_size = SWEEP_SCAN_BATCH;
+        let mut s = tx.scan(spec)?;
+        let mut hasher = KeyHasher::new(rt, database);
+        while !s.is_closed() {
+            let rows = tx.scan_next_batch(&mut s, SWEEP_SCAN_BATCH)?;
+            if rows.is_empty() {
+                break;
+            }
+            for mut r in rows {
+                if matches!(r.pop(), Some(Value::UInt(g)) if g <= since) {
+                    let h = hasher.hash(&r)?;
+                    if !skip.contains(&h) {
+                        digest.add(h);
+                    }
+                }
+            }
+        }
+        tx.close();
+        Ok(())
+    }
+
+    /// Whether an after-image touched the row while it was at or below the offer's
+    /// checkpoint ([`Touched`]).
+    fn was_touched(&self, database: &str, table: &str, hash: u128) -> bool {
+        self.delta_touched
+            .lock()
+            .as_ref()
+            .and_then(|t| {
+                t.tables
+                    .get(&(database.to_ascii_lowercase(), table.to_string()))
+            })
+            .is_some_and(|set| set.contains(&hash))
+    }
+
+    /// Before a primary's after-images run here during a copy of changed rows: notes
+    /// the rows of kept tables they write that are still at or below the offer's
+    /// checkpoint ([`Touched`]), reading their ROW_GCI in the same transaction (which
+    /// then holds their locks).
+    pub(super) fn note_touched(&self, tx: &mut Transaction, ops: &[(u32, KeyOp)]) -> Result<()> {
+        let (since, writes): (u64, Vec<&KeyOp>) = {
+            let g = self.delta_touched.lock();
+            let Some(t) = g.as_ref() else {
+                return Ok(());
+            };
+            let writes = ops
+                .iter()
+                .map(|(_, op)| op)
+                .filter(|op| !op.op.is_read())
+                .filter(|op| {
+                    t.tables
+                        .contains_key(&(op.database.to_ascii_lowercase(), op.table.clone()))
+                })
+                .collect();
+            (t.since, writes)
+        };
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let first = tx.op_count();
+        let mut tables = Vec::with_capacity(writes.len());
+        for op in &writes {
+            let rt = self.engine.inner().table(&op.database, &op.table)?;
+            let key: Vec<(usize, Value)> = rt
+                .def
+                .primary_key
+                .iter()
+                .copied()
+                .zip(op.key.iter().cloned())
+                .collect();
+            tx.define_by_pos(
+                &rt,
+                OpKind::Read(LockMode::Exclusive),
+                key,
+                Vec::new(),
+                Some(vec![ROW_GCI_COLUMN]),
+            )?;
+            tables.push(rt);
+        }
+        tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
+        let mut old = Vec::new();
+        for (i, (op, rt)) in writes.iter().zip(&tables).enumerate() {
+            match tx.outcome(OpId(first + i)) {
+                Some(OpOutcome::Row(v)) if matches!(v.first(), Some(Value::UInt(g)) if *g <= since) =>
+                {
+                    let h = KeyHasher::new(rt, &op.database).hash(&op.key)?;
+                    old.push(((op.database.to_ascii_lowercase(), op.table.clone()), h));
+                }
+                Some(OpOutcome::Failed(e)) if e.code != 626 => return Err(e.clone()),
+                _ => {}
+            }
+        }
+        if let Some(t) = self.delta_touched.lock().as_mut() {
+            for (table, h) in old {
+                if let Some(set) = t.tables.get_mut(&table) {
+                    set.insert(h);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A part of the source's digest of a kept table (module notes). Once complete:
     /// this node's rows at or below the offer's checkpoint are folded the same way,
     /// and the buckets that differ are asked for (`CopyRecheck` to `source`, sent
@@ -292,29 +533,35 @@ impl DataPath {
         if !digest_in.put(buckets, first, entries)? {
             return Ok(Applied::Done);
         }
-        let db = kept.database.clone();
-        let rt = self.engine.inner().table(&db, table)?;
-        let mut local = Digest::new(buckets)?;
-        let mut tx = self.engine.ndb(&db).start_transaction()?;
-        let mut spec = ScanSpec::table(rt.clone());
-        let mut cols = rt.def.primary_key.clone();
-        cols.push(ROW_GCI_COLUMN);
-        spec.columns = Some(cols);
-        spec.batch_size = SWEEP_SCAN_BATCH;
-        let mut s = tx.scan(spec)?;
-        let mut hasher = KeyHasher::new(&rt, &db);
-        while !s.is_closed() {
-            let rows = tx.scan_next_batch(&mut s, SWEEP_SCAN_BATCH)?;
-            if rows.is_empty() {
-                break;
-            }
-            for mut r in rows {
-                if matches!(r.pop(), Some(Value::UInt(g)) if g <= since) {
-                    local.add(hasher.hash(&r)?);
+        let local = match kept.restored.take() {
+            Some(restored) if restored.buckets() >= buckets => restored.folded_to(buckets)?,
+            // The source's table is much larger than this node's: fold the rows as
+            // they are now, counting the touched ones as they were (a row touched
+            // after this set is taken is folded as the scan finds it).
+            _ => {
+                let touched: KeySet = self
+                    .delta_touched
+                    .lock()
+                    .as_ref()
+                    .filter(|t| t.attempt == attempt)
+                    .and_then(|t| {
+                        t.tables
+                            .get(&(database.to_ascii_lowercase(), table.to_string()))
+                    })
+                    .cloned()
+                    .unwrap_or_default();
+                let db = kept.database.clone();
+                let rt = self.engine.inner().table(&db, table)?;
+                let mut local = Digest::new(buckets)?;
+                self.fold_rows(&rt, &db, since, &touched, &mut local)?;
+                for &h in &touched {
+                    if !kept.whole.contains(&h) {
+                        local.add(h);
+                    }
                 }
+                local
             }
-        }
-        tx.close();
+        };
         let source_digest = &digest_in.digest;
         let differ = source_digest.differing(&local)?;
         let unchanged_rows = source_digest.rows();

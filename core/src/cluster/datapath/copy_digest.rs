@@ -30,6 +30,10 @@ pub const ROWS_PER_BUCKET: u64 = 16;
 pub const MIN_BUCKETS: u32 = 64;
 /// Most buckets of a digest (20 MiB in memory, 16 messages).
 pub const MAX_BUCKETS: u32 = 1 << 20;
+/// The joining node folds its restored rows into this many times the buckets its
+/// own row count calls for, so that the source's digest (sized by the source's row
+/// count) is a fold of it unless the source holds many times more rows.
+pub const RESTORED_BUCKETS_FACTOR: u32 = 4;
 /// Buckets per `CopyDigest` message (1.25 MiB on the wire).
 pub const DIGEST_CHUNK: usize = 1 << 16;
 
@@ -68,7 +72,8 @@ pub fn bucket_of(hash: u128, buckets: u32) -> u32 {
 /// Per bucket: rows, and the XOR of their key hashes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digest {
-    entries: Vec<(u32, u128)>,
+    counts: Vec<u32>,
+    xors: Vec<u128>,
 }
 
 impl Digest {
@@ -80,45 +85,79 @@ impl Digest {
             )));
         }
         Ok(Digest {
-            entries: vec![(0, 0); buckets as usize],
+            counts: vec![0; buckets as usize],
+            xors: vec![0; buckets as usize],
         })
     }
 
     pub fn buckets(&self) -> u32 {
-        self.entries.len() as u32
+        self.counts.len() as u32
     }
 
     pub fn add(&mut self, hash: u128) {
         let b = bucket_of(hash, self.buckets()) as usize;
-        let e = &mut self.entries[b];
-        e.0 = e.0.wrapping_add(1);
-        e.1 ^= hash;
+        self.counts[b] = self.counts[b].wrapping_add(1);
+        self.xors[b] ^= hash;
+    }
+
+    /// Takes out a row [`Digest::add`] put in.
+    pub fn remove(&mut self, hash: u128) {
+        let b = bucket_of(hash, self.buckets()) as usize;
+        self.counts[b] = self.counts[b].wrapping_sub(1);
+        self.xors[b] ^= hash;
     }
 
     /// Rows folded in.
     pub fn rows(&self) -> u64 {
-        self.entries.iter().map(|e| u64::from(e.0)).sum()
+        self.counts.iter().map(|&c| u64::from(c)).sum()
+    }
+
+    /// The same rows in `buckets` buckets (a power of two, at most this digest's): a
+    /// bucket's rows are those of the buckets that agree with it in its low bits.
+    pub fn folded_to(&self, buckets: u32) -> Result<Digest> {
+        if buckets > self.buckets() {
+            return Err(codes::internal(format!(
+                "copy digest: {} buckets cannot make {buckets}",
+                self.buckets()
+            )));
+        }
+        let mut out = Digest::new(buckets)?;
+        let mask = buckets as usize - 1;
+        for (i, (&c, &x)) in self.counts.iter().zip(&self.xors).enumerate() {
+            out.counts[i & mask] = out.counts[i & mask].wrapping_add(c);
+            out.xors[i & mask] ^= x;
+        }
+        Ok(out)
     }
 
     /// The `CopyDigest` parts: (first bucket, its entries), [`DIGEST_CHUNK`] each.
-    pub fn chunks(&self) -> impl Iterator<Item = (u32, &[(u32, u128)])> {
-        self.entries
+    pub fn chunks(&self) -> impl Iterator<Item = (u32, Vec<(u32, u128)>)> + '_ {
+        self.counts
             .chunks(DIGEST_CHUNK)
+            .zip(self.xors.chunks(DIGEST_CHUNK))
             .enumerate()
-            .map(|(i, c)| ((i * DIGEST_CHUNK) as u32, c))
+            .map(|(i, (c, x))| {
+                (
+                    (i * DIGEST_CHUNK) as u32,
+                    c.iter().copied().zip(x.iter().copied()).collect(),
+                )
+            })
     }
 
     /// Sets buckets `first..` from a `CopyDigest` part.
     pub fn put(&mut self, first: u32, entries: &[(u32, u128)]) -> Result<()> {
         let from = first as usize;
-        let Some(slots) = self.entries.get_mut(from..from + entries.len()) else {
+        let to = from + entries.len();
+        if to > self.counts.len() {
             return Err(codes::internal(format!(
-                "copy digest: buckets {from}..{} of {}",
-                from + entries.len(),
-                self.entries.len()
+                "copy digest: buckets {from}..{to} of {}",
+                self.counts.len()
             )));
-        };
-        slots.copy_from_slice(entries);
+        }
+        for (i, &(c, x)) in entries.iter().enumerate() {
+            self.counts[from + i] = c;
+            self.xors[from + i] = x;
+        }
         Ok(())
     }
 
@@ -131,13 +170,9 @@ impl Digest {
                 other.buckets()
             )));
         }
-        Ok(self
-            .entries
-            .iter()
-            .zip(&other.entries)
-            .enumerate()
-            .filter(|(_, (a, b))| a != b)
-            .map(|(i, _)| i as u32)
+        Ok((0..self.counts.len())
+            .filter(|&i| self.counts[i] != other.counts[i] || self.xors[i] != other.xors[i])
+            .map(|i| i as u32)
             .collect())
     }
 }
@@ -230,6 +265,27 @@ mod tests {
         assert!(joiner.differing(&Digest::new(64).expect("digest")).is_err());
     }
 
+    /// A digest folded to fewer buckets is the digest those rows make there; a row
+    /// taken out is as if never added.
+    #[test]
+    fn digests_fold_to_fewer_buckets_and_rows_come_out() {
+        let mut fine = Digest::new(1024).expect("digest");
+        let mut coarse = Digest::new(64).expect("digest");
+        for i in 0..5_000 {
+            fine.add(h(i));
+            coarse.add(h(i));
+        }
+        assert_eq!(fine.folded_to(64).expect("fold"), coarse);
+        assert_eq!(fine.folded_to(1024).expect("fold"), fine);
+        assert!(coarse.folded_to(128).is_err());
+        fine.add(h(99_999));
+        fine.remove(h(99_999));
+        fine.remove(h(7));
+        coarse.remove(h(7));
+        assert_eq!(fine.folded_to(64).expect("fold"), coarse);
+        assert_eq!(coarse.rows(), 4_999);
+    }
+
     /// Parts put together give the digest back; parts out of order, of another size or
     /// past the end are refused.
     #[test]
@@ -238,8 +294,7 @@ mod tests {
         for i in 0..100_000 {
             d.add(h(i));
         }
-        let parts: Vec<(u32, Vec<(u32, u128)>)> =
-            d.chunks().map(|(f, c)| (f, c.to_vec())).collect();
+        let parts: Vec<(u32, Vec<(u32, u128)>)> = d.chunks().collect();
         assert_eq!(parts.len(), (1 << 18) / DIGEST_CHUNK);
         let mut got = DigestIn::new(1 << 18).expect("digest");
         for (i, (first, entries)) in parts.iter().enumerate() {

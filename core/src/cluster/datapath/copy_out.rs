@@ -556,7 +556,7 @@ impl DataPath {
                                         table: table.def.name.clone(),
                                         buckets: digest.buckets(),
                                         first,
-                                        entries: entries.to_vec(),
+                                        entries,
                                     }
                                 }));
                             }

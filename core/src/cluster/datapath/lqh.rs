@@ -292,7 +292,12 @@ impl DataPath {
             return;
         }
         primaries.insert(from, round);
-        let r = self.run_ops(&mut rec.tx, &ops, true);
+        let r = if self.is_ready() {
+            Ok(())
+        } else {
+            self.note_touched(&mut rec.tx, &ops)
+        }
+        .and_then(|()| self.run_ops(&mut rec.tx, &ops, true));
         if r.is_ok() && !self.is_ready() {
             rec.tombs.extend(
                 ops.iter()
@@ -496,7 +501,12 @@ impl DataPath {
                 return self.send_from(worker, from, m);
             }
         };
-        if let Err(e) = self.run_ops(&mut tx, &ops, true) {
+        let touched = if self.is_ready() {
+            Ok(())
+        } else {
+            self.note_touched(&mut tx, &ops)
+        };
+        if let Err(e) = touched.and_then(|()| self.run_ops(&mut tx, &ops, true)) {
             let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
             let m = Self::prepared_msg(txn, true, round, &Err(e));
             return self.send_from(worker, from, m);

@@ -257,6 +257,10 @@ pub struct DataPath {
     /// Messages from data nodes not yet in this node's view, by sender (a leaf lock).
     early: Mutex<BTreeMap<NodeId, VecDeque<(u64, DataMsg)>>>,
     tombstones: Mutex<BTreeMap<Vec<u8>, copy::Tomb>>,
+    /// A copy of changed rows only: the rows of kept tables the primaries' after-images
+    /// touched while they were still at or below the offer's checkpoint (`copy_delta`;
+    /// a leaf lock).
+    delta_touched: Mutex<Option<copy_delta::Touched>>,
     /// Held (shared) by a primary from choosing its backups to storing its record,
     /// (exclusive) by a copy's mark: see `copy`.
     chain_gate: RwLock<()>,
@@ -438,6 +442,7 @@ impl DataPath {
             leases: Mutex::new(lease::Leases::default()),
             lease_ms: super::qmgr::MembershipConfig::from_cluster(cfg).heartbeat_interval_ms,
             tombstones: Mutex::new(BTreeMap::new()),
+            delta_touched: Mutex::new(None),
             chain_gate: RwLock::new(()),
             copy_worker: copy_tx,
             copy_tick_queued: AtomicBool::new(false),
@@ -761,6 +766,7 @@ impl DataPath {
             self.copy_out.lock().clear();
             self.copy_marks.lock().clear();
             self.tombstones.lock().clear();
+            *self.delta_touched.lock() = None;
             self.scans_reset();
             for w in 0..WORKERS {
                 self.dispatch(w, Job::Reset);
