@@ -130,6 +130,11 @@ pub(crate) struct FilesPending {
 /// [`DataPath::row_key`]'s bytes — the database in lower case, the table's name, each
 /// NUL-terminated, then the coerced primary key as the table's layout encodes it — for
 /// many keys of one table, reusing its buffers (no allocation per key).
+/// The start of every row key of a table: its database (lower case) and name.
+pub(crate) fn row_key_prefix(database: &str, table: &str) -> Vec<u8> {
+    format!("{}\0{}\0", database.to_ascii_lowercase(), table).into_bytes()
+}
+
 pub(crate) struct RowKeyEncoder<'a> {
     rt: &'a crate::api::TableRuntime,
     coerced: Vec<Value>,
@@ -140,7 +145,7 @@ pub(crate) struct RowKeyEncoder<'a> {
 
 impl<'a> RowKeyEncoder<'a> {
     pub(crate) fn new(rt: &'a crate::api::TableRuntime, database: &str) -> RowKeyEncoder<'a> {
-        let bytes = format!("{}\0{}\0", database.to_ascii_lowercase(), rt.def.name).into_bytes();
+        let bytes = row_key_prefix(database, &rt.def.name);
         RowKeyEncoder {
             rt,
             coerced: Vec::new(),

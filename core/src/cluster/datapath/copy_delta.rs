@@ -38,7 +38,7 @@
 //! Lock order: `copy_apply` (the copy thread's), then what `DataPath` documents.
 
 use super::DataPath;
-use super::copy::{Applied, Tomb};
+use super::copy::{Applied, Tomb, row_key_prefix};
 use super::copy_digest::{
     Digest, DigestIn, KeyHasher, MAX_BUCKETS, RESTORED_BUCKETS_FACTOR, ROWS_PER_BUCKET,
     bucket_count, bucket_of, key_hash,
@@ -58,6 +58,9 @@ use std::sync::Arc;
 
 /// Threads that fold the restored tables, at most.
 const MAX_FOLD_THREADS: usize = 4;
+
+/// Rows looked at per hold of a fragment's mutex when folding a digest.
+const FOLD_BATCH_ROWS: usize = 4096;
 
 /// Rows read per batch of the sweep's scan.
 const SWEEP_SCAN_BATCH: usize = 1024;
@@ -384,7 +387,10 @@ impl DataPath {
         })
     }
 
-    /// Folds the table's rows at or below `since` into `digest`, but for `skip`.
+    /// Folds the table's committed rows at or below `since` into `digest`, but for
+    /// `skip`: straight from this node's fragments, a batch of rows per hold of a
+    /// fragment's mutex, their row keys as the row's stored key bytes (the bytes
+    /// [`KeyHasher`] makes from key values).
     fn fold_rows(
         &self,
         rt: &Arc<TableRuntime>,
@@ -393,29 +399,29 @@ impl DataPath {
         skip: &KeySet,
         digest: &mut Digest,
     ) -> Result<()> {
-        let mut tx = self.engine.ndb(database).start_transaction()?;
-        let mut spec = ScanSpec::table(rt.clone());
-        let mut cols = rt.def.primary_key.clone();
-        cols.push(ROW_GCI_COLUMN);
-        spec.columns = Some(cols);
-        spec.batch_size = SWEEP_SCAN_BATCH;
-        let mut s = tx.scan(spec)?;
-        let mut hasher = KeyHasher::new(rt, database);
-        while !s.is_closed() {
-            let rows = tx.scan_next_batch(&mut s, SWEEP_SCAN_BATCH)?;
-            if rows.is_empty() {
-                break;
+        let since = u32::try_from(since).unwrap_or(u32::MAX);
+        let mut bytes = row_key_prefix(database, &rt.def.name);
+        let prefix = bytes.len();
+        let mut fold = |key: &[u8]| {
+            bytes.truncate(prefix);
+            bytes.extend_from_slice(key);
+            let h = key_hash(&bytes);
+            if !skip.contains(&h) {
+                digest.add(h);
             }
-            for mut r in rows {
-                if matches!(r.pop(), Some(Value::UInt(g)) if g <= since) {
-                    let h = hasher.hash(&r)?;
-                    if !skip.contains(&h) {
-                        digest.add(h);
-                    }
-                }
+        };
+        // This node's engine holds one replica of each of its partitions.
+        for cell in rt.fragments.iter().flatten() {
+            let mut from = Some(0);
+            while let Some(at) = from {
+                from = cell.state.lock().committed_keys_at_or_below(
+                    at,
+                    FOLD_BATCH_ROWS,
+                    since,
+                    &mut fold,
+                );
             }
         }
-        tx.close();
         Ok(())
     }
 
@@ -711,6 +717,7 @@ impl DataPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     /// One hasher over many keys (its buffers reused) gives the hash of each key's own
     /// `row_key` bytes (tombstones are hashed from those), for keys that need coercion
@@ -742,5 +749,93 @@ mod tests {
             h.hash(&[Value::Int(1), Value::Str("y".into())])
                 .expect("hash")
         );
+    }
+
+    /// The digest's fold from the fragments (stored key bytes, ROW_GCI from the row
+    /// header) gives the hashes the key hasher gives from the scanned key values, for
+    /// the rows at or below a GCI only, an uncommitted insert left out.
+    #[test]
+    fn the_fragment_fold_hashes_as_the_key_hasher_does() {
+        let c = crate::api::Cluster::embedded(
+            crate::config::ClusterConfig::embedded(1, 1).expect("config"),
+        )
+        .expect("cluster");
+        let ndb = c.ndb("Test");
+        let mut s = crate::sql::Session::new(ndb.clone());
+        s.execute("CREATE TABLE t (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b)) ENGINE=NDB")
+            .expect("create");
+        for i in 0..300 {
+            s.execute(&format!("INSERT INTO t VALUES ({i}, 'k{}', {i})", i % 7))
+                .expect("insert");
+        }
+        let rt = ndb.table("t").expect("table");
+        let scan = |cols: Vec<usize>| -> Vec<Vec<Value>> {
+            let mut tx = ndb.start_transaction().expect("tx");
+            let mut spec = ScanSpec::table(rt.clone());
+            spec.columns = Some(cols);
+            let mut sc = tx.scan(spec).expect("scan");
+            let mut out = Vec::new();
+            loop {
+                let b = tx.scan_next_batch(&mut sc, 100).expect("batch");
+                if b.is_empty() {
+                    break;
+                }
+                out.extend(b);
+            }
+            out
+        };
+        let rows = scan(vec![0, 1, ROW_GCI_COLUMN]);
+        let gcis: BTreeSet<u64> = rows
+            .iter()
+            .map(|r| match r[2] {
+                Value::UInt(g) => g,
+                ref v => panic!("ROW_GCI {v:?}"),
+            })
+            .collect();
+        // A GCI in the middle, if the inserts spread over several.
+        let cut = *gcis.iter().nth(gcis.len() / 2).expect("a GCI");
+        let mut hasher = KeyHasher::new(&rt, "Test");
+        let want: BTreeSet<u128> = rows
+            .iter()
+            .filter(|r| matches!(r[2], Value::UInt(g) if g <= cut))
+            .map(|r| hasher.hash(&r[..2]).expect("hash"))
+            .collect();
+        // An insert left uncommitted is not a row of the fold.
+        let mut open = ndb.start_transaction().expect("tx");
+        open.define_by_pos(
+            &rt,
+            OpKind::Insert,
+            Vec::new(),
+            vec![
+                (0, Value::Int(-1)),
+                (1, Value::Str("open".into())),
+                (2, Value::Int(0)),
+            ],
+            None,
+        )
+        .expect("define");
+        open.execute(ExecType::NoCommit, AbortOption::AbortOnError)
+            .expect("prepare");
+        let mut got = BTreeSet::new();
+        let mut bytes = row_key_prefix("Test", "t");
+        let prefix = bytes.len();
+        for cell in rt.fragments.iter().flatten() {
+            let mut from = Some(0);
+            while let Some(at) = from {
+                from = cell.state.lock().committed_keys_at_or_below(
+                    at,
+                    17,
+                    u32::try_from(cut).expect("gci"),
+                    &mut |key| {
+                        bytes.truncate(prefix);
+                        bytes.extend_from_slice(key);
+                        assert!(got.insert(key_hash(&bytes)), "a row twice");
+                    },
+                );
+            }
+        }
+        open.close();
+        assert!(!want.is_empty());
+        assert_eq!(got, want);
     }
 }

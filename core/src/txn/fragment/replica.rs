@@ -258,6 +258,42 @@ impl Fragment {
         Ok(())
     }
 
+    /// For a node restart's digest of unchanged rows (`cluster::datapath::copy_digest`):
+    /// the row-key bytes of every committed row from row `from` on whose ROW_GCI is at
+    /// or below `gci_hi` go to `f`, with at most `max_rows` rows looked at. Returns
+    /// the row to go on from, None at the end. As a committed read: an uncommitted
+    /// insert is not a row yet, a row with an uncommitted change is its committed image.
+    pub fn committed_keys_at_or_below(
+        &self,
+        from: u32,
+        max_rows: usize,
+        gci_hi: u32,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Option<u32> {
+        let layout = &self.table.layout;
+        let mut key = Vec::new();
+        let mut cur = RowId(from);
+        for _ in 0..max_rows {
+            let row = self.fixed.next_row(cur)?;
+            cur = RowId(row.0 + 1);
+            let fixed = self.fixed.get(row);
+            if header_of(fixed) & ROW_ALLOC != 0 {
+                continue;
+            }
+            let gci = u32::from_le_bytes([
+                fixed[ROW_GCI_OFFSET],
+                fixed[ROW_GCI_OFFSET + 1],
+                fixed[ROW_GCI_OFFSET + 2],
+                fixed[ROW_GCI_OFFSET + 3],
+            ]);
+            if gci <= gci_hi {
+                layout.row_key(fixed, var_of(layout, &self.var, fixed), &mut key);
+                f(&key);
+            }
+        }
+        Some(cur.0)
+    }
+
     /// After the copy into a replica restored from its node's files (this fragment,
     /// starting, `progress.since_gci` set): looks at up to `16 * max_rows` of its rows
     /// and deletes those whose key `source` (the partition's primary) no longer holds
