@@ -5,17 +5,17 @@
 //! whole; the rows unchanged since (ROW_GCI at or below it) it folds into a
 //! [`Digest`]: the row key's 128-bit XXH3 hash ([`key_hash`]) picks a bucket (its high
 //! 64 bits mod a power of two), and each bucket keeps the number of rows and the XOR
-//! of their hashes. The joining node folds its own rows at or below the checkpoint the
-//! same way and compares bucket by bucket: where both agree it holds exactly the rows
-//! the source kept unchanged (two different sets of equal size give the same XOR with
-//! probability 2⁻¹²⁸); where they differ it asks for those buckets' keys
-//! (`CopyRecheck`) and deletes its rows there that did not come. Before this, every
-//! unchanged row's key went over the wire and into a hash set at the joining node.
+//! of their hashes. The joining node folds the rows it restored the same way (less
+//! those that came whole; `copy_delta`) and compares bucket by bucket: where both
+//! agree it holds exactly the rows the source kept unchanged (two different sets of
+//! equal size give the same XOR with probability 2⁻¹²⁸); where they differ it asks for
+//! those buckets' keys (`CopyRecheck`) and deletes its rows there that did not come.
+//! Before this, every unchanged row's key went over the wire and into a hash set at
+//! the joining node.
 //!
-//! A bucket differs when a row was deleted at the source while the joining node was
-//! down (what the comparison is for), and also when a transaction changed an unchanged
-//! row between the source's scan and the joining node's fold (the row leaves one side
-//! only): the second is harmless, its bucket's keys are just sent.
+//! A bucket differs where a row was deleted at the source while the joining node was
+//! down (what the comparison is for), and where a transaction deleted an unchanged row
+//! before the source's scan reached it (harmless: that bucket's keys are just sent).
 //!
 //! Limits: at most [`MAX_BUCKETS`] buckets, [`DIGEST_CHUNK`] per message (20 bytes
 //! each on the wire).
