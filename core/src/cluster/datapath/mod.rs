@@ -59,6 +59,7 @@
 mod copy;
 mod copy_delta;
 mod copy_digest;
+mod copy_fold;
 mod copy_out;
 mod gcp;
 pub use gcp::DURABLE_WAITERS_MAX;
@@ -260,7 +261,7 @@ pub struct DataPath {
     /// A copy of changed rows only: the rows of kept tables the primaries' after-images
     /// touched while they were still at or below the offer's checkpoint (`copy_delta`;
     /// a leaf lock).
-    delta_touched: Mutex<Option<copy_delta::Touched>>,
+    delta_touched: Mutex<Option<copy_fold::Touched>>,
     /// Held (shared) by a primary from choosing its backups to storing its record,
     /// (exclusive) by a copy's mark: see `copy`.
     chain_gate: RwLock<()>,
