@@ -40,10 +40,11 @@ const FOLD_BATCH_ROWS: usize = 4096;
 
 /// The rows of kept tables that the primaries' after-images touched during this copy
 /// while they were still at or below the offer's checkpoint (their key hashes, per
-/// table). The source's digest counts such a row as unchanged when its scan came
-/// before the change (else the row came whole): the fold counts it so too, unless it
-/// came whole, instead of as the row it is now. Without this, every row updated during
-/// the copy made its bucket differ and the source scan the table again.
+/// table): restored rows, though no longer at or below it here. A row that comes whole
+/// is taken out of the restored fold if it is one of them (module notes); the fold at
+/// the digest's arrival (a source table much larger than the restored one) counts them
+/// as restored unless they came whole. Without this, every row updated during the copy
+/// made its bucket differ and the source scan the table again.
 pub(crate) struct Touched {
     attempt: u64,
     since: u64,
