@@ -127,14 +127,14 @@ pub(crate) struct FilesPending {
     pub lcp_ticket: u32,
 }
 
-/// [`DataPath::row_key`]'s bytes — the database in lower case, the table's name, each
-/// NUL-terminated, then the coerced primary key as the table's layout encodes it — for
-/// many keys of one table, reusing its buffers (no allocation per key).
 /// The start of every row key of a table: its database (lower case) and name.
 pub(crate) fn row_key_prefix(database: &str, table: &str) -> Vec<u8> {
     format!("{}\0{}\0", database.to_ascii_lowercase(), table).into_bytes()
 }
 
+/// [`DataPath::row_key`]'s bytes — the database in lower case, the table's name, each
+/// NUL-terminated, then the coerced primary key as the table's layout encodes it — for
+/// many keys of one table, reusing its buffers (no allocation per key).
 pub(crate) struct RowKeyEncoder<'a> {
     rt: &'a crate::api::TableRuntime,
     coerced: Vec<Value>,
@@ -523,8 +523,7 @@ impl DataPath {
     }
 
     /// A copy message for this node (`CopySchema`, `CopyRows`, `CopyDigest`,
-    /// `CopyDone`): queued
-    /// in the order sent, then applied as far as possible.
+    /// `CopyDone`): queued in the order sent, then applied as far as possible.
     fn in_copy_msg(&self, from: NodeId, msg: DataMsg) {
         let Some(attempt) = Self::copy_attempt(&msg) else {
             return;
@@ -749,6 +748,7 @@ impl DataPath {
     ) -> Result<Option<DeltaApply>> {
         self.tombstones.lock().clear();
         *self.delta_offer.lock() = None;
+        *self.delta_touched.lock() = None;
         let source: BTreeSet<(String, String)> = statements.iter().cloned().collect();
         let offered: BTreeSet<(String, String)> = offer
             .as_ref()
