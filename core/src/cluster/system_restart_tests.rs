@@ -287,6 +287,28 @@ fn local_table(n: &DataNodeProcess, table: &str) -> std::collections::BTreeMap<i
     out
 }
 
+/// Once `gci` is durable: a system restart of nodes 2 and 3 (the lineage it begins is
+/// in both nodes' files, so node 3's offer is taken later), then node 3 killed. Node 2
+/// and a client connected to it.
+fn system_restart_then_kill_node_3(
+    m: &MgmServer,
+    nodes: Vec<DataNodeProcess>,
+    api: RemoteCluster,
+    gci: u64,
+) -> (Vec<DataNodeProcess>, RemoteCluster) {
+    api.wait_durable(gci, Duration::from_secs(10))
+        .expect("durable");
+    api.close();
+    for n in nodes {
+        assert_eq!(n.stop(), 0);
+    }
+    let mut nodes = start_all(m, &[(2, false), (3, false)]);
+    let api = client(m, 2);
+    nodes.pop().expect("node 3").kill();
+    wait_until("node 3 gone", 20, || api.connected_nodes().len() == 1);
+    (nodes, api)
+}
+
 /// A node restart with the node's files: node 3 is killed, rows are updated, deleted
 /// and inserted while it is down, a table is dropped and another made anew with
 /// another shape; node 3 restores its own checkpoint and gets only what changed (the
@@ -344,18 +366,7 @@ fn a_node_restart_with_its_files_copies_only_what_changed_while_it_was_down() {
     for batch in 0..6 {
         gci = insert(&api, batch * 100..(batch + 1) * 100);
     }
-    api.wait_durable(gci, Duration::from_secs(10))
-        .expect("durable");
-    // A system restart first: the lineage it begins is in both nodes' files.
-    api.close();
-    for n in nodes {
-        assert_eq!(n.stop(), 0);
-    }
-    let mut nodes = start_all(&m, &[(2, false), (3, false)]);
-    let api = client(&m, 2);
-    let n3 = nodes.pop().expect("node 3");
-    n3.kill();
-    wait_until("node 3 gone", 20, || api.connected_nodes().len() == 1);
+    let (mut nodes, api) = system_restart_then_kill_node_3(&m, nodes, api, gci);
     let retry = |ops: Vec<KeyOp>| {
         for _ in 0..50 {
             match api.execute(ops.clone()) {
@@ -495,17 +506,7 @@ fn updates_during_a_node_restarts_copy_leave_every_digest_bucket_equal() {
     for batch in 0..40 {
         gci = insert(&api, batch * 500..(batch + 1) * 500);
     }
-    api.wait_durable(gci, Duration::from_secs(10))
-        .expect("durable");
-    // A system restart first: the lineage it begins is in both nodes' files.
-    api.close();
-    for n in nodes {
-        assert_eq!(n.stop(), 0);
-    }
-    let mut nodes = start_all(&m, &[(2, false), (3, false)]);
-    let api = client(&m, 2);
-    nodes.pop().expect("node 3").kill();
-    wait_until("node 3 gone", 20, || api.connected_nodes().len() == 1);
+    let (mut nodes, api) = system_restart_then_kill_node_3(&m, nodes, api, gci);
     let write = |ops: Vec<KeyOp>| loop {
         match api.execute(ops.clone()) {
             Ok(_) => return,

@@ -5,11 +5,8 @@ use crate::api::ScanSpec;
 use crate::cluster::datapath::copy::row_key_prefix;
 use std::collections::BTreeSet;
 
-/// One hasher over many keys (its buffers reused) gives the hash of each key's own
-/// `row_key` bytes (tombstones are hashed from those), for keys that need coercion
-/// too, and tells keys apart.
-#[test]
-fn the_key_hasher_hashes_the_row_key_bytes() {
+/// A one-node embedded cluster with table `Test.t` (a composite key with a string).
+fn table_t() -> (crate::api::Cluster, crate::api::Ndb, crate::sql::Session) {
     let c = crate::api::Cluster::embedded(
         crate::config::ClusterConfig::embedded(1, 1).expect("config"),
     )
@@ -18,6 +15,15 @@ fn the_key_hasher_hashes_the_row_key_bytes() {
     let mut s = crate::sql::Session::new(ndb.clone());
     s.execute("CREATE TABLE t (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b)) ENGINE=NDB")
         .expect("create");
+    (c, ndb, s)
+}
+
+/// One hasher over many keys (its buffers reused) gives the hash of each key's own
+/// `row_key` bytes (tombstones are hashed from those), for keys that need coercion
+/// too, and tells keys apart.
+#[test]
+fn the_key_hasher_hashes_the_row_key_bytes() {
+    let (_c, ndb, _s) = table_t();
     let rt = ndb.table("t").expect("table");
     let mut h = KeyHasher::new(&rt, "Test");
     for key in [
@@ -42,14 +48,7 @@ fn the_key_hasher_hashes_the_row_key_bytes() {
 /// the rows at or below a GCI only, an uncommitted insert left out.
 #[test]
 fn the_fragment_fold_hashes_as_the_key_hasher_does() {
-    let c = crate::api::Cluster::embedded(
-        crate::config::ClusterConfig::embedded(1, 1).expect("config"),
-    )
-    .expect("cluster");
-    let ndb = c.ndb("Test");
-    let mut s = crate::sql::Session::new(ndb.clone());
-    s.execute("CREATE TABLE t (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b)) ENGINE=NDB")
-        .expect("create");
+    let (_c, ndb, mut s) = table_t();
     for i in 0..300 {
         s.execute(&format!("INSERT INTO t VALUES ({i}, 'k{}', {i})", i % 7))
             .expect("insert");

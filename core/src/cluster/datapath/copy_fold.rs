@@ -79,13 +79,7 @@ impl DataPath {
         let queue = parking_lot::Mutex::new(d.tables.iter_mut().map(|((_, t), k)| (t, k)));
         let fold_one = |table: &str, kept: &mut Kept| -> Result<()> {
             let rt = self.engine.inner().table(&kept.database, table)?;
-            let rows: u64 = rt
-                .fragments
-                .iter()
-                .flatten()
-                .map(|c| c.state.lock().rows())
-                .sum();
-            let buckets = bucket_count(rows)
+            let buckets = bucket_count(rt.row_count())
                 .saturating_mul(RESTORED_BUCKETS_FACTOR)
                 .min(MAX_BUCKETS);
             let mut digest = Digest::new(buckets)?;

@@ -674,15 +674,9 @@ impl DataPath {
                     let pass = match since.filter(|_| kept) {
                         Some(since) => {
                             // This node's engine holds its own replicas only.
-                            let rows: u64 = t
-                                .fragments
-                                .iter()
-                                .flatten()
-                                .map(|c| c.state.lock().rows())
-                                .sum();
                             Pass::Changed {
                                 since,
-                                digest: Digest::new(bucket_count(rows))?,
+                                digest: Digest::new(bucket_count(t.row_count()))?,
                             }
                         }
                         None => Pass::Whole,
