@@ -1,6 +1,8 @@
 //! LCP data files: one per LCP of a fragment. [`LcpFileWriter`] appends records into a
 //! block buffer and writes whole blocks ([`BLOCK_BYTES`] at most, one CRC-32C per
-//! block), then a footer, then fdatasync; [`LcpFileReader`] verifies every block and the
+//! block; each block's write-back is started at once, `DiskFile::start_writeback`, so
+//! the final sync has little left to write), then a footer, then fdatasync;
+//! [`LcpFileReader`] verifies every block and the
 //! footer and hands out records that borrow from its block buffer (no allocation per
 //! record; `reader.rs`). Byte layout: `docs/lcp-files.md`.
 //!
@@ -373,7 +375,13 @@ impl LcpFileWriter {
         put_u32(&mut block, 20, self.header.lcp_id);
         let crc = crc32c::crc32c(&block[8..]);
         put_u32(&mut block, 4, crc);
+        let at = self.offset;
         let r = self.write(&block, "write block");
+        if r.is_ok() {
+            // Written back while the scan goes on: `finish`'s fdatasync then waits for
+            // the last block and the file's metadata, not for the whole file.
+            self.file.start_writeback(at, block.len() as u64);
+        }
         block.clear();
         block.resize(BLOCK_HEADER_BYTES, 0);
         self.block = block;

@@ -127,6 +127,12 @@ pub trait DiskFile: Send + Sync {
     /// the kernel starts reading them in the background). Changes nothing a read
     /// returns; the default does nothing.
     fn will_need(&self, _offset: u64, _len: u64) {}
+    /// A hint that the `len` written bytes at `offset` will be synced soon
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`: the kernel starts writing them back
+    /// without waiting), so that the later `sync_data` finds less to write. Makes
+    /// nothing durable and reports nothing: a failed write-back is `sync_data`'s error.
+    /// The default does nothing.
+    fn start_writeback(&self, _offset: u64, _len: u64) {}
 }
 
 /// Where files are created. Every namespace change (create, remove, rename,
