@@ -251,7 +251,7 @@ fn partial_checkpoints_restore_with_the_redo_after_them() {
     }
     model.extend(rows);
     let partial = c.inner().run_lcp().expect("partial lcp");
-    // (in a changed 256-byte region only the rows changed since the previous LCP: a
+    // (in a changed 128-byte region only the rows changed since the previous LCP: a
     // row's GCI tells)
     assert!(
         partial.rows * 10 < full.rows && partial.rows >= 2 * n / 100,

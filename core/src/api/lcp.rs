@@ -13,7 +13,9 @@
 //!    partial-LCP rule chooses in full, the others as changes since the previous LCP (`txn::fragment::lcp`). A node scans one fragment at a time (as
 //!    NDB's LDM thread), paced per node; the file work runs on a pool of
 //!    [`LCP_IO_THREADS`] (NDB's NDBFS threads), so that files are created while the
-//!    fragments scan and the nodes scan at the same time;
+//!    fragments scan and the nodes scan at the same time. Rows are encoded straight
+//!    into the file's blocks under the mutex (`checkpoint::LcpBlocks`) and the blocks
+//!    written after each batch, their write-back started at once;
 //! 3. each data file is finished and fdatasynced as soon as its fragment is scanned
 //!    (while the node's next fragment scans), and once the last scan ends a global
 //!    checkpoint makes everything the files hold durable in the redo log too (a
@@ -70,9 +72,9 @@
 use super::cluster::{ClusterInner, DataNode};
 use super::dict::TableRuntime;
 use crate::checkpoint::{
-    ChangeStats, DataFileRef, DiskWritePacer, FragControl, LcpFileWriter, PartialLcpConfig,
-    RestoreTarget, begin_lcp, choose_all_parts, create_spare, data_file_path, lcp_all_range,
-    lcp_dir, part_of_page, remove_orphans, restore_fragment,
+    ChangeStats, DataFileRef, DiskWritePacer, FragControl, LcpBlocks, LcpFileWriter,
+    PartialLcpConfig, RestoreTarget, begin_lcp, choose_all_parts, create_spare, data_file_path,
+    lcp_all_range, lcp_dir, part_of_page, remove_orphans, restore_fragment,
 };
 use crate::checkpoint::{LCP_IO_THREADS, run_parallel};
 use crate::error::Result;
@@ -198,68 +200,40 @@ pub struct LcpStats {
     pub spares_used: u64,
 }
 
-/// A batch of scanned records, copied out under the fragment's mutex and written to
-/// the data file after it is released.
-#[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
-}
+/// The scan's sink: each record is encoded straight into the data file's blocks
+/// (one copy, from the fragment's pages), under the fragment's mutex; the blocks are
+/// written after it is released.
+struct BlockSink<'a>(&'a mut LcpBlocks);
 
-const TAG_ROW: u8 = 1;
-const TAG_DELETE_ROW: u8 = 2;
-const TAG_DELETE_PAGE: u8 = 3;
-
-impl LcpSink for Batch {
+impl LcpSink for BlockSink<'_> {
     fn row(&mut self, row_id: u32, fixed: &[u8], var: &[u8]) {
-        // The image goes straight into the batch (no copy through a scratch buffer):
-        // three length words and the two parts.
+        // The image of a redo record: three length words and the parts (no disk part).
         let image_len = 12 + fixed.len() + var.len();
-        self.bytes.reserve(9 + image_len);
-        self.bytes.push(TAG_ROW);
-        self.bytes.extend_from_slice(&row_id.to_le_bytes());
-        self.bytes
-            .extend_from_slice(&(image_len as u32).to_le_bytes());
-        let start = self.bytes.len();
-        push_row_image(&mut self.bytes, fixed, var, &[]);
-        debug_assert_eq!(self.bytes.len() - start, image_len);
+        self.0.put_row_with(row_id, image_len, |out| {
+            push_row_image(out, fixed, var, &[])
+        });
     }
     fn delete_row(&mut self, row_id: u32) {
-        self.bytes.push(TAG_DELETE_ROW);
-        self.bytes.extend_from_slice(&row_id.to_le_bytes());
+        self.0.delete_row(row_id);
     }
     fn delete_page(&mut self, page_no: u32) {
-        self.bytes.push(TAG_DELETE_PAGE);
-        self.bytes.extend_from_slice(&page_no.to_le_bytes());
+        self.0.delete_page(page_no);
     }
 }
 
-impl Batch {
-    /// Hands the batch to the data file writer.
-    fn drain_into(&mut self, w: &mut LcpFileWriter) -> Result<()> {
-        let b = &self.bytes;
-        let mut at = 0;
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        while at < b.len() {
-            let id = u32_at(at + 1);
-            match b[at] {
-                TAG_ROW => {
-                    let len = u32_at(at + 5) as usize;
-                    w.put_row(id, &b[at + 9..at + 9 + len])?;
-                    at += 9 + len;
-                }
-                TAG_DELETE_ROW => {
-                    w.delete_row(id)?;
-                    at += 5;
-                }
-                _ => {
-                    debug_assert_eq!(b[at], TAG_DELETE_PAGE);
-                    w.delete_page(id)?;
-                    at += 5;
-                }
-            }
+/// Where a fragment's scan puts its records: its own blocks until the data file
+/// exists, then the file's writer.
+enum ScanOut {
+    BeforeFile(LcpBlocks),
+    File(LcpFileWriter),
+}
+
+impl ScanOut {
+    fn blocks(&mut self) -> &mut LcpBlocks {
+        match self {
+            ScanOut::BeforeFile(b) => b,
+            ScanOut::File(w) => w.blocks(),
         }
-        self.bytes.clear();
-        Ok(())
     }
 }
 
@@ -720,7 +694,7 @@ impl ClusterInner {
             // LCP_BUFFER_BEFORE_FILE_BYTES.
             let dir = lcp_dir(&round.fs_dir, job.ctl.table_id, job.ctl.fragment_id);
             let spare = self.fs.exists(&data_file_path(&dir, lcp_id));
-            let create = scope.spawn(|| {
+            let open = || {
                 let created = Instant::now();
                 let w = begin_lcp(
                     &*self.fs,
@@ -732,10 +706,20 @@ impl ClusterInner {
                     schema_version(&job.table),
                 );
                 (w, micros(created))
-            });
-            let mut create = Some(create);
-            let mut writer: Option<LcpFileWriter> = None;
-            let mut create_us = 0;
+            };
+            // A spare is opened here (no sync: tens of microseconds), so that the scan
+            // writes its blocks as it goes and their write-back starts at once; a new
+            // file (a file and a directory sync) is created by a thread of its own.
+            let (mut out, mut create, mut create_us) = if spare {
+                let (w, us) = open();
+                (ScanOut::File(w?), None, us)
+            } else {
+                (
+                    ScanOut::BeforeFile(LcpBlocks::new(lcp_id)),
+                    Some(scope.spawn(open)),
+                    0,
+                )
+            };
             let mut pacing = round.scan.lock();
             let turn = Instant::now();
             job.began.store(true, Ordering::Release);
@@ -743,26 +727,36 @@ impl ClusterInner {
             // The scan's position is a page number: OPTIMIZE moves no row meanwhile.
             let position = job.cell.open_cursor();
             let mut scan = job.cell.state.lock().lcp_begin(all.is_full(), start_gci);
-            let mut batch = Batch::default();
             loop {
-                let before = batch.bytes.len();
                 let done = {
+                    let blocks = out.blocks();
+                    let before = blocks.encoded_bytes();
                     let mut f = job.cell.state.lock();
-                    f.lcp_scan_batch(&mut scan, LCP_BATCH_PAGES, &all_part, &mut batch)
+                    let done = f.lcp_scan_batch(
+                        &mut scan,
+                        LCP_BATCH_PAGES,
+                        &all_part,
+                        &mut BlockSink(blocks),
+                    );
+                    pacing.bytes += blocks.encoded_bytes() - before;
+                    done
                 };
-                pacing.bytes += (batch.bytes.len() - before) as u64;
                 if done {
                     break;
                 }
-                if let Some(h) = create.take_if(|h| {
-                    h.is_finished() || batch.bytes.len() >= LCP_BUFFER_BEFORE_FILE_BYTES
-                }) {
+                if let ScanOut::BeforeFile(blocks) = &mut out
+                    && let Some(h) = create.take_if(|h| {
+                        h.is_finished() || blocks.pending_bytes() >= LCP_BUFFER_BEFORE_FILE_BYTES
+                    })
+                {
                     let (w, us) = join_create(h);
                     create_us = us;
-                    writer = Some(w?);
+                    let mut w = w?;
+                    w.adopt(std::mem::replace(blocks, LcpBlocks::new(lcp_id)))?;
+                    out = ScanOut::File(w);
                 }
-                if let Some(w) = writer.as_mut() {
-                    batch.drain_into(w)?;
+                if let ScanOut::File(w) = &mut out {
+                    w.write_sealed()?;
                 }
                 // The round the node's own restart asked for, and one already running
                 // then (the asked one waits for it), write at the restart's speed;
@@ -789,20 +783,21 @@ impl ClusterInner {
             drop(pacing);
             scan_done.done();
             let scan_turn_us = micros(turn);
-            let mut writer = match (writer, create) {
-                (Some(w), _) => w,
-                (None, Some(h)) => {
+            let mut writer = match (out, create) {
+                (ScanOut::File(w), _) => w,
+                (ScanOut::BeforeFile(blocks), Some(h)) => {
                     let (w, us) = join_create(h);
                     create_us = us;
-                    w?
+                    let mut w = w?;
+                    w.adopt(blocks)?;
+                    w
                 }
-                (None, None) => {
+                (ScanOut::BeforeFile(_), None) => {
                     return Err(crate::error::codes::internal(
                         "LCP scan ended without its file",
                     ));
                 }
             };
-            batch.drain_into(&mut writer)?;
             writer.set_max_gci(scan.max_gci);
             let header = *writer.header();
             let summary = writer.finish()?;

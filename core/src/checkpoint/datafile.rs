@@ -24,6 +24,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::blocks::LcpBlocks;
 use super::{PartRange, put_u32, put_u64, u32_at, u64_at};
 use crate::disk::io::{DiskFile, FileSystem};
 use crate::error::{NdbError, Result, codes};
@@ -162,16 +163,10 @@ pub struct LcpFileWriter {
     header: LcpFileHeader,
     /// The header's max GCI was changed after it was written: rewrite it at `finish`.
     header_changed: bool,
-    /// The block being filled: a zeroed header, then records.
-    block: Vec<u8>,
-    block_records: u32,
-    /// Where the block being filled goes.
+    /// The records, in blocks; the sealed ones are written by `write_sealed`.
+    enc: LcpBlocks,
+    /// Where the next block goes.
     offset: u64,
-    blocks: u32,
-    records: u64,
-    rows: u64,
-    /// CRC-32C over every written block's CRC, in order.
-    chain_crc: u32,
     failed: bool,
     /// fdatasync after this many bytes since the last one (0: only at `finish`).
     sync_every_bytes: u64,
@@ -244,20 +239,13 @@ impl LcpFileWriter {
     ) -> Result<LcpFileWriter> {
         file.write_at(&header.encode(), 0)
             .map_err(|e| io_err(path, 0, "write header", e))?;
-        let mut block = Vec::with_capacity(BLOCK_BYTES);
-        block.resize(BLOCK_HEADER_BYTES, 0);
         Ok(LcpFileWriter {
             file,
             path: path.to_path_buf(),
             header: *header,
             header_changed: false,
-            block,
-            block_records: 0,
+            enc: LcpBlocks::new(header.lcp_id),
             offset: HEADER_BYTES as u64,
-            blocks: 0,
-            records: 0,
-            rows: 0,
-            chain_crc: 0,
             failed: false,
             sync_every_bytes: 0,
             synced_to: 0,
@@ -305,50 +293,76 @@ impl LcpFileWriter {
         Ok(())
     }
 
-    fn room_for(&mut self, bytes: usize) -> Result<()> {
-        self.check()?;
-        if self.block.len() + bytes > BLOCK_BYTES {
-            self.flush_block()?;
-        }
-        Ok(())
-    }
-
     /// A row, every column (the caller's row image, opaque here).
+    /// A row over [`MAX_ROW_PAYLOAD_BYTES`] is refused (the file goes on without it).
     pub fn put_row(&mut self, row_id: u32, payload: &[u8]) -> Result<()> {
+        self.check()?;
         if payload.len() > MAX_ROW_PAYLOAD_BYTES {
             return Err(codes::internal(format!(
                 "LCP row image of {} bytes, at most {MAX_ROW_PAYLOAD_BYTES}",
                 payload.len()
             )));
         }
-        self.room_for(ROW_RECORD_HEADER_BYTES + payload.len())?;
-        self.block.push(KIND_ROW);
-        self.block.extend_from_slice(&row_id.to_le_bytes());
-        self.block
-            .extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        self.block.extend_from_slice(payload);
-        self.block_records += 1;
-        self.records += 1;
-        self.rows += 1;
-        Ok(())
+        self.enc.put_row(row_id, payload);
+        self.write_sealed()
     }
 
     /// The row at `row_id` is gone (CHANGE parts).
     pub fn delete_row(&mut self, row_id: u32) -> Result<()> {
-        self.put_marker(KIND_DELETE_ROW, row_id)
+        self.check()?;
+        self.enc.delete_row(row_id);
+        self.write_sealed()
     }
 
     /// Every row of page `page_no` is gone (CHANGE parts).
     pub fn delete_page(&mut self, page_no: u32) -> Result<()> {
-        self.put_marker(KIND_DELETE_PAGE, page_no)
+        self.check()?;
+        self.enc.delete_page(page_no);
+        self.write_sealed()
     }
 
-    fn put_marker(&mut self, kind: u8, id: u32) -> Result<()> {
-        self.room_for(DELETE_RECORD_BYTES)?;
-        self.block.push(kind);
-        self.block.extend_from_slice(&id.to_le_bytes());
-        self.block_records += 1;
-        self.records += 1;
+    /// The encoder, for records put in memory now (no I/O) and written by the next
+    /// [`Self::write_sealed`].
+    pub fn blocks(&mut self) -> &mut LcpBlocks {
+        &mut self.enc
+    }
+
+    /// Takes over the records put into `enc` before the file existed; nothing may have
+    /// been put into this writer yet.
+    pub fn adopt(&mut self, enc: LcpBlocks) -> Result<()> {
+        assert!(
+            self.enc.is_empty(),
+            "adopting records into a writer with records"
+        );
+        assert_eq!(enc.lcp_id(), self.header.lcp_id, "records of another LCP");
+        self.enc = enc;
+        self.write_sealed()
+    }
+
+    /// Writes the sealed blocks, in order; each block's write-back is started at once
+    /// (`finish`'s fdatasync then waits for the last block and the file's metadata, not
+    /// for the whole file).
+    pub fn write_sealed(&mut self) -> Result<()> {
+        self.check()?;
+        if let Err(e) = self.enc.check() {
+            self.failed = true;
+            return Err(e);
+        }
+        let mut sealed = self.enc.take_sealed().into_iter();
+        while let Some(block) = sealed.next() {
+            let at = self.offset;
+            if let Err(e) = self.write(&block, "write block") {
+                // The blocks after it are dropped with the writer: it refuses every
+                // later call.
+                sealed.for_each(drop);
+                return Err(e);
+            }
+            self.file.start_writeback(at, block.len() as u64);
+            self.enc.recycle(block);
+            if self.sync_every_bytes > 0 && self.offset - self.synced_to >= self.sync_every_bytes {
+                self.sync()?;
+            }
+        }
         Ok(())
     }
 
@@ -359,39 +373,6 @@ impl LcpFileWriter {
             return Err(io_err(&self.path, self.offset, what, e));
         }
         self.offset += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn flush_block(&mut self) -> Result<()> {
-        if self.block_records == 0 {
-            return Ok(());
-        }
-        let body = (self.block.len() - BLOCK_HEADER_BYTES) as u32;
-        let mut block = std::mem::take(&mut self.block);
-        put_u32(&mut block, 0, BLOCK_MAGIC);
-        put_u32(&mut block, 8, self.blocks);
-        put_u32(&mut block, 12, body);
-        put_u32(&mut block, 16, self.block_records);
-        put_u32(&mut block, 20, self.header.lcp_id);
-        let crc = crc32c::crc32c(&block[8..]);
-        put_u32(&mut block, 4, crc);
-        let at = self.offset;
-        let r = self.write(&block, "write block");
-        if r.is_ok() {
-            // Written back while the scan goes on: `finish`'s fdatasync then waits for
-            // the last block and the file's metadata, not for the whole file.
-            self.file.start_writeback(at, block.len() as u64);
-        }
-        block.clear();
-        block.resize(BLOCK_HEADER_BYTES, 0);
-        self.block = block;
-        r?;
-        self.chain_crc = crc32c::crc32c_append(self.chain_crc, &crc.to_le_bytes());
-        self.blocks += 1;
-        self.block_records = 0;
-        if self.sync_every_bytes > 0 && self.offset - self.synced_to >= self.sync_every_bytes {
-            self.sync()?;
-        }
         Ok(())
     }
 
@@ -408,7 +389,9 @@ impl LcpFileWriter {
     /// Only after Ok may a control file name this file.
     pub fn finish(mut self) -> Result<LcpFileSummary> {
         self.check()?;
-        self.flush_block()?;
+        self.enc.seal();
+        self.write_sealed()?;
+        let (blocks, records, rows, chain_crc) = self.enc.totals();
         let header = self.header.encode();
         if self.header_changed
             && let Err(e) = self.file.write_at(&header, 0)
@@ -418,20 +401,20 @@ impl LcpFileWriter {
         }
         let mut f = [0u8; FOOTER_BYTES];
         put_u32(&mut f, 0, FOOTER_MAGIC);
-        put_u32(&mut f, 8, self.blocks);
+        put_u32(&mut f, 8, blocks);
         put_u32(&mut f, 12, self.header.lcp_id);
-        put_u64(&mut f, 16, self.records);
-        put_u64(&mut f, 24, self.rows);
+        put_u64(&mut f, 16, records);
+        put_u64(&mut f, 24, rows);
         put_u64(&mut f, 32, self.offset);
-        put_u32(&mut f, 40, self.chain_crc);
+        put_u32(&mut f, 40, chain_crc);
         put_u32(&mut f, 44, u32_at(&header, 60));
         let crc = crc32c::crc32c(&f[8..]);
         put_u32(&mut f, 4, crc);
         self.write(&f, "write footer")?;
         self.sync()?;
         Ok(LcpFileSummary {
-            records: self.records,
-            rows: self.rows,
+            records,
+            rows,
             bytes: self.offset,
         })
     }

@@ -33,6 +33,7 @@
 //! Lock order: none; nothing here holds a lock (the caller serialises the LCPs of one
 //! fragment). Byte layouts: `docs/lcp-files.md`.
 
+mod blocks;
 mod ctl;
 mod datafile;
 mod lcp;
@@ -49,6 +50,7 @@ mod tests_chain;
 
 use std::path::{Path, PathBuf};
 
+pub use blocks::LcpBlocks;
 pub use ctl::{DataFileRef, FragControl, MAX_CHAIN_FILES, remove_orphans};
 pub use datafile::{
     BLOCK_BYTES, LcpFileHeader, LcpFileSummary, LcpFileWriter, LcpRecord, MAX_ROW_PAYLOAD_BYTES,

@@ -6,7 +6,7 @@
 //! 8   u32 free slot count               12  u32 first free slot (NONE = none)
 //! 16  u32 prev page on the free list    20  u32 next page on the free list
 //! 24  u32 1 when on the free list       28  u32 max GCI of rows changed on the page
-//! 32  16 bytes change map (one bit per 256 bytes of slots, for partial LCP)
+//! 32  32 bytes change map (one bit per 128 bytes of slots, for partial LCP)
 //! 64  slots of `slot_size` bytes
 //! ```
 //! A free slot has `ROW_FREE` in its first word and the next free slot index in its
@@ -25,7 +25,7 @@
 
 mod compact;
 mod lcp;
-pub use lcp::CHANGE_MAP_BITS;
+pub use lcp::{CHANGE_MAP_BITS, PageSlots};
 
 use super::page_map::PageMap;
 use super::pool::{PAGE_SIZE, Page, PageKind, PagePool};
@@ -45,7 +45,11 @@ const OFF_ON_LIST: usize = 24;
 const EVACUATING: u32 = 2;
 const OFF_MAX_GCI: usize = 28;
 const OFF_CHANGE_MAP: usize = 32;
-const CHANGE_MAP_BYTES: usize = 16;
+const CHANGE_MAP_BYTES: usize = 32;
+/// Bytes of slots per change-map bit: 256 bits cover a whole page.
+const CHANGE_BIT_BYTES: usize = 128;
+const _: () = assert!(OFF_CHANGE_MAP + CHANGE_MAP_BYTES <= PAGE_HEADER_SIZE);
+const _: () = assert!(CHANGE_MAP_BYTES * 8 * CHANGE_BIT_BYTES >= PAGE_SIZE - PAGE_HEADER_SIZE);
 
 /// Row header bits (first word of every fixed part).
 pub const ROW_FREE: u32 = 1 << 0;
@@ -222,7 +226,7 @@ impl FixedPages {
         if page.u32_at(OFF_MAX_GCI) < gci {
             page.set_u32_at(OFF_MAX_GCI, gci);
         }
-        let bit = (byte_in_slots / 256).min(CHANGE_MAP_BYTES * 8 - 1);
+        let bit = (byte_in_slots / CHANGE_BIT_BYTES).min(CHANGE_MAP_BYTES * 8 - 1);
         page.bytes_mut()[OFF_CHANGE_MAP + bit / 8] |= 1 << (bit % 8);
     }
 

@@ -1,8 +1,8 @@
 //! What local checkpoints need from fixed pages: the per-page change map and max GCI
-//! (so an LCP skips unchanged pages and unchanged 256-byte regions, the fix of seed
+//! (so an LCP skips unchanged pages and unchanged 128-byte regions, the fix of seed
 //! 003), and a restore that puts rows back at their row ids.
 //!
-//! Change map: one bit per 256 bytes of slots, set by [`FixedPages::mark_changed`] for
+//! Change map: one bit per 128 bytes of slots ([`CHANGE_BIT_BYTES`]), set by [`FixedPages::mark_changed`] for
 //! the bit holding the slot's first byte, so each slot belongs to exactly one bit
 //! ([`FixedPages::slots_of_change_bit`]). A new page has every bit set (its first LCP
 //! writes it whole); [`FixedPages::take_change_map`] reads and clears it.
@@ -53,6 +53,16 @@ impl FixedPages {
         Some(map)
     }
 
+    /// The slots of held page `lp`, read in place (the LCP scan looks the page up
+    /// once, not once per slot); None when not held.
+    #[inline]
+    pub fn page_slots(&self, lp: u32) -> Option<PageSlots<'_>> {
+        self.pages.get(lp).map(|p| PageSlots {
+            bytes: p.bytes(),
+            slot_size: self.slot_size as usize,
+        })
+    }
+
     /// Highest GCI of a change on the page (0 when never changed); None when not held.
     pub fn page_max_gci(&self, lp: u32) -> Option<u32> {
         self.pages.get(lp).map(|p| p.u32_at(OFF_MAX_GCI))
@@ -61,11 +71,12 @@ impl FixedPages {
     /// The slots whose change-map bit is `bit`.
     pub fn slots_of_change_bit(&self, bit: u32) -> Range<u32> {
         let size = self.slot_size;
-        let first = (bit * 256).div_ceil(size).min(self.slots_per_page);
+        let region = CHANGE_BIT_BYTES as u32;
+        let first = (bit * region).div_ceil(size).min(self.slots_per_page);
         let end = if bit + 1 >= CHANGE_MAP_BITS {
             self.slots_per_page
         } else {
-            ((bit + 1) * 256).div_ceil(size).min(self.slots_per_page)
+            ((bit + 1) * region).div_ceil(size).min(self.slots_per_page)
         };
         first..end
     }
@@ -163,6 +174,44 @@ impl FixedPages {
     }
 }
 
+/// One held page's slots ([`FixedPages::page_slots`]); a slot number past the page's
+/// slots panics (callers take them from [`FixedPages::slots_of_change_bit`] or below
+/// [`FixedPages::slots_per_page`]).
+#[derive(Clone, Copy)]
+pub struct PageSlots<'a> {
+    bytes: &'a [u8],
+    slot_size: usize,
+}
+
+impl<'a> PageSlots<'a> {
+    /// The slot's fixed part, header word first.
+    #[inline]
+    pub fn get(&self, slot: u32) -> &'a [u8] {
+        let off = PAGE_HEADER_SIZE + slot as usize * self.slot_size;
+        &self.bytes[off..off + self.slot_size]
+    }
+
+    /// The slot's header word; None when the slot is free.
+    #[inline]
+    pub fn header(&self, slot: u32) -> Option<u32> {
+        let off = PAGE_HEADER_SIZE + slot as usize * self.slot_size;
+        let h = u32::from_le_bytes([
+            self.bytes[off],
+            self.bytes[off + 1],
+            self.bytes[off + 2],
+            self.bytes[off + 3],
+        ]);
+        if h & ROW_FREE != 0 { None } else { Some(h) }
+    }
+
+    /// Prefetch hint for the slot.
+    #[inline]
+    pub fn prefetch(&self, slot: u32) {
+        let off = PAGE_HEADER_SIZE + slot as usize * self.slot_size;
+        super::super::prefetch(&self.bytes[off..off + 1]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,7 +229,8 @@ mod tests {
                     "size {size} bit {bit}"
                 );
                 for s in r.clone() {
-                    let b = ((s * size) as usize / 256).min(CHANGE_MAP_BYTES * 8 - 1) as u32;
+                    let b = ((s * size) as usize / CHANGE_BIT_BYTES).min(CHANGE_MAP_BYTES * 8 - 1)
+                        as u32;
                     assert_eq!(b, bit, "slot {s} of size {size}");
                 }
                 next = r.end.max(next);
@@ -204,7 +254,7 @@ mod tests {
         let r2 = RowId::new(0, 100);
         f.mark_changed(r2, 9);
         let map = f.take_change_map(0).expect("held");
-        let bit = (100 * 40) / 256;
+        let bit = (100 * 40) / CHANGE_BIT_BYTES;
         assert_eq!(map[bit / 8], 1 << (bit % 8));
         assert!(f.slots_of_change_bit(bit as u32).contains(&100));
         assert_eq!(f.page_max_gci(0), Some(9));

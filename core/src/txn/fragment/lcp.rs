@@ -5,7 +5,7 @@
 //! **Scan** (fuzzy, in batches of pages, the fragment's mutex held per batch only):
 //! parts are by logical page (`crate::checkpoint::part_of_page`). For a page in the
 //! LCP's ALL range every committed row is written. For a page in a CHANGE part only the
-//! 256-byte regions its change map marks are visited: their committed rows are written
+//! 128-byte regions its change map marks are visited: their committed rows are written
 //! and their other slots become delete markers; an unchanged page costs one look at
 //! its map and none at its rows (the page-level change tracking of seed 003). A page
 //! the previous LCP saw that is gone now is one page-delete marker. Uncommitted inserts
@@ -63,25 +63,22 @@ pub struct LcpScan {
     min_change_gci: u32,
     /// The slots of the page being written (reused from page to page).
     slots: Vec<u32>,
-    /// Per slot of `slots`: to be written as a row (with its var part's reference).
-    verdicts: Vec<SlotVerdict>,
+    /// The committed rows found among `slots`, to be written (reused likewise).
+    rows: Vec<FoundRow>,
 }
 
-/// What the row pass of [`Fragment::lcp_slots`] decided for a slot.
+/// A row the slot pass of [`Fragment::lcp_slots`] found to write.
 #[derive(Clone, Copy)]
-enum SlotVerdict {
-    Skip,
-    Delete,
-    /// A committed row: its GCI and its var part's reference.
-    Row {
-        gci: u32,
-        var: Option<u32>,
-    },
+struct FoundRow {
+    slot: u32,
+    gci: u32,
+    /// Its var part's reference.
+    var: Option<u32>,
 }
 
-/// How many slots ahead the row pass's loads are started: the rows of a changed
-/// region, and their var parts, lie anywhere in DataMemory, and a scan that waited for
-/// each in turn spent three quarters of its time in cache misses.
+/// How many rows ahead the row pass's loads are started: the var parts of the rows
+/// lie anywhere in DataMemory, and a scan that waited for each in turn spent three
+/// quarters of its time in cache misses.
 const LCP_PREFETCH_DISTANCE: usize = 8;
 
 impl LcpScan {
@@ -155,7 +152,7 @@ impl Fragment {
             discards_at_begin: self.discards,
             min_change_gci,
             slots: Vec::new(),
-            verdicts: Vec::new(),
+            rows: Vec::new(),
         }
     }
 
@@ -225,10 +222,13 @@ impl Fragment {
     }
 
     /// Writes the committed rows among `slots` (ascending) of page `lp` whose GCI is at
-    /// least `min_gci`; with `deletes`, free slots become delete markers. Three passes
-    /// [`LCP_PREFETCH_DISTANCE`] slots apart, so that the cache misses of several rows
-    /// overlap: the slot's fixed part is loaded; its header and GCI decide (and its var
-    /// part's directory word is loaded); the var part is loaded; the row is written.
+    /// least `min_gci`; with `deletes`, free slots become delete markers (written as
+    /// they are found, before the rows: each names its own slot, so the order does not
+    /// matter to a restore). Two passes: the page's slots are decided in order (the
+    /// page is looked up once; the hardware prefetcher runs ahead of a run of slots),
+    /// then the rows found are written with their var parts' cache misses overlapped,
+    /// [`LCP_PREFETCH_DISTANCE`] rows apart: the directory word is loaded, then the
+    /// var part, then the row is written.
     fn lcp_slots(
         &mut self,
         scan: &mut LcpScan,
@@ -239,62 +239,55 @@ impl Fragment {
         sink: &mut dyn LcpSink,
     ) {
         const D: usize = LCP_PREFETCH_DISTANCE;
+        let Some(page) = self.fixed.page_slots(lp) else {
+            return;
+        };
         let layout = &self.table.layout;
-        let n = slots.len();
-        let mut verdicts = std::mem::take(&mut scan.verdicts);
-        verdicts.clear();
-        verdicts.resize(n, SlotVerdict::Skip);
-        for i in 0..n + 3 * D {
-            if i < n {
-                self.fixed.prefetch(RowId::new(lp, slots[i]));
-            }
-            if i >= D && i - D < n {
-                let j = i - D;
-                let row = RowId::new(lp, slots[j]);
-                verdicts[j] = match self.fixed.header(row) {
-                    Some(h) if h & ROW_ALLOC == 0 => {
-                        let f = self.fixed.get(row);
-                        let gci = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
-                        if gci < min_gci {
-                            SlotVerdict::Skip
-                        } else {
-                            let var = layout.var_ref(f);
-                            if let Some(v) = var {
-                                self.var.prefetch_dir(v);
-                            }
-                            SlotVerdict::Row { gci, var }
-                        }
+        let var_pages = &self.var;
+        let mut rows = std::mem::take(&mut scan.rows);
+        rows.clear();
+        for &slot in slots {
+            match page.header(slot) {
+                Some(h) if h & ROW_ALLOC == 0 => {
+                    let f = page.get(slot);
+                    let gci = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
+                    if gci >= min_gci {
+                        rows.push(FoundRow {
+                            slot,
+                            gci,
+                            var: layout.var_ref(f),
+                        });
                     }
-                    _ if deletes => SlotVerdict::Delete,
-                    _ => SlotVerdict::Skip,
-                };
-            }
-            if i >= 2 * D
-                && i - 2 * D < n
-                && let SlotVerdict::Row { var: Some(v), .. } = verdicts[i - 2 * D]
-            {
-                self.var.prefetch(v);
-            }
-            if i >= 3 * D {
-                let j = i - 3 * D;
-                let row = RowId::new(lp, slots[j]);
-                match verdicts[j] {
-                    SlotVerdict::Row { gci, var: v } => {
-                        let f = self.fixed.get(row);
-                        scan.max_gci = scan.max_gci.max(gci);
-                        let var: &[u8] = v.map_or(&[], |v| self.var.get(v));
-                        sink.row(row.0, f, var);
-                        scan.rows_written += 1;
-                    }
-                    SlotVerdict::Delete => {
-                        sink.delete_row(row.0);
-                        scan.deletes_written += 1;
-                    }
-                    SlotVerdict::Skip => {}
                 }
+                _ if deletes => {
+                    sink.delete_row(RowId::new(lp, slot).0);
+                    scan.deletes_written += 1;
+                }
+                _ => {}
             }
         }
-        scan.verdicts = verdicts;
+        let n = rows.len();
+        for i in 0..n + 2 * D {
+            if i < n
+                && let Some(v) = rows[i].var
+            {
+                var_pages.prefetch_dir(v);
+            }
+            if i >= D
+                && i - D < n
+                && let Some(v) = rows[i - D].var
+            {
+                var_pages.prefetch(v);
+            }
+            if i >= 2 * D {
+                let r = rows[i - 2 * D];
+                scan.max_gci = scan.max_gci.max(r.gci);
+                let var: &[u8] = r.var.map_or(&[], |v| var_pages.get(v));
+                sink.row(RowId::new(lp, r.slot).0, page.get(r.slot), var);
+                scan.rows_written += 1;
+            }
+        }
+        scan.rows = rows;
     }
 
     /// Restore: row `row_id` holds this image (replacing what the slot held).
