@@ -41,6 +41,26 @@ impl FixedPages {
         }
     }
 
+    /// Prefetch hints for the first line of every region page `lp`'s change map marks
+    /// (the next page of an LCP scan; the map itself was prefetched before).
+    #[inline]
+    pub fn prefetch_changed_regions(&self, lp: u32) {
+        let Some(p) = self.pages.get(lp) else { return };
+        let map = &p.bytes()[OFF_CHANGE_MAP..OFF_CHANGE_MAP + CHANGE_MAP_BYTES];
+        for (i, &byte) in map.iter().enumerate() {
+            let mut bits = byte;
+            while bits != 0 {
+                let bit = (i * 8) as u32 + bits.trailing_zeros();
+                bits &= bits - 1;
+                let first = self.slots_of_change_bit(bit).start;
+                if first < self.slots_per_page {
+                    let off = PAGE_HEADER_SIZE + (first * self.slot_size) as usize;
+                    super::super::prefetch(&p.bytes()[off..off + 1]);
+                }
+            }
+        }
+    }
+
     /// The page's change map, cleared; None when the page is not held.
     pub fn take_change_map(&mut self, lp: u32) -> Option<[u8; CHANGE_MAP_BYTES]> {
         if !self.is_held(lp) {

@@ -170,8 +170,18 @@ impl Fragment {
         while scan.next_page < stop {
             let lp = scan.next_page;
             scan.next_page += 1;
-            if lp + 1 < stop {
-                self.fixed.prefetch_change_map(lp + 1);
+            // Two pages ahead the change map is loaded; one page ahead the changed
+            // regions (of a page the previous LCP saw, in a CHANGE part), so that
+            // their cache misses overlap this page's work.
+            if lp + 2 < scan.end_page {
+                self.fixed.prefetch_change_map(lp + 2);
+            }
+            let next = lp + 1;
+            if next < scan.end_page
+                && !all_part(next)
+                && self.lcp_seen.get(next as usize).copied().unwrap_or(false)
+            {
+                self.fixed.prefetch_changed_regions(next);
             }
             let was_seen = self.lcp_seen.get(lp as usize).copied().unwrap_or(false);
             let all = all_part(lp);
