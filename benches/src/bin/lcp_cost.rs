@@ -5,7 +5,7 @@
 //!   write the changed rows plus the rows of the few parts they write in full (the ALL
 //!   range rotates over the 2048 parts, so several consecutive rounds are reported).
 //!
-//! Each LCP's time (`LcpStats::elapsed_ms`, which includes the global checkpoint it
+//! Each LCP's time (`LcpStats::elapsed_us`, which includes the global checkpoint it
 //! forces) and bytes written are reported beside the full LCP's of the same database:
 //! the target is a 1%-changed LCP at most 5% of a full one. Pacing is disabled
 //! (Min/MaxDiskWriteSpeed very high) and TimeBetweenLocalCheckpoints=31, so only the
@@ -143,7 +143,7 @@ fn main() -> AnyResult<()> {
     );
     println!(
         "{:<22} {:>10} {:>12} {:>9} {:>10} {:>9} {:>9} {:>7}",
-        "LCP", "rows", "bytes", "ms", "skipped", "idle frg", "bytes/F", "ms/F"
+        "LCP", "rows", "bytes", "ms", "skipped", "idle frg", "bytes/F", "time/F"
     );
     let full = inner.run_lcp()?;
     if full.lcp_id != 1 {
@@ -154,14 +154,14 @@ fn main() -> AnyResult<()> {
     }
     let line = |what: &str, s: &rndb::api::lcp::LcpStats| {
         println!(
-            "{what:<22} {:>10} {:>12} {:>9} {:>10} {:>9} {:>9.4} {:>7.4}",
+            "{what:<22} {:>10} {:>12} {:>9.2} {:>10} {:>9} {:>9.4} {:>7.4}",
             s.rows,
             s.bytes,
-            s.elapsed_ms,
+            s.elapsed_us as f64 / 1000.0,
             s.pages_skipped,
             s.fragments_idle,
             s.bytes as f64 / full.bytes as f64,
-            s.elapsed_ms as f64 / full.elapsed_ms.max(1) as f64
+            s.elapsed_us as f64 / full.elapsed_us.max(1) as f64
         );
         println!(
             "{:<22} step 2 {} us (scans {} us, creates {} us, summed; {} of {} files were spares), \
@@ -221,8 +221,8 @@ fn main() -> AnyResult<()> {
             "",
             s.fragments,
             s.bytes / s.fragments.max(1),
-            s.elapsed_ms as f64 * 1000.0 / floor_us.max(1) as f64,
-            floor_us as f64 / 1000.0 / full.elapsed_ms.max(1) as f64
+            s.elapsed_us as f64 / floor_us.max(1) as f64,
+            floor_us as f64 / full.elapsed_us.max(1) as f64
         );
         if s.lcp_id != full.lcp_id + 1 + round as u32 {
             println!("WARNING: a local checkpoint this program did not ask for ran");

@@ -177,6 +177,8 @@ pub struct LcpStats {
     pub pages_skipped: u64,
     pub bytes: u64,
     pub elapsed_ms: u64,
+    /// The same in microseconds.
+    pub elapsed_us: u64,
     /// Step 2's wall time: data files created and fragments scanned into them, until
     /// the last scan ended (the first files are already syncing by then).
     pub scan_us: u64,
@@ -198,6 +200,13 @@ pub struct LcpStats {
     pub spare_us: u64,
     /// Data files of this round written into a spare made by the previous round.
     pub spares_used: u64,
+}
+
+impl LcpStats {
+    fn set_elapsed(&mut self, elapsed: Duration) {
+        self.elapsed_ms = elapsed.as_millis() as u64;
+        self.elapsed_us = elapsed.as_micros() as u64;
+    }
 }
 
 /// The scan's sink: each record is encoded straight into the data file's blocks
@@ -834,7 +843,7 @@ impl ClusterInner {
             // Nothing written: only the keep positions move (step 5).
             self.lcp_flush_disks(&rounds)?;
             self.lcp_complete_nodes(rounds, lcp_id, &[]);
-            stats.elapsed_ms = t0.elapsed().as_millis() as u64;
+            stats.set_elapsed(t0.elapsed());
             self.lcp_make_spares(spares, lcp_id, &mut stats);
             *self.last_lcp.lock() = Some(stats.clone());
             return Ok(stats);
@@ -931,7 +940,7 @@ impl ClusterInner {
         ))?;
         stats.control_us = micros(phase);
         self.lcp_complete_nodes(rounds, lcp_id, &discarded_nodes);
-        stats.elapsed_ms = t0.elapsed().as_millis() as u64;
+        stats.set_elapsed(t0.elapsed());
         self.lcp_make_spares(spares, lcp_id, &mut stats);
         *self.last_lcp.lock() = Some(stats.clone());
         Ok(stats)
