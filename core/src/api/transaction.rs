@@ -143,6 +143,9 @@ pub struct Transaction {
     unlogged: bool,
     /// `ClusterInner::replica_epoch` when the current group chose its replicas.
     replica_epoch: u64,
+    /// Each write operation keeps its whole primary key once prepared (an insert's
+    /// comes from its values), for [`Transaction::written_rows`].
+    keep_written_keys: bool,
 }
 
 impl Transaction {
@@ -166,6 +169,7 @@ impl Transaction {
             redo_room_checked: false,
             unlogged: false,
             replica_epoch: 0,
+            keep_written_keys: false,
         })
     }
 
@@ -206,6 +210,57 @@ impl Transaction {
     /// Whether a write operation was executed in this transaction.
     pub fn has_written(&self) -> bool {
         self.wrote
+    }
+
+    /// Write operations from now on keep their whole primary key once prepared (for
+    /// [`Transaction::written_rows`]; an insert's key is otherwise not kept).
+    pub(crate) fn keep_written_keys(&mut self) {
+        self.keep_written_keys = true;
+    }
+
+    /// The rows this transaction's write operations named on tables that are not
+    /// hidden (blob parts and unique-index entries follow from them), each once, in
+    /// the order first written: (table, primary-key values in primary-key order). An
+    /// operation that failed is left out. Needs [`Transaction::keep_written_keys`] from
+    /// the start; a table without a primary key (rows keyed by a hidden column the
+    /// insert allocates) is an error.
+    pub(crate) fn written_rows(&self) -> Result<Vec<(Arc<TableRuntime>, Vec<Value>)>> {
+        let mut out: Vec<(Arc<TableRuntime>, Vec<Value>)> = Vec::new();
+        let mut seen: std::collections::BTreeSet<(u32, Vec<u8>)> = Default::default();
+        for op in &self.ops {
+            if !op.kind.is_write()
+                || op.table.hidden
+                || matches!(op.outcome, OpOutcome::Failed(_) | OpOutcome::Pending)
+            {
+                continue;
+            }
+            let def = &op.table.def;
+            if def.primary_key.iter().any(|&p| def.columns[p].hidden) {
+                return Err(codes::unsupported(format!(
+                    "a change through a TC names its row by its primary key; table '{}' \
+                     has none (its rows are keyed by a hidden column the insert allocates)",
+                    def.name
+                )));
+            }
+            let mut key = Vec::with_capacity(def.primary_key.len());
+            for &p in &def.primary_key {
+                let Some((_, v)) = op.key.iter().find(|(c, _)| *c == p) else {
+                    return Err(codes::internal(format!(
+                        "a write of table '{}' kept no value of its key column {p}",
+                        def.name
+                    )));
+                };
+                key.push(v.clone());
+            }
+            let mut e = crate::schema::codec::Encoder::new();
+            for v in &key {
+                crate::schema::codec::encode_value(&mut e, v);
+            }
+            if seen.insert((def.id, e.into_bytes())) {
+                out.push((op.table.clone(), key));
+            }
+        }
+        Ok(out)
     }
 
     /// A data node's prepare (NDB's check of the REDO log at LQHKEYREQ): waits until
@@ -471,6 +526,9 @@ impl Transaction {
             .into_iter()
             .map(|v| v.unwrap_or(Value::Null))
             .collect();
+        if self.keep_written_keys && kind.is_write() {
+            self.ops[i].key = def.primary_key.iter().copied().zip(key_values.clone()).collect();
+        }
         let mut key_bytes = Vec::new();
         let h = table.key_hash_of(&key_values, &mut key_bytes);
         if key_bytes.len() > 4092 {

@@ -17,6 +17,7 @@
 //! Temporary errors such as 266 are reported, never retried silently.
 
 mod assign;
+mod capture;
 mod convert;
 mod ddl;
 mod dml;
@@ -39,10 +40,13 @@ mod tests_disk;
 #[cfg(test)]
 mod tests_disk_rows;
 #[cfg(test)]
+mod tests_capture;
+#[cfg(test)]
 mod tests_dml;
 #[cfg(test)]
 mod tests_errors;
 
+pub use capture::CapturedRow;
 pub use errors::render_error;
 pub use render::render;
 
@@ -123,6 +127,8 @@ pub(crate) struct TxnState {
     pub rows: usize,
     /// The running statement executed write operations in the session's transaction.
     pub stmt_wrote: bool,
+    /// Transactions started keep their written rows' keys (`capture.rs`).
+    pub capture: bool,
 }
 
 impl TxnState {
@@ -147,7 +153,10 @@ impl TxnState {
         match &mut self.tx {
             Some(t) => Ok(t),
             slot => {
-                let t = ndb.start_transaction()?;
+                let mut t = ndb.start_transaction()?;
+                if self.capture {
+                    t.keep_written_keys();
+                }
                 self.rows = 0;
                 Ok(slot.insert(t))
             }
@@ -162,6 +171,11 @@ impl TxnState {
             t.execute(ExecType::Commit, AbortOption::AbortOnError)?;
         }
         Ok(())
+    }
+
+    /// The open transaction, if there is one.
+    pub fn open_tx(&mut self) -> Option<&mut Transaction> {
+        self.tx.as_mut().filter(|t| t.state() == TxState::Open)
     }
 
     pub fn rollback(&mut self) {
@@ -320,6 +334,7 @@ impl Session {
                 autocommit: true,
                 rows: 0,
                 stmt_wrote: false,
+                capture: false,
             },
             cache: HashMap::new(),
         }

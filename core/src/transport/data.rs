@@ -344,6 +344,23 @@ pub enum DataMsg {
         table: String,
         buckets: Vec<u32>,
     },
+    /// API → data node: run this DML statement (INSERT, REPLACE, UPDATE, DELETE) on the
+    /// node's replicas in a transaction, answer what it would change, and roll it back;
+    /// the API node then makes the change through a TC (`cluster::remote_sql`).
+    SqlCaptureReq {
+        req: u64,
+        database: String,
+        sql: String,
+    },
+    /// Answer to `SqlCaptureReq`: code 0, the statement's rendered result and the rows
+    /// it changed (in the order it first changed them), or NDB's error.
+    SqlCaptureConf {
+        req: u64,
+        code: u32,
+        class: u8,
+        text: String,
+        changes: Vec<RowChange>,
+    },
     /// Source to the joining node: every row was sent; `seq` orders the node among the
     /// up-to-date ones; `lineage` is the source's (the joining node takes it).
     CopyDone {
@@ -475,6 +492,20 @@ mod kind {
     pub const DURABLE_CONF: u16 = 154;
     pub const COPY_DIGEST: u16 = 155;
     pub const COPY_RECHECK: u16 = 156;
+    pub const SQL_CAPTURE_REQ: u16 = 157;
+    pub const SQL_CAPTURE_CONF: u16 = 158;
+}
+
+/// One row a captured DML statement changed (`SqlCaptureConf`): its key, and every
+/// column's value before (committed) and after the statement (None: no row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowChange {
+    pub database: String,
+    pub table: String,
+    /// Primary-key values, in primary-key order.
+    pub key: Vec<Value>,
+    pub before: OpResult,
+    pub after: OpResult,
 }
 
 /// Frame kinds of data messages.
@@ -620,6 +651,8 @@ impl DataMsg {
             DataMsg::CopyRows { .. } => COPY_ROWS,
             DataMsg::CopyDigest { .. } => COPY_DIGEST,
             DataMsg::CopyRecheck { .. } => COPY_RECHECK,
+            DataMsg::SqlCaptureReq { .. } => SQL_CAPTURE_REQ,
+            DataMsg::SqlCaptureConf { .. } => SQL_CAPTURE_CONF,
             DataMsg::CopyDone { .. } => COPY_DONE,
             DataMsg::CopyAbort { .. } => COPY_ABORT,
             DataMsg::NodeReady { .. } => NODE_READY,
@@ -653,7 +686,9 @@ impl DataMsg {
                     e.str(a);
                 }
             }
-            DataMsg::SqlReq { req, database, sql } | DataMsg::SchemaReq { req, database, sql } => {
+            DataMsg::SqlReq { req, database, sql }
+            | DataMsg::SchemaReq { req, database, sql }
+            | DataMsg::SqlCaptureReq { req, database, sql } => {
                 e.u64(*req);
                 e.str(database);
                 e.str(sql);
@@ -668,6 +703,26 @@ impl DataMsg {
                 e.u32(*code);
                 e.u8(*class);
                 e.str(text);
+            }
+            DataMsg::SqlCaptureConf {
+                req,
+                code,
+                class,
+                text,
+                changes,
+            } => {
+                e.u64(*req);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(text);
+                e.u32(changes.len() as u32);
+                for c in changes {
+                    e.str(&c.database);
+                    e.str(&c.table);
+                    enc_values(&mut e, &c.key);
+                    enc_result(&mut e, &c.before);
+                    enc_result(&mut e, &c.after);
+                }
             }
             DataMsg::TableReq {
                 req,
@@ -1025,6 +1080,34 @@ impl DataMsg {
                 class: d.u8().map_err(bad)?,
                 text: s(d)?,
             },
+            SQL_CAPTURE_REQ => DataMsg::SqlCaptureReq {
+                req: u64_(d)?,
+                database: s(d)?,
+                sql: s(d)?,
+            },
+            SQL_CAPTURE_CONF => {
+                let (req, code) = (u64_(d)?, u32_(d)?);
+                let class = d.u8().map_err(bad)?;
+                let text = s(d)?;
+                let n = count(d, "row changes")?;
+                let mut changes = Vec::with_capacity(n);
+                for _ in 0..n {
+                    changes.push(RowChange {
+                        database: s(d)?,
+                        table: s(d)?,
+                        key: dec_values(d)?,
+                        before: dec_result(d)?,
+                        after: dec_result(d)?,
+                    });
+                }
+                DataMsg::SqlCaptureConf {
+                    req,
+                    code,
+                    class,
+                    text,
+                    changes,
+                }
+            }
             TABLE_REQ => DataMsg::TableReq {
                 req: u64_(d)?,
                 database: s(d)?,

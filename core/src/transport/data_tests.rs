@@ -37,6 +37,40 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             database: "test".into(),
             sql: "DROP TABLE t".into(),
         },
+        DataMsg::SqlCaptureReq {
+            req: 2,
+            database: "test".into(),
+            sql: "UPDATE t SET b = 'y' WHERE a < 3".into(),
+        },
+        DataMsg::SqlCaptureConf {
+            req: 2,
+            code: 0,
+            class: 0,
+            text: "Query OK, 2 rows affected".into(),
+            changes: vec![
+                RowChange {
+                    database: "test".into(),
+                    table: "t".into(),
+                    key: vec![Value::Int(1)],
+                    before: Some(vec![Value::Int(1), Value::Str("x".into())]),
+                    after: Some(vec![Value::Int(1), Value::Str("y".into())]),
+                },
+                RowChange {
+                    database: "test".into(),
+                    table: "t".into(),
+                    key: vec![Value::Int(2)],
+                    before: None,
+                    after: Some(vec![Value::Int(2), Value::Null]),
+                },
+            ],
+        },
+        DataMsg::SqlCaptureConf {
+            req: 2,
+            code: 1062,
+            class: 3,
+            text: "Duplicate entry '1' for key 'PRIMARY'".into(),
+            changes: Vec::new(),
+        },
         DataMsg::TableReq {
             req: 3,
             database: "test".into(),

@@ -1,0 +1,133 @@
+//! A DML statement run on this engine's replicas without changing them: what it would
+//! change is captured and the transaction rolled back. A data node process does this
+//! for SQL from an API node (`SqlCaptureReq`); the API node then makes the same change
+//! through a TC, which replicates it and locks the rows on their primaries
+//! (`cluster::remote_sql`). Only the statement's own tables are captured: the rows of
+//! hidden tables (BLOB/TEXT parts, unique-index entries) follow from them wherever the
+//! change is applied.
+//!
+//! Each captured row carries its committed image before the statement (read with a
+//! committed read, which the statement's locks do not block) and the statement's image
+//! of it (read in the statement's transaction), every column. The statement runs as
+//! in an explicit transaction (BEGIN ... ROLLBACK), so its rows count against
+//! MaxNoOfConcurrentOperations (233 beyond it) and are never committed here.
+
+use super::ir::Stmt;
+use super::{Session, SqlResult, lexer};
+use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, TableRuntime, Transaction};
+use crate::error::{Result, codes};
+use crate::schema::Value;
+use crate::txn::LockMode;
+use std::sync::Arc;
+
+/// Reads defined per execute while the images are read.
+const IMAGE_READS_PER_EXECUTE: usize = 256;
+
+/// One row a captured statement changed.
+#[derive(Clone)]
+pub struct CapturedRow {
+    pub table: Arc<TableRuntime>,
+    /// Primary-key values, in primary-key order.
+    pub key: Vec<Value>,
+    /// Every column as committed before the statement (None: no row).
+    pub before: Option<Vec<Value>>,
+    /// Every column as the statement left it (None: no row).
+    pub after: Option<Vec<Value>>,
+}
+
+impl Session {
+    /// Runs one INSERT, REPLACE, UPDATE or DELETE in a transaction of its own and
+    /// rolls it back: its result (row counts as if it had committed) and the rows it
+    /// changed, first changed first. Refused inside the session's own transaction.
+    pub fn capture(&mut self, sql: &str) -> Result<(SqlResult, Vec<CapturedRow>)> {
+        let mut statements = lexer::statements(sql);
+        if statements.len() != 1 {
+            return Err(codes::unsupported(
+                "statements that change rows are sent one at a time",
+            ));
+        }
+        let st = statements.remove(0)?;
+        let stmt = self.parse(&st)?;
+        if !matches!(stmt, Stmt::Insert(_) | Stmt::Update(_) | Stmt::Delete(_)) {
+            return Err(codes::bad_argument(
+                "only INSERT, REPLACE, UPDATE and DELETE are captured",
+            ));
+        }
+        if self.txn.active() {
+            return Err(codes::bad_argument(
+                "a statement is not captured inside the session's transaction",
+            ));
+        }
+        self.txn.explicit = true;
+        self.txn.capture = true;
+        self.txn.stmt_wrote = false;
+        let r = self
+            .exec(stmt)
+            .and_then(|result| self.captured_rows().map(|rows| (result, rows)));
+        self.txn.rollback();
+        self.txn.explicit = false;
+        self.txn.capture = false;
+        r
+    }
+
+    /// The rows the open transaction wrote, with their images before and after.
+    fn captured_rows(&mut self) -> Result<Vec<CapturedRow>> {
+        let ndb = self.ndb.clone();
+        let Some(tx) = self.txn.open_tx() else {
+            return Ok(Vec::new());
+        };
+        let written = tx.written_rows()?;
+        if written.is_empty() {
+            return Ok(Vec::new());
+        }
+        let after = read_images(tx, &written, LockMode::Exclusive)?;
+        let mut committed = ndb.start_transaction()?;
+        let before = read_images(&mut committed, &written, LockMode::CommittedRead);
+        committed.close();
+        Ok(written
+            .into_iter()
+            .zip(before?)
+            .zip(after)
+            .map(|(((table, key), before), after)| CapturedRow {
+                table,
+                key,
+                before,
+                after,
+            })
+            .collect())
+    }
+}
+
+/// Every column of each row (None: no row), read by key in `tx`.
+fn read_images(
+    tx: &mut Transaction,
+    rows: &[(Arc<TableRuntime>, Vec<Value>)],
+    lock: LockMode,
+) -> Result<Vec<Option<Vec<Value>>>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for chunk in rows.chunks(IMAGE_READS_PER_EXECUTE) {
+        let first = tx.op_count();
+        for (table, key) in chunk {
+            let def = &table.def;
+            let key = def.primary_key.iter().copied().zip(key.iter().cloned());
+            let every: Vec<usize> = (0..def.columns.len()).collect();
+            tx.define_by_pos(
+                table,
+                OpKind::Read(lock),
+                key.collect(),
+                Vec::new(),
+                Some(every),
+            )?;
+        }
+        tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
+        for k in 0..chunk.len() {
+            out.push(match tx.outcome(OpId(first + k)) {
+                Some(OpOutcome::Row(values)) => Some(values.clone()),
+                Some(OpOutcome::Failed(e)) if e.code == 626 => None,
+                Some(OpOutcome::Failed(e)) => return Err(e.clone()),
+                _ => return Err(codes::internal("a captured row's read did not run")),
+            });
+        }
+    }
+    Ok(out)
+}
