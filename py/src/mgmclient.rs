@@ -173,8 +173,9 @@ impl MgmClient {
     }
 
     /// Runs SQL on a data node: DDL reaches every data node; SELECT/SHOW return the
-    /// rendered result as the mysql client prints it. Statements that change rows are
-    /// refused (use `transaction()` or `insert_many()`).
+    /// rendered result as the mysql client prints it. INSERT, REPLACE, UPDATE and
+    /// DELETE (one statement per call) are captured on a data node and applied through
+    /// a TC, retried when they lose a race (docs/cluster.md, "SQL that changes rows").
     #[pyo3(signature = (sql, database="test"))]
     fn sql(&self, py: Python<'_>, sql: &str, database: &str) -> PyResult<String> {
         py.detach(|| guard(|| self.data()?.sql(database, sql)))

@@ -3,8 +3,8 @@
 //! printed as ndb_mgm prints them; the same input modes as the embedded shell (`-e`,
 //! scripts, the interactive editor). SQL goes to the data nodes (an API connection,
 //! `rndb::cluster::remote`, opened at the first statement): DDL reaches every data
-//! node, SELECT and SHOW are answered by one; statements that change rows are refused
-//! by the data nodes with the reason (over TCP rows change through key operations).
+//! node, SELECT and SHOW are answered by one; INSERT, REPLACE, UPDATE and DELETE are
+//! captured on a data node and applied through a TC (`rndb::cluster::remote_sql`).
 //! `USE db` picks the database of the statements that follow.
 //!
 //! A connection that breaks is opened again once, at the next command.

@@ -158,6 +158,15 @@ def test_rows_over_tcp_survive_kill_9_and_a_restart_by_copy(
     assert c.read_many("kv", [5000]) == [None], "the failed transaction left nothing"
     res = c.transaction([("update", "kv", {"id": 1, "v": "one"}), ("read", "kv", {"id": 1})])
     assert res == [None, {"id": 1, "v": "one"}]
+    # SQL that changes rows, over TCP: captured on a data node, applied through a TC.
+    assert "2 rows affected" in c.sql("UPDATE kv SET v = 'sql' WHERE id IN (10, 11)")
+    assert "1 row affected" in c.sql("INSERT INTO kv VALUES (6000, 'new')")
+    assert "1 row affected" in c.sql("DELETE FROM kv WHERE id = 6000")
+    assert c.read_many("kv", [10, 11, 6000]) == [{"id": 10, "v": "sql"}, {"id": 11, "v": "sql"}, None]
+    with pytest.raises(rndb.NdbError) as ei:
+        c.sql("INSERT INTO kv VALUES (10, 'dup')")
+    assert ei.value.code == 630
+    assert c.read_many("kv", [10]) == [{"id": 10, "v": "sql"}]
 
     acked: dict[int, int] = {}
     maybe: dict[int, set[int]] = {}

@@ -527,7 +527,12 @@ impl Transaction {
             .map(|v| v.unwrap_or(Value::Null))
             .collect();
         if self.keep_written_keys && kind.is_write() {
-            self.ops[i].key = def.primary_key.iter().copied().zip(key_values.clone()).collect();
+            self.ops[i].key = def
+                .primary_key
+                .iter()
+                .copied()
+                .zip(key_values.clone())
+                .collect();
         }
         let mut key_bytes = Vec::new();
         let h = table.key_hash_of(&key_values, &mut key_bytes);

@@ -12,6 +12,8 @@ pub mod datapath;
 #[cfg(test)]
 mod datapath_scan_tests;
 #[cfg(test)]
+mod datapath_sql_tests;
+#[cfg(test)]
 mod datapath_tests;
 pub mod layout;
 pub mod mgmd;
@@ -23,6 +25,7 @@ mod process_tests;
 pub mod qmgr;
 pub mod remote;
 pub mod remote_scan;
+pub mod remote_sql;
 pub mod remote_txn;
 pub mod sim;
 pub mod sim_data;

@@ -235,6 +235,7 @@ pub struct RemoteCluster {
 fn answer_req(m: &DataMsg) -> Option<u64> {
     match m {
         DataMsg::SqlConf { req, .. }
+        | DataMsg::SqlCaptureConf { req, .. }
         | DataMsg::TableConf { req, .. }
         | DataMsg::TcKeyConf { req, .. }
         | DataMsg::TcKeyRef { req, .. }
@@ -497,15 +498,20 @@ impl RemoteCluster {
             })
     }
 
-    fn any_node(&self) -> Result<NodeId> {
+    pub(super) fn any_node(&self) -> Result<NodeId> {
         self.connected_nodes()
             .into_iter()
             .next()
             .ok_or_else(|| codes::node_group_down("no data node is connected"))
     }
 
-    /// Runs SQL on a data node (DDL reaches every data node); the rendered results.
+    /// Runs SQL on a data node (DDL reaches every data node; a statement that changes
+    /// rows is captured there and applied through a TC, `remote_sql`); the rendered
+    /// results.
     pub fn sql(&self, database: &str, sql: &str) -> Result<String> {
+        if super::remote_sql::changes_rows(sql) {
+            return self.sql_change(database, sql);
+        }
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlReq {
             req,

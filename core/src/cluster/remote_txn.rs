@@ -28,6 +28,13 @@ use std::sync::Arc;
 /// See the module notes.
 pub struct RemoteTransaction {
     cluster: Arc<RemoteCluster>,
+    rounds: Rounds,
+}
+
+/// Where a transaction stands at its TC, for rounds run by a caller that holds the
+/// cluster (a [`RemoteTransaction`] holds both).
+#[derive(Default)]
+pub(crate) struct Rounds {
     /// The TC's node and the transaction's id there, once a round was answered.
     at: Option<(NodeId, u64)>,
     /// Committed, rolled back, or aborted by an error: no more rounds.
@@ -39,8 +46,7 @@ impl RemoteCluster {
     pub fn transaction(self: &Arc<Self>) -> RemoteTransaction {
         RemoteTransaction {
             cluster: self.clone(),
-            at: None,
-            ended: false,
+            rounds: Rounds::default(),
         }
     }
 }
@@ -48,18 +54,30 @@ impl RemoteCluster {
 impl RemoteTransaction {
     /// Whether a round may still run (not committed, rolled back or aborted).
     pub fn is_open(&self) -> bool {
-        !self.ended
+        !self.rounds.ended
     }
 
     /// The TC's node, once the first round ran.
     pub fn tc_node(&self) -> Option<NodeId> {
-        self.at.map(|(n, _)| n)
+        self.rounds.at.map(|(n, _)| n)
     }
 
     /// Runs `ops` as one round, then keeps the transaction open (NoCommit), commits it
     /// (Commit: the GCI is in the answer) or rolls it back (Rollback, with no
     /// operations). One result per operation of the round.
     pub fn execute(&mut self, ops: Vec<KeyOp>, exec: TcExec) -> Result<Committed> {
+        self.rounds.execute(&self.cluster, ops, exec)
+    }
+}
+
+impl Rounds {
+    /// [`RemoteTransaction::execute`] on `cluster`.
+    pub(crate) fn execute(
+        &mut self,
+        cluster: &RemoteCluster,
+        ops: Vec<KeyOp>,
+        exec: TcExec,
+    ) -> Result<Committed> {
         if self.ended {
             return Err(codes::transaction_closed());
         }
@@ -80,20 +98,18 @@ impl RemoteTransaction {
             }
             None => {
                 let first = &ops[0];
-                let def = self.cluster.table(&first.database, &first.table)?;
+                let def = cluster.table(&first.database, &first.table)?;
                 let part = RemoteCluster::partition_of(&def, &first.key)?;
-                (self.cluster.node_for(part)?, 0)
+                (cluster.node_for(part)?, 0)
             }
         };
         let commit = exec == TcExec::Commit;
-        let sent = self
-            .cluster
-            .submit(node, commit, move |req| DataMsg::TcKeyReq {
-                req,
-                txn,
-                exec,
-                ops,
-            });
+        let sent = cluster.submit(node, commit, move |req| DataMsg::TcKeyReq {
+            req,
+            txn,
+            exec,
+            ops,
+        });
         let answer = sent.and_then(|p| p.wait());
         match answer {
             Ok(DataMsg::TcKeyConf {
@@ -115,7 +131,7 @@ impl RemoteTransaction {
                 self.ended = true;
                 let e = super::datapath::err_from(code, class, &message);
                 if e.code == 4035 {
-                    self.cluster.note_not_ready(&e);
+                    cluster.note_not_ready(&e);
                 }
                 Err(e)
             }
@@ -218,19 +234,24 @@ impl RemoteTransaction {
     }
 }
 
+impl Rounds {
+    /// Rolls an open transaction back without waiting for the answer (the waiter goes
+    /// when it comes, or at the connection's loss); nothing when it ended.
+    pub(crate) fn abandon(&mut self, cluster: &RemoteCluster) {
+        if let (false, Some((node, txn))) = (self.ended, self.at) {
+            let _ = cluster.submit(node, false, move |req| DataMsg::TcKeyReq {
+                req,
+                txn,
+                exec: TcExec::Rollback,
+                ops: Vec::new(),
+            });
+        }
+        self.ended = true;
+    }
+}
+
 impl Drop for RemoteTransaction {
     fn drop(&mut self) {
-        if let (false, Some((node, txn))) = (self.ended, self.at) {
-            // The answer is not waited for; the waiter goes when it comes (or at
-            // the connection's loss).
-            let _ = self
-                .cluster
-                .submit(node, false, move |req| DataMsg::TcKeyReq {
-                    req,
-                    txn,
-                    exec: TcExec::Rollback,
-                    ops: Vec::new(),
-                });
-        }
+        self.rounds.abandon(&self.cluster);
     }
 }

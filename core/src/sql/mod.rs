@@ -34,13 +34,13 @@ mod select;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_capture;
+#[cfg(test)]
 mod tests_ci;
 #[cfg(test)]
 mod tests_disk;
 #[cfg(test)]
 mod tests_disk_rows;
-#[cfg(test)]
-mod tests_capture;
 #[cfg(test)]
 mod tests_dml;
 #[cfg(test)]

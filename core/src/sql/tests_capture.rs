@@ -4,7 +4,10 @@
 use super::tests::*;
 use super::*;
 
-fn key_and_images(r: &CapturedRow) -> (String, Vec<Value>, Option<Vec<Value>>, Option<Vec<Value>>) {
+/// (table, key, before, after).
+type Images = (String, Vec<Value>, Option<Vec<Value>>, Option<Vec<Value>>);
+
+fn key_and_images(r: &CapturedRow) -> Images {
     (
         r.table.def.name.clone(),
         r.key.clone(),
@@ -21,14 +24,20 @@ fn row(id: i64, v: &str) -> Option<Vec<Value>> {
 fn a_captured_statement_reports_its_rows_and_changes_nothing() {
     let c = cluster(2, 2, "32M");
     let mut s = session(&c);
-    run(&mut s, "create table t (id int primary key, v varchar(10) not null)");
+    run(
+        &mut s,
+        "create table t (id int primary key, v varchar(10) not null)",
+    );
     run(&mut s, "insert into t values (1, 'a'), (2, 'b'), (3, 'c')");
     let before = rows(&mut s, "select id, v from t order by id");
 
     let (result, changed) = s
         .capture("update t set v = concat(v, '!') where id >= 2")
         .expect("capture");
-    assert!(matches!(result, SqlResult::Affected { rows: 2, .. }), "{result:?}");
+    assert!(
+        matches!(result, SqlResult::Affected { rows: 2, .. }),
+        "{result:?}"
+    );
     let got: Vec<_> = changed.iter().map(key_and_images).collect();
     assert_eq!(
         got,
@@ -42,11 +51,17 @@ fn a_captured_statement_reports_its_rows_and_changes_nothing() {
         .capture("insert into t values (4, 'd')")
         .expect("capture insert");
     let got: Vec<_> = changed.iter().map(key_and_images).collect();
-    assert_eq!(got, vec![("t".into(), vec![Value::Int(4)], None, row(4, "d"))]);
+    assert_eq!(
+        got,
+        vec![("t".into(), vec![Value::Int(4)], None, row(4, "d"))]
+    );
 
     let (_, changed) = s.capture("delete from t where id = 1").expect("delete");
     let got: Vec<_> = changed.iter().map(key_and_images).collect();
-    assert_eq!(got, vec![("t".into(), vec![Value::Int(1)], row(1, "a"), None)]);
+    assert_eq!(
+        got,
+        vec![("t".into(), vec![Value::Int(1)], row(1, "a"), None)]
+    );
 
     let (_, changed) = s
         .capture("replace into t values (2, 'z')")
@@ -64,7 +79,10 @@ fn a_captured_statement_reports_its_rows_and_changes_nothing() {
     assert_eq!(rows(&mut s, "select id, v from t order by id"), before);
     // The session is usable as before (no transaction left open).
     run(&mut s, "insert into t values (5, 'e')");
-    assert_eq!(rows(&mut s, "select count(*) from t"), vec![vec!["4".to_string()]]);
+    assert_eq!(
+        rows(&mut s, "select count(*) from t"),
+        vec![vec!["4".to_string()]]
+    );
 }
 
 #[test]
@@ -80,16 +98,31 @@ fn capture_refuses_what_it_cannot_carry() {
         .err()
         .expect("two statements");
     assert!(e.to_string().contains("one at a time"), "{e}");
-    let e = s.capture("insert into nokey values (1)").err().expect("no key");
+    let e = s
+        .capture("insert into nokey values (1)")
+        .err()
+        .expect("no key");
     assert!(e.to_string().contains("hidden column"), "{e}");
     // A statement error is the statement's (and nothing stays locked or written).
     run(&mut s, "insert into t values (1, 1)");
-    let e = s.capture("insert into t values (1, 2)").err().expect("duplicate");
+    let e = s
+        .capture("insert into t values (1, 2)")
+        .err()
+        .expect("duplicate");
     assert_eq!(e.code, 630, "{e}");
     run(&mut s, "begin");
-    let e = s.capture("update t set v = 3").err().expect("in a transaction");
-    assert!(e.to_string().contains("inside the session's transaction"), "{e}");
+    let e = s
+        .capture("update t set v = 3")
+        .err()
+        .expect("in a transaction");
+    assert!(
+        e.to_string().contains("inside the session's transaction"),
+        "{e}"
+    );
     run(&mut s, "rollback");
     assert_eq!(rows(&mut s, "select v from t"), vec![vec!["1".to_string()]]);
-    assert_eq!(rows(&mut s, "select count(*) from nokey"), vec![vec!["0".to_string()]]);
+    assert_eq!(
+        rows(&mut s, "select count(*) from nokey"),
+        vec![vec!["0".to_string()]]
+    );
 }

@@ -53,8 +53,12 @@
 //!   connection it would answer or forward over has more than OverloadLimit bytes
 //!   unsent (`transport::send_buffer`); work already admitted always goes on.
 //!
-//! Left for later (refused with a reason, never silently wrong): SQL DML over the
-//! transport (key operations carry the data) and locking scans.
+//! - **SQL DML** (`sql_capture.rs`): an API node's INSERT, REPLACE, UPDATE or DELETE
+//!   runs here in a transaction that is rolled back; the rows it would change go back
+//!   to the API node, which changes them through a TC (`cluster::remote_sql`).
+//!
+//! Left for later (refused with a reason, never silently wrong): locking scans, and
+//! SQL over the transport with several node groups.
 
 mod copy;
 mod copy_delta;
@@ -74,6 +78,8 @@ mod mem_harness;
 #[cfg(test)]
 mod rounds_tests;
 mod schema;
+mod sql_capture;
+pub use sql_capture::MAX_CAPTURES;
 #[cfg(test)]
 mod takeover_tests;
 mod tc;
@@ -89,7 +95,7 @@ use crate::transport::{Message, NodeId, Transport};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -300,6 +306,8 @@ pub struct DataPath {
     workers: Vec<SyncSender<Job>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     me_weak: Mutex<std::sync::Weak<DataPath>>,
+    /// SQL statements being captured (`sql_capture`), at most `MAX_CAPTURES`.
+    captures_running: AtomicUsize,
 }
 
 /// A data node's local engine configuration: this node alone, one replica.
@@ -482,6 +490,7 @@ impl DataPath {
             workers: senders,
             threads: Mutex::new(Vec::new()),
             me_weak: Mutex::new(std::sync::Weak::new()),
+            captures_running: AtomicUsize::new(0),
         });
         *dp.me_weak.lock() = Arc::downgrade(&dp);
         for (i, rx) in receivers.into_iter().enumerate() {
@@ -986,6 +995,9 @@ impl DataPath {
             DataMsg::DurableReq { req, gci } => self.on_durable_req(from, req, gci),
             m @ (DataMsg::SqlReq { .. } | DataMsg::SchemaReq { .. }) => {
                 self.dispatch(0, Job::Msg(from, m));
+            }
+            DataMsg::SqlCaptureReq { req, database, sql } => {
+                self.on_sql_capture(from, req, database, sql)
             }
             DataMsg::TcKeyReq {
                 req,

@@ -2,8 +2,7 @@
 //! and then on every other live data node (`SchemaReq`), answered once all did;
 //! read-only statements (SELECT, SHOW, DESCRIBE, EXPLAIN) run on the receiving node's
 //! replicas (every partition when the cluster has one node group). Statements that
-//! change rows are refused: over the transport rows change through key operations,
-//! which the TC replicates.
+//! change rows come as `SqlCaptureReq` (`sql_capture.rs`) and are refused here.
 
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
@@ -89,7 +88,7 @@ impl DataPath {
         }
         if kind == Kind::Refused {
             let e = codes::unsupported(format!(
-                "'{}' over the transport: rows change through key operations (insert, update, write, delete), which every replica applies",
+                "'{}' as SqlReq: statements that change rows are sent as SqlCaptureReq (a client of this version does), or as key operations",
                 sql.trim().chars().take(40).collect::<String>()
             ));
             return self.send(api, Self::sql_reply(req, &Err(e)));

@@ -1,0 +1,126 @@
+//! DML from API nodes (`SqlCaptureReq`): the statement runs on this node's replicas in
+//! a transaction that is rolled back (`sql::capture`), and the rows it would change,
+//! with their committed and new images, go back to the API node, which makes the
+//! change through a TC (`cluster::remote_sql`): replicated to every replica and locked
+//! on the primaries like any key operation.
+//!
+//! With one node group this node holds a replica of every partition, so the statement
+//! sees every row; with several it would see its own group's only, and is refused (as
+//! SELECT is, `schema.rs`). A statement runs on a thread of its own, never on a worker:
+//! it may wait for a row lock that a worker's transaction holds. At most
+//! [`MAX_CAPTURES`] run at once (4006, temporary, beyond); an answer larger than a
+//! frame is refused (233: fewer rows per statement).
+
+use super::{DataPath, Threading, err_parts};
+use crate::error::{Result, codes};
+use crate::sql::{CapturedRow, Session};
+use crate::transport::NodeId;
+use crate::transport::data::{DataMsg, RowChange};
+use crate::transport::frame::MAX_PAYLOAD_BYTES;
+use std::sync::atomic::Ordering;
+
+/// Statements captured at once on one data node.
+pub const MAX_CAPTURES: usize = 4;
+
+/// Room left in a frame for everything but the row changes' bytes.
+const FRAME_SLACK_BYTES: usize = 64 << 10;
+
+impl DataPath {
+    /// `SqlCaptureReq` from API node `api`: answered by `SqlCaptureConf`.
+    pub(super) fn on_sql_capture(&self, api: NodeId, req: u64, database: String, sql: String) {
+        let refused = self.check_api_access(api).and_then(|()| {
+            if self.groups.len() > 1 {
+                return Err(codes::unsupported(
+                    "SQL that changes rows over the transport sees one node group's replicas; \
+                     with several node groups change rows with key operations",
+                ));
+            }
+            Ok(())
+        });
+        if let Err(e) = refused {
+            return self.send(api, capture_error(req, &e));
+        }
+        if self.captures_running.fetch_add(1, Ordering::AcqRel) >= MAX_CAPTURES {
+            self.captures_running.fetch_sub(1, Ordering::AcqRel);
+            let e = codes::out_of_transactions(format!(
+                "data node {} runs {MAX_CAPTURES} SQL statements that change rows already",
+                self.me
+            ));
+            return self.send(api, capture_error(req, &e));
+        }
+        let me = match self.threading {
+            Threading::Threads => self.me_arc(),
+            Threading::Inline => None,
+        };
+        match me {
+            Some(me) => {
+                let spawned = std::thread::Builder::new()
+                    .name(format!("sql-capture-{}", self.me))
+                    .spawn(move || {
+                        me.capture_and_answer(api, req, &database, &sql);
+                        me.captures_running.fetch_sub(1, Ordering::AcqRel);
+                    });
+                if let Err(e) = spawned {
+                    self.captures_running.fetch_sub(1, Ordering::AcqRel);
+                    let e = codes::internal(format!("SQL capture thread: {e}"));
+                    self.send(api, capture_error(req, &e));
+                }
+            }
+            None => {
+                self.capture_and_answer(api, req, &database, &sql);
+                self.captures_running.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    fn capture_and_answer(&self, api: NodeId, req: u64, database: &str, sql: &str) {
+        let msg = match self.capture(req, database, sql) {
+            Ok(m) => m,
+            Err(e) => capture_error(req, &e),
+        };
+        self.send(api, msg);
+    }
+
+    fn capture(&self, req: u64, database: &str, sql: &str) -> Result<DataMsg> {
+        let mut session = Session::new(self.engine.ndb(database));
+        let t0 = std::time::Instant::now();
+        let (result, rows) = session.capture(sql)?;
+        let text = crate::sql::render(&result, t0.elapsed());
+        let msg = DataMsg::SqlCaptureConf {
+            req,
+            code: 0,
+            class: 0,
+            text,
+            changes: rows.into_iter().map(row_change).collect(),
+        };
+        if msg.encode_body().len() + FRAME_SLACK_BYTES > MAX_PAYLOAD_BYTES {
+            return Err(codes::too_many_operations().detail(format!(
+                "the rows this statement changes take more than one message ({} MiB); \
+                 change fewer rows per statement",
+                MAX_PAYLOAD_BYTES >> 20
+            )));
+        }
+        Ok(msg)
+    }
+}
+
+fn row_change(r: CapturedRow) -> RowChange {
+    RowChange {
+        database: r.table.database.clone(),
+        table: r.table.def.name.clone(),
+        key: r.key,
+        before: r.before,
+        after: r.after,
+    }
+}
+
+fn capture_error(req: u64, e: &crate::error::NdbError) -> DataMsg {
+    let (code, class, text) = err_parts(e);
+    DataMsg::SqlCaptureConf {
+        req,
+        code,
+        class,
+        text,
+        changes: Vec::new(),
+    }
+}
