@@ -152,16 +152,23 @@ fn kill_a_data_node_and_restart_it() {
     let (_, show) = mgm(port, "SHOW");
     assert!(show.contains("id=2\t@127.0.0.1  (rndb-"), "{show}");
     assert!(show.contains("Nodegroup: 0, *)"), "{show}");
-    // SQL goes to the data nodes: DDL on every one, rows only by key operations.
+    // SQL goes to the data nodes: DDL on every one, rows changed through a TC.
     let (code, text) = mgm(
         port,
         "CREATE TABLE t (a INT PRIMARY KEY, b INT) ENGINE=NDB; SHOW TABLES;",
     );
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("Query OK") && text.contains("| t "), "{text}");
-    let (code, text) = mgm(port, "INSERT INTO t VALUES (1, 2);");
+    let (code, text) = mgm(
+        port,
+        "INSERT INTO t VALUES (1, 2), (3, 4); UPDATE t SET b = b * 10 WHERE a = 3; SELECT b FROM t ORDER BY a;",
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("2 rows affected"), "{text}");
+    assert!(text.contains("|  2 |") && text.contains("| 40 |"), "{text}");
+    let (code, text) = mgm(port, "INSERT INTO t VALUES (1, 5);");
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("key operations"), "{text}");
+    assert!(text.contains("Duplicate entry"), "{text}");
     // Node commands the data nodes answer, and a SET they apply in place.
     let (code, text) = mgm(port, "ALL REPORT MemoryUsage");
     assert_eq!(code, 0, "{text}");
