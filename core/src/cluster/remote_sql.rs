@@ -14,9 +14,10 @@
 //! A row changed by someone else between the capture and step 1 (or a lock wait that
 //! timed out, a node failure before the commit) ends the attempt, and the statement is
 //! captured and applied again, at most [`MAX_ATTEMPTS`] times; the last error (a
-//! temporary one) is the caller's then. An error of the statement itself (a duplicate
-//! key, a bad value) comes from the capture and is not retried. A commit whose outcome
-//! is unknown (4012) is not retried either: the statement may have taken effect.
+//! temporary one) is the caller's then. A temporary error of the capture (a lock wait
+//! there, a node lost) is retried the same way; its permanent errors (a bad value, an
+//! unknown column) end the statement at once. A commit whose outcome is unknown (4012)
+//! is not retried: the statement may have taken effect.
 //!
 //! The answer is the statement's own result as the data node rendered it (the row
 //! counts of the capture, which the applied transaction made true).
@@ -46,7 +47,9 @@ pub(super) fn changes_rows(sql: &str) -> bool {
     matches!(word.as_str(), "INSERT" | "REPLACE" | "UPDATE" | "DELETE")
 }
 
-/// An attempt's failure that another attempt may not meet.
+/// A failure applying captured rows that another attempt may not meet: a temporary
+/// error (a lock wait, a node failure, a lost race), or a row that appeared (630) or
+/// went (626) since the capture.
 fn retryable(e: &NdbError) -> bool {
     e.code != 4012 && (e.is_temporary() || matches!(e.code, 626 | 630))
 }
@@ -58,7 +61,15 @@ impl RemoteCluster {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let (text, changes) = self.capture(database, sql)?;
+            let last = attempt >= MAX_ATTEMPTS;
+            let (text, changes) = match self.capture(database, sql) {
+                Ok(c) => c,
+                Err(e) if e.is_temporary() && e.code != 4012 && !last => {
+                    std::thread::sleep(backoff(attempt));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if changes.is_empty() {
                 return Ok(text);
             }
@@ -67,9 +78,7 @@ impl RemoteCluster {
             rounds.abandon(self);
             match applied {
                 Ok(()) => return Ok(text),
-                Err(e) if retryable(&e) && attempt < MAX_ATTEMPTS => {
-                    std::thread::sleep(backoff(attempt));
-                }
+                Err(e) if retryable(&e) && !last => std::thread::sleep(backoff(attempt)),
                 Err(e) => return Err(e),
             }
         }
