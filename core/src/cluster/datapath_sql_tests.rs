@@ -185,3 +185,61 @@ fn text_columns_and_auto_increment_over_tcp() {
         assert_eq!(replica_rows(&dp, "d"), want, "node {}", n.node_id);
     }
 }
+
+#[test]
+fn sql_increments_over_tcp_survive_a_killed_data_node() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (_m, mut nodes, api) = cluster(2, 2);
+    api.sql(
+        DB,
+        "CREATE TABLE c (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=NDB",
+    )
+    .expect("create");
+    api.sql(DB, "INSERT INTO c VALUES (1, 0)").expect("insert");
+    let api = Arc::new(api);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (api, stop) = (api.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // (acknowledged increments, increments whose outcome is unknown, errors)
+            let (mut acked, mut unknown, mut errors) = (0i64, 0i64, Vec::new());
+            while !stop.load(Ordering::Acquire) {
+                match api.sql(DB, "UPDATE c SET n = n + 1 WHERE id = 1") {
+                    Ok(text) => {
+                        assert!(text.contains("1 row affected"), "{text}");
+                        acked += 1;
+                    }
+                    Err(e) => {
+                        assert!(
+                            e.is_temporary() || e.code == 4012 || e.code == 4009,
+                            "only temporary errors under a node failure, got {e}"
+                        );
+                        if e.code == 4012 {
+                            unknown += 1;
+                        }
+                        errors.push(e.code);
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
+            }
+            (acked, unknown, errors)
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let victim = nodes.remove(0);
+    victim.kill();
+    let survivor = &nodes[0];
+    super::process_tests::wait_until("the survivor alone in its view", 10, || {
+        survivor.status().view.node_ids() == vec![survivor.node_id]
+    });
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    stop.store(true, Ordering::Release);
+    let (acked, unknown, errors) = writer.join().expect("writer");
+    assert!(acked > 20, "the statements went on: {acked} acknowledged");
+    let dp = survivor.data().expect("data path");
+    let n: i64 = replica_rows(&dp, "c")[&1][0].parse().expect("n");
+    assert!(
+        (acked..=acked + unknown).contains(&n),
+        "n = {n}: {acked} acknowledged, {unknown} unknown; errors {errors:?}"
+    );
+}
