@@ -1034,6 +1034,12 @@ impl Transaction {
         self.lock_timeout
     }
 
+    /// Waits for a row lock at most `timeout` from now on (266 after it), instead of
+    /// TransactionDeadlockDetectionTimeout.
+    pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) {
+        self.lock_timeout = timeout;
+    }
+
     pub(crate) fn abort_with(&mut self, e: NdbError) -> NdbError {
         self.state = TxState::Aborted;
         self.error = Some(e.clone());

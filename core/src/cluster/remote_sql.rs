@@ -13,8 +13,10 @@
 //!
 //! A row changed by someone else between the capture and step 1 (or a lock wait that
 //! timed out, a node failure before the commit) ends the attempt, and the statement is
-//! captured and applied again, at most [`MAX_ATTEMPTS`] times; the last error (a
-//! temporary one) is the caller's then. A temporary error of the capture (a lock wait
+//! captured and applied again after a pause that grows and is jittered (so that
+//! statements racing for a hot row spread out), until [`RETRY_BUDGET`] has passed since
+//! the statement began (or [`MAX_ATTEMPTS`]); the last error (a temporary one) is the
+//! caller's then. A temporary error of the capture (a lock wait
 //! there, a node lost) is retried the same way; its permanent errors (a bad value, an
 //! unknown column) end the statement at once. A commit whose outcome is unknown (4012)
 //! is not retried: the statement may have taken effect.
@@ -29,11 +31,24 @@ use crate::transport::data::{DataMsg, KeyOp, OpType, RowChange, TcExec};
 use std::time::Duration;
 
 /// Captures and applications of one statement before its last error is returned.
-pub const MAX_ATTEMPTS: u32 = 10;
+pub const MAX_ATTEMPTS: u32 = 500;
 
-/// Pause before attempt `n` (1-based): 5 ms, 10 ms, ... at most 100 ms.
-fn backoff(n: u32) -> Duration {
-    Duration::from_millis(u64::from(n * 5).min(100))
+/// How long a statement is retried (from its first capture) before its last error is
+/// returned: a few times NDB's default TransactionDeadlockDetectionTimeout, the time a
+/// locking statement would wait for a hot row.
+pub const RETRY_BUDGET: Duration = Duration::from_secs(5);
+
+/// Pause after failed attempt `n` (1-based) of the statement with `salt`: 1 ms, 2 ms,
+/// ... at most 32 ms, times a factor in [0.5, 1.5) drawn from (salt, n).
+fn backoff(n: u32, salt: u64) -> Duration {
+    let base_us = 1000u64 << n.saturating_sub(1).min(5);
+    // splitmix64 of (salt, n): the jitter.
+    let mut z = salt ^ u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let factor_per_mille = 500 + z % 1000;
+    Duration::from_micros(base_us * factor_per_mille / 1000)
 }
 
 /// Whether `sql` changes rows (sent as `SqlCaptureReq`).
@@ -58,14 +73,17 @@ impl RemoteCluster {
     /// Runs one statement that changes rows (see the module notes); its rendered
     /// result.
     pub(super) fn sql_change(&self, database: &str, sql: &str) -> Result<String> {
+        let began = std::time::Instant::now();
+        // Unique per statement of this client, and differing between client processes.
+        let salt = self.next_id() ^ (u64::from(std::process::id()) << 32);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let last = attempt >= MAX_ATTEMPTS;
+            let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
             let (text, changes) = match self.capture(database, sql) {
                 Ok(c) => c,
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
-                    std::thread::sleep(backoff(attempt));
+                    std::thread::sleep(backoff(attempt, salt));
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -78,7 +96,7 @@ impl RemoteCluster {
             rounds.abandon(self);
             match applied {
                 Ok(()) => return Ok(text),
-                Err(e) if retryable(&e) && !last => std::thread::sleep(backoff(attempt)),
+                Err(e) if retryable(&e) && !last => std::thread::sleep(backoff(attempt, salt)),
                 Err(e) => return Err(e),
             }
         }
@@ -168,4 +186,50 @@ fn write_of(c: &RowChange) -> Option<KeyOp> {
         values,
         columns: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_its_cap_and_is_jittered_within_bounds() {
+        for salt in [0u64, 1, 99, u64::MAX] {
+            for n in 1..20u32 {
+                let base = 1000u64 << (n - 1).min(5);
+                let us = backoff(n, salt).as_micros() as u64;
+                assert!(
+                    us >= base / 2 && us < base * 3 / 2,
+                    "n {n} salt {salt}: {us}"
+                );
+            }
+        }
+        let spread: std::collections::BTreeSet<u128> =
+            (0..50u64).map(|s| backoff(6, s).as_micros()).collect();
+        assert!(
+            spread.len() > 40,
+            "statements racing spread out: {spread:?}"
+        );
+    }
+
+    #[test]
+    fn only_row_changing_statements_are_captured() {
+        for sql in [
+            "INSERT INTO t VALUES (1)",
+            "  replace into t values (1)",
+            "update t set a=1",
+            "DELETE FROM t",
+        ] {
+            assert!(changes_rows(sql), "{sql}");
+        }
+        for sql in [
+            "SELECT 1",
+            "CREATE TABLE t (a INT)",
+            "SHOW TABLES",
+            "insertx",
+            "",
+        ] {
+            assert!(!changes_rows(sql), "{sql}");
+        }
+    }
 }

@@ -10,7 +10,8 @@
 //! committed read, which the statement's locks do not block) and the statement's image
 //! of it (read in the statement's transaction), every column. The statement runs as
 //! in an explicit transaction (BEGIN ... ROLLBACK), so its rows count against
-//! MaxNoOfConcurrentOperations (233 beyond it) and are never committed here.
+//! MaxNoOfConcurrentOperations (233 beyond it) and are never committed here; it waits
+//! for a row lock at most [`CAPTURE_LOCK_WAIT`].
 
 use super::ir::Stmt;
 use super::{Session, SqlResult, lexer};
@@ -19,6 +20,12 @@ use crate::error::{Result, codes};
 use crate::schema::Value;
 use crate::txn::LockMode;
 use std::sync::Arc;
+
+/// The longest a captured statement waits for a row lock (then 266, which its client
+/// retries after a pause): a capture never holds up for long the transactions that
+/// change the same rows for real, and a lock cycle between it and one of them (each
+/// waiting for a row the other locked) ends at once.
+pub(crate) const CAPTURE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Reads defined per execute while the images are read.
 const IMAGE_READS_PER_EXECUTE: usize = 256;

@@ -156,6 +156,7 @@ impl TxnState {
                 let mut t = ndb.start_transaction()?;
                 if self.capture {
                     t.keep_written_keys();
+                    t.set_lock_timeout(capture::CAPTURE_LOCK_WAIT);
                 }
                 self.rows = 0;
                 Ok(slot.insert(t))
