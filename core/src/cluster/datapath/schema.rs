@@ -23,6 +23,8 @@ pub(crate) struct SchemaWait {
 enum Kind {
     Ddl,
     ReadOnly,
+    /// Changes rows: sent as `SqlCaptureReq` (`sql_capture.rs`), not as SqlReq.
+    Dml,
     Refused,
 }
 
@@ -36,6 +38,7 @@ fn kind_of(sql: &str) -> Kind {
     match word.as_str() {
         "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => Kind::Ddl,
         "SELECT" | "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "USE" => Kind::ReadOnly,
+        "INSERT" | "REPLACE" | "UPDATE" | "DELETE" => Kind::Dml,
         _ => Kind::Refused,
     }
 }
@@ -86,10 +89,20 @@ impl DataPath {
             );
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
-        if kind == Kind::Refused {
+        let head = || sql.trim().chars().take(40).collect::<String>();
+        if kind == Kind::Dml {
             let e = codes::unsupported(format!(
                 "'{}' as SqlReq: statements that change rows are sent as SqlCaptureReq (a client of this version does), or as key operations",
-                sql.trim().chars().take(40).collect::<String>()
+                head()
+            ));
+            return self.send(api, Self::sql_reply(req, &Err(e)));
+        }
+        if kind == Kind::Refused {
+            let e = codes::unsupported(format!(
+                "'{}' over the transport: each statement runs on its own (no session \
+                 transaction or variables over TCP; a transaction of several statements is \
+                 a transaction of key operations in rounds)",
+                head()
             ));
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
