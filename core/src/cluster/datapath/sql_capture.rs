@@ -22,6 +22,15 @@ use std::sync::atomic::Ordering;
 /// Statements captured at once on one data node.
 pub const MAX_CAPTURES: usize = 4;
 
+/// One of the [`MAX_CAPTURES`] slots, given back when dropped (also while unwinding).
+struct CaptureSlot<'a>(&'a DataPath);
+
+impl Drop for CaptureSlot<'_> {
+    fn drop(&mut self) {
+        self.0.captures_running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Room left in a frame for everything but the row changes' bytes.
 const FRAME_SLACK_BYTES: usize = 64 << 10;
 
@@ -52,24 +61,21 @@ impl DataPath {
             Threading::Threads => self.me_arc(),
             Threading::Inline => None,
         };
-        match me {
-            Some(me) => {
-                let spawned = std::thread::Builder::new()
-                    .name(format!("sql-capture-{}", self.me))
-                    .spawn(move || {
-                        me.capture_and_answer(api, req, &database, &sql);
-                        me.captures_running.fetch_sub(1, Ordering::AcqRel);
-                    });
-                if let Err(e) = spawned {
-                    self.captures_running.fetch_sub(1, Ordering::AcqRel);
-                    let e = codes::internal(format!("SQL capture thread: {e}"));
-                    self.send(api, capture_error(req, &e));
-                }
-            }
-            None => {
-                self.capture_and_answer(api, req, &database, &sql);
-                self.captures_running.fetch_sub(1, Ordering::AcqRel);
-            }
+        let Some(me) = me else {
+            let _slot = CaptureSlot(self);
+            return self.capture_and_answer(api, req, &database, &sql);
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("sql-capture-{}", self.me))
+            .spawn(move || {
+                let _slot = CaptureSlot(&me);
+                me.capture_and_answer(api, req, &database, &sql);
+            });
+        if let Err(e) = spawned {
+            // The closure, and the slot it would have held, never ran.
+            self.captures_running.fetch_sub(1, Ordering::AcqRel);
+            let e = codes::internal(format!("SQL capture thread: {e}"));
+            self.send(api, capture_error(req, &e));
         }
     }
 
