@@ -509,7 +509,7 @@ impl RemoteCluster {
     /// rows is captured there and applied through a TC, `remote_sql`); the rendered
     /// results.
     pub fn sql(&self, database: &str, sql: &str) -> Result<String> {
-        if super::remote_sql::changes_rows(sql) {
+        if crate::sql::changes_rows(sql) {
             return self.sql_change(database, sql);
         }
         let node = self.any_node()?;

@@ -30,6 +30,24 @@ pub(crate) const CAPTURE_LOCK_WAIT: std::time::Duration = std::time::Duration::f
 /// Reads defined per execute while the images are read.
 const IMAGE_READS_PER_EXECUTE: usize = 256;
 
+/// A statement's first keyword, in upper case ("" when it starts with none).
+pub fn leading_keyword(sql: &str) -> String {
+    sql.trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase()
+}
+
+/// Whether `sql` is a statement that changes rows (INSERT, REPLACE, UPDATE, DELETE):
+/// over the transport it is captured ([`Session::capture`]), not run.
+pub fn changes_rows(sql: &str) -> bool {
+    matches!(
+        leading_keyword(sql).as_str(),
+        "INSERT" | "REPLACE" | "UPDATE" | "DELETE"
+    )
+}
+
 /// One row a captured statement changed.
 #[derive(Clone)]
 pub struct CapturedRow {

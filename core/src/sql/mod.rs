@@ -46,7 +46,7 @@ mod tests_dml;
 #[cfg(test)]
 mod tests_errors;
 
-pub use capture::CapturedRow;
+pub use capture::{CapturedRow, changes_rows, leading_keyword};
 pub use errors::render_error;
 pub use render::render;
 

@@ -126,3 +126,24 @@ fn capture_refuses_what_it_cannot_carry() {
         vec![vec!["0".to_string()]]
     );
 }
+
+#[test]
+fn only_row_changing_statements_are_captured() {
+    for sql in [
+        "INSERT INTO t VALUES (1)",
+        "  replace into t values (1)",
+        "update t set a=1",
+        "DELETE FROM t",
+    ] {
+        assert!(changes_rows(sql), "{sql}");
+    }
+    for sql in [
+        "SELECT 1",
+        "CREATE TABLE t (a INT)",
+        "SHOW TABLES",
+        "insertx",
+        "",
+    ] {
+        assert!(!changes_rows(sql), "{sql}");
+    }
+}

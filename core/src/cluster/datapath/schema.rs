@@ -29,16 +29,11 @@ enum Kind {
 }
 
 fn kind_of(sql: &str) -> Kind {
-    let word: String = sql
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect::<String>()
-        .to_ascii_uppercase();
+    let word = crate::sql::leading_keyword(sql);
     match word.as_str() {
         "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => Kind::Ddl,
         "SELECT" | "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "USE" => Kind::ReadOnly,
-        "INSERT" | "REPLACE" | "UPDATE" | "DELETE" => Kind::Dml,
+        _ if crate::sql::changes_rows(sql) => Kind::Dml,
         _ => Kind::Refused,
     }
 }
