@@ -28,7 +28,7 @@ pub struct RemoteShell {
     cs_text: String,
     conn: Option<MgmConnection>,
     /// The data nodes, once a statement needed them.
-    data: Option<RemoteCluster>,
+    data: Option<std::sync::Arc<RemoteCluster>>,
     database: String,
     pub prompt: String,
 }
@@ -91,7 +91,7 @@ impl RemoteShell {
         if self.data.is_none() {
             let c = RemoteCluster::connect(&self.cs_text, CONNECT_TIMEOUT)
                 .map_err(|e| rndb::sql::render_error(&e))?;
-            self.data = Some(c);
+            self.data = Some(std::sync::Arc::new(c));
         }
         let Some(d) = self.data.as_ref() else {
             return Err("no data node connection".into());

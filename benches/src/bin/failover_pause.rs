@@ -129,7 +129,10 @@ fn ms(d: Duration) -> f64 {
 fn round(r: usize, after: Duration) -> AnyResult<Round> {
     let mut cluster =
         ProcCluster::start(&format!("failover-{r}"), DATA_MEMORY_MB, Some(HEARTBEAT_MS))?;
-    let api = RemoteCluster::connect(&cluster.connectstring(), Duration::from_secs(10))?;
+    let api = std::sync::Arc::new(RemoteCluster::connect(
+        &cluster.connectstring(),
+        Duration::from_secs(10),
+    )?);
     api.sql(
         DB,
         &format!("CREATE TABLE kv (id BIGINT PRIMARY KEY, v VARBINARY({VALUE_SIZE})) ENGINE=NDB"),
@@ -164,7 +167,6 @@ fn round(r: usize, after: Duration) -> AnyResult<Round> {
         );
     }
 
-    let api = Arc::new(api);
     let progress = Arc::new(Progress::default());
     let w = {
         let (api, keys, progress) = (api.clone(), keys.clone(), progress.clone());

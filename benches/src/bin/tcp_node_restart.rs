@@ -58,8 +58,11 @@ fn row_op(op: OpType, t: usize, k: u64, a: i64, b: Option<String>) -> KeyOp {
     }
 }
 
-fn connect(c: &ProcCluster, nodes: usize) -> AnyResult<RemoteCluster> {
-    let api = RemoteCluster::connect(&c.connectstring(), Duration::from_secs(20))?;
+fn connect(c: &ProcCluster, nodes: usize) -> AnyResult<std::sync::Arc<RemoteCluster>> {
+    let api = std::sync::Arc::new(RemoteCluster::connect(
+        &c.connectstring(),
+        Duration::from_secs(20),
+    )?);
     let t = Instant::now();
     while api.connected_nodes().len() < nodes {
         if t.elapsed() > Duration::from_secs(30) {
@@ -73,7 +76,7 @@ fn connect(c: &ProcCluster, nodes: usize) -> AnyResult<RemoteCluster> {
 /// Loads `rows` rows into every table (Write, 1000 per transaction, 4 in flight); a
 /// batch refused with a temporary error (410: the redo log is full until a local
 /// checkpoint frees it) is written again.
-fn load(api: &RemoteCluster, rows: u64) -> AnyResult<()> {
+fn load(api: &std::sync::Arc<RemoteCluster>, rows: u64) -> AnyResult<()> {
     let batch = |t: usize, from: u64, to: u64| -> Vec<KeyOp> {
         (from..to)
             .map(|k| {

@@ -44,8 +44,11 @@ fn write_op(k: u64, round: u64) -> KeyOp {
     }
 }
 
-fn connect(c: &ProcCluster) -> AnyResult<RemoteCluster> {
-    let api = RemoteCluster::connect(&c.connectstring(), Duration::from_secs(20))?;
+fn connect(c: &ProcCluster) -> AnyResult<std::sync::Arc<RemoteCluster>> {
+    let api = std::sync::Arc::new(RemoteCluster::connect(
+        &c.connectstring(),
+        Duration::from_secs(20),
+    )?);
     let t = Instant::now();
     while api.connected_nodes().len() < 2 {
         if t.elapsed() > Duration::from_secs(20) {
@@ -56,7 +59,7 @@ fn connect(c: &ProcCluster) -> AnyResult<RemoteCluster> {
     Ok(api)
 }
 
-fn load(api: &RemoteCluster, rows: u64) -> AnyResult<f64> {
+fn load(api: &std::sync::Arc<RemoteCluster>, rows: u64) -> AnyResult<f64> {
     let t = Instant::now();
     let mut ring: VecDeque<Pending> = VecDeque::new();
     let mut next = 0u64;
@@ -168,8 +171,11 @@ fn node_restart(c: &mut ProcCluster, rows: u64, args: &[&str], round: u64) -> An
 }
 
 /// A client that needs one data node only (the other is down).
-fn connect_one(c: &ProcCluster) -> AnyResult<RemoteCluster> {
-    let api = RemoteCluster::connect(&c.connectstring(), Duration::from_secs(20))?;
+fn connect_one(c: &ProcCluster) -> AnyResult<std::sync::Arc<RemoteCluster>> {
+    let api = std::sync::Arc::new(RemoteCluster::connect(
+        &c.connectstring(),
+        Duration::from_secs(20),
+    )?);
     let t = Instant::now();
     while api.connected_nodes().len() != 1 {
         if t.elapsed() > Duration::from_secs(20) {

@@ -73,7 +73,10 @@ fn main() -> AnyResult<()> {
     let statements: usize = args.next().map_or(Ok(2000), |s| s.parse())?;
     let range_rows: i64 = args.next().map_or(Ok(500), |s| s.parse())?;
     let mut cluster = ProcCluster::start("tcp-sql", 256, None)?;
-    let api = RemoteCluster::connect(&cluster.connectstring(), Duration::from_secs(10))?;
+    let api = std::sync::Arc::new(RemoteCluster::connect(
+        &cluster.connectstring(),
+        Duration::from_secs(10),
+    )?);
     api.sql(
         DB,
         "CREATE TABLE kv (id BIGINT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=NDB",

@@ -136,7 +136,7 @@ fn write_op(key: u64, size: usize, stamp: u8) -> KeyOp {
     }
 }
 
-fn load(api: &RemoteCluster, a: &Args) -> AnyResult<f64> {
+fn load(api: &std::sync::Arc<RemoteCluster>, a: &Args) -> AnyResult<f64> {
     let t = Instant::now();
     let mut ring: VecDeque<Pending> = VecDeque::new();
     let mut next = 0u64;
@@ -482,7 +482,10 @@ fn main() -> AnyResult<()> {
     );
 
     let mut cluster = ProcCluster::start("tcp-throughput", data_memory_mb, None)?;
-    let api = RemoteCluster::connect(&cluster.connectstring(), Duration::from_secs(10))?;
+    let api = std::sync::Arc::new(RemoteCluster::connect(
+        &cluster.connectstring(),
+        Duration::from_secs(10),
+    )?);
     api.sql(
         DB,
         &format!(

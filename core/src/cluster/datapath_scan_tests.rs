@@ -24,7 +24,7 @@ fn grp(id: i64) -> i64 {
 }
 
 /// `t (id INT PK, g INT, name VARCHAR(16), INDEX ig (g))` with ROWS rows.
-fn load(api: &RemoteCluster) -> BTreeMap<i64, (i64, String)> {
+fn load(api: &Arc<RemoteCluster>) -> BTreeMap<i64, (i64, String)> {
     api.sql(
         DB,
         "CREATE TABLE t (id INT PRIMARY KEY, g INT NOT NULL, name VARCHAR(16), INDEX ig (g)) ENGINE=NDB",
@@ -75,7 +75,6 @@ fn index_spec(low: Bound, high: Bound, desc: bool) -> RemoteScanSpec {
 #[test]
 fn scans_over_two_node_groups_return_the_models_rows() {
     let (_m, nodes, api) = cluster(4, 2);
-    let api = Arc::new(api);
     let model = load(&api);
     // Both node groups hold rows (else the test would not cover the merge).
     for n in &nodes {
@@ -195,7 +194,6 @@ fn scans_over_two_node_groups_return_the_models_rows() {
 #[test]
 fn scan_errors_limits_and_closing() {
     let (_m, nodes, api) = cluster(2, 2);
-    let api = Arc::new(api);
     load(&api);
     let code = |spec: RemoteScanSpec| match api.scan_all(spec) {
         Err(e) => e.code,
@@ -344,7 +342,6 @@ fn s_node(s: &super::remote_scan::RemoteScan) -> u32 {
 #[test]
 fn a_scan_whose_node_is_killed_fails_temporarily_and_a_new_one_succeeds() {
     let (_m, mut nodes, api) = cluster(2, 2);
-    let api = Arc::new(api);
     let model = load(&api);
     let spec = RemoteScanSpec {
         batch_rows: 5,

@@ -122,7 +122,6 @@ fn concurrent_increments_over_tcp_lose_no_update() {
     .expect("create");
     api.sql(DB, "INSERT INTO c VALUES (1, 0), (2, 0)")
         .expect("insert");
-    let api = Arc::new(api);
     const THREADS: i64 = 4;
     const EACH: i64 = 15;
     let handles: Vec<_> = (0..THREADS)
@@ -150,7 +149,7 @@ fn concurrent_increments_over_tcp_lose_no_update() {
 
 #[test]
 fn dml_over_tcp_with_two_node_groups_is_refused_with_the_reason() {
-    let (_m, _nodes, api): (_, _, RemoteCluster) = cluster(4, 2);
+    let (_m, _nodes, api): (_, _, Arc<RemoteCluster>) = cluster(4, 2);
     api.sql(DB, "CREATE TABLE t (id INT PRIMARY KEY) ENGINE=NDB")
         .expect("create");
     let e = api
@@ -203,7 +202,6 @@ fn sql_increments_over_tcp_survive_a_killed_data_node() {
     )
     .expect("create");
     api.sql(DB, "INSERT INTO c VALUES (1, 0)").expect("insert");
-    let api = Arc::new(api);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (api, stop) = (api.clone(), stop.clone());

@@ -23,14 +23,19 @@ fn started(nodes: &[&DataNodeProcess]) -> bool {
     nodes.iter().all(|n| n.status().state == NodeState::Started)
 }
 
-pub(super) fn cluster(n: u32, replicas: u32) -> (MgmServer, Vec<DataNodeProcess>, RemoteCluster) {
+pub(super) fn cluster(
+    n: u32,
+    replicas: u32,
+) -> (MgmServer, Vec<DataNodeProcess>, Arc<RemoteCluster>) {
     let cfg = config(n, replicas);
     let m = mgm(&cfg);
     let nodes: Vec<DataNodeProcess> = (0..n).map(|i| data_node(&m, i + 2, false)).collect();
     wait_until("data nodes started", 20, || {
         started(&nodes.iter().collect::<Vec<_>>())
     });
-    let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+    let api = std::sync::Arc::new(
+        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+    );
     // Connected, and in the newest view the client holds (a node's first report may
     // come from a view that is being replaced while the last node joins).
     wait_until("every data node usable by the client", 20, || {
@@ -60,7 +65,7 @@ fn local_rows(dp: &DataPath) -> u64 {
         .unwrap_or(0)
 }
 
-fn create_kv(api: &RemoteCluster) {
+fn create_kv(api: &Arc<RemoteCluster>) {
     api.sql(
         DB,
         "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
@@ -290,7 +295,6 @@ fn write_load(
 fn a_data_node_killed_under_writes_loses_no_acknowledged_write() {
     let (m, mut nodes, api) = cluster(2, 2);
     create_kv(&api);
-    let api = Arc::new(api);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = write_load(api.clone(), stop.clone(), 0);
     std::thread::sleep(Duration::from_millis(400));
@@ -341,7 +345,6 @@ fn a_killed_node_restarts_gets_every_row_by_copy_under_writes_and_serves_again()
             .collect();
         api.execute(ops).expect("load");
     }
-    let api = Arc::new(api);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = write_load(api.clone(), stop.clone(), 0);
     // A deleter runs too: deletes during the copy must not come back.
@@ -440,7 +443,6 @@ fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
             .collect();
         api.execute(ops).expect("load");
     }
-    let api = Arc::new(api);
     let stop = Arc::new(AtomicBool::new(false));
     // Transactions span both node groups (keys of many partitions).
     let writer = write_load(api.clone(), stop.clone(), 0);

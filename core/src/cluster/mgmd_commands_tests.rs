@@ -46,7 +46,9 @@ fn report_dump_clusterlog_and_set_against_the_management_server() {
             .count()
             == 2
     });
-    let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+    let api = std::sync::Arc::new(
+        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+    );
     wait_until("both data nodes usable", 20, || {
         api.connected_nodes().len() == 2
     });
@@ -228,8 +230,9 @@ fn api_node_ids_and_single_user_mode_against_the_management_server() {
         n2.status().state == NodeState::Started && n3.status().state == NodeState::Started
     });
     let connect = || {
-        let api =
-            RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+        let api = std::sync::Arc::new(
+            RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+        );
         wait_until("both data nodes usable", 20, || {
             api.connected_nodes().len() == 2
         });
@@ -354,8 +357,10 @@ fn api_node_ids_and_single_user_mode_against_the_management_server() {
 }
 
 /// A client for scans (they take an `Arc`), without a node id (every slot is taken).
-fn connect_scan_client(m: &super::mgmd::MgmServer) -> RemoteCluster {
-    let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+fn connect_scan_client(m: &super::mgmd::MgmServer) -> std::sync::Arc<RemoteCluster> {
+    let api = std::sync::Arc::new(
+        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+    );
     wait_until("both data nodes usable", 20, || {
         api.connected_nodes().len() == 2
     });

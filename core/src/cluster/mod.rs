@@ -12,6 +12,8 @@ pub mod datapath;
 #[cfg(test)]
 mod datapath_scan_tests;
 #[cfg(test)]
+mod datapath_sql_groups_tests;
+#[cfg(test)]
 mod datapath_sql_tests;
 #[cfg(test)]
 mod datapath_tests;
@@ -25,6 +27,7 @@ mod process_tests;
 pub mod qmgr;
 pub mod remote;
 pub mod remote_scan;
+mod remote_select;
 pub mod remote_sql;
 pub mod remote_txn;
 pub mod sim;

@@ -508,9 +508,14 @@ impl RemoteCluster {
     /// Runs SQL on a data node (DDL reaches every data node; a statement that changes
     /// rows is captured there and applied through a TC, `remote_sql`); the rendered
     /// results.
-    pub fn sql(&self, database: &str, sql: &str) -> Result<String> {
+    pub fn sql(self: &Arc<Self>, database: &str, sql: &str) -> Result<String> {
         if crate::sql::changes_rows(sql) {
             return self.sql_change(database, sql);
+        }
+        if self.groups.len() > 1
+            && let Some(q) = crate::sql::table_select(sql, database)
+        {
+            return self.select_over(&q);
         }
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlReq {

@@ -40,7 +40,7 @@ pub const RETRY_BUDGET: Duration = Duration::from_secs(5);
 
 /// Pause after failed attempt `n` (1-based) of the statement with `salt`: 1 ms, 2 ms,
 /// ... at most 32 ms, times a factor in [0.5, 1.5) drawn from (salt, n).
-fn backoff(n: u32, salt: u64) -> Duration {
+pub(super) fn backoff(n: u32, salt: u64) -> Duration {
     let base_us = 1000u64 << n.saturating_sub(1).min(5);
     // splitmix64 of (salt, n): the jitter.
     let mut z = salt ^ u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);

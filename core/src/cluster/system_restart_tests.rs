@@ -35,8 +35,10 @@ fn start_all(m: &MgmServer, ids: &[(u32, bool)]) -> Vec<DataNodeProcess> {
     nodes
 }
 
-fn client(m: &MgmServer, n: usize) -> RemoteCluster {
-    let api = RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api");
+fn client(m: &MgmServer, n: usize) -> std::sync::Arc<RemoteCluster> {
+    let api = std::sync::Arc::new(
+        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+    );
     wait_until("every data node usable", 20, || {
         api.connected_nodes().len() == n
     });
@@ -105,7 +107,7 @@ fn local_rows(n: &DataNodeProcess) -> u64 {
 }
 
 /// The `kv` table the tests write (`insert`, `read`).
-fn create_kv(api: &RemoteCluster) {
+fn create_kv(api: &std::sync::Arc<RemoteCluster>) {
     api.sql(DB, KV).expect("create");
 }
 
@@ -293,9 +295,9 @@ fn local_table(n: &DataNodeProcess, table: &str) -> std::collections::BTreeMap<i
 fn system_restart_then_kill_node_3(
     m: &MgmServer,
     nodes: Vec<DataNodeProcess>,
-    api: RemoteCluster,
+    api: std::sync::Arc<RemoteCluster>,
     gci: u64,
-) -> (Vec<DataNodeProcess>, RemoteCluster) {
+) -> (Vec<DataNodeProcess>, std::sync::Arc<RemoteCluster>) {
     api.wait_durable(gci, Duration::from_secs(10))
         .expect("durable");
     api.close();

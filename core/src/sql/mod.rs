@@ -30,9 +30,10 @@ mod plan;
 mod render;
 mod schema;
 mod select;
+mod select_over;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_capture;
 #[cfg(test)]
@@ -48,7 +49,10 @@ mod tests_errors;
 
 pub use capture::{CapturedRow, changes_rows, leading_keyword};
 pub use errors::render_error;
+pub(crate) use plan::Access;
 pub use render::render;
+pub(crate) use select::TableRead;
+pub(crate) use select_over::{TableSelect, selects_ndb_table, table_select};
 
 use crate::api::{AbortOption, ExecType, Ndb, TableRuntime, Transaction, TxState};
 use crate::error::{NdbError, Result};
@@ -109,6 +113,24 @@ impl Vars {
             connection_id: self.connection_id,
             rng: &self.rng,
             ci_columns: &[],
+        }
+    }
+
+    /// A new connection's variables: no user variables, the system variables' defaults.
+    pub fn standalone(db: Option<String>) -> Vars {
+        let connection_id = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+            ^ connection_id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Vars {
+            db,
+            user: HashMap::new(),
+            sys: default_sys_vars(),
+            last_insert_id: 0,
+            rng: Cell::new(seed | 1),
+            connection_id,
         }
     }
 
@@ -313,21 +335,8 @@ impl Session {
         if !db.is_empty() && !meta::is_virtual(&db) {
             meta::create_database(ndb.cluster(), &db);
         }
-        let connection_id = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-            ^ connection_id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Session {
-            vars: Vars {
-                db: (!db.is_empty()).then_some(db),
-                user: HashMap::new(),
-                sys: default_sys_vars(),
-                last_insert_id: 0,
-                rng: Cell::new(seed | 1),
-                connection_id,
-            },
+            vars: Vars::standalone((!db.is_empty()).then_some(db)),
             ndb,
             txn: TxnState {
                 tx: None,

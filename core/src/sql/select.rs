@@ -16,7 +16,7 @@ use super::meta;
 use super::plan::{self, Plan};
 use crate::api::TableRuntime;
 use crate::error::Result;
-use crate::schema::{ColumnType, Decimal, Value};
+use crate::schema::{ColumnType, Decimal, TableDef, Value};
 use crate::txn::LockMode;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -112,14 +112,19 @@ impl Scope {
                 alias,
                 db: Some(db.clone()),
             },
-            Source::Table { db, table } => Scope {
-                names: table.def.columns.iter().map(|c| c.name.clone()).collect(),
-                hidden: table.def.columns.iter().map(|c| c.hidden).collect(),
-                types: table.def.columns.iter().map(|c| column_ty(&c.ty)).collect(),
-                table: Some(table.def.name.clone()),
-                alias,
-                db: Some(db.clone()),
-            },
+            Source::Table { db, table } => Scope::of_table(db, &table.def, alias),
+        }
+    }
+
+    /// The columns of an NDB table.
+    pub fn of_table(db: &str, def: &TableDef, alias: Option<String>) -> Scope {
+        Scope {
+            names: def.columns.iter().map(|c| c.name.clone()).collect(),
+            hidden: def.columns.iter().map(|c| c.hidden).collect(),
+            types: def.columns.iter().map(|c| column_ty(&c.ty)).collect(),
+            table: Some(def.name.clone()),
+            alias,
+            db: Some(db.to_string()),
         }
     }
 
@@ -734,12 +739,65 @@ impl Bound {
     }
 }
 
+/// What a SELECT of an NDB table reads: the plan's access path, the columns to fetch
+/// (table positions, ascending) and the lock.
+pub(crate) struct TableRead<'a> {
+    pub access: &'a plan::Access,
+    pub cols: &'a [usize],
+    pub lock: LockMode,
+}
+
+/// Reads a [`TableRead`] and passes each row (full width) to the sink, which returns
+/// false when no more rows are needed.
+pub(crate) type ReadRows<'r> =
+    dyn FnMut(TableRead<'_>, &mut dyn FnMut(Vec<Value>) -> Result<bool>) -> Result<()> + 'r;
+
 /// Runs a SELECT: (column names, rows).
 pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
     let source = resolve(s, sel.from.as_ref())?;
     let scope = Scope::of(&source, sel.from.as_ref());
     let b = bind_select(sel, &scope)?;
     let now = s.now();
+    if let Source::Table { table, .. } = &source {
+        let wrote = s.txn.has_written();
+        let in_txn = s.txn.active();
+        let ndb = s.ndb.clone();
+        let (vars, txn) = (&s.vars, &mut s.txn);
+        let env = vars.env(now);
+        let rows = run_table(sel, &b, &table.def, &env, wrote, &mut |read, sink| {
+            if in_txn {
+                let tx = txn.tx(&ndb)?;
+                plan::read_rows(
+                    &ndb,
+                    Some(tx),
+                    table,
+                    read.access,
+                    read.cols,
+                    read.lock,
+                    sink,
+                )
+            } else if read.lock != LockMode::CommittedRead {
+                let mut tx = ndb.start_transaction()?;
+                plan::read_rows(
+                    &ndb,
+                    Some(&mut tx),
+                    table,
+                    read.access,
+                    read.cols,
+                    read.lock,
+                    sink,
+                )?;
+                tx.execute(
+                    crate::api::ExecType::Commit,
+                    crate::api::AbortOption::AbortOnError,
+                )
+                .map(|_| ())
+            } else {
+                plan::read_rows(&ndb, None, table, read.access, read.cols, read.lock, sink)
+            }
+        })?;
+        return Ok((b.names, rows));
+    }
     let ci = match &source {
         Source::Virtual { db, columns, .. } => meta::ci_columns(db, columns.len()),
         _ => Vec::new(),
@@ -748,12 +806,7 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
     env.ci_columns = &ci;
     let limit = limit_value(sel.limit.as_ref(), &env)?;
     let offset = limit_value(sel.offset.as_ref(), &env)?.unwrap_or(0);
-    let want = if sel.distinct {
-        None
-    } else {
-        limit.map(|l| l.saturating_add(offset))
-    };
-    let mut out = Output::new(&b, want);
+    let mut out = Output::new(&b, wanted(sel, limit, offset));
     if limit == Some(0) {
         return Ok((b.names, Vec::new()));
     }
@@ -768,68 +821,75 @@ pub(crate) fn run(s: &mut Session, sel: &Select) -> Result<(Vec<String>, Vec<Vec
                 }
             }
         }
-        Source::Table { table, .. } => {
-            let plan = plan::plan(
-                &table.def,
-                b.where_.as_ref(),
-                &env,
-                if b.aggregate || sel.distinct {
-                    &[]
-                } else {
-                    &b.order_by
-                },
-                limit.is_some(),
-            )?;
-            let plan = plan::for_writer(plan, s.txn.has_written());
-            out.ordered = if b.aggregate || sel.distinct {
-                b.order_by.is_empty()
-            } else {
-                plan.ordered
-            };
-            let mut cols = Vec::new();
-            used_columns(b.all_exprs().into_iter(), &mut cols);
-            if cols.is_empty() {
-                cols.push(table.def.primary_key[0]);
-            }
-            cols.sort_unstable();
-            let lock = match sel.lock {
-                Lock::None => LockMode::CommittedRead,
-                Lock::Shared => LockMode::Read,
-                Lock::Exclusive => LockMode::Exclusive,
-            };
-            let ndb = s.ndb.clone();
-            let vars = &s.vars;
-            let env = vars.env(now);
-            let in_txn = s.txn.active();
-            if in_txn {
-                let tx = s.txn.tx(&ndb)?;
-                plan::read_rows(&ndb, Some(tx), table, &plan.access, &cols, lock, &mut |r| {
-                    out.add_row(&r, &env)
-                })?;
-            } else if lock != LockMode::CommittedRead {
-                let mut tx = ndb.start_transaction()?;
-                plan::read_rows(
-                    &ndb,
-                    Some(&mut tx),
-                    table,
-                    &plan.access,
-                    &cols,
-                    lock,
-                    &mut |r| out.add_row(&r, &env),
-                )?;
-                tx.execute(
-                    crate::api::ExecType::Commit,
-                    crate::api::AbortOption::AbortOnError,
-                )?;
-            } else {
-                plan::read_rows(&ndb, None, table, &plan.access, &cols, lock, &mut |r| {
-                    out.add_row(&r, &env)
-                })?;
-            }
-        }
+        Source::Table { .. } => unreachable!("table SELECTs returned above"),
     }
     let rows = out.finish(&env, sel.distinct, offset, limit)?;
     Ok((b.names, rows))
+}
+
+/// Result rows after which the source need not be read further (no DISTINCT).
+fn wanted(sel: &Select, limit: Option<u64>, offset: u64) -> Option<u64> {
+    if sel.distinct {
+        None
+    } else {
+        limit.map(|l| l.saturating_add(offset))
+    }
+}
+
+/// Runs a bound SELECT of an NDB table whose rows `read` produces: plans the access
+/// path, then WHERE, grouping, ordering and LIMIT over what it reads. `wrote`: the
+/// transaction wrote rows, so an unsorted plan must not rely on index order.
+pub(crate) fn run_table(
+    sel: &Select,
+    b: &Bound,
+    def: &TableDef,
+    env: &Env<'_>,
+    wrote: bool,
+    read: &mut ReadRows<'_>,
+) -> Result<Vec<Vec<Value>>> {
+    let limit = limit_value(sel.limit.as_ref(), env)?;
+    let offset = limit_value(sel.offset.as_ref(), env)?.unwrap_or(0);
+    let mut out = Output::new(b, wanted(sel, limit, offset));
+    if limit == Some(0) {
+        return Ok(Vec::new());
+    }
+    let plan = plan::plan(
+        def,
+        b.where_.as_ref(),
+        env,
+        if b.aggregate || sel.distinct {
+            &[]
+        } else {
+            &b.order_by
+        },
+        limit.is_some(),
+    )?;
+    let plan = plan::for_writer(plan, wrote);
+    out.ordered = if b.aggregate || sel.distinct {
+        b.order_by.is_empty()
+    } else {
+        plan.ordered
+    };
+    let mut cols = Vec::new();
+    used_columns(b.all_exprs().into_iter(), &mut cols);
+    if cols.is_empty() {
+        cols.push(def.primary_key[0]);
+    }
+    cols.sort_unstable();
+    let lock = match sel.lock {
+        Lock::None => LockMode::CommittedRead,
+        Lock::Shared => LockMode::Read,
+        Lock::Exclusive => LockMode::Exclusive,
+    };
+    read(
+        TableRead {
+            access: &plan.access,
+            cols: &cols,
+            lock,
+        },
+        &mut |r| out.add_row(&r, env),
+    )?;
+    out.finish(env, sel.distinct, offset, limit)
 }
 
 /// Plans a SELECT without running it (EXPLAIN).

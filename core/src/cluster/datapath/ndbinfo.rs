@@ -28,34 +28,6 @@ pub(crate) struct Gather {
     waiting: BTreeSet<NodeId>,
 }
 
-/// Whether every table `sql` reads is an ndbinfo or information_schema table (a
-/// conservative reading: every name after FROM or JOIN must be qualified so).
-pub(super) fn reads_node_tables_only(sql: &str) -> bool {
-    let lower = sql
-        .to_ascii_lowercase()
-        .replace(',', " , ")
-        .replace(['(', ')', ';'], " ");
-    let tokens: Vec<String> = lower
-        .split_whitespace()
-        .map(|t| t.replace('`', ""))
-        .collect();
-    let node_table = |t: &str| t.starts_with("ndbinfo.") || t.starts_with("information_schema.");
-    let mut tables = 0;
-    for (i, t) in tokens.iter().enumerate() {
-        // A table follows FROM, JOIN, and a comma in a FROM list (a comma elsewhere,
-        // as in a select list, is followed by a column: refused, conservatively,
-        // unless qualified as a node table).
-        let after_from = tokens[..i].iter().any(|w| w == "from");
-        if t == "from" || t == "join" || (t == "," && after_from) {
-            match tokens.get(i + 1) {
-                Some(name) if node_table(name) => tables += 1,
-                _ => return false,
-            }
-        }
-    }
-    tables > 0
-}
-
 impl DataPath {
     /// Starts a query that reads ndbinfo.transporters: asks every other live data
     /// node (none: runs it now). Returns false when it cannot gather (too many at once).
@@ -141,33 +113,6 @@ impl DataPath {
                     ),
                 );
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::reads_node_tables_only;
-
-    #[test]
-    fn only_statements_over_node_tables_qualify() {
-        for yes in [
-            "SELECT * FROM ndbinfo.transporters",
-            "select node_id, status from `ndbinfo`.transporters where node_id = 2",
-            "SELECT FILE_NAME FROM information_schema.FILES ORDER BY FILE_NAME",
-            "SELECT * FROM ndbinfo.nodes JOIN ndbinfo.transporters ON node_id = remote_node_id",
-        ] {
-            assert!(reads_node_tables_only(yes), "{yes}");
-        }
-        for no in [
-            "SELECT * FROM kv",
-            "SELECT * FROM ndbinfo.nodes, kv",
-            "SELECT * FROM ndbinfo.nodes JOIN test.kv ON 1 = 1",
-            "SELECT * FROM ndbinfo.nodes JOIN kv ON 1 = 1",
-            "SELECT 1",
-            "SHOW TABLES",
-        ] {
-            assert!(!reads_node_tables_only(no), "{no}");
         }
     }
 }

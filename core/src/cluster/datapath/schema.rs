@@ -1,8 +1,10 @@
 //! SQL from API nodes: DDL (CREATE, DROP, ALTER, TRUNCATE) runs on the receiving node
 //! and then on every other live data node (`SchemaReq`), answered once all did;
 //! read-only statements (SELECT, SHOW, DESCRIBE, EXPLAIN) run on the receiving node's
-//! replicas (every partition when the cluster has one node group). Statements that
-//! change rows come as `SqlCaptureReq` (`sql_capture.rs`) and are refused here.
+//! replicas (every partition when the cluster has one node group; with several, a
+//! SELECT of a table is run by the API node over every group, `remote_select.rs`, and
+//! refused here). Statements that change rows come as `SqlCaptureReq`
+//! (`sql_capture.rs`) and are refused here.
 
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
@@ -77,10 +79,12 @@ impl DataPath {
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
         let kind = kind_of(sql);
-        let node_tables = super::ndbinfo::reads_node_tables_only(sql);
-        if kind == Kind::ReadOnly && self.groups.len() > 1 && !node_tables {
+        if kind == Kind::ReadOnly
+            && self.groups.len() > 1
+            && crate::sql::selects_ndb_table(sql, database)
+        {
             let e = codes::unsupported(
-                "SELECT over the transport reads one node group's replicas; with several node groups use key operations",
+                "a SELECT of a table at one data node would read one node group's replicas; with several node groups the API node runs it over every group (a client of this version does)",
             );
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }

@@ -1,0 +1,130 @@
+//! SELECT over TCP in a cluster of several node groups: a data node holds only its own
+//! group's partitions, so the API node runs the statement itself
+//! (`sql::TableSelect`): it parses, binds and plans it as a session does, reads the
+//! plan's access path from every node group — primary-key reads sent to each key's
+//! partition ([`RemoteCluster::read_batch`]), table and ordered-index scans of every
+//! group ([`RemoteCluster::scan`], merged in index order when the plan needs it) — and
+//! evaluates WHERE, grouping, aggregates, ORDER BY and LIMIT over those rows.
+//!
+//! Reads are committed reads, as NDB's for a SELECT without a lock clause: each
+//! statement over TCP is its own transaction, so a row lock (FOR UPDATE, LOCK IN SHARE
+//! MODE) would be released as the statement ends; those read the latest committed rows
+//! too. No condition is pushed to the data nodes: a table scan brings every row of the
+//! columns the statement uses, in bounded batches ([`SCAN_BATCH_ROWS`] per group).
+
+use super::remote::RemoteCluster;
+use super::remote_scan::RemoteScanSpec;
+use super::remote_sql::{RETRY_BUDGET, backoff};
+use crate::error::Result;
+use crate::schema::{TableDef, Value};
+use crate::sql::{Access, TableRead, TableSelect};
+use std::sync::Arc;
+
+/// Rows per scan batch and node group.
+pub const SCAN_BATCH_ROWS: u32 = 512;
+/// Primary keys per read request.
+const KEYS_PER_READ: usize = 1000;
+
+impl RemoteCluster {
+    /// Runs a SELECT of an NDB table over every node group; the rendered result.
+    pub(super) fn select_over(self: &Arc<Self>, q: &TableSelect) -> Result<String> {
+        let t0 = std::time::Instant::now();
+        let deadline = t0 + RETRY_BUDGET;
+        let mut attempt = 0u32;
+        loop {
+            let db = q.database()?;
+            let def = self.table(db, &q.table).map_err(|e| q.lookup_error(e))?;
+            let r = q.run(&def, &mut |read, sink| {
+                self.read_for_select(db, &def, read, sink)
+            });
+            match r {
+                Ok(result) => return Ok(crate::sql::render(&result, t0.elapsed())),
+                // A node lost or starting mid-scan: the rows already taken cannot be
+                // told apart from the rest, so the statement reads again from the start.
+                // Temporary errors (4010 a lost node, 4035 a starting one, 488 too many
+                // scans, ...) are retried for up to `RETRY_BUDGET`.
+                Err(e) if e.is_temporary() && std::time::Instant::now() < deadline => {
+                    attempt += 1;
+                    if e.code == 4035 {
+                        self.note_not_ready(&e);
+                    }
+                    std::thread::sleep(backoff(attempt, t0.elapsed().as_nanos() as u64));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads `read`'s access path: each row, full width (columns not fetched are NULL),
+    /// to `sink` until it returns false.
+    fn read_for_select(
+        self: &Arc<Self>,
+        db: &str,
+        def: &TableDef,
+        read: TableRead<'_>,
+        sink: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+    ) -> Result<()> {
+        // A statement that names no column reads the hidden key of a table without a
+        // primary key; any visible column counts its rows as well.
+        let mut fetch: Vec<usize> = read
+            .cols
+            .iter()
+            .copied()
+            .filter(|&c| !def.columns[c].hidden)
+            .collect();
+        if fetch.is_empty() {
+            fetch.extend(def.visible_columns().map(|(i, _)| i).take(1));
+        }
+        let columns: Vec<u32> = fetch.iter().map(|&c| c as u32).collect();
+        let width = def.columns.len();
+        let widen = |r: Vec<Value>| -> Vec<Value> {
+            let mut full = vec![Value::Null; width];
+            for (v, &c) in r.into_iter().zip(&fetch) {
+                full[c] = v;
+            }
+            full
+        };
+        let mut spec = RemoteScanSpec::table(db, &def.name);
+        spec.columns = columns.clone();
+        spec.batch_rows = SCAN_BATCH_ROWS;
+        match read.access {
+            Access::Empty => return Ok(()),
+            Access::Keys(keys) => {
+                for chunk in keys.chunks(KEYS_PER_READ) {
+                    for r in self
+                        .read_batch(db, &def.name, chunk, &columns)?
+                        .into_iter()
+                        .flatten()
+                    {
+                        if !sink(widen(r))? {
+                            return Ok(());
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            Access::Full => {}
+            Access::Range {
+                index,
+                low,
+                high,
+                descending,
+                sorted,
+            } => {
+                spec.index = Some(def.indexes[*index].name.clone());
+                spec.low = low.clone();
+                spec.high = high.clone();
+                spec.descending = *descending;
+                spec.sorted = *sorted;
+            }
+        }
+        let mut scan = self.scan(spec)?;
+        while let Some(r) = scan.next_row()? {
+            if !sink(widen(r))? {
+                scan.close();
+                break;
+            }
+        }
+        Ok(())
+    }
+}
