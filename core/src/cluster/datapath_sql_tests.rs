@@ -1,11 +1,10 @@
 //! SQL that changes rows over TCP (`remote_sql`, `datapath::sql_capture`): the change
 //! reaches every replica through a TC, the statement's result is its own, concurrent
-//! statements on the same row lose no update, a statement's error changes nothing, and
-//! a cluster of several node groups refuses with the reason.
+//! statements on the same row lose no update, and a statement's error changes nothing;
+//! several node groups: `datapath_sql_groups_tests.rs`.
 
 use super::datapath::DataPath;
 use super::datapath_tests::{DB, cluster};
-use super::remote::RemoteCluster;
 use crate::schema::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -145,18 +144,6 @@ fn concurrent_increments_over_tcp_lose_no_update() {
         assert_eq!(rows[&1], vec![total.clone()], "node {}", n.node_id);
         assert_eq!(rows[&2], vec![total.clone()], "node {}", n.node_id);
     }
-}
-
-#[test]
-fn dml_over_tcp_with_two_node_groups_is_refused_with_the_reason() {
-    let (_m, _nodes, api): (_, _, Arc<RemoteCluster>) = cluster(4, 2);
-    api.sql(DB, "CREATE TABLE t (id INT PRIMARY KEY) ENGINE=NDB")
-        .expect("create");
-    let e = api
-        .sql(DB, "INSERT INTO t VALUES (1)")
-        .expect_err("two node groups");
-    assert_eq!(e.code, 4003, "{e}");
-    assert!(e.to_string().contains("one node group"), "{e}");
 }
 
 #[test]

@@ -26,12 +26,17 @@ pub fn replica_slot(partition: usize, replica: usize, groups: usize, group_size:
     (partition / groups + replica) % group_size
 }
 
+/// The node group holding `partition` of a table, among `groups` node groups.
+pub fn node_group_of(partition: usize, groups: usize) -> usize {
+    partition % groups
+}
+
 /// The nodes holding `partition`'s replicas, primary first.
 pub fn replica_nodes(partition: usize, node_groups: &[Vec<NodeId>]) -> Vec<NodeId> {
     if node_groups.is_empty() {
         return Vec::new();
     }
-    let group = &node_groups[partition % node_groups.len()];
+    let group = &node_groups[node_group_of(partition, node_groups.len())];
     (0..group.len())
         .map(|r| group[replica_slot(partition, r, node_groups.len(), group.len())])
         .collect()

@@ -29,6 +29,7 @@ pub mod remote;
 pub mod remote_scan;
 mod remote_select;
 pub mod remote_sql;
+mod remote_sql_groups;
 pub mod remote_txn;
 pub mod sim;
 pub mod sim_data;

@@ -36,7 +36,7 @@
 //! Limits: at most [`MAX_PENDING`] requests outstanding per connection (more wait).
 
 use super::client::{ConnectString, MgmConnection};
-use super::datapath::err_from;
+use super::datapath::{err_from, sql_err_from};
 use super::layout::{partition_of_hash, replica_nodes};
 use crate::config::ClusterConfig;
 use crate::error::{NdbError, Result, codes};
@@ -481,21 +481,24 @@ impl RemoteCluster {
 
     /// The node to send a key's partition to: its first usable replica.
     pub(super) fn node_for(&self, partition: usize) -> Result<NodeId> {
-        let reps = replica_nodes(partition, &self.groups);
-        reps.iter()
-            .copied()
-            .find(|&n| self.usable(n))
-            .or_else(|| {
-                let c = self.shared.connected.lock().clone();
-                reps.iter()
-                    .copied()
-                    .find(|&n| c.contains(&n) && !self.shared.excluded(n))
-            })
+        self.first_usable(&replica_nodes(partition, &self.groups))
             .ok_or_else(|| {
                 codes::node_group_down(format!(
                     "no data node of partition {partition}'s node group is connected"
                 ))
             })
+    }
+
+    /// The first of `nodes` that is usable; else the first connected one in the view
+    /// (one that said it was starting may be ready again: it answers for itself).
+    pub(super) fn first_usable(&self, nodes: &[NodeId]) -> Option<NodeId> {
+        nodes.iter().copied().find(|&n| self.usable(n)).or_else(|| {
+            let c = self.shared.connected.lock().clone();
+            nodes
+                .iter()
+                .copied()
+                .find(|&n| c.contains(&n) && !self.shared.excluded(n))
+        })
     }
 
     pub(super) fn any_node(&self) -> Result<NodeId> {
@@ -533,8 +536,12 @@ impl RemoteCluster {
         match p.wait()? {
             DataMsg::SqlConf { code: 0, text, .. } => Ok(text),
             DataMsg::SqlConf {
-                code, class, text, ..
-            } => Err(err_from(code, class, &text)),
+                code,
+                class,
+                text,
+                mysql_code,
+                ..
+            } => Err(sql_err_from(code, class, &text, mysql_code)),
             _ => Err(codes::internal("unexpected answer to SQL")),
         }
     }

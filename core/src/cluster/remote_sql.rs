@@ -63,13 +63,24 @@ impl RemoteCluster {
     /// result.
     pub(super) fn sql_change(&self, database: &str, sql: &str) -> Result<String> {
         let began = std::time::Instant::now();
+        // Several node groups: captured on each (`remote_sql_groups.rs`).
+        let spread = if self.node_groups().len() > 1 {
+            Some(crate::sql::group_capture(sql)?)
+        } else {
+            None
+        };
+        let mut auto_increment_floor = 0;
         // Unique per statement of this client, and differing between client processes.
         let salt = self.next_id() ^ (u64::from(std::process::id()) << 32);
         let mut attempt = 0;
         loop {
             attempt += 1;
             let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
-            let (text, changes) = match self.capture(database, sql) {
+            let captured = match spread {
+                None => self.capture(database, sql),
+                Some(how) => self.capture_groups(database, sql, how, &mut auto_increment_floor),
+            };
+            let (text, changes) = match captured {
                 Ok(c) => c,
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
                     std::thread::sleep(backoff(attempt, salt));
@@ -98,6 +109,7 @@ impl RemoteCluster {
             req,
             database: database.into(),
             sql: sql.into(),
+            auto_increment_floor: 0,
         })?;
         match p.wait()? {
             DataMsg::SqlCaptureConf {
@@ -107,8 +119,14 @@ impl RemoteCluster {
                 ..
             } => Ok((text, changes)),
             DataMsg::SqlCaptureConf {
-                code, class, text, ..
-            } => Err(super::datapath::err_from(code, class, &text)),
+                code,
+                class,
+                text,
+                mysql_code,
+                ..
+            } => Err(super::datapath::sql_err_from(
+                code, class, &text, mysql_code,
+            )),
             _ => Err(codes::internal("unexpected answer to a captured statement")),
         }
     }

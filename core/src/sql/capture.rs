@@ -64,7 +64,13 @@ impl Session {
     /// Runs one INSERT, REPLACE, UPDATE or DELETE in a transaction of its own and
     /// rolls it back: its result (row counts as if it had committed) and the rows it
     /// changed, first changed first. Refused inside the session's own transaction.
-    pub fn capture(&mut self, sql: &str) -> Result<(SqlResult, Vec<CapturedRow>)> {
+    /// `auto_increment_floor` (0: none) raises an INSERT's table's next AUTO_INCREMENT
+    /// value to at least that one first.
+    pub fn capture(
+        &mut self,
+        sql: &str,
+        auto_increment_floor: u64,
+    ) -> Result<(SqlResult, Vec<CapturedRow>)> {
         let mut statements = lexer::statements(sql);
         if statements.len() != 1 {
             return Err(codes::unsupported(
@@ -82,6 +88,12 @@ impl Session {
             return Err(codes::bad_argument(
                 "a statement is not captured inside the session's transaction",
             ));
+        }
+        if let (Stmt::Insert(i), 1..) = (&stmt, auto_increment_floor) {
+            let db = self.db_of(&i.table)?;
+            self.table(&db, &i.table.name)?
+                .auto_increment
+                .fetch_max(auto_increment_floor, std::sync::atomic::Ordering::AcqRel);
         }
         self.txn.explicit = true;
         self.txn.capture = true;

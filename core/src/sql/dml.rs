@@ -230,11 +230,11 @@ fn default_of(col: &Column, meta: &TableMeta, now: Datetime, strict: bool) -> Re
     Ok(implicit_default(&col.ty))
 }
 
-fn next_auto(table: &TableRuntime, col: &Column) -> Result<(u64, Value)> {
-    let n = table.auto_increment.fetch_add(1, Ordering::AcqRel);
-    let v = coerce(Value::UInt(n), &col.ty, &col.name)
-        .map_err(|_| errors::out_of_range(&col.name, 1))?;
-    Ok((n, v))
+/// The first of `n` consecutive AUTO_INCREMENT values taken for one statement (as
+/// MySQL's "consecutive" lock mode gives a simple INSERT): a statement captured on
+/// several node groups generates the same values on each when they start alike.
+fn next_auto_block(table: &TableRuntime, n: u64) -> u64 {
+    table.auto_increment.fetch_add(n, Ordering::AcqRel)
 }
 
 fn is_zero(v: &Value) -> bool {
@@ -325,6 +325,8 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
         .auto_increment_column()
         .filter(|&c| !def.columns[c].hidden);
     let mut first_id: Option<u64> = None;
+    // (row, position in its values) of the AUTO_INCREMENT values to generate.
+    let mut generated: Vec<(usize, usize)> = Vec::new();
     let mut prepared: Vec<Vec<(usize, Value)>> = Vec::with_capacity(source_rows.len());
     for (r, src) in source_rows.into_iter().enumerate() {
         let rowno = r as u64 + 1;
@@ -338,9 +340,8 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
                 Some(v) => v,
             };
             if Some(c) == auto && (v.is_null() || is_zero(&v)) {
-                let (n, v) = next_auto(&table, col)?;
-                first_id.get_or_insert(n);
-                vals.push((c, v));
+                generated.push((prepared.len(), vals.len()));
+                vals.push((c, Value::Null));
                 continue;
             }
             vals.push((c, assign(v, col, rowno, strict)?));
@@ -350,9 +351,8 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
                 continue;
             }
             if Some(c) == auto {
-                let (n, v) = next_auto(&table, col)?;
-                first_id.get_or_insert(n);
-                vals.push((c, v));
+                generated.push((prepared.len(), vals.len()));
+                vals.push((c, Value::Null));
             } else if meta
                 .default_now
                 .iter()
@@ -370,6 +370,17 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
             }
         }
         prepared.push(vals);
+    }
+    if let Some(c) = auto
+        && !generated.is_empty()
+    {
+        let base = next_auto_block(&table, generated.len() as u64);
+        first_id = Some(base);
+        let col = &def.columns[c];
+        for (i, &(row, at)) in generated.iter().enumerate() {
+            prepared[row][at].1 = coerce(Value::UInt(base + i as u64), &col.ty, &col.name)
+                .map_err(|_| errors::out_of_range(&col.name, row as u64 + 1))?;
+        }
     }
     let batch = s.batch_rows();
     let max_ops = s.max_operations();

@@ -18,6 +18,7 @@
 
 mod assign;
 mod capture;
+mod capture_groups;
 mod convert;
 mod ddl;
 mod dml;
@@ -48,6 +49,7 @@ mod tests_dml;
 mod tests_errors;
 
 pub use capture::{CapturedRow, changes_rows, leading_keyword};
+pub use capture_groups::{GroupCapture, group_capture};
 pub use errors::render_error;
 pub(crate) use plan::Access;
 pub use render::render;

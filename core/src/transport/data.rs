@@ -144,6 +144,8 @@ pub enum DataMsg {
         /// The error's `ErrorClassification` (0 with code 0).
         class: u8,
         text: String,
+        /// The MySQL error number the SQL layer shows for the error (0: NDB's own).
+        mysql_code: u32,
     },
     /// Data node → data node: apply this DDL locally.
     SchemaReq {
@@ -351,6 +353,10 @@ pub enum DataMsg {
         req: u64,
         database: String,
         sql: String,
+        /// The INSERT's table hands out AUTO_INCREMENT values from at least this one
+        /// (0: as it stands); with several node groups the API node makes every
+        /// group's capture generate the same values.
+        auto_increment_floor: u64,
     },
     /// Answer to `SqlCaptureReq`: code 0, the statement's rendered result and the rows
     /// it changed (in the order it first changed them), or NDB's error.
@@ -360,6 +366,14 @@ pub enum DataMsg {
         class: u8,
         text: String,
         changes: Vec<RowChange>,
+        /// The statement's result, for the API node to add up several captures:
+        /// rows affected, MySQL's info line ("" when none), the first AUTO_INCREMENT
+        /// value it generated (0: none).
+        affected: u64,
+        info: String,
+        last_insert_id: u64,
+        /// The MySQL error number the SQL layer shows for the error (0: NDB's own).
+        mysql_code: u32,
     },
     /// Source to the joining node: every row was sent; `seq` orders the node among the
     /// up-to-date ones; `lineage` is the source's (the joining node takes it).
@@ -686,23 +700,34 @@ impl DataMsg {
                     e.str(a);
                 }
             }
-            DataMsg::SqlReq { req, database, sql }
-            | DataMsg::SchemaReq { req, database, sql }
-            | DataMsg::SqlCaptureReq { req, database, sql } => {
+            DataMsg::SqlReq { req, database, sql } | DataMsg::SchemaReq { req, database, sql } => {
                 e.u64(*req);
                 e.str(database);
                 e.str(sql);
+            }
+            DataMsg::SqlCaptureReq {
+                req,
+                database,
+                sql,
+                auto_increment_floor,
+            } => {
+                e.u64(*req);
+                e.str(database);
+                e.str(sql);
+                e.u64(*auto_increment_floor);
             }
             DataMsg::SqlConf {
                 req,
                 code,
                 class,
                 text,
+                mysql_code,
             } => {
                 e.u64(*req);
                 e.u32(*code);
                 e.u8(*class);
                 e.str(text);
+                e.u32(*mysql_code);
             }
             DataMsg::SqlCaptureConf {
                 req,
@@ -710,6 +735,10 @@ impl DataMsg {
                 class,
                 text,
                 changes,
+                affected,
+                info,
+                last_insert_id,
+                mysql_code,
             } => {
                 e.u64(*req);
                 e.u32(*code);
@@ -723,6 +752,10 @@ impl DataMsg {
                     enc_result(&mut e, &c.before);
                     enc_result(&mut e, &c.after);
                 }
+                e.u64(*affected);
+                e.str(info);
+                e.u64(*last_insert_id);
+                e.u32(*mysql_code);
             }
             DataMsg::TableReq {
                 req,
@@ -1079,11 +1112,13 @@ impl DataMsg {
                 code: u32_(d)?,
                 class: d.u8().map_err(bad)?,
                 text: s(d)?,
+                mysql_code: u32_(d)?,
             },
             SQL_CAPTURE_REQ => DataMsg::SqlCaptureReq {
                 req: u64_(d)?,
                 database: s(d)?,
                 sql: s(d)?,
+                auto_increment_floor: u64_(d)?,
             },
             SQL_CAPTURE_CONF => {
                 let (req, code) = (u64_(d)?, u32_(d)?);
@@ -1106,6 +1141,10 @@ impl DataMsg {
                     class,
                     text,
                     changes,
+                    affected: u64_(d)?,
+                    info: s(d)?,
+                    last_insert_id: u64_(d)?,
+                    mysql_code: u32_(d)?,
                 }
             }
             TABLE_REQ => DataMsg::TableReq {

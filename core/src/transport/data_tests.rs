@@ -31,6 +31,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             code: 0,
             class: 0,
             text: "Query OK".into(),
+            mysql_code: 0,
         },
         DataMsg::SchemaReq {
             req: 1,
@@ -41,6 +42,13 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             req: 2,
             database: "test".into(),
             sql: "UPDATE t SET b = 'y' WHERE a < 3".into(),
+            auto_increment_floor: 0,
+        },
+        DataMsg::SqlCaptureReq {
+            req: 4,
+            database: "test".into(),
+            sql: "INSERT INTO t (b) VALUES ('x')".into(),
+            auto_increment_floor: 1 << 40,
         },
         DataMsg::SqlCaptureConf {
             req: 2,
@@ -63,6 +71,10 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
                     after: Some(vec![Value::Int(2), Value::Null]),
                 },
             ],
+            affected: 2,
+            info: "Rows matched: 2  Changed: 2  Warnings: 0".into(),
+            last_insert_id: 0,
+            mysql_code: 0,
         },
         DataMsg::SqlCaptureConf {
             req: 2,
@@ -70,6 +82,10 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             class: 3,
             text: "Duplicate entry '1' for key 'PRIMARY'".into(),
             changes: Vec::new(),
+            affected: 0,
+            info: String::new(),
+            last_insert_id: 7,
+            mysql_code: 1062,
         },
         DataMsg::TableReq {
             req: 3,

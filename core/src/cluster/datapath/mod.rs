@@ -347,6 +347,12 @@ pub(crate) fn err_parts(e: &NdbError) -> (u32, u8, String) {
     (e.code, e.classification as u8, e.message.clone())
 }
 
+/// The error an SQL answer carried (`SqlConf`, `SqlCaptureConf`): NDB's, with the MySQL
+/// error number the SQL layer shows for it.
+pub fn sql_err_from(code: u32, class: u8, message: &str, mysql_code: u32) -> NdbError {
+    err_from(code, class, message).with_mysql_code(mysql_code)
+}
+
 /// The error a data message carried.
 pub fn err_from(code: u32, class: u8, message: &str) -> NdbError {
     NdbError::new(
@@ -956,6 +962,7 @@ impl DataPath {
                 code,
                 class,
                 text,
+                ..
             } => self.schema_answer(from, req, code, class, text),
             DataMsg::LeasePing { seq } => self.on_lease_ping(from, seq),
             DataMsg::LeasePong { seq } => self.on_lease_pong(from, seq),
@@ -996,9 +1003,12 @@ impl DataPath {
             m @ (DataMsg::SqlReq { .. } | DataMsg::SchemaReq { .. }) => {
                 self.dispatch(0, Job::Msg(from, m));
             }
-            DataMsg::SqlCaptureReq { req, database, sql } => {
-                self.on_sql_capture(from, req, database, sql)
-            }
+            DataMsg::SqlCaptureReq {
+                req,
+                database,
+                sql,
+                auto_increment_floor,
+            } => self.on_sql_capture(from, req, database, sql, auto_increment_floor),
             DataMsg::TcKeyReq {
                 req,
                 txn,

@@ -60,6 +60,7 @@ impl DataPath {
                 code: 0,
                 class: 0,
                 text: text.clone(),
+                mysql_code: 0,
             },
             Err(e) => {
                 let (code, class, text) = err_parts(e);
@@ -68,6 +69,7 @@ impl DataPath {
                     code,
                     class,
                     text,
+                    mysql_code: e.mysql_code,
                 }
             }
         }

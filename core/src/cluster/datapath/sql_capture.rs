@@ -5,15 +5,18 @@
 //! on the primaries like any key operation.
 //!
 //! With one node group this node holds a replica of every partition, so the statement
-//! sees every row; with several it would see its own group's only, and is refused (as
-//! SELECT is, `schema.rs`). A statement runs on a thread of its own, never on a worker:
+//! sees every row. With several it sees its own group's rows only (the other groups'
+//! partitions are empty here): the API node captures the statement on one node of each
+//! group and keeps from each what that group owns (`remote_sql.rs`), so the answer
+//! carries the result's counts and the first AUTO_INCREMENT value generated, and the
+//! request a floor for those values. A statement runs on a thread of its own, never on a worker:
 //! it may wait for a row lock that a worker's transaction holds. At most
 //! [`MAX_CAPTURES`] run at once (4006, temporary, beyond); an answer larger than a
 //! frame is refused (233: fewer rows per statement).
 
 use super::{DataPath, Threading, err_parts};
 use crate::error::{Result, codes};
-use crate::sql::{CapturedRow, Session};
+use crate::sql::{CapturedRow, Session, SqlResult};
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, RowChange};
 use crate::transport::frame::MAX_PAYLOAD_BYTES;
@@ -36,17 +39,15 @@ const FRAME_SLACK_BYTES: usize = 64 << 10;
 
 impl DataPath {
     /// `SqlCaptureReq` from API node `api`: answered by `SqlCaptureConf`.
-    pub(super) fn on_sql_capture(&self, api: NodeId, req: u64, database: String, sql: String) {
-        let refused = self.check_api_access(api).and_then(|()| {
-            if self.groups.len() > 1 {
-                return Err(codes::unsupported(
-                    "SQL that changes rows over the transport sees one node group's replicas; \
-                     with several node groups change rows with key operations",
-                ));
-            }
-            Ok(())
-        });
-        if let Err(e) = refused {
+    pub(super) fn on_sql_capture(
+        &self,
+        api: NodeId,
+        req: u64,
+        database: String,
+        sql: String,
+        auto_increment_floor: u64,
+    ) {
+        if let Err(e) = self.check_api_access(api) {
             return self.send(api, capture_error(req, &e));
         }
         if self.captures_running.fetch_add(1, Ordering::AcqRel) >= MAX_CAPTURES {
@@ -63,13 +64,13 @@ impl DataPath {
         };
         let Some(me) = me else {
             let _slot = CaptureSlot(self);
-            return self.capture_and_answer(api, req, &database, &sql);
+            return self.capture_and_answer(api, req, &database, &sql, auto_increment_floor);
         };
         let spawned = std::thread::Builder::new()
             .name(format!("sql-capture-{}", self.me))
             .spawn(move || {
                 let _slot = CaptureSlot(&me);
-                me.capture_and_answer(api, req, &database, &sql);
+                me.capture_and_answer(api, req, &database, &sql, auto_increment_floor);
             });
         if let Err(e) = spawned {
             // The closure, and the slot it would have held, never ran.
@@ -79,25 +80,37 @@ impl DataPath {
         }
     }
 
-    fn capture_and_answer(&self, api: NodeId, req: u64, database: &str, sql: &str) {
-        let msg = match self.capture(req, database, sql) {
+    fn capture_and_answer(&self, api: NodeId, req: u64, database: &str, sql: &str, floor: u64) {
+        let msg = match self.capture(req, database, sql, floor) {
             Ok(m) => m,
             Err(e) => capture_error(req, &e),
         };
         self.send(api, msg);
     }
 
-    fn capture(&self, req: u64, database: &str, sql: &str) -> Result<DataMsg> {
+    fn capture(&self, req: u64, database: &str, sql: &str, floor: u64) -> Result<DataMsg> {
         let mut session = Session::new(self.engine.ndb(database));
         let t0 = std::time::Instant::now();
-        let (result, rows) = session.capture(sql)?;
+        let (result, rows) = session.capture(sql, floor)?;
         let text = crate::sql::render(&result, t0.elapsed());
+        let (affected, info, last_insert_id) = match result {
+            SqlResult::Affected {
+                rows,
+                info,
+                last_insert_id,
+            } => (rows, info.unwrap_or_default(), last_insert_id.unwrap_or(0)),
+            SqlResult::Rows { .. } => (0, String::new(), 0),
+        };
         let msg = DataMsg::SqlCaptureConf {
             req,
             code: 0,
             class: 0,
             text,
             changes: rows.into_iter().map(row_change).collect(),
+            affected,
+            info,
+            last_insert_id,
+            mysql_code: 0,
         };
         if msg.encode_body().len() + FRAME_SLACK_BYTES > MAX_PAYLOAD_BYTES {
             return Err(codes::too_many_operations().detail(format!(
@@ -128,5 +141,9 @@ fn capture_error(req: u64, e: &crate::error::NdbError) -> DataMsg {
         class,
         text,
         changes: Vec::new(),
+        affected: 0,
+        info: String::new(),
+        last_insert_id: 0,
+        mysql_code: e.mysql_code,
     }
 }

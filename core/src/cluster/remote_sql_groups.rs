@@ -1,0 +1,247 @@
+//! SQL that changes rows over TCP in a cluster of several node groups. A data node
+//! holds only its own group's partitions, so the API node captures the statement on
+//! one node of every group at once (`SqlCaptureReq`), keeps what each group may
+//! answer for (`sql::GroupCapture`), adds up the results and applies the union in one
+//! transaction, as for one group (`remote_sql.rs`):
+//!
+//! - UPDATE, DELETE: each group changes the rows it holds; all are kept. Rows
+//!   affected and the info line's counts are the groups' sums.
+//! - INSERT, REPLACE (VALUES): every group runs the whole statement, rows of other
+//!   groups landing in partitions that are empty there; a row is kept from the group
+//!   owning its key, which saw the row it collides with (630) or replaces. Rows
+//!   affected: each group's count less its rows of other groups (each a fresh insert
+//!   there, counted 1); `Records` is the statement's; INSERT IGNORE's duplicates are
+//!   the records not inserted.
+//! - AUTO_INCREMENT: a statement takes its generated values as one consecutive block,
+//!   so captures that start from the same value generate the same ones. Each capture
+//!   answers its first value; when they differ (each group's counter has seen only its
+//!   own rows), the attempt ends with a temporary error and the next one asks every
+//!   group to start at least at the highest (`auto_increment_floor`).
+//!
+//! Refused with the reason (4003, `sql::group_capture`): INSERT ... SELECT (its
+//! SELECT would read one group's rows) and UPDATE/DELETE ... LIMIT (each group would
+//! apply the limit to its own rows). An UPDATE that moves a row's key onto a key held
+//! in another group is found at the apply (630), retried, and fails with 630 when the
+//! retry budget ends.
+
+use super::datapath::sql_err_from;
+use super::layout::node_group_of;
+use super::remote::RemoteCluster;
+use crate::error::{NdbError, Result, codes};
+use crate::sql::{GroupCapture, SqlResult};
+use crate::transport::data::{DataMsg, RowChange};
+
+/// One group's capture.
+struct GroupConf {
+    changes: Vec<RowChange>,
+    affected: u64,
+    info: String,
+    last_insert_id: u64,
+}
+
+impl RemoteCluster {
+    /// Captures `sql` on one node of each node group and merges the answers (module
+    /// notes): the rendered result and the rows to change. `floor` is the
+    /// AUTO_INCREMENT floor to ask for, raised when the groups' values differed.
+    pub(super) fn capture_groups(
+        &self,
+        database: &str,
+        sql: &str,
+        how: GroupCapture,
+        floor: &mut u64,
+    ) -> Result<(String, Vec<RowChange>)> {
+        let t0 = std::time::Instant::now();
+        let mut pending = Vec::with_capacity(self.node_groups().len());
+        for (g, nodes) in self.node_groups().iter().enumerate() {
+            let node = self.first_usable(nodes).ok_or_else(|| {
+                codes::node_group_down(format!("no data node of node group {g} is connected"))
+            })?;
+            pending.push(self.submit(node, false, |req| DataMsg::SqlCaptureReq {
+                req,
+                database: database.into(),
+                sql: sql.into(),
+                auto_increment_floor: *floor,
+            })?);
+        }
+        // Every answer is awaited; the statement's own error (permanent) wins over a
+        // temporary one, so that it is not retried.
+        let mut confs = Vec::with_capacity(pending.len());
+        let mut error: Option<NdbError> = None;
+        for p in pending {
+            match p.wait().and_then(group_conf) {
+                Ok(c) => confs.push(c),
+                Err(e) => {
+                    if error
+                        .as_ref()
+                        .is_none_or(|old| old.is_temporary() && !e.is_temporary())
+                    {
+                        error = Some(e);
+                    }
+                }
+            }
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let first_ids: Vec<u64> = confs.iter().map(|c| c.last_insert_id).collect();
+        if first_ids.iter().any(|&id| id != first_ids[0]) {
+            *floor = first_ids.iter().copied().max().unwrap_or(0);
+            return Err(codes::deadlock_timeout().detail(format!(
+                "the node groups' captures generated different AUTO_INCREMENT values \
+                 (first {first_ids:?}); capturing again from {floor}"
+            )));
+        }
+        let (affected, changes, inserted) = match how {
+            GroupCapture::EachGroupsRows => {
+                let affected = confs.iter().map(|c| c.affected).sum();
+                let changes: Vec<RowChange> = confs
+                    .iter_mut()
+                    .flat_map(|c| std::mem::take(&mut c.changes))
+                    .collect();
+                (affected, changes, 0)
+            }
+            GroupCapture::RowsByOwner { .. } => self.keep_owned(&mut confs)?,
+        };
+        let dups = match how {
+            GroupCapture::RowsByOwner { ignore: true } => Some(inserted),
+            _ => None,
+        };
+        let infos: Vec<&str> = confs.iter().map(|c| c.info.as_str()).collect();
+        let result = SqlResult::Affected {
+            rows: affected,
+            last_insert_id: (first_ids[0] != 0).then_some(first_ids[0]),
+            info: merge_info(&infos, dups),
+        };
+        Ok((crate::sql::render(&result, t0.elapsed()), changes))
+    }
+
+    /// Each group's rows of its own partitions: (rows affected, the rows, how many
+    /// of them are inserted rows).
+    fn keep_owned(&self, confs: &mut [GroupConf]) -> Result<(u64, Vec<RowChange>, u64)> {
+        let groups = self.node_groups().len();
+        let mut affected = 0u64;
+        let mut kept = Vec::new();
+        for (g, conf) in confs.iter_mut().enumerate() {
+            let mut foreign = 0u64;
+            for c in std::mem::take(&mut conf.changes) {
+                let def = self.table(&c.database, &c.table)?;
+                let owner = node_group_of(Self::partition_of(&def, &c.key)?, groups);
+                if owner == g {
+                    kept.push(c);
+                } else {
+                    foreign += 1;
+                }
+            }
+            affected += conf.affected.saturating_sub(foreign);
+        }
+        let inserted = kept.iter().filter(|c| c.before.is_none()).count() as u64;
+        Ok((affected, kept, inserted))
+    }
+}
+
+fn group_conf(m: DataMsg) -> Result<GroupConf> {
+    match m {
+        DataMsg::SqlCaptureConf {
+            code: 0,
+            changes,
+            affected,
+            info,
+            last_insert_id,
+            ..
+        } => Ok(GroupConf {
+            changes,
+            affected,
+            info,
+            last_insert_id,
+        }),
+        DataMsg::SqlCaptureConf {
+            code,
+            class,
+            text,
+            mysql_code,
+            ..
+        } => Err(sql_err_from(code, class, &text, mysql_code)),
+        _ => Err(codes::internal("unexpected answer to a captured statement")),
+    }
+}
+
+/// The groups' info lines ("Label: n" pairs, two spaces apart) as one: `Records`
+/// from the first (every group ran the whole statement), the other counts summed;
+/// with `inserted` (INSERT IGNORE), `Duplicates` and `Warnings` are the records not
+/// inserted. None when no group had one.
+fn merge_info(infos: &[&str], inserted: Option<u64>) -> Option<String> {
+    let parse = |s: &str| -> Vec<(String, u64)> {
+        s.split("  ")
+            .filter_map(|part| {
+                let (label, n) = part.split_once(": ")?;
+                Some((label.trim().to_string(), n.trim().parse().ok()?))
+            })
+            .collect()
+    };
+    let parsed: Vec<Vec<(String, u64)>> = infos
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| parse(s))
+        .collect();
+    let first = parsed.first()?;
+    let records = first
+        .iter()
+        .find(|(l, _)| l == "Records")
+        .map_or(0, |(_, n)| *n);
+    let parts: Vec<String> = first
+        .iter()
+        .enumerate()
+        .map(|(i, (label, n))| {
+            let value = match (label.as_str(), inserted) {
+                ("Records", _) => *n,
+                ("Duplicates" | "Warnings", Some(ins)) => records.saturating_sub(ins),
+                _ => parsed.iter().filter_map(|p| p.get(i)).map(|(_, n)| n).sum(),
+            };
+            format!("{label}: {value}")
+        })
+        .collect();
+    Some(parts.join("  "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_info;
+
+    #[test]
+    fn info_lines_add_up_as_the_statement_would_report() {
+        assert_eq!(
+            merge_info(
+                &[
+                    "Rows matched: 3  Changed: 2  Warnings: 0",
+                    "Rows matched: 4  Changed: 4  Warnings: 0"
+                ],
+                None
+            )
+            .as_deref(),
+            Some("Rows matched: 7  Changed: 6  Warnings: 0")
+        );
+        assert_eq!(
+            merge_info(
+                &[
+                    "Records: 5  Duplicates: 0  Warnings: 0",
+                    "Records: 5  Duplicates: 1  Warnings: 0"
+                ],
+                None
+            )
+            .as_deref(),
+            Some("Records: 5  Duplicates: 1  Warnings: 0")
+        );
+        assert_eq!(
+            merge_info(
+                &[
+                    "Records: 5  Duplicates: 1  Warnings: 1",
+                    "Records: 5  Duplicates: 2  Warnings: 2"
+                ],
+                Some(3)
+            )
+            .as_deref(),
+            Some("Records: 5  Duplicates: 2  Warnings: 2")
+        );
+        assert_eq!(merge_info(&["", ""], None), None);
+    }
+}
