@@ -144,6 +144,8 @@ pub fn sibling_bin(name: &str) -> AnyResult<PathBuf> {
 pub struct ProcCluster {
     pub procs: Procs,
     port: u16,
+    /// The data nodes' ids, in `[ndbd]` order (node groups of two).
+    data_nodes: Vec<u32>,
 }
 
 impl ProcCluster {
@@ -160,6 +162,23 @@ impl ProcCluster {
         heartbeat_ms: Option<u64>,
         extra: &str,
     ) -> AnyResult<Self> {
+        Self::start_nodes(tag, data_memory_mb, heartbeat_ms, extra, &DATA_NODES)
+    }
+
+    /// [`ProcCluster::start_with`] of `groups` node groups of two data nodes (ids 2,
+    /// 3, 4, ...).
+    pub fn start_groups(tag: &str, data_memory_mb: u64, groups: u32) -> AnyResult<Self> {
+        let ids: Vec<u32> = (2..2 + 2 * groups).collect();
+        Self::start_nodes(tag, data_memory_mb, None, "", &ids)
+    }
+
+    fn start_nodes(
+        tag: &str,
+        data_memory_mb: u64,
+        heartbeat_ms: Option<u64>,
+        extra: &str,
+        data_nodes: &[u32],
+    ) -> AnyResult<Self> {
         let mgmd = sibling_bin("rndb_mgmd")?;
         let ndbd = sibling_bin("rndbd")?;
         let mut procs = Procs::new(tag)?;
@@ -174,7 +193,7 @@ impl ProcCluster {
         t.push_str(&format!(
             "[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={port}\nDataDir={d}\n"
         ));
-        for id in DATA_NODES {
+        for id in data_nodes {
             t.push_str(&format!("[ndbd]\nNodeId={id}\nHostName=127.0.0.1\n"));
         }
         t.push_str("[mysqld]\n");
@@ -182,14 +201,18 @@ impl ProcCluster {
         std::fs::write(&cfg, t)?;
         procs.spawn("mgmd", &mgmd, &["-f", &cfg.to_string_lossy()])?;
         let cs = format!("127.0.0.1:{port}");
-        for id in DATA_NODES {
+        for id in data_nodes {
             procs.spawn(
                 &format!("n{id}"),
                 &ndbd,
                 &["-c", &cs, &format!("--ndb-nodeid={id}")],
             )?;
         }
-        let c = ProcCluster { procs, port };
+        let c = ProcCluster {
+            procs,
+            port,
+            data_nodes: data_nodes.to_vec(),
+        };
         c.wait_started(30)?;
         Ok(c)
     }
@@ -224,7 +247,8 @@ impl ProcCluster {
             if let Ok(mut m) = MgmConnection::open(&cs, Role::Api, Duration::from_secs(2))
                 && let Ok(s) = m.command("ALL STATUS")
             {
-                if DATA_NODES
+                if self
+                    .data_nodes
                     .iter()
                     .all(|id| s.contains(&format!("Node {id}: started")))
                 {

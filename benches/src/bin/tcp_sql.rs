@@ -1,23 +1,29 @@
-//! What SQL that changes rows costs over TCP (`cluster::remote_sql`: a data node
-//! captures the statement, the client applies the rows through a TC), beside the key
-//! operation that makes the same change, in the same run. A cluster of real processes
-//! on loopback (`rndb_mgmd` and two `rndbd`, NoOfReplicas=2, one node group), one
-//! client, one statement at a time:
+//! What SQL costs over TCP beside the key operations that make the same change or read
+//! the same rows, in the same run. Statements that change rows are captured on a data
+//! node (one of each node group when there are several) and applied by the client
+//! through a TC (`cluster::remote_sql`, `remote_sql_groups`); with several node groups
+//! a SELECT of a table is run by the client over every group (`remote_select`). A
+//! cluster of real processes on loopback (`rndb_mgmd` and 2 × `groups` `rndbd`,
+//! NoOfReplicas=2), one client, one statement at a time:
 //!
 //! - `UPDATE kv SET n = n + 1 WHERE id = k` against one Update key operation of the
 //!   same row (a transaction of one round);
 //! - `INSERT INTO kv VALUES (k, 0)` against one Insert key operation;
 //! - `UPDATE kv SET n = n + 1 WHERE id BETWEEN a AND a+R-1` (R rows in one statement)
-//!   against R Update operations in one transaction.
+//!   against R Update operations in one transaction;
+//! - `SELECT n FROM kv WHERE id = k` against one committed key read;
+//! - `SELECT COUNT(*), SUM(n) FROM kv` against a scan of the table's `n` column
+//!   summed by the client.
 //!
 //! Reported: median and 99th-percentile latency per statement or transaction, and the
 //! ratio of the medians.
 //!
 //! Usage (after `cargo build --release -p rndb-shell`):
-//! `cargo run --release -p rndb-benches --bin tcp_sql -- [statements] [range_rows]`
-//! (defaults 2000, 500).
+//! `cargo run --release -p rndb-benches --bin tcp_sql -- [statements] [range_rows] [groups]`
+//! (defaults 2000, 500, 1).
 
 use rndb::cluster::remote::RemoteCluster;
+use rndb::cluster::remote_scan::RemoteScanSpec;
 use rndb::schema::Value;
 use rndb::transport::data::{KeyOp, OpType};
 use rndb_benches::procs::ProcCluster;
@@ -72,7 +78,8 @@ fn main() -> AnyResult<()> {
     let mut args = std::env::args().skip(1);
     let statements: usize = args.next().map_or(Ok(2000), |s| s.parse())?;
     let range_rows: i64 = args.next().map_or(Ok(500), |s| s.parse())?;
-    let mut cluster = ProcCluster::start("tcp-sql", 256, None)?;
+    let groups: u32 = args.next().map_or(Ok(1), |s| s.parse())?;
+    let mut cluster = ProcCluster::start_groups("tcp-sql", 256, groups)?;
     let api = std::sync::Arc::new(RemoteCluster::connect(
         &cluster.connectstring(),
         Duration::from_secs(10),
@@ -86,7 +93,8 @@ fn main() -> AnyResult<()> {
         api.sql(DB, &format!("INSERT INTO kv VALUES {}", values.join(", ")))?;
     }
     println!(
-        "tcp_sql: {KEYS} rows loaded by SQL over TCP; {statements} statements per figure, one at a time"
+        "tcp_sql: {groups} node group(s) of 2 rndbd; {KEYS} rows loaded by SQL over TCP; \
+         {statements} statements per figure, one at a time"
     );
     println!("| figure | SQL: median / p99 µs | key operations: median / p99 µs | SQL / key ops |");
     println!("|---|---:|---:|---:|");
@@ -140,6 +148,37 @@ fn main() -> AnyResult<()> {
         &format!("UPDATE of {range_rows} rows in one statement / transaction"),
         range_sql,
         range_ops,
+    );
+    let read_sql = timed(statements, |i| {
+        api.sql(DB, &format!("SELECT n FROM kv WHERE id = {}", keys(i)))?;
+        Ok(())
+    })?;
+    let read_ops = timed(statements, |i| {
+        api.read_batch(DB, "kv", &[vec![Value::Int(keys(i))]], &[1])?;
+        Ok(())
+    })?;
+    line("SELECT of one row by key", read_sql, read_ops);
+    let scans = (statements / 50).max(5);
+    let sum_sql = timed(scans, |_| {
+        api.sql(DB, "SELECT COUNT(*), SUM(n) FROM kv")?;
+        Ok(())
+    })?;
+    let sum_ops = timed(scans, |_| {
+        let mut spec = RemoteScanSpec::table(DB, "kv");
+        spec.columns = vec![1];
+        spec.batch_rows = 512;
+        let sum: i128 = api
+            .scan_all(spec)?
+            .iter()
+            .filter_map(|r| r[0].as_i128())
+            .sum();
+        std::hint::black_box(sum);
+        Ok(())
+    })?;
+    line(
+        &format!("SELECT COUNT(*), SUM(n) of {} rows (scan)", KEYS + 2 * statements as i64),
+        sum_sql,
+        sum_ops,
     );
     api.close();
     cluster.procs.keep = false;
