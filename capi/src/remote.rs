@@ -46,6 +46,7 @@ pub(crate) use crate::remote_exec::lock_rows;
 use rndb_core::api::TableRuntime;
 use rndb_core::api::dict::TableSpec;
 use rndb_core::cluster::remote::RemoteCluster;
+use rndb_core::cluster::remote_session::RemoteSession;
 use rndb_core::error::{Result, codes};
 use rndb_core::schema::{IndexKind, UNIQUE_INDEX_SUFFIX};
 use std::collections::HashMap;
@@ -58,6 +59,8 @@ pub(crate) struct RemoteNdb {
     /// Definition-only runtimes by (database, lowercased name), remade when the
     /// cluster's definition changed.
     tables: HashMap<(String, String), Arc<TableRuntime>>,
+    /// The Ndb object's SQL session (BEGIN ... COMMIT over TCP), once SQL ran.
+    session: Option<RemoteSession>,
 }
 
 fn ident(name: &str) -> String {
@@ -69,6 +72,7 @@ impl RemoteNdb {
         RemoteNdb {
             cluster,
             tables: HashMap::new(),
+            session: None,
         }
     }
 
@@ -163,8 +167,11 @@ impl RemoteNdb {
 
     /// Runs SQL on a data node: (the rendered result, the row count of its last
     /// line: "N rows in set" or "N rows affected").
-    pub fn sql(&self, database: &str, text: &str) -> Result<(String, i32)> {
-        let out = self.cluster.sql(database, text)?;
+    pub fn sql(&mut self, database: &str, text: &str) -> Result<(String, i32)> {
+        let session = self
+            .session
+            .get_or_insert_with(|| RemoteSession::new(self.cluster.clone()));
+        let out = session.execute(database, text)?;
         let count = row_count_of(&out);
         Ok((out, count))
     }

@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rndb::cluster::client::{ConnectString, MgmConnection};
 use rndb::cluster::remote::RemoteCluster;
+use rndb::cluster::remote_session::RemoteSession;
 use rndb::error::codes;
 use rndb::schema::{TableDef, Value};
 use rndb::transport::Role;
@@ -37,6 +38,8 @@ pub struct MgmClient {
     timeout: Duration,
     conn: Mutex<Option<MgmConnection>>,
     data: Mutex<Option<Arc<RemoteCluster>>>,
+    /// The SQL session (an open BEGIN ... COMMIT transaction), once one was begun.
+    session: Mutex<Option<RemoteSession>>,
 }
 
 impl MgmClient {
@@ -166,6 +169,7 @@ impl MgmClient {
     fn close(&self, py: Python<'_>) {
         py.detach(|| {
             lock_detached(&self.conn).take();
+            lock_detached(&self.session).take();
             if let Some(d) = lock_detached(&self.data).take() {
                 d.close();
             }
@@ -176,10 +180,26 @@ impl MgmClient {
     /// rendered result as the mysql client prints it. INSERT, REPLACE, UPDATE and
     /// DELETE (one statement per call) are captured on a data node and applied through
     /// a TC, retried when they lose a race (docs/cluster.md, "SQL that changes rows").
+    /// BEGIN (or START TRANSACTION) opens this client's transaction, which holds every
+    /// statement until COMMIT or ROLLBACK; its COMMIT fails with 266 (temporary) when
+    /// another transaction changed one of its rows meanwhile (docs/cluster.md, "SQL
+    /// sessions").
     #[pyo3(signature = (sql, database="test"))]
     fn sql(&self, py: Python<'_>, sql: &str, database: &str) -> PyResult<String> {
-        py.detach(|| guard(|| self.data()?.sql(database, sql)))
-            .map_err(|e| to_pyerr(py, e))
+        py.detach(|| {
+            guard(|| {
+                let data = self.data()?;
+                let mut session = lock_detached(&self.session);
+                let s = session.get_or_insert_with(|| RemoteSession::new(data.clone()));
+                if s.needs_session(sql) {
+                    s.execute(database, sql)
+                } else {
+                    drop(session);
+                    data.sql(database, sql)
+                }
+            })
+        })
+        .map_err(|e| to_pyerr(py, e))
     }
 
     /// Blocks until the commit with GCI `gci` (`RemoteTransaction.gci`) is on disk on
@@ -481,6 +501,7 @@ pub fn connect(py: Python<'_>, connectstring: &str, timeout: f64) -> PyResult<Mg
                 timeout: Duration::from_secs_f64(timeout),
                 conn: Mutex::new(Some(conn)),
                 data: Mutex::new(None),
+                session: Mutex::new(None),
             })
         })
     });

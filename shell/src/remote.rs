@@ -13,6 +13,7 @@ use crate::input::{self, Kind, Splitter};
 use crate::shell::{DEFAULT_PROMPT, Outcome, Runner, print_err, print_out};
 use rndb::cluster::client::{ConnectString, MgmConnection};
 use rndb::cluster::remote::RemoteCluster;
+use rndb::cluster::remote_session::RemoteSession;
 use rndb::transport::Role;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
@@ -27,8 +28,9 @@ pub struct RemoteShell {
     /// The connectstring as given (for the data nodes' connection).
     cs_text: String,
     conn: Option<MgmConnection>,
-    /// The data nodes, once a statement needed them.
-    data: Option<std::sync::Arc<RemoteCluster>>,
+    /// The SQL session on the data nodes, once a statement needed them (it keeps an
+    /// open BEGIN ... COMMIT transaction).
+    data: Option<RemoteSession>,
     database: String,
     pub prompt: String,
 }
@@ -91,12 +93,12 @@ impl RemoteShell {
         if self.data.is_none() {
             let c = RemoteCluster::connect(&self.cs_text, CONNECT_TIMEOUT)
                 .map_err(|e| rndb::sql::render_error(&e))?;
-            self.data = Some(std::sync::Arc::new(c));
+            self.data = Some(RemoteSession::new(std::sync::Arc::new(c)));
         }
-        let Some(d) = self.data.as_ref() else {
+        let Some(d) = self.data.as_mut() else {
             return Err("no data node connection".into());
         };
-        d.sql(&self.database, stmt)
+        d.execute(&self.database, stmt)
             .map_err(|e| rndb::sql::render_error(&e))
     }
 

@@ -39,3 +39,41 @@ def test_sql_over_two_node_groups(four_nodes: Nodes) -> None:  # noqa: F811
         c.sql("DELETE FROM s ORDER BY id LIMIT 1")
     assert ei.value.code == 4003 and "LIMIT" in str(ei.value), ei.value
     assert rows(c, "SELECT COUNT(*) AS n FROM s") == [{"n": "21"}]
+
+
+def test_a_transaction_over_tcp(four_nodes: Nodes) -> None:  # noqa: F811
+    c, _nodes = four_nodes
+    c.sql("CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL) ENGINE=NDB")
+    c.sql("INSERT INTO acct VALUES (1, 100), (2, 100), (3, 100)")
+    c.sql("BEGIN")
+    assert "1 row affected" in c.sql("UPDATE acct SET bal = bal - 30 WHERE id = 1")
+    assert "1 row affected" in c.sql("UPDATE acct SET bal = bal + 30 WHERE id = 2")
+    # The transaction sees its own changes ...
+    assert rows(c, "SELECT id, bal FROM acct ORDER BY id") == [
+        {"id": "1", "bal": "70"},
+        {"id": "2", "bal": "130"},
+        {"id": "3", "bal": "100"},
+    ]
+    c.sql("COMMIT")
+    assert rows(c, "SELECT SUM(bal) AS total, MIN(bal) AS lo FROM acct") == [{"total": "300", "lo": "70"}]
+    c.sql("START TRANSACTION")
+    c.sql("DELETE FROM acct")
+    assert rows(c, "SELECT COUNT(*) AS n FROM acct") == [{"n": "0"}]
+    c.sql("ROLLBACK")
+    assert rows(c, "SELECT COUNT(*) AS n FROM acct") == [{"n": "3"}]
+    # A row changed by another client before COMMIT: the transaction changes nothing.
+    other = rndb.connect(c.connectstring)
+    try:
+        c.sql("BEGIN")
+        c.sql("UPDATE acct SET bal = 0")
+        other.sql("UPDATE acct SET bal = 99 WHERE id = 3")
+        with pytest.raises(rndb.TemporaryError) as ei:
+            c.sql("COMMIT")
+        assert ei.value.code == 266, ei.value
+    finally:
+        other.close()
+    assert rows(c, "SELECT id, bal FROM acct ORDER BY id") == [
+        {"id": "1", "bal": "70"},
+        {"id": "2", "bal": "130"},
+        {"id": "3", "bal": "99"},
+    ]

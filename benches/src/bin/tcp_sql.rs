@@ -176,7 +176,10 @@ fn main() -> AnyResult<()> {
         Ok(())
     })?;
     line(
-        &format!("SELECT COUNT(*), SUM(n) of {} rows (scan)", KEYS + 2 * statements as i64),
+        &format!(
+            "SELECT COUNT(*), SUM(n) of {} rows (scan)",
+            KEYS + 2 * statements as i64
+        ),
         sum_sql,
         sum_ops,
     );

@@ -37,7 +37,7 @@ fn local_rows(dp: &DataPath, table: &str) -> u64 {
 }
 
 /// The rendered result without its timing ("(0.00 sec)").
-fn untimed(text: &str) -> String {
+pub(super) fn untimed(text: &str) -> String {
     text.lines()
         .map(|l| match l.rfind(" (") {
             Some(i) if l.ends_with(" sec)") => &l[..i],

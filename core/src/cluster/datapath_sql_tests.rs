@@ -102,7 +102,7 @@ fn insert_update_replace_and_delete_over_tcp_reach_every_replica() {
     assert_eq!(e.code, 893, "{e}");
     api.sql(DB, "INSERT INTO t VALUES (5, 'c', 0)")
         .expect("c is free again");
-    // No session transaction over TCP: refused with the reason.
+    // RemoteCluster::sql keeps no session: BEGIN is refused with the reason.
     let e = api.sql(DB, "BEGIN").expect_err("begin");
     assert_eq!(e.code, 4003, "{e}");
     assert!(

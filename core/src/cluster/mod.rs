@@ -28,6 +28,9 @@ pub mod qmgr;
 pub mod remote;
 pub mod remote_scan;
 mod remote_select;
+pub mod remote_session;
+#[cfg(test)]
+mod remote_session_tests;
 pub mod remote_sql;
 mod remote_sql_groups;
 pub mod remote_txn;

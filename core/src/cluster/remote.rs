@@ -518,7 +518,7 @@ impl RemoteCluster {
         if self.groups.len() > 1
             && let Some(q) = crate::sql::table_select(sql, database)
         {
-            return self.select_over(&q);
+            return self.select_over(&q, None);
         }
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlReq {
@@ -611,6 +611,13 @@ impl RemoteCluster {
 
     /// The partition of a key of `def` (values in primary-key order).
     pub fn partition_of(def: &TableDef, key: &[Value]) -> Result<usize> {
+        let buf = Self::key_bytes(def, key)?;
+        Ok(partition_of_hash(key_hash(&buf), def.partitions as usize))
+    }
+
+    /// A key of `def` (values in primary-key order, coerced to the columns' types) in
+    /// the table's key encoding: equal for equal keys, whatever the values' types.
+    pub fn key_bytes(def: &TableDef, key: &[Value]) -> Result<Vec<u8>> {
         if key.len() != def.primary_key.len() {
             return Err(codes::key_not_complete(format!(
                 "{} key values for the {} primary-key columns of {}",
@@ -629,7 +636,7 @@ impl RemoteCluster {
             .collect::<Result<_>>()?;
         let mut buf = Vec::new();
         def.layout.key_from_values(&coerced, &mut buf);
-        Ok(partition_of_hash(key_hash(&buf), def.partitions as usize))
+        Ok(buf)
     }
 
     /// Sends committed reads of `keys` (each in primary-key order), one request per data

@@ -14,6 +14,7 @@
 
 use super::remote::RemoteCluster;
 use super::remote_scan::RemoteScanSpec;
+use super::remote_session::SessionRows;
 use super::remote_sql::{RETRY_BUDGET, backoff};
 use crate::error::Result;
 use crate::schema::{TableDef, Value};
@@ -26,16 +27,22 @@ pub const SCAN_BATCH_ROWS: u32 = 512;
 const KEYS_PER_READ: usize = 1000;
 
 impl RemoteCluster {
-    /// Runs a SELECT of an NDB table over every node group; the rendered result.
-    pub(super) fn select_over(self: &Arc<Self>, q: &TableSelect) -> Result<String> {
+    /// Runs a SELECT of an NDB table over every node group; the rendered result. `own`:
+    /// an open session transaction's rows, read in place of the committed ones.
+    pub(super) fn select_over(
+        self: &Arc<Self>,
+        q: &TableSelect,
+        own: Option<&SessionRows>,
+    ) -> Result<String> {
         let t0 = std::time::Instant::now();
         let deadline = t0 + RETRY_BUDGET;
         let mut attempt = 0u32;
         loop {
             let db = q.database()?;
             let def = self.table(db, &q.table).map_err(|e| q.lookup_error(e))?;
-            let r = q.run(&def, &mut |read, sink| {
-                self.read_for_select(db, &def, read, sink)
+            let own = own.filter(|o| o.of_table(db, &def.name).next().is_some());
+            let r = q.run(&def, own.is_some(), &mut |read, sink| {
+                self.read_for_select(db, &def, read, own, sink)
             });
             match r {
                 Ok(result) => return Ok(crate::sql::render(&result, t0.elapsed())),
@@ -56,12 +63,16 @@ impl RemoteCluster {
     }
 
     /// Reads `read`'s access path: each row, full width (columns not fetched are NULL),
-    /// to `sink` until it returns false.
+    /// to `sink` until it returns false. With `own` (a session transaction's rows, some
+    /// of this table), its rows replace the committed ones: key reads take them in
+    /// place, scans skip the committed rows it wrote and return its rows at the end
+    /// (the plan does not rely on order then, `plan::for_writer`).
     fn read_for_select(
         self: &Arc<Self>,
         db: &str,
         def: &TableDef,
         read: TableRead<'_>,
+        own: Option<&SessionRows>,
         sink: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         // A statement that names no column reads the hidden key of a table without a
@@ -75,6 +86,17 @@ impl RemoteCluster {
         if fetch.is_empty() {
             fetch.extend(def.visible_columns().map(|(i, _)| i).take(1));
         }
+        if own.is_some() {
+            // The key of each row read, to know the rows the transaction wrote.
+            fetch.extend(def.primary_key.iter().copied());
+            fetch.sort_unstable();
+            fetch.dedup();
+        }
+        let key_at: Vec<usize> = def
+            .primary_key
+            .iter()
+            .filter_map(|p| fetch.iter().position(|c| c == p))
+            .collect();
         let columns: Vec<u32> = fetch.iter().map(|&c| c as u32).collect();
         let width = def.columns.len();
         let widen = |r: Vec<Value>| -> Vec<Value> {
@@ -91,12 +113,35 @@ impl RemoteCluster {
             Access::Empty => return Ok(()),
             Access::Keys(keys) => {
                 for chunk in keys.chunks(KEYS_PER_READ) {
-                    for r in self
-                        .read_batch(db, &def.name, chunk, &columns)?
-                        .into_iter()
-                        .flatten()
-                    {
-                        if !sink(widen(r))? {
+                    // Each key's row in key order: the transaction's, or read.
+                    let mut mine: Vec<Option<Option<Vec<Value>>>> = Vec::with_capacity(chunk.len());
+                    for k in chunk {
+                        mine.push(match own {
+                            Some(o) => o.lookup(self, db, &def.name, k)?.map(|r| r.cloned()),
+                            None => None,
+                        });
+                    }
+                    let to_read: Vec<Vec<Value>> = chunk
+                        .iter()
+                        .zip(&mine)
+                        .filter(|(_, m)| m.is_none())
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    let mut read_rows = if to_read.is_empty() {
+                        Vec::new()
+                    } else {
+                        self.read_batch(db, &def.name, &to_read, &columns)?
+                    }
+                    .into_iter();
+                    for m in mine {
+                        let row = match m {
+                            Some(Some(full)) => Some(full),
+                            Some(None) => None,
+                            None => read_rows.next().flatten().map(&widen),
+                        };
+                        if let Some(row) = row
+                            && !sink(row)?
+                        {
                             return Ok(());
                         }
                     }
@@ -120,8 +165,21 @@ impl RemoteCluster {
         }
         let mut scan = self.scan(spec)?;
         while let Some(r) = scan.next_row()? {
+            if let Some(o) = own {
+                let key: Vec<Value> = key_at.iter().map(|&i| r[i].clone()).collect();
+                if o.lookup(self, db, &def.name, &key)?.is_some() {
+                    continue;
+                }
+            }
             if !sink(widen(r))? {
                 scan.close();
+                return Ok(());
+            }
+        }
+        for r in own.into_iter().flat_map(|o| o.of_table(db, &def.name)) {
+            if let Some(full) = &r.after
+                && !sink(full.clone())?
+            {
                 break;
             }
         }

@@ -63,12 +63,7 @@ impl RemoteCluster {
     /// result.
     pub(super) fn sql_change(&self, database: &str, sql: &str) -> Result<String> {
         let began = std::time::Instant::now();
-        // Several node groups: captured on each (`remote_sql_groups.rs`).
-        let spread = if self.node_groups().len() > 1 {
-            Some(crate::sql::group_capture(sql)?)
-        } else {
-            None
-        };
+        let spread = self.spread_of(sql)?;
         let mut auto_increment_floor = 0;
         // Unique per statement of this client, and differing between client processes.
         let salt = self.next_id() ^ (u64::from(std::process::id()) << 32);
@@ -76,10 +71,7 @@ impl RemoteCluster {
         loop {
             attempt += 1;
             let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
-            let captured = match spread {
-                None => self.capture(database, sql),
-                Some(how) => self.capture_groups(database, sql, how, &mut auto_increment_floor),
-            };
+            let captured = self.capture_once(database, sql, spread, &mut auto_increment_floor, &[]);
             let (text, changes) = match captured {
                 Ok(c) => c,
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
@@ -102,14 +94,72 @@ impl RemoteCluster {
         }
     }
 
+    /// How a statement is captured: on one data node (None: one node group), or on
+    /// one of each group (`remote_sql_groups.rs`).
+    fn spread_of(&self, sql: &str) -> Result<Option<crate::sql::GroupCapture>> {
+        if self.node_groups().len() > 1 {
+            crate::sql::group_capture(sql).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// One capture of a statement over `overlay` (a session's uncommitted rows).
+    fn capture_once(
+        &self,
+        database: &str,
+        sql: &str,
+        spread: Option<crate::sql::GroupCapture>,
+        auto_increment_floor: &mut u64,
+        overlay: &[RowChange],
+    ) -> Result<(String, Vec<RowChange>)> {
+        match spread {
+            None => self.capture(database, sql, overlay),
+            Some(how) => self.capture_groups(database, sql, how, auto_increment_floor, overlay),
+        }
+    }
+
+    /// Captures a statement over `overlay` without applying it (a session transaction's
+    /// statement, `remote_session.rs`): its rendered result and every row the capture
+    /// wrote, the overlay's included. Temporary errors are retried as
+    /// [`RemoteCluster::sql`]'s are.
+    pub(super) fn capture_statement(
+        &self,
+        database: &str,
+        sql: &str,
+        overlay: &[RowChange],
+    ) -> Result<(String, Vec<RowChange>)> {
+        let began = std::time::Instant::now();
+        let spread = self.spread_of(sql)?;
+        let mut auto_increment_floor = 0;
+        let salt = self.next_id() ^ (u64::from(std::process::id()) << 32);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
+            match self.capture_once(database, sql, spread, &mut auto_increment_floor, overlay) {
+                Err(e) if e.is_temporary() && e.code != 4012 && !last => {
+                    std::thread::sleep(backoff(attempt, salt));
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// The statement's result and the rows it would change, from a data node.
-    fn capture(&self, database: &str, sql: &str) -> Result<(String, Vec<RowChange>)> {
+    fn capture(
+        &self,
+        database: &str,
+        sql: &str,
+        overlay: &[RowChange],
+    ) -> Result<(String, Vec<RowChange>)> {
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlCaptureReq {
             req,
             database: database.into(),
             sql: sql.into(),
             auto_increment_floor: 0,
+            overlay: overlay.to_vec(),
         })?;
         match p.wait()? {
             DataMsg::SqlCaptureConf {
@@ -132,7 +182,7 @@ impl RemoteCluster {
     }
 
     /// Steps 1 and 2 of the module notes, in `rounds`.
-    fn apply_changes(&self, rounds: &mut Rounds, changes: &[RowChange]) -> Result<()> {
+    pub(super) fn apply_changes(&self, rounds: &mut Rounds, changes: &[RowChange]) -> Result<()> {
         let existed: Vec<&RowChange> = changes.iter().filter(|c| c.before.is_some()).collect();
         if !existed.is_empty() {
             let reads = existed

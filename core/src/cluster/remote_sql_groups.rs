@@ -49,9 +49,18 @@ impl RemoteCluster {
         sql: &str,
         how: GroupCapture,
         floor: &mut u64,
+        overlay: &[RowChange],
     ) -> Result<(String, Vec<RowChange>)> {
         let t0 = std::time::Instant::now();
-        let mut pending = Vec::with_capacity(self.node_groups().len());
+        // A group is given the session's rows it owns: a row of another group written
+        // there too would be changed by the statement twice.
+        let groups = self.node_groups().len();
+        let mut overlays: Vec<Vec<RowChange>> = vec![Vec::new(); groups];
+        for r in overlay {
+            let def = self.table(&r.database, &r.table)?;
+            overlays[node_group_of(Self::partition_of(&def, &r.key)?, groups)].push(r.clone());
+        }
+        let mut pending = Vec::with_capacity(groups);
         for (g, nodes) in self.node_groups().iter().enumerate() {
             let node = self.first_usable(nodes).ok_or_else(|| {
                 codes::node_group_down(format!("no data node of node group {g} is connected"))
@@ -61,6 +70,7 @@ impl RemoteCluster {
                 database: database.into(),
                 sql: sql.into(),
                 auto_increment_floor: *floor,
+                overlay: std::mem::take(&mut overlays[g]),
             })?);
         }
         // Every answer is awaited; the statement's own error (permanent) wins over a

@@ -60,16 +60,34 @@ pub struct CapturedRow {
     pub after: Option<Vec<Value>>,
 }
 
+/// A row an API node's session transaction has written but not committed
+/// (`cluster/remote_session.rs`): a capture writes it first, in the transaction it rolls
+/// back, so that the statement sees the session's own changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverlayRow {
+    pub database: String,
+    pub table: String,
+    /// Primary-key values, in primary-key order.
+    pub key: Vec<Value>,
+    /// Every column as the session left it; None: deleted.
+    pub row: Option<Vec<Value>>,
+}
+
 impl Session {
     /// Runs one INSERT, REPLACE, UPDATE or DELETE in a transaction of its own and
     /// rolls it back: its result (row counts as if it had committed) and the rows it
     /// changed, first changed first. Refused inside the session's own transaction.
     /// `auto_increment_floor` (0: none) raises an INSERT's table's next AUTO_INCREMENT
     /// value to at least that one first.
+    ///
+    /// `overlay`: rows written first (a session transaction's own changes over TCP);
+    /// they are among the captured rows (the statement may change them further) but
+    /// not in the statement's result.
     pub fn capture(
         &mut self,
         sql: &str,
         auto_increment_floor: u64,
+        overlay: &[OverlayRow],
     ) -> Result<(SqlResult, Vec<CapturedRow>)> {
         let mut statements = lexer::statements(sql);
         if statements.len() != 1 {
@@ -99,12 +117,67 @@ impl Session {
         self.txn.capture = true;
         self.txn.stmt_wrote = false;
         let r = self
-            .exec(stmt)
+            .apply_overlay(overlay)
+            .and_then(|()| self.exec(stmt))
             .and_then(|result| self.captured_rows().map(|rows| (result, rows)));
         self.txn.rollback();
         self.txn.explicit = false;
         self.txn.capture = false;
         r
+    }
+
+    /// Writes `overlay` in the capture's transaction: whole rows, deletes of rows that
+    /// are there (a row the session inserted and deleted again is no row either way).
+    fn apply_overlay(&mut self, overlay: &[OverlayRow]) -> Result<()> {
+        let ndb = self.ndb.clone();
+        let mut tables: Vec<Arc<TableRuntime>> = Vec::with_capacity(overlay.len());
+        for r in overlay {
+            tables.push(self.table(&r.database, &r.table)?);
+        }
+        for (rows, tables) in overlay
+            .chunks(IMAGE_READS_PER_EXECUTE)
+            .zip(tables.chunks(IMAGE_READS_PER_EXECUTE))
+        {
+            let tx = self.txn.tx(&ndb)?;
+            let first = tx.op_count();
+            for (r, table) in rows.iter().zip(tables) {
+                let def = &table.def;
+                if r.key.len() != def.primary_key.len()
+                    || r.row.as_ref().is_some_and(|v| v.len() != def.columns.len())
+                {
+                    return Err(codes::bad_argument(format!(
+                        "a session row of {}.{} does not fit the table",
+                        r.database, r.table
+                    )));
+                }
+                let key: Vec<(usize, Value)> = def
+                    .primary_key
+                    .iter()
+                    .copied()
+                    .zip(r.key.iter().cloned())
+                    .collect();
+                match &r.row {
+                    Some(values) => {
+                        let rest = values
+                            .iter()
+                            .cloned()
+                            .enumerate()
+                            .filter(|(c, _)| !def.columns[*c].primary_key)
+                            .collect();
+                        tx.define_by_pos(table, OpKind::Write, key, rest, None)?
+                    }
+                    None => tx.define_by_pos(table, OpKind::Delete, key, Vec::new(), None)?,
+                };
+            }
+            tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
+            for k in 0..rows.len() {
+                match tx.outcome(OpId(first + k)) {
+                    Some(OpOutcome::Failed(e)) if e.code != 626 => return Err(e.clone()),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The rows the open transaction wrote, with their images before and after.

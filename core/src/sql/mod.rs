@@ -48,10 +48,19 @@ mod tests_dml;
 #[cfg(test)]
 mod tests_errors;
 
-pub use capture::{CapturedRow, changes_rows, leading_keyword};
+pub use capture::{CapturedRow, OverlayRow, changes_rows, leading_keyword};
 pub use capture_groups::{GroupCapture, group_capture};
 pub use errors::render_error;
 pub(crate) use plan::Access;
+
+/// The texts of `sql`'s `;`-separated statements (empty ones skipped); a lexing error
+/// in place of the statement where it occurs.
+pub fn statement_texts(sql: &str) -> Vec<std::result::Result<&str, NdbError>> {
+    lexer::statements(sql)
+        .into_iter()
+        .map(|st| st.map(|st| st.text))
+        .collect()
+}
 pub use render::render;
 pub(crate) use select::TableRead;
 pub(crate) use select_over::{TableSelect, selects_ndb_table, table_select};

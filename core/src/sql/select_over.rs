@@ -87,8 +87,14 @@ impl TableSelect {
     }
 
     /// Runs the SELECT over `def` (this table's definition) with the rows `read`
-    /// produces; the result set.
-    pub(crate) fn run(&self, def: &TableDef, read: &mut ReadRows<'_>) -> Result<SqlResult> {
+    /// produces; the result set. `wrote`: the reader adds a transaction's own rows
+    /// after the others, so the plan must not rely on index order.
+    pub(crate) fn run(
+        &self,
+        def: &TableDef,
+        wrote: bool,
+        read: &mut ReadRows<'_>,
+    ) -> Result<SqlResult> {
         if !def.name.eq_ignore_ascii_case(&self.table) {
             return Err(errors::no_such_table(&self.db, &self.table));
         }
@@ -98,7 +104,7 @@ impl TableSelect {
         let b = select::bind_select(&self.sel, &scope)?;
         let vars = Vars::standalone(Some(self.db.clone()));
         let env = vars.env(super::now_utc());
-        let rows = select::run_table(&self.sel, &b, def, &env, false, read)?;
+        let rows = select::run_table(&self.sel, &b, def, &env, wrote, read)?;
         Ok(SqlResult::Rows {
             columns: b.names,
             rows,

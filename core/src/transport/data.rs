@@ -357,6 +357,9 @@ pub enum DataMsg {
         /// (0: as it stands); with several node groups the API node makes every
         /// group's capture generate the same values.
         auto_increment_floor: u64,
+        /// Rows the API node's session transaction wrote and has not committed, written
+        /// first so that the statement sees them (`after` only; `before` is None).
+        overlay: Vec<RowChange>,
     },
     /// Answer to `SqlCaptureReq`: code 0, the statement's rendered result and the rows
     /// it changed (in the order it first changed them), or NDB's error.
@@ -710,11 +713,19 @@ impl DataMsg {
                 database,
                 sql,
                 auto_increment_floor,
+                overlay,
             } => {
                 e.u64(*req);
                 e.str(database);
                 e.str(sql);
                 e.u64(*auto_increment_floor);
+                e.u32(overlay.len() as u32);
+                for r in overlay {
+                    e.str(&r.database);
+                    e.str(&r.table);
+                    enc_values(&mut e, &r.key);
+                    enc_result(&mut e, &r.after);
+                }
             }
             DataMsg::SqlConf {
                 req,
@@ -1114,12 +1125,27 @@ impl DataMsg {
                 text: s(d)?,
                 mysql_code: u32_(d)?,
             },
-            SQL_CAPTURE_REQ => DataMsg::SqlCaptureReq {
-                req: u64_(d)?,
-                database: s(d)?,
-                sql: s(d)?,
-                auto_increment_floor: u64_(d)?,
-            },
+            SQL_CAPTURE_REQ => {
+                let (req, database, sql, auto_increment_floor) = (u64_(d)?, s(d)?, s(d)?, u64_(d)?);
+                let n = count(d, "session rows")?;
+                let mut overlay = Vec::with_capacity(n);
+                for _ in 0..n {
+                    overlay.push(RowChange {
+                        database: s(d)?,
+                        table: s(d)?,
+                        key: dec_values(d)?,
+                        before: None,
+                        after: dec_result(d)?,
+                    });
+                }
+                DataMsg::SqlCaptureReq {
+                    req,
+                    database,
+                    sql,
+                    auto_increment_floor,
+                    overlay,
+                }
+            }
             SQL_CAPTURE_CONF => {
                 let (req, code) = (u64_(d)?, u32_(d)?);
                 let class = d.u8().map_err(bad)?;

@@ -43,12 +43,29 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             database: "test".into(),
             sql: "UPDATE t SET b = 'y' WHERE a < 3".into(),
             auto_increment_floor: 0,
+            overlay: Vec::new(),
         },
         DataMsg::SqlCaptureReq {
             req: 4,
             database: "test".into(),
             sql: "INSERT INTO t (b) VALUES ('x')".into(),
             auto_increment_floor: 1 << 40,
+            overlay: vec![
+                RowChange {
+                    database: "test".into(),
+                    table: "t".into(),
+                    key: vec![Value::Int(9)],
+                    before: None,
+                    after: Some(vec![Value::Int(9), Value::Str("s".into())]),
+                },
+                RowChange {
+                    database: "test".into(),
+                    table: "t".into(),
+                    key: vec![Value::Int(8)],
+                    before: None,
+                    after: None,
+                },
+            ],
         },
         DataMsg::SqlCaptureConf {
             req: 2,

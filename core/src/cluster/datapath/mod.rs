@@ -1008,7 +1008,19 @@ impl DataPath {
                 database,
                 sql,
                 auto_increment_floor,
-            } => self.on_sql_capture(from, req, database, sql, auto_increment_floor),
+                overlay,
+            } => {
+                let overlay = overlay
+                    .into_iter()
+                    .map(|r| crate::sql::OverlayRow {
+                        database: r.database,
+                        table: r.table,
+                        key: r.key,
+                        row: r.after,
+                    })
+                    .collect();
+                self.on_sql_capture(from, req, database, sql, auto_increment_floor, overlay)
+            }
             DataMsg::TcKeyReq {
                 req,
                 txn,

@@ -100,9 +100,10 @@ impl DataPath {
         }
         if kind == Kind::Refused {
             let e = codes::unsupported(format!(
-                "'{}' over the transport: each statement runs on its own (no session \
-                 transaction or variables over TCP; a transaction of several statements is \
-                 a transaction of key operations in rounds)",
+                "'{}' at a data node: each statement runs on its own (a transaction of \
+                 several statements is kept by the client's SQL session — rndb_mgm -c, \
+                 Python's MgmClient.sql, the C API's rndb_execute_sql — or is a \
+                 transaction of key operations in rounds; no session variables over TCP)",
                 head()
             ));
             return self.send(api, Self::sql_reply(req, &Err(e)));

@@ -16,7 +16,7 @@
 
 use super::{DataPath, Threading, err_parts};
 use crate::error::{Result, codes};
-use crate::sql::{CapturedRow, Session, SqlResult};
+use crate::sql::{CapturedRow, OverlayRow, Session, SqlResult};
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, RowChange};
 use crate::transport::frame::MAX_PAYLOAD_BYTES;
@@ -46,6 +46,7 @@ impl DataPath {
         database: String,
         sql: String,
         auto_increment_floor: u64,
+        overlay: Vec<OverlayRow>,
     ) {
         if let Err(e) = self.check_api_access(api) {
             return self.send(api, capture_error(req, &e));
@@ -64,13 +65,20 @@ impl DataPath {
         };
         let Some(me) = me else {
             let _slot = CaptureSlot(self);
-            return self.capture_and_answer(api, req, &database, &sql, auto_increment_floor);
+            return self.capture_and_answer(
+                api,
+                req,
+                &database,
+                &sql,
+                auto_increment_floor,
+                &overlay,
+            );
         };
         let spawned = std::thread::Builder::new()
             .name(format!("sql-capture-{}", self.me))
             .spawn(move || {
                 let _slot = CaptureSlot(&me);
-                me.capture_and_answer(api, req, &database, &sql, auto_increment_floor);
+                me.capture_and_answer(api, req, &database, &sql, auto_increment_floor, &overlay);
             });
         if let Err(e) = spawned {
             // The closure, and the slot it would have held, never ran.
@@ -80,18 +88,33 @@ impl DataPath {
         }
     }
 
-    fn capture_and_answer(&self, api: NodeId, req: u64, database: &str, sql: &str, floor: u64) {
-        let msg = match self.capture(req, database, sql, floor) {
+    fn capture_and_answer(
+        &self,
+        api: NodeId,
+        req: u64,
+        database: &str,
+        sql: &str,
+        floor: u64,
+        overlay: &[OverlayRow],
+    ) {
+        let msg = match self.capture(req, database, sql, floor, overlay) {
             Ok(m) => m,
             Err(e) => capture_error(req, &e),
         };
         self.send(api, msg);
     }
 
-    fn capture(&self, req: u64, database: &str, sql: &str, floor: u64) -> Result<DataMsg> {
+    fn capture(
+        &self,
+        req: u64,
+        database: &str,
+        sql: &str,
+        floor: u64,
+        overlay: &[OverlayRow],
+    ) -> Result<DataMsg> {
         let mut session = Session::new(self.engine.ndb(database));
         let t0 = std::time::Instant::now();
-        let (result, rows) = session.capture(sql, floor)?;
+        let (result, rows) = session.capture(sql, floor, overlay)?;
         let text = crate::sql::render(&result, t0.elapsed());
         let (affected, info, last_insert_id) = match result {
             SqlResult::Affected {

@@ -1,0 +1,256 @@
+//! A SQL session over TCP: what `rndb_mgm -c`, Python's `MgmClient.sql` and the C API's
+//! remote `rndb_execute_sql` keep between statements — an open transaction (BEGIN or
+//! START TRANSACTION ... COMMIT or ROLLBACK).
+//!
+//! The transaction is kept at the API node, optimistically: each statement that
+//! changes rows is captured on the data nodes over the rows the transaction has
+//! written so far (sent with it as an overlay, written first in the capture's
+//! rolled-back transaction, `sql::OverlayRow`), and the rows it changes are merged into
+//! the transaction's rows — each with its committed image when the transaction first
+//! wrote it and its image now. A SELECT of a table in the transaction is run by the API
+//! node (`remote_select.rs`) over the committed rows with the transaction's own rows in
+//! their place, so it sees its own changes. COMMIT applies every changed row in one
+//! transaction through a TC, as a single statement's change is applied
+//! (`remote_sql.rs`): the rows that existed are read with exclusive locks and compared
+//! with their images when first written; a difference (another transaction changed
+//! one meanwhile) rolls the whole transaction back with 266 (temporary: run it again).
+//! Nothing is written to the data nodes before COMMIT, so ROLLBACK, a lost connection
+//! or a dropped session leave no trace.
+//!
+//! Isolation: reads are committed reads (NDB's for a SELECT without a lock clause);
+//! rows the transaction wrote are checked at COMMIT (first-committer-wins), where NDB's
+//! row locks would have made the later writer wait. As in MySQL, BEGIN inside a
+//! transaction and DDL commit the open transaction first.
+//!
+//! Limits: at most [`MAX_SESSION_ROWS`] rows written per transaction (NDB's
+//! MaxNoOfConcurrentOperations default; 233 beyond, and the transaction is rolled back)
+//! and their images at most [`MAX_SESSION_BYTES`] (they travel with every capture).
+
+use super::remote::RemoteCluster;
+use super::remote_txn::Rounds;
+use crate::error::{NdbError, Result, codes};
+use crate::transport::data::RowChange;
+use crate::transport::data_scan::value_bytes;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Rows one session transaction may write (NDB's MaxNoOfConcurrentOperations default).
+pub const MAX_SESSION_ROWS: usize = 32_768;
+/// Bytes of row images one session transaction may hold (they go with each capture).
+pub const MAX_SESSION_BYTES: usize = 8 << 20;
+
+/// A row's identity: database, table (lower case) and its key in the table's key
+/// encoding.
+type RowId = (String, String, Vec<u8>);
+
+/// The rows an open session transaction wrote, first written first.
+#[derive(Default)]
+pub(super) struct SessionRows {
+    rows: Vec<RowChange>,
+    at: HashMap<RowId, usize>,
+    bytes: usize,
+}
+
+impl SessionRows {
+    fn row_id(
+        rc: &RemoteCluster,
+        database: &str,
+        table: &str,
+        key: &[crate::schema::Value],
+    ) -> Result<RowId> {
+        let def = rc.table(database, table)?;
+        Ok((
+            database.to_string(),
+            table.to_ascii_lowercase(),
+            RemoteCluster::key_bytes(&def, key)?,
+        ))
+    }
+
+    /// Takes in a capture's rows: a row seen before keeps its first committed image.
+    fn merge(&mut self, rc: &RemoteCluster, changes: Vec<RowChange>) -> Result<()> {
+        for c in changes {
+            let id = Self::row_id(rc, &c.database, &c.table, &c.key)?;
+            let size = c
+                .after
+                .as_ref()
+                .map_or(0, |r| r.iter().map(value_bytes).sum::<usize>());
+            self.bytes += size;
+            match self.at.get(&id) {
+                Some(&i) => self.rows[i].after = c.after,
+                None => {
+                    self.at.insert(id, self.rows.len());
+                    self.rows.push(c);
+                }
+            }
+        }
+        if self.rows.len() > MAX_SESSION_ROWS || self.bytes > MAX_SESSION_BYTES {
+            return Err(codes::too_many_operations().detail(format!(
+                "a transaction over TCP writes at most {MAX_SESSION_ROWS} rows and \
+                 {} MiB of row images; it is rolled back",
+                MAX_SESSION_BYTES >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    /// The rows as the overlay of a capture (their images now).
+    pub(super) fn overlay(&self) -> &[RowChange] {
+        &self.rows
+    }
+
+    /// The transaction's image of a row of `database`.`table`: None when it has not
+    /// written the row, Some(None) when it deleted it.
+    pub(super) fn lookup(
+        &self,
+        rc: &RemoteCluster,
+        database: &str,
+        table: &str,
+        key: &[crate::schema::Value],
+    ) -> Result<Option<Option<&Vec<crate::schema::Value>>>> {
+        let id = Self::row_id(rc, database, table, key)?;
+        Ok(self.at.get(&id).map(|&i| self.rows[i].after.as_ref()))
+    }
+
+    /// The rows of one table the transaction wrote.
+    pub(super) fn of_table<'a>(
+        &'a self,
+        database: &'a str,
+        table: &'a str,
+    ) -> impl Iterator<Item = &'a RowChange> + 'a {
+        self.rows
+            .iter()
+            .filter(move |r| r.database == database && r.table.eq_ignore_ascii_case(table))
+    }
+}
+
+/// One client's SQL session over TCP (module notes).
+pub struct RemoteSession {
+    rc: Arc<RemoteCluster>,
+    /// The open transaction's rows (None: autocommit).
+    txn: Option<SessionRows>,
+}
+
+impl RemoteSession {
+    pub fn new(rc: Arc<RemoteCluster>) -> RemoteSession {
+        RemoteSession { rc, txn: None }
+    }
+
+    /// The cluster connection.
+    pub fn cluster(&self) -> &Arc<RemoteCluster> {
+        &self.rc
+    }
+
+    /// Whether a transaction is open.
+    pub fn in_transaction(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// Whether `sql` needs this session: a transaction is open, or a statement of it
+    /// begins or ends one. Other statements may run on the cluster connection at once
+    /// ([`RemoteCluster::sql`]), concurrently with others.
+    pub fn needs_session(&self, sql: &str) -> bool {
+        self.in_transaction()
+            || crate::sql::statement_texts(sql).iter().flatten().any(|st| {
+                let w = crate::sql::leading_keyword(st);
+                matches!(w.as_str(), "BEGIN" | "START" | "COMMIT" | "ROLLBACK")
+            })
+    }
+
+    /// Runs `;`-separated statements in `database`; the rendered results, one per
+    /// statement, stopping at the first error.
+    pub fn execute(&mut self, database: &str, sql: &str) -> Result<String> {
+        let mut out = Vec::new();
+        for st in crate::sql::statement_texts(sql) {
+            out.push(self.statement(database, st?)?);
+        }
+        Ok(out.join("\n"))
+    }
+
+    fn statement(&mut self, database: &str, sql: &str) -> Result<String> {
+        let word = crate::sql::leading_keyword(sql);
+        let upper = sql.trim().to_ascii_uppercase();
+        let ok = || ok_text(std::time::Instant::now());
+        match word.as_str() {
+            "BEGIN" => {
+                self.commit()?;
+                self.txn = Some(SessionRows::default());
+                return Ok(ok());
+            }
+            "START" if upper.split_whitespace().nth(1) == Some("TRANSACTION") => {
+                self.commit()?;
+                self.txn = Some(SessionRows::default());
+                return Ok(ok());
+            }
+            "COMMIT" => {
+                self.commit()?;
+                return Ok(ok());
+            }
+            "ROLLBACK" => {
+                self.txn = None;
+                return Ok(ok());
+            }
+            "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => {
+                // DDL commits the open transaction first, as in MySQL.
+                self.commit()?;
+            }
+            _ => {}
+        }
+        let Some(rows) = self.txn.as_mut() else {
+            return self.rc.sql(database, sql);
+        };
+        if crate::sql::changes_rows(sql) {
+            let captured = self.rc.capture_statement(database, sql, rows.overlay());
+            let merged = captured.and_then(|(text, changes)| {
+                rows.merge(&self.rc, changes)?;
+                Ok(text)
+            });
+            if merged.as_ref().is_err_and(ends_transaction) {
+                self.txn = None;
+            }
+            return merged;
+        }
+        if let Some(q) = crate::sql::table_select(sql, database) {
+            return self.rc.select_over(&q, Some(rows));
+        }
+        self.rc.sql(database, sql)
+    }
+
+    /// Commits the open transaction (nothing when none is open). It is over either
+    /// way: committed, or rolled back with the error.
+    pub fn commit(&mut self) -> Result<()> {
+        let Some(rows) = self.txn.take() else {
+            return Ok(());
+        };
+        let changes: Vec<RowChange> = rows
+            .rows
+            .into_iter()
+            .filter(|c| c.before != c.after)
+            .collect();
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let mut rounds = Rounds::default();
+        let applied = self.rc.apply_changes(&mut rounds, &changes);
+        rounds.abandon(&self.rc);
+        applied.map_err(|e| match e.code {
+            626 | 630 => codes::deadlock_timeout().detail(format!(
+                "{}; a row this transaction wrote was changed by another one before COMMIT: \
+                 it is rolled back, run it again",
+                e.message
+            )),
+            _ if e.is_temporary() => e.detail("the transaction is rolled back: run it again"),
+            _ => e,
+        })
+    }
+}
+
+/// An error after which a statement's transaction is over: the limit (233) or an
+/// outcome the session cannot know (4012). A statement's own error (a duplicate key, a
+/// bad value, a lock wait) leaves the transaction open, as in MySQL with NDB.
+fn ends_transaction(e: &NdbError) -> bool {
+    matches!(e.code, 233 | 4012)
+}
+
+fn ok_text(t0: std::time::Instant) -> String {
+    crate::sql::render(&crate::sql::SqlResult::ok(0), t0.elapsed())
+}

@@ -1,0 +1,131 @@
+//! SQL sessions over TCP (`remote_session.rs`): BEGIN ... COMMIT / ROLLBACK against
+//! in-process `rndbd`s on loopback, with one and with two node groups. A transaction's
+//! statements must give what the embedded cluster's session gives for the same
+//! statements, see their own changes, stay invisible to others until COMMIT, and a
+//! COMMIT after another transaction changed one of its rows must change nothing.
+
+use super::datapath_sql_groups_tests::untimed;
+use super::datapath_tests::{DB, cluster};
+use super::remote_session::RemoteSession;
+
+const CREATE: &str =
+    "CREATE TABLE t (id INT PRIMARY KEY, v INT, w VARCHAR(20), KEY iv (v)) ENGINE=NDB";
+
+fn same_as_embedded(data_nodes: u32) {
+    let (_m, _nodes, api) = cluster(data_nodes, 2);
+    let mut session = RemoteSession::new(api.clone());
+    let c = crate::sql::tests::cluster(2, 2, "64M");
+    let mut local = crate::sql::tests::session(&c);
+    let script = [
+        CREATE,
+        "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (7, 70, 'g')",
+        "BEGIN",
+        "UPDATE t SET v = v + 1 WHERE id = 1",
+        "INSERT INTO t VALUES (4, 40, 'd'), (5, 50, 'e')",
+        "DELETE FROM t WHERE id = 2",
+        "UPDATE t SET v = v * 2, w = CONCAT(w, '!') WHERE v > 25",
+        "SELECT * FROM t ORDER BY id",
+        "SELECT v FROM t WHERE id = 2",
+        "SELECT id, v FROM t WHERE id IN (4, 1, 9, 2) ORDER BY id",
+        "SELECT id FROM t WHERE v > 55 ORDER BY v DESC",
+        "SELECT COUNT(*), SUM(v) FROM t",
+        "DELETE FROM t WHERE id = 4",
+        "INSERT INTO t VALUES (4, 44, 'again')",
+        "REPLACE INTO t VALUES (5, 55, 'replaced')",
+        "SELECT * FROM t ORDER BY id",
+        "COMMIT",
+        "SELECT * FROM t ORDER BY id",
+        "START TRANSACTION",
+        "DELETE FROM t WHERE id > 3",
+        "SELECT COUNT(*) FROM t",
+        "ROLLBACK",
+        "SELECT * FROM t ORDER BY id",
+        "BEGIN",
+        "INSERT INTO t VALUES (8, 80, 'h')",
+        "CREATE TABLE u (id INT PRIMARY KEY) ENGINE=NDB",
+        "ROLLBACK",
+        "SELECT id FROM t WHERE id = 8",
+    ];
+    for q in script {
+        let expected = match local.execute(q) {
+            Ok(r) => crate::sql::render(&r[0], std::time::Duration::ZERO),
+            Err(e) => panic!("{q} (embedded): {e}"),
+        };
+        let got = session
+            .execute(DB, q)
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+        assert_eq!(
+            untimed(&got),
+            untimed(&expected),
+            "{data_nodes} data nodes: {q}"
+        );
+    }
+    // A statement's own error leaves the transaction open and changes nothing.
+    session.execute(DB, "BEGIN").expect("begin");
+    session
+        .execute(DB, "UPDATE t SET v = 0 WHERE id = 1")
+        .expect("update");
+    let e = session
+        .execute(DB, "INSERT INTO t VALUES (3, 0, 'dup')")
+        .expect_err("duplicate");
+    assert_eq!(e.code, 630, "{e}");
+    assert!(session.in_transaction());
+    // Others see nothing of it before COMMIT.
+    let outside = api
+        .sql(DB, "SELECT v FROM t WHERE id = 1")
+        .expect("outside");
+    assert!(outside.contains("| 11 |"), "{outside}");
+    session.execute(DB, "COMMIT").expect("commit");
+    let after = api.sql(DB, "SELECT v FROM t WHERE id = 1").expect("after");
+    assert!(after.contains("| 0 |"), "{after}");
+}
+
+#[test]
+fn a_transaction_over_tcp_with_one_node_group_gives_what_the_embedded_session_gives() {
+    same_as_embedded(2);
+}
+
+#[test]
+fn a_transaction_over_tcp_with_two_node_groups_gives_what_the_embedded_session_gives() {
+    same_as_embedded(4);
+}
+
+#[test]
+fn a_commit_after_another_transaction_changed_its_row_changes_nothing() {
+    let (_m, _nodes, api) = cluster(4, 2);
+    api.sql(DB, CREATE).expect("create");
+    api.sql(
+        DB,
+        "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')",
+    )
+    .expect("insert");
+    let mut mine = RemoteSession::new(api.clone());
+    mine.execute(DB, "BEGIN").expect("begin");
+    mine.execute(DB, "UPDATE t SET v = v + 100")
+        .expect("update all");
+    mine.execute(DB, "INSERT INTO t VALUES (9, 90, 'new')")
+        .expect("insert");
+    // Another client changes row 2 meanwhile (autocommit).
+    let mut other = RemoteSession::new(api.clone());
+    other
+        .execute(DB, "UPDATE t SET v = 21 WHERE id = 2")
+        .expect("other update");
+    let e = mine.execute(DB, "COMMIT").expect_err("conflict");
+    assert_eq!(e.code, 266, "{e}");
+    assert!(e.is_temporary(), "{e}");
+    assert!(!mine.in_transaction(), "the transaction is over");
+    let rows = api
+        .sql(DB, "SELECT id, v FROM t ORDER BY id")
+        .expect("select");
+    let squeezed: String = rows.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squeezed.contains("| 1 | 10 | | 2 | 21 | | 3 | 30 |") && !squeezed.contains("| 9 |"),
+        "{rows}"
+    );
+    // Run again, it commits.
+    for q in ["BEGIN", "UPDATE t SET v = v + 100", "COMMIT"] {
+        mine.execute(DB, q).expect(q);
+    }
+    let rows = api.sql(DB, "SELECT SUM(v) FROM t").expect("sum");
+    assert!(rows.contains("361"), "{rows}");
+}
