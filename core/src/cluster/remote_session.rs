@@ -36,8 +36,9 @@ use std::sync::Arc;
 
 /// Rows one session transaction may write (NDB's MaxNoOfConcurrentOperations default).
 pub const MAX_SESSION_ROWS: usize = 32_768;
-/// Bytes of row images one session transaction may hold (they go with each capture).
-pub const MAX_SESSION_BYTES: usize = 8 << 20;
+/// Bytes of row images one session transaction may hold: they go with each capture,
+/// and come back in its answer with their committed images (a frame is 16 MiB).
+pub const MAX_SESSION_BYTES: usize = 4 << 20;
 
 /// A row's identity: database, table (lower case) and its key in the table's key
 /// encoding.
@@ -70,13 +71,12 @@ impl SessionRows {
     fn merge(&mut self, rc: &RemoteCluster, changes: Vec<RowChange>) -> Result<()> {
         for c in changes {
             let id = Self::row_id(rc, &c.database, &c.table, &c.key)?;
-            let size = c
-                .after
-                .as_ref()
-                .map_or(0, |r| r.iter().map(value_bytes).sum::<usize>());
-            self.bytes += size;
+            self.bytes += image_bytes(&c.after);
             match self.at.get(&id) {
-                Some(&i) => self.rows[i].after = c.after,
+                Some(&i) => {
+                    self.bytes -= image_bytes(&self.rows[i].after);
+                    self.rows[i].after = c.after;
+                }
                 None => {
                     self.at.insert(id, self.rows.len());
                     self.rows.push(c);
@@ -121,6 +121,12 @@ impl SessionRows {
             .iter()
             .filter(move |r| r.database == database && r.table.eq_ignore_ascii_case(table))
     }
+}
+
+/// The bytes of a row image (what it adds to each capture's request).
+fn image_bytes(row: &Option<Vec<crate::schema::Value>>) -> usize {
+    row.as_ref()
+        .map_or(0, |r| r.iter().map(value_bytes).sum::<usize>())
 }
 
 /// One client's SQL session over TCP (module notes).

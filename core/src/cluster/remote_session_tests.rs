@@ -129,3 +129,48 @@ fn a_commit_after_another_transaction_changed_its_row_changes_nothing() {
     let rows = api.sql(DB, "SELECT SUM(v) FROM t").expect("sum");
     assert!(rows.contains("361"), "{rows}");
 }
+
+#[test]
+fn a_transactions_rows_are_bounded_and_counted_once_however_often_rewritten() {
+    let (_m, _nodes, api) = cluster(2, 2);
+    api.sql(
+        DB,
+        "CREATE TABLE d (id INT PRIMARY KEY, n INT NOT NULL, body MEDIUMTEXT) ENGINE=NDB",
+    )
+    .expect("create");
+    let mut s = RemoteSession::new(api.clone());
+    s.execute(DB, "BEGIN").expect("begin");
+    s.execute(DB, "INSERT INTO d VALUES (1, 0, REPEAT('x', 300000))")
+        .expect("insert");
+    // 30 rewrites of a 300 KB row: 9 MB if each counted again, 300 KB counted once.
+    for _ in 0..30 {
+        s.execute(DB, "UPDATE d SET n = n + 1 WHERE id = 1")
+            .expect("update");
+    }
+    s.execute(DB, "COMMIT").expect("commit");
+    let out = api
+        .sql(DB, "SELECT n, LENGTH(body) FROM d")
+        .expect("select");
+    assert!(out.contains("| 30 |") && out.contains("300000"), "{out}");
+    // Past the bound: 233, and the transaction is rolled back.
+    s.execute(DB, "BEGIN").expect("begin");
+    let mut err = None;
+    for id in 2..40 {
+        if let Err(e) = s.execute(
+            DB,
+            &format!("INSERT INTO d VALUES ({id}, 0, REPEAT('y', 300000))"),
+        ) {
+            err = Some((id, e));
+            break;
+        }
+    }
+    let (id, e) = err.expect("the bound");
+    assert_eq!(e.code, 233, "{e}");
+    assert!((14..=16).contains(&id), "failed at row {id}: {e}");
+    assert!(!s.in_transaction());
+    let out = api.sql(DB, "SELECT COUNT(*) FROM d").expect("count");
+    assert!(
+        out.contains("| 1 |") || out.contains("|        1 |"),
+        "{out}"
+    );
+}
