@@ -13,7 +13,9 @@
 //!   against R Update operations in one transaction;
 //! - `SELECT n FROM kv WHERE id = k` against one committed key read;
 //! - `SELECT COUNT(*), SUM(n) FROM kv` against a scan of the table's `n` column
-//!   summed by the client.
+//!   summed by the client;
+//! - a session transaction `BEGIN; UPDATE .. WHERE id = a; UPDATE .. WHERE id = b;
+//!   COMMIT` (`RemoteSession`) against one transaction of the two Update operations.
 //!
 //! Reported: median and 99th-percentile latency per statement or transaction, and the
 //! ratio of the medians.
@@ -24,6 +26,7 @@
 
 use rndb::cluster::remote::RemoteCluster;
 use rndb::cluster::remote_scan::RemoteScanSpec;
+use rndb::cluster::remote_session::RemoteSession;
 use rndb::schema::Value;
 use rndb::transport::data::{KeyOp, OpType};
 use rndb_benches::procs::ProcCluster;
@@ -182,6 +185,27 @@ fn main() -> AnyResult<()> {
         ),
         sum_sql,
         sum_ops,
+    );
+    let mut session = RemoteSession::new(api.clone());
+    let txn_sql = timed(statements / 2, |i| {
+        for q in [
+            "BEGIN".to_string(),
+            format!("UPDATE kv SET n = n - 1 WHERE id = {}", keys(2 * i)),
+            format!("UPDATE kv SET n = n + 1 WHERE id = {}", keys(2 * i + 1)),
+            "COMMIT".to_string(),
+        ] {
+            session.execute(DB, &q)?;
+        }
+        Ok(())
+    })?;
+    let txn_ops = timed(statements / 2, |i| {
+        api.execute(vec![update_op(keys(2 * i), 1), update_op(keys(2 * i + 1), 2)])?;
+        Ok(())
+    })?;
+    line(
+        "BEGIN; 2 UPDATEs by key; COMMIT (session) / one transaction of 2 Updates",
+        txn_sql,
+        txn_ops,
     );
     api.close();
     cluster.procs.keep = false;
