@@ -199,7 +199,10 @@ fn main() -> AnyResult<()> {
         Ok(())
     })?;
     let txn_ops = timed(statements / 2, |i| {
-        api.execute(vec![update_op(keys(2 * i), 1), update_op(keys(2 * i + 1), 2)])?;
+        api.execute(vec![
+            update_op(keys(2 * i), 1),
+            update_op(keys(2 * i + 1), 2),
+        ])?;
         Ok(())
     })?;
     line(

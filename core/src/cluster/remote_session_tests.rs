@@ -174,3 +174,89 @@ fn a_transactions_rows_are_bounded_and_counted_once_however_often_rewritten() {
         "{out}"
     );
 }
+
+#[test]
+fn concurrent_transfers_over_two_node_groups_keep_the_total() {
+    let (_m, nodes, api) = cluster(4, 2);
+    const ACCOUNTS: i64 = 8;
+    const THREADS: usize = 4;
+    const TRANSFERS: usize = 15;
+    api.sql(
+        DB,
+        "CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL) ENGINE=NDB",
+    )
+    .expect("create");
+    let values: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, 1000)")).collect();
+    api.sql(
+        DB,
+        &format!("INSERT INTO acct VALUES {}", values.join(", ")),
+    )
+    .expect("insert");
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let api = api.clone();
+            std::thread::spawn(move || {
+                let mut s = RemoteSession::new(api);
+                let (mut committed, mut conflicts) = (0, 0);
+                for k in 0..TRANSFERS {
+                    let from = (t * 3 + k) as i64 % ACCOUNTS;
+                    let to = (from + 1 + (k as i64 % (ACCOUNTS - 1))) % ACCOUNTS;
+                    let amount = 1 + (t + k) % 7;
+                    loop {
+                        let r = [
+                            "BEGIN".to_string(),
+                            format!("UPDATE acct SET bal = bal - {amount} WHERE id = {from}"),
+                            format!("UPDATE acct SET bal = bal + {amount} WHERE id = {to}"),
+                            "COMMIT".to_string(),
+                        ]
+                        .iter()
+                        .try_for_each(|q| s.execute(DB, q).map(|_| ()));
+                        match r {
+                            Ok(()) => {
+                                committed += 1;
+                                break;
+                            }
+                            Err(e) if e.is_temporary() => {
+                                conflicts += 1;
+                                let _ = s.execute(DB, "ROLLBACK");
+                            }
+                            Err(e) => panic!("transfer: {e}"),
+                        }
+                    }
+                }
+                (committed, conflicts)
+            })
+        })
+        .collect();
+    let mut conflicts = 0;
+    for w in workers {
+        let (c, k) = w.join().expect("worker");
+        assert_eq!(c, TRANSFERS);
+        conflicts += k;
+    }
+    let out = api
+        .sql(DB, "SELECT COUNT(*), SUM(bal) FROM acct")
+        .expect("sum");
+    let squeezed: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squeezed.contains(&format!("| {ACCOUNTS} | {} |", ACCOUNTS * 1000)),
+        "{out} ({conflicts} conflicts retried)"
+    );
+    // Both node groups' replicas agree with what the client read.
+    let per_node: Vec<Vec<Vec<String>>> = nodes
+        .iter()
+        .map(|n| {
+            let dp = n.data().expect("data path");
+            let mut s = crate::sql::Session::new(dp.engine.ndb(DB));
+            crate::sql::tests::rows(&mut s, "SELECT * FROM acct ORDER BY 1")
+        })
+        .collect();
+    assert_eq!(per_node[0], per_node[1]);
+    assert_eq!(per_node[2], per_node[3]);
+    let total: i64 = per_node[0]
+        .iter()
+        .chain(&per_node[2])
+        .map(|r| r[1].parse::<i64>().expect("bal"))
+        .sum();
+    assert_eq!(total, ACCOUNTS * 1000);
+}
