@@ -443,6 +443,7 @@ impl TxObj {
                 0 => 256,
                 b => (b as u32).min(MAX_SCAN_BATCH_ROWS),
             },
+            filter: None,
         };
         s.remote = Some(Box::new(rn.cluster.scan(spec)?));
         s.buffer.clear();

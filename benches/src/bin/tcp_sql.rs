@@ -14,6 +14,9 @@
 //! - `SELECT n FROM kv WHERE id = k` against one committed key read;
 //! - `SELECT COUNT(*), SUM(n) FROM kv` against a scan of the table's `n` column
 //!   summed by the client;
+//! - `SELECT COUNT(*) FROM kv WHERE n = -7` (no row matches; `n` has no index: the
+//!   condition is pushed to the data nodes' scans) against the same scan of `n`
+//!   without it (what the statement cost before conditions were pushed);
 //! - a session transaction `BEGIN; UPDATE .. WHERE id = a; UPDATE .. WHERE id = b;
 //!   COMMIT` (`RemoteSession`) against one transaction of the two Update operations.
 //!
@@ -184,6 +187,15 @@ fn main() -> AnyResult<()> {
             KEYS + 2 * statements as i64
         ),
         sum_sql,
+        sum_ops,
+    );
+    let none_sql = timed(scans, |_| {
+        api.sql(DB, "SELECT COUNT(*) FROM kv WHERE n = -7")?;
+        Ok(())
+    })?;
+    line(
+        "SELECT COUNT(*) WHERE n = -7 (pushed condition, no match) / scan of n",
+        none_sql,
         sum_ops,
     );
     let mut session = RemoteSession::new(api.clone());

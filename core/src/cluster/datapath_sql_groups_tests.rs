@@ -123,6 +123,11 @@ fn selects_over_two_node_groups_read_every_group_and_match_the_embedded_cluster(
         "SELECT * FROM t WHERE 1 = 0",
         "SELECT COUNT(*) FROM nopk",
         "SELECT id FROM test.t WHERE id < 4 ORDER BY id FOR UPDATE",
+        "SELECT id FROM t WHERE g LIKE 'g%' AND n % 7 = 3 ORDER BY id",
+        "SELECT id, g FROM t WHERE UPPER(g) = 'G2' AND body LIKE 'b1%' ORDER BY id DESC LIMIT 5",
+        "SELECT COUNT(*) FROM t WHERE CASE WHEN n IS NULL THEN 'none' ELSE g END = 'none'",
+        "SELECT id FROM t WHERE id < 6 AND RAND() < 2 ORDER BY id",
+        "SELECT id, n FROM t WHERE n > 40 AND n < 45 AND g IN ('g1', 'g3') ORDER BY n, id",
     ] {
         let expected = match local.execute(q) {
             Ok(r) => crate::sql::render(&r[0], std::time::Duration::ZERO),
@@ -430,4 +435,35 @@ fn statements_over_two_node_groups_go_on_through_a_killed_data_node() {
         (acked..=acked + unknown).contains(&n),
         "n = {n}: {acked} acknowledged, {unknown} unknown"
     );
+}
+
+#[test]
+fn a_pushed_condition_leaves_the_data_nodes_rows_it_holds_true_for_only() {
+    use super::remote_scan::RemoteScanSpec;
+    let (_m, _nodes, api) = cluster(4, 2);
+    load_over_tcp(&api);
+    let want: Vec<i64> = (1..=ROWS).filter(|&id| row(id).1 == Some(10)).collect();
+    assert!(!want.is_empty());
+    let mut spec = RemoteScanSpec::table(DB, "t");
+    spec.columns = vec![0, 2];
+    spec.batch_rows = 4;
+    spec.filter = Some("SELECT * FROM `test`.`t` WHERE n = 10".into());
+    let mut got: Vec<i64> = api
+        .scan_all(spec.clone())
+        .expect("filtered scan")
+        .iter()
+        .map(|r| {
+            assert_eq!(r[1], Value::Int(10), "{r:?}");
+            r[0].as_i128().expect("id") as i64
+        })
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, want);
+    // A condition on a column the scan does not return, or not row-local: refused.
+    spec.filter = Some("SELECT * FROM `test`.`t` WHERE g = 'g1'".into());
+    let e = api.scan_all(spec.clone()).expect_err("g is not returned");
+    assert_eq!(e.code, 4004, "{e}");
+    spec.filter = Some("SELECT * FROM `test`.`t` WHERE n < RAND()".into());
+    let e = api.scan_all(spec).expect_err("RAND()");
+    assert_eq!(e.code, 4003, "{e}");
 }

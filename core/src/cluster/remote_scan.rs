@@ -45,6 +45,9 @@ pub struct RemoteScanSpec {
     pub columns: Vec<u32>,
     /// Rows per batch and node group (1..=992; NDB's BatchSize default is 256).
     pub batch_rows: u32,
+    /// A condition the data nodes apply before returning rows (`sql::RowFilter`: a
+    /// statement `SELECT * FROM db.t WHERE ...` over the returned columns).
+    pub filter: Option<String>,
 }
 
 impl RemoteScanSpec {
@@ -60,6 +63,7 @@ impl RemoteScanSpec {
             sorted: false,
             columns: Vec::new(),
             batch_rows: 256,
+            filter: None,
         }
     }
 }
@@ -165,6 +169,7 @@ impl RemoteCluster {
             descending: spec.descending,
             sorted: spec.sorted,
             batch_rows: spec.batch_rows,
+            filter: spec.filter.unwrap_or_default(),
         };
         let groups = self
             .node_groups()

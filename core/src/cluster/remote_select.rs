@@ -4,13 +4,15 @@
 //! plan's access path from every node group — primary-key reads sent to each key's
 //! partition ([`RemoteCluster::read_batch`]), table and ordered-index scans of every
 //! group ([`RemoteCluster::scan`], merged in index order when the plan needs it) — and
-//! evaluates WHERE, grouping, aggregates, ORDER BY and LIMIT over those rows.
+//! evaluates WHERE, grouping, aggregates, ORDER BY and LIMIT over those rows. A WHERE
+//! that depends on the row alone is pushed to the scans (`sql::RowFilter`), so the
+//! data nodes return only the rows it holds true for.
 //!
 //! Reads are committed reads, as NDB's for a SELECT without a lock clause: each
 //! statement over TCP is its own transaction, so a row lock (FOR UPDATE, LOCK IN SHARE
 //! MODE) would be released as the statement ends; those read the latest committed rows
-//! too. No condition is pushed to the data nodes: a table scan brings every row of the
-//! columns the statement uses, in bounded batches ([`SCAN_BATCH_ROWS`] per group).
+//! too. A scan brings the columns the statement uses, in bounded batches
+//! ([`SCAN_BATCH_ROWS`] per group).
 
 use super::remote::RemoteCluster;
 use super::remote_scan::RemoteScanSpec;
@@ -42,7 +44,7 @@ impl RemoteCluster {
             let def = self.table(db, &q.table).map_err(|e| q.lookup_error(e))?;
             let own = own.filter(|o| o.of_table(db, &def.name).next().is_some());
             let r = q.run(&def, own.is_some(), &mut |read, sink| {
-                self.read_for_select(db, &def, read, own, sink)
+                self.read_for_select(db, &def, read, own, q.pushed_condition(), sink)
             });
             match r {
                 Ok(result) => return Ok(crate::sql::render(&result, t0.elapsed())),
@@ -73,6 +75,7 @@ impl RemoteCluster {
         def: &TableDef,
         read: TableRead<'_>,
         own: Option<&SessionRows>,
+        pushed: Option<String>,
         sink: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         // A statement that names no column reads the hidden key of a table without a
@@ -109,6 +112,7 @@ impl RemoteCluster {
         let mut spec = RemoteScanSpec::table(db, &def.name);
         spec.columns = columns.clone();
         spec.batch_rows = SCAN_BATCH_ROWS;
+        spec.filter = pushed;
         match read.access {
             Access::Empty => return Ok(()),
             Access::Keys(keys) => {

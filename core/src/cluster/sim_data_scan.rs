@@ -55,6 +55,7 @@ impl DataLayer {
             descending: false,
             sorted: false,
             batch_rows,
+            filter: String::new(),
         }));
         let st = ScanState {
             scan: req,

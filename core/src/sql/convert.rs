@@ -267,6 +267,7 @@ fn select(s: sp::Select, names: &[String]) -> Result<Select> {
             _ => return unsupported("this select item"),
         });
     }
+    let where_sql = s.selection.as_ref().map(|e| e.to_string());
     let where_ = s.selection.map(expr).transpose()?;
     let group_by = match s.group_by {
         sp::GroupByExpr::Expressions(list, mods) => {
@@ -283,6 +284,7 @@ fn select(s: sp::Select, names: &[String]) -> Result<Select> {
         items,
         from,
         where_,
+        where_sql,
         group_by,
         having,
         order_by: Vec::new(),

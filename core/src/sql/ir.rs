@@ -365,6 +365,8 @@ pub(crate) struct Select {
     pub items: Vec<SelItem>,
     pub from: Option<TableName>,
     pub where_: Option<Expr>,
+    /// The WHERE clause as SQL text (to push it to the data nodes as a condition).
+    pub where_sql: Option<String>,
     pub group_by: Vec<Expr>,
     pub having: Option<Expr>,
     /// (expression, descending)

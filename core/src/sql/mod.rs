@@ -29,6 +29,7 @@ mod lexer;
 mod meta;
 mod plan;
 mod render;
+mod row_filter;
 mod schema;
 mod select;
 mod select_over;
@@ -62,6 +63,7 @@ pub fn statement_texts(sql: &str) -> Vec<std::result::Result<&str, NdbError>> {
         .collect()
 }
 pub use render::render;
+pub use row_filter::RowFilter;
 pub(crate) use select::TableRead;
 pub(crate) use select_over::{TableSelect, selects_ndb_table, table_select};
 

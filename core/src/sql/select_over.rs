@@ -67,6 +67,21 @@ pub fn selects_ndb_table(sql: &str, database: &str) -> bool {
 }
 
 impl TableSelect {
+    /// The WHERE clause, unbound.
+    pub(crate) fn where_expr(&self) -> Option<&super::ir::Expr> {
+        self.sel.where_.as_ref()
+    }
+
+    /// The FROM table's alias.
+    pub(crate) fn alias(&self) -> Option<String> {
+        self.sel.from.as_ref().and_then(|f| f.alias.clone())
+    }
+
+    /// The condition to push to the data nodes' scans (`row_filter.rs`), if any.
+    pub(crate) fn pushed_condition(&self) -> Option<String> {
+        super::row_filter::pushed_condition(&self.sel, &self.db, &self.table)
+    }
+
     /// The table's database; 1046 "No database selected" when there is none.
     pub(crate) fn database(&self) -> Result<&str> {
         if self.db.is_empty() {

@@ -41,6 +41,10 @@ pub struct ScanReq {
     pub sorted: bool,
     /// Rows per batch (clamped to `1..=MAX_SCAN_BATCH_ROWS`).
     pub batch_rows: u32,
+    /// A pushed condition (NDB's pushed condition / NdbScanFilter): a statement
+    /// `SELECT * FROM t [AS a] WHERE <condition>` over the requested columns; only
+    /// rows for which it is true are returned. Empty: every row.
+    pub filter: String,
 }
 
 /// Data node → API: a batch of a scan, or its error (the scan is then closed).
@@ -91,6 +95,7 @@ impl ScanReq {
         enc_bound(e, &self.high);
         e.u8(u8::from(self.descending) | (u8::from(self.sorted) << 1));
         e.u32(self.batch_rows);
+        e.str(&self.filter);
     }
 
     pub(super) fn decode(d: &mut Decoder<'_>) -> Result<ScanReq, WireError> {
@@ -118,6 +123,7 @@ impl ScanReq {
             descending: flags & 1 != 0,
             sorted: flags & 2 != 0,
             batch_rows: d.u32().map_err(bad)?,
+            filter: d.str().map_err(bad)?,
         })
     }
 }

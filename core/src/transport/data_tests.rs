@@ -173,6 +173,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             descending: true,
             sorted: true,
             batch_rows: 64,
+            filter: "SELECT * FROM `test`.`t` WHERE b LIKE 'z%'".into(),
         })),
         DataMsg::ScanReq(Box::new(ScanReq {
             req: 7,
@@ -186,6 +187,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             descending: false,
             sorted: false,
             batch_rows: 992,
+            filter: String::new(),
         })),
         DataMsg::ScanNextReq { req: 8, scan: 11 },
         DataMsg::ScanConf(Box::new(ScanConf {
@@ -410,9 +412,11 @@ fn a_scan_batch_of_broken_rows_or_flags_is_refused() {
         descending: false,
         sorted: false,
         batch_rows: 1,
+        filter: String::new(),
     }));
     let mut body = req.encode_body();
-    let flags_at = body.len() - 5;
+    // flags, batch_rows (u32), filter (u32 length, empty)
+    let flags_at = body.len() - 9;
     body[flags_at] = 4;
     assert!(DataMsg::decode(kind::SCAN_REQ, &body).is_err());
 }

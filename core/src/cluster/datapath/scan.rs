@@ -19,6 +19,10 @@
 //! leaves the cluster, and after [`SCAN_IDLE_MS`] without a fetch (the node's tick
 //! clock, not the wall clock).
 //!
+//! A scan may carry a pushed condition (`ScanReq::filter`, `sql::RowFilter`): only the
+//! rows it holds true for are returned, and a batch also ends after
+//! [`MAX_EXAMINED_PER_BATCH`] rows examined, so it may hold none before the last.
+//!
 //! Limits: at most [`MAX_OPEN_SCANS`] open scans per data node (NDB's
 //! MaxNoOfConcurrentScans default; more is 488 "Too many active scans", temporary).
 //! The scan map's lock is a leaf, never held while the engine is called.
@@ -27,6 +31,7 @@ use super::{DataPath, err_parts, not_ready};
 use crate::api::{Scan, ScanSpec, Transaction};
 use crate::error::{Result, codes};
 use crate::schema::{IndexKind, Value};
+use crate::sql::RowFilter;
 use crate::transport::NodeId;
 use crate::transport::data::DataMsg;
 use crate::transport::data_scan::{
@@ -39,12 +44,17 @@ use std::collections::BTreeMap;
 pub const MAX_OPEN_SCANS: usize = 256;
 /// A scan the API has not fetched from for this long is closed.
 pub const SCAN_IDLE_MS: u64 = 60_000;
+/// Rows a batch examines at most (a pushed condition may keep few of them), so that a
+/// batch holds the node's loop for a bounded time.
+pub const MAX_EXAMINED_PER_BATCH: usize = 8 * MAX_SCAN_BATCH_ROWS as usize;
 
 struct OpenScan {
     tx: Transaction,
     scan: Scan,
     ncols: u32,
     batch_rows: usize,
+    /// The pushed condition, if any (`ScanReq::filter`).
+    filter: Option<RowFilter>,
     /// The node's clock at the last fetch.
     last_ms: u64,
 }
@@ -205,6 +215,11 @@ impl DataPath {
                 .collect::<Result<_>>()?
         };
         let ncols = columns.len() as u32;
+        let filter = if r.filter.is_empty() {
+            None
+        } else {
+            Some(RowFilter::compile(&r.filter, &def, &columns)?)
+        };
         let batch_rows = r.batch_rows.clamp(1, MAX_SCAN_BATCH_ROWS) as usize;
         let mut spec = ScanSpec::table(rt);
         spec.index = index;
@@ -222,6 +237,7 @@ impl DataPath {
             scan,
             ncols,
             batch_rows,
+            filter,
             last_ms: self.now_ms(),
         };
         let conf = self.scan_batch(&mut open, r.req, r.scan)?;
@@ -252,12 +268,24 @@ impl DataPath {
         open.last_ms = self.now_ms();
         let mut values: Vec<Value> = Vec::new();
         let (mut rows, mut bytes, mut done) = (0usize, 0usize, false);
-        while rows < open.batch_rows && bytes < MAX_SCAN_BATCH_BYTES {
+        // With a pushed condition a batch also ends after this many rows examined
+        // (it may then hold none: the API asks for the next one).
+        let mut examined = 0usize;
+        while rows < open.batch_rows
+            && bytes < MAX_SCAN_BATCH_BYTES
+            && examined < MAX_EXAMINED_PER_BATCH
+        {
             match open.tx.scan_next(&mut open.scan)? {
                 Some(row) => {
                     debug_assert_eq!(row.len(), open.ncols as usize);
                     if row.len() != open.ncols as usize {
                         return Err(codes::internal("a scan row has the wrong column count"));
+                    }
+                    examined += 1;
+                    if let Some(f) = &open.filter
+                        && !f.matches(&row)?
+                    {
+                        continue;
                     }
                     bytes += row.iter().map(value_bytes).sum::<usize>();
                     values.extend(row);
