@@ -18,6 +18,9 @@
 //!   own rows), the attempt ends with a temporary error and the next one asks every
 //!   group to start at least at the highest (`auto_increment_floor`).
 //!
+//! An UPDATE or DELETE whose WHERE pins the primary key (`id = 5`, `id IN (...)`) is
+//! captured only on the groups holding those keys (`sql::pinned_keys`).
+//!
 //! Refused with the reason (4003, `sql::group_capture`): INSERT ... SELECT (its
 //! SELECT would read one group's rows) and UPDATE/DELETE ... LIMIT (each group would
 //! apply the limit to its own rows). An UPDATE that moves a row's key onto a key held
@@ -33,6 +36,7 @@ use crate::transport::data::{DataMsg, RowChange};
 
 /// One group's capture.
 struct GroupConf {
+    group: usize,
     changes: Vec<RowChange>,
     affected: u64,
     info: String,
@@ -60,25 +64,30 @@ impl RemoteCluster {
             let def = self.table(&r.database, &r.table)?;
             overlays[node_group_of(Self::partition_of(&def, &r.key)?, groups)].push(r.clone());
         }
+        let asked = self.groups_to_ask(database, sql, how)?;
         let mut pending = Vec::with_capacity(groups);
         for (g, nodes) in self.node_groups().iter().enumerate() {
+            if !asked[g] {
+                continue;
+            }
             let node = self.first_usable(nodes).ok_or_else(|| {
                 codes::node_group_down(format!("no data node of node group {g} is connected"))
             })?;
-            pending.push(self.submit(node, false, |req| DataMsg::SqlCaptureReq {
+            let p = self.submit(node, false, |req| DataMsg::SqlCaptureReq {
                 req,
                 database: database.into(),
                 sql: sql.into(),
                 auto_increment_floor: *floor,
                 overlay: std::mem::take(&mut overlays[g]),
-            })?);
+            })?;
+            pending.push((g, p));
         }
         // Every answer is awaited; the statement's own error (permanent) wins over a
         // temporary one, so that it is not retried.
         let mut confs = Vec::with_capacity(pending.len());
         let mut error: Option<NdbError> = None;
-        for p in pending {
-            match p.wait().and_then(group_conf) {
+        for (g, p) in pending {
+            match p.wait().and_then(|m| group_conf(g, m)) {
                 Ok(c) => confs.push(c),
                 Err(e) => {
                     if error
@@ -125,13 +134,39 @@ impl RemoteCluster {
         Ok((crate::sql::render(&result, t0.elapsed()), changes))
     }
 
+    /// The node groups that capture `sql`: every one, but for an UPDATE or DELETE
+    /// whose WHERE pins the primary key only those holding its keys (at least one, for
+    /// the statement's result when no key is left).
+    fn groups_to_ask(&self, database: &str, sql: &str, how: GroupCapture) -> Result<Vec<bool>> {
+        let groups = self.node_groups().len();
+        let pinned = match (how, crate::sql::changed_table(sql, database)) {
+            (GroupCapture::EachGroupsRows, Some((db, table))) => {
+                let def = self.table(&db, &table)?;
+                crate::sql::pinned_keys(sql, database, &def).map(|keys| (def, keys))
+            }
+            _ => None,
+        };
+        let Some((def, keys)) = pinned else {
+            return Ok(vec![true; groups]);
+        };
+        let mut asked = vec![false; groups];
+        for k in &keys {
+            asked[node_group_of(Self::partition_of(&def, k)?, groups)] = true;
+        }
+        if !asked.contains(&true) {
+            asked[0] = true;
+        }
+        Ok(asked)
+    }
+
     /// Each group's rows of its own partitions: (rows affected, the rows, how many
     /// of them are inserted rows).
     fn keep_owned(&self, confs: &mut [GroupConf]) -> Result<(u64, Vec<RowChange>, u64)> {
         let groups = self.node_groups().len();
         let mut affected = 0u64;
         let mut kept = Vec::new();
-        for (g, conf) in confs.iter_mut().enumerate() {
+        for conf in confs.iter_mut() {
+            let g = conf.group;
             let mut foreign = 0u64;
             for c in std::mem::take(&mut conf.changes) {
                 let def = self.table(&c.database, &c.table)?;
@@ -149,7 +184,7 @@ impl RemoteCluster {
     }
 }
 
-fn group_conf(m: DataMsg) -> Result<GroupConf> {
+fn group_conf(group: usize, m: DataMsg) -> Result<GroupConf> {
     match m {
         DataMsg::SqlCaptureConf {
             code: 0,
@@ -159,6 +194,7 @@ fn group_conf(m: DataMsg) -> Result<GroupConf> {
             last_insert_id,
             ..
         } => Ok(GroupConf {
+            group,
             changes,
             affected,
             info,

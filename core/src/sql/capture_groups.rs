@@ -6,7 +6,10 @@
 use super::convert;
 use super::ir::{InsertSource, Stmt};
 use super::lexer;
+use super::plan::{self, Access};
+use super::select::{Binder, Names, Scope};
 use crate::error::{Result, codes};
+use crate::schema::{TableDef, Value};
 
 /// A statement's capture over several node groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +51,46 @@ pub fn group_capture(sql: &str) -> Result<GroupCapture> {
         _ => Err(codes::bad_argument(
             "only INSERT, REPLACE, UPDATE and DELETE are captured",
         )),
+    }
+}
+
+/// The table an UPDATE or DELETE changes: (database, name); None for anything else
+/// (or no database).
+pub fn changed_table(sql: &str, database: &str) -> Option<(String, String)> {
+    let (t, _) = update_or_delete(sql)?;
+    let db = t.db.clone().unwrap_or_else(|| database.to_string());
+    (!db.is_empty()).then_some((db, t.name))
+}
+
+/// The primary keys an UPDATE or DELETE of `def` can change when its WHERE pins the
+/// whole primary key (`id = 5`, `id IN (1, 2)`; the plan's key reads), so that only the
+/// node groups holding those keys need capture it; None when it may change any row.
+pub fn pinned_keys(sql: &str, database: &str, def: &TableDef) -> Option<Vec<Vec<Value>>> {
+    let (t, where_) = update_or_delete(sql)?;
+    let db = t.db.clone().unwrap_or_else(|| database.to_string());
+    let scope = Scope::of_table(&db, def, t.alias.clone());
+    let w = Binder::new(&scope)
+        .bind(where_?, "where clause", Names::Columns, false)
+        .ok()?;
+    let vars = super::Vars::standalone(Some(db));
+    let env = vars.env(super::now_utc());
+    match plan::plan(def, Some(&w), &env, &[], false).ok()?.access {
+        Access::Keys(keys) => Some(keys),
+        Access::Empty => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+/// An UPDATE's or DELETE's table and WHERE.
+fn update_or_delete(sql: &str) -> Option<(super::ir::TableName, Option<super::ir::Expr>)> {
+    let statements = lexer::statements(sql);
+    let [Ok(st)] = statements.as_slice() else {
+        return None;
+    };
+    match convert::parse(st).ok()? {
+        Stmt::Update(u) => Some((u.table, u.where_)),
+        Stmt::Delete(d) => Some((d.table, d.where_)),
+        _ => None,
     }
 }
 

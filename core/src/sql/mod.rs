@@ -50,7 +50,7 @@ mod tests_dml;
 mod tests_errors;
 
 pub use capture::{CapturedRow, OverlayRow, changes_rows, leading_keyword};
-pub use capture_groups::{GroupCapture, group_capture};
+pub use capture_groups::{GroupCapture, changed_table, group_capture, pinned_keys};
 pub use errors::render_error;
 pub(crate) use plan::Access;
 
