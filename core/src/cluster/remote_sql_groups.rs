@@ -18,8 +18,10 @@
 //!   own rows), the attempt ends with a temporary error and the next one asks every
 //!   group to start at least at the highest (`auto_increment_floor`).
 //!
-//! An UPDATE or DELETE whose WHERE pins the primary key (`id = 5`, `id IN (...)`) is
-//! captured only on the groups holding those keys (`sql::pinned_keys`).
+//! A statement whose keys are known before it runs — an UPDATE or DELETE whose WHERE
+//! pins the primary key (`id = 5`, `id IN (...)`), an INSERT or REPLACE whose VALUES
+//! give every key column as a literal — is captured only on the groups holding those
+//! keys (`sql::pinned_keys`).
 //!
 //! Refused with the reason (4003, `sql::group_capture`): INSERT ... SELECT (its
 //! SELECT would read one group's rows) and UPDATE/DELETE ... LIMIT (each group would
@@ -64,7 +66,7 @@ impl RemoteCluster {
             let def = self.table(&r.database, &r.table)?;
             overlays[node_group_of(Self::partition_of(&def, &r.key)?, groups)].push(r.clone());
         }
-        let asked = self.groups_to_ask(database, sql, how)?;
+        let asked = self.groups_to_ask(database, sql)?;
         let mut pending = Vec::with_capacity(groups);
         for (g, nodes) in self.node_groups().iter().enumerate() {
             if !asked[g] {
@@ -134,24 +136,29 @@ impl RemoteCluster {
         Ok((crate::sql::render(&result, t0.elapsed()), changes))
     }
 
-    /// The node groups that capture `sql`: every one, but for an UPDATE or DELETE
-    /// whose WHERE pins the primary key only those holding its keys (at least one, for
-    /// the statement's result when no key is left).
-    fn groups_to_ask(&self, database: &str, sql: &str, how: GroupCapture) -> Result<Vec<bool>> {
+    /// The node groups that capture `sql`: every one, but when the keys it can change
+    /// are known before it runs (`sql::pinned_keys`) only those holding them (at least
+    /// one, for the statement's result when no key is left).
+    fn groups_to_ask(&self, database: &str, sql: &str) -> Result<Vec<bool>> {
         let groups = self.node_groups().len();
-        let pinned = match (how, crate::sql::changed_table(sql, database)) {
-            (GroupCapture::EachGroupsRows, Some((db, table))) => {
-                let def = self.table(&db, &table)?;
-                crate::sql::pinned_keys(sql, database, &def).map(|keys| (def, keys))
-            }
-            _ => None,
+        let every = vec![true; groups];
+        let Some((db, table)) = crate::sql::changed_table(sql, database) else {
+            return Ok(every);
         };
-        let Some((def, keys)) = pinned else {
-            return Ok(vec![true; groups]);
+        // A table that is not there: every group answers for itself.
+        let Ok(def) = self.table(&db, &table) else {
+            return Ok(every);
+        };
+        let Some(keys) = crate::sql::pinned_keys(sql, database, &def) else {
+            return Ok(every);
         };
         let mut asked = vec![false; groups];
         for k in &keys {
-            asked[node_group_of(Self::partition_of(&def, k)?, groups)] = true;
+            // A key value the column cannot take: the capture reports it.
+            let Ok(p) = Self::partition_of(&def, k) else {
+                return Ok(every);
+            };
+            asked[node_group_of(p, groups)] = true;
         }
         if !asked.contains(&true) {
             asked[0] = true;

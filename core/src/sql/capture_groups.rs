@@ -4,7 +4,7 @@
 //! kept, and which statements cannot be captured that way (refused with the reason).
 
 use super::convert;
-use super::ir::{InsertSource, Stmt};
+use super::ir::{Expr, Insert, InsertSource, Stmt};
 use super::lexer;
 use super::plan::{self, Access};
 use super::select::{Binder, Names, Scope};
@@ -54,19 +54,31 @@ pub fn group_capture(sql: &str) -> Result<GroupCapture> {
     }
 }
 
-/// The table an UPDATE or DELETE changes: (database, name); None for anything else
-/// (or no database).
+/// The table an INSERT, REPLACE, UPDATE or DELETE changes: (database, name); None for
+/// anything else (or no database).
 pub fn changed_table(sql: &str, database: &str) -> Option<(String, String)> {
-    let (t, _) = update_or_delete(sql)?;
+    let t = match parse_one(sql)? {
+        Stmt::Update(u) => u.table,
+        Stmt::Delete(d) => d.table,
+        Stmt::Insert(i) => i.table,
+        _ => return None,
+    };
     let db = t.db.clone().unwrap_or_else(|| database.to_string());
     (!db.is_empty()).then_some((db, t.name))
 }
 
-/// The primary keys an UPDATE or DELETE of `def` can change when its WHERE pins the
-/// whole primary key (`id = 5`, `id IN (1, 2)`; the plan's key reads), so that only the
-/// node groups holding those keys need capture it; None when it may change any row.
+/// The primary keys a statement of `def` can change, when they are known before it
+/// runs, so that only the node groups holding them need capture it: an UPDATE or
+/// DELETE whose WHERE pins the whole primary key (`id = 5`, `id IN (1, 2)`; the plan's
+/// key reads), an INSERT or REPLACE whose VALUES give every key column as a literal
+/// (no AUTO_INCREMENT value to generate). None when it may change any row.
 pub fn pinned_keys(sql: &str, database: &str, def: &TableDef) -> Option<Vec<Vec<Value>>> {
-    let (t, where_) = update_or_delete(sql)?;
+    let (t, where_) = match parse_one(sql)? {
+        Stmt::Update(u) => (u.table, u.where_),
+        Stmt::Delete(d) => (d.table, d.where_),
+        Stmt::Insert(i) => return inserted_keys(&i, def),
+        _ => return None,
+    };
     let db = t.db.clone().unwrap_or_else(|| database.to_string());
     let scope = Scope::of_table(&db, def, t.alias.clone());
     let w = Binder::new(&scope)
@@ -81,17 +93,67 @@ pub fn pinned_keys(sql: &str, database: &str, def: &TableDef) -> Option<Vec<Vec<
     }
 }
 
-/// An UPDATE's or DELETE's table and WHERE.
-fn update_or_delete(sql: &str) -> Option<(super::ir::TableName, Option<super::ir::Expr>)> {
+/// `sql` parsed, when it is one statement.
+fn parse_one(sql: &str) -> Option<Stmt> {
     let statements = lexer::statements(sql);
     let [Ok(st)] = statements.as_slice() else {
         return None;
     };
-    match convert::parse(st).ok()? {
-        Stmt::Update(u) => Some((u.table, u.where_)),
-        Stmt::Delete(d) => Some((d.table, d.where_)),
-        _ => None,
+    convert::parse(st).ok()
+}
+
+/// The keys of an INSERT's VALUES rows, when each gives every primary-key column as a
+/// literal (an AUTO_INCREMENT column given NULL or 0 is generated: None).
+fn inserted_keys(i: &Insert, def: &TableDef) -> Option<Vec<Vec<Value>>> {
+    let InsertSource::Values(rows) = &i.source else {
+        return None;
+    };
+    let targets: Vec<usize> = if i.columns.is_empty() {
+        def.visible_columns().map(|(c, _)| c).collect()
+    } else {
+        i.columns
+            .iter()
+            .map(|n| {
+                def.columns
+                    .iter()
+                    .position(|c| c.name.eq_ignore_ascii_case(n))
+            })
+            .collect::<Option<_>>()?
+    };
+    let at: Vec<usize> = def
+        .primary_key
+        .iter()
+        .map(|p| targets.iter().position(|t| t == p))
+        .collect::<Option<_>>()?;
+    // An AUTO_INCREMENT column (key or not) given no value of its own is generated:
+    // every group then takes part in agreeing on the values (`remote_sql_groups.rs`).
+    let auto = match def.auto_increment_column() {
+        Some(c) => Some(targets.iter().position(|&t| t == c)?),
+        None => None,
+    };
+    let mut keys = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(j) = auto {
+            match row.get(j)? {
+                Expr::Lit(v) if !v.is_null() && v.as_i128() != Some(0) => {}
+                _ => return None,
+            }
+        }
+        let mut key = Vec::with_capacity(at.len());
+        for &j in &at {
+            let v = match row.get(j)? {
+                Expr::Lit(v) => v.clone(),
+                Expr::Neg(e) => match e.as_ref() {
+                    Expr::Lit(Value::Int(n)) => Value::Int(n.checked_neg()?),
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            key.push(v);
+        }
+        keys.push(key);
     }
+    Some(keys)
 }
 
 fn limit_refused(what: &str) -> crate::error::NdbError {
@@ -145,6 +207,94 @@ mod tests {
                 .expect_err("syntax")
                 .mysql_code,
             1064
+        );
+    }
+
+    #[test]
+    fn the_keys_a_statement_can_change_are_known_when_pinned() {
+        let c = crate::sql::tests::cluster(2, 2, "16M");
+        let mut s = crate::sql::tests::session(&c);
+        crate::sql::tests::run(
+            &mut s,
+            "CREATE TABLE t (a INT, b INT, v INT, PRIMARY KEY (a, b)) ENGINE=NDB",
+        );
+        let def = s.ndb.cluster().table("test", "t").expect("t").def.clone();
+        let k = |a: i64, b: i64| vec![Value::Int(a), Value::Int(b)];
+        for (sql, want) in [
+            (
+                "UPDATE t SET v = 1 WHERE a = 1 AND b = 2",
+                Some(vec![k(1, 2)]),
+            ),
+            (
+                "DELETE FROM test.t WHERE b = 3 AND a IN (2, 1)",
+                Some(vec![k(2, 3), k(1, 3)]),
+            ),
+            (
+                "UPDATE t AS x SET v = 0 WHERE x.a = 1 AND x.b = 2 AND v > 3",
+                Some(vec![k(1, 2)]),
+            ),
+            // The plan's keys: the WHERE is checked on each row it reads.
+            (
+                "DELETE FROM t WHERE a = 1 AND a = 2 AND b = 1",
+                Some(vec![k(1, 1)]),
+            ),
+            ("UPDATE t SET v = 1 WHERE a = 1", None),
+            ("DELETE FROM t WHERE a = 1 OR b = 2", None),
+            ("DELETE FROM t", None),
+            (
+                "INSERT INTO t VALUES (1, 2, 3), (-4, 5, 6)",
+                Some(vec![k(1, 2), k(-4, 5)]),
+            ),
+            (
+                "REPLACE INTO t (v, b, a) VALUES (0, 7, 8)",
+                Some(vec![k(8, 7)]),
+            ),
+            ("INSERT INTO t (a, v) VALUES (1, 2)", None),
+            ("INSERT INTO t VALUES (1 + 1, 2, 3)", None),
+            ("INSERT INTO t SELECT * FROM t", None),
+            ("SELECT * FROM t WHERE a = 1 AND b = 2", None),
+        ] {
+            assert_eq!(pinned_keys(sql, "test", &def), want, "{sql}");
+        }
+        assert_eq!(
+            changed_table("DELETE FROM d2.t WHERE a = 1", "test"),
+            Some(("d2".to_string(), "t".to_string()))
+        );
+        assert_eq!(
+            changed_table("INSERT INTO t VALUES (1)", "test"),
+            Some(("test".to_string(), "t".to_string()))
+        );
+        assert_eq!(changed_table("UPDATE t SET v = 1", ""), None);
+        crate::sql::tests::run(
+            &mut s,
+            "CREATE TABLE g (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=NDB",
+        );
+        let g = s.ndb.cluster().table("test", "g").expect("g").def.clone();
+        for sql in [
+            "INSERT INTO g (v) VALUES (1)",
+            "INSERT INTO g VALUES (NULL, 1)",
+            "INSERT INTO g VALUES (0, 1)",
+            "INSERT INTO g VALUES (9, 1), (NULL, 2)",
+            "INSERT INTO g VALUES (DEFAULT, 2)",
+        ] {
+            assert_eq!(pinned_keys(sql, "test", &g), None, "{sql}");
+        }
+        assert_eq!(
+            pinned_keys("INSERT INTO g VALUES (9, 1)", "test", &g),
+            Some(vec![vec![Value::Int(9)]])
+        );
+        crate::sql::tests::run(
+            &mut s,
+            "CREATE TABLE h (id INT PRIMARY KEY, n INT AUTO_INCREMENT, KEY (n)) ENGINE=NDB",
+        );
+        let h = s.ndb.cluster().table("test", "h").expect("h").def.clone();
+        assert_eq!(
+            pinned_keys("INSERT INTO h (id) VALUES (1)", "test", &h),
+            None
+        );
+        assert_eq!(
+            pinned_keys("INSERT INTO h VALUES (1, 5)", "test", &h),
+            Some(vec![vec![Value::Int(1)]])
         );
     }
 }
