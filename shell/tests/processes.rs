@@ -169,6 +169,27 @@ fn kill_a_data_node_and_restart_it() {
     let (code, text) = mgm(port, "INSERT INTO t VALUES (1, 5);");
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("Duplicate entry"), "{text}");
+    // A transaction in the shell's session: its statements see its own rows, ROLLBACK
+    // leaves nothing, COMMIT applies them all.
+    let (code, text) = mgm(
+        port,
+        "CREATE TABLE s (a INT PRIMARY KEY, b INT) ENGINE=NDB; INSERT INTO s VALUES (1, 1); \
+         BEGIN; UPDATE s SET b = 70 WHERE a = 1; INSERT INTO s VALUES (2, 80); \
+         SELECT SUM(b) AS inside FROM s; ROLLBACK; SELECT SUM(b) AS rolled_back FROM s; \
+         START TRANSACTION; DELETE FROM s WHERE a = 1; INSERT INTO s VALUES (3, 9); COMMIT; \
+         SELECT a, b FROM s ORDER BY a;",
+    );
+    assert_eq!(code, 0, "{text}");
+    let squeezed: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(squeezed.contains("| inside | +--------+ | 150 |"), "{text}");
+    assert!(
+        squeezed.contains("| rolled_back | +-------------+ | 1 |"),
+        "{text}"
+    );
+    assert!(
+        squeezed.contains("| 3 | 9 |") && !squeezed.contains("| 1 | 1 |"),
+        "{text}"
+    );
     // Node commands the data nodes answer, and a SET they apply in place.
     let (code, text) = mgm(port, "ALL REPORT MemoryUsage");
     assert_eq!(code, 0, "{text}");
