@@ -114,6 +114,20 @@ int main(int argc, char** argv) {
   printf("%s\n", out);
   rndb_string_free(out);
 
+  /* The Ndb object's SQL session keeps a transaction: ROLLBACK undoes, COMMIT applies. */
+  const char* txn[] = {
+      "BEGIN", "UPDATE fruit SET stock = stock - 1 WHERE id = 1",
+      "DELETE FROM fruit WHERE id = 0", "SELECT COUNT(*) AS n, SUM(stock) AS stock FROM fruit",
+      "ROLLBACK", "START TRANSACTION", "UPDATE fruit SET stock = 0 WHERE stock > 2000",
+      "COMMIT", "SELECT id, stock FROM fruit ORDER BY id",
+  };
+  for (size_t i = 0; i < sizeof txn / sizeof txn[0]; i++) {
+    int n = rndb_execute_sql(ndb, txn[i], &out);
+    if (n < 0) die(txn[i], rndb_ndb_get_error(ndb));
+    printf("%s -> %d\n%s\n", txn[i], n, out);
+    rndb_string_free(out);
+  }
+
   rndb_ndb_free(ndb);
   rndb_cluster_connection_free(conn);
   rndb_end(0);
