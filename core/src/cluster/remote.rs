@@ -518,7 +518,7 @@ impl RemoteCluster {
         if self.groups.len() > 1
             && let Some(q) = crate::sql::table_select(sql, database)
         {
-            return self.select_over(&q, None);
+            return self.select_over(&q, None, None);
         }
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlReq {

@@ -21,6 +21,7 @@ use super::remote_sql::{RETRY_BUDGET, backoff};
 use crate::error::Result;
 use crate::schema::{TableDef, Value};
 use crate::sql::{Access, TableRead, TableSelect};
+use crate::transport::data::RowChange;
 use std::sync::Arc;
 
 /// Rows per scan batch and node group.
@@ -31,10 +32,13 @@ const KEYS_PER_READ: usize = 1000;
 impl RemoteCluster {
     /// Runs a SELECT of an NDB table over every node group; the rendered result. `own`:
     /// an open session transaction's rows, read in place of the committed ones.
+    /// `read_set`: every committed row the statement read is added to it, every column
+    /// (a session's FOR UPDATE / LOCK IN SHARE MODE, checked at its COMMIT).
     pub(super) fn select_over(
         self: &Arc<Self>,
         q: &TableSelect,
         own: Option<&SessionRows>,
+        mut read_set: Option<&mut Vec<RowChange>>,
     ) -> Result<String> {
         let t0 = std::time::Instant::now();
         let deadline = t0 + RETRY_BUDGET;
@@ -43,8 +47,32 @@ impl RemoteCluster {
             let db = q.database()?;
             let def = self.table(db, &q.table).map_err(|e| q.lookup_error(e))?;
             let own = own.filter(|o| o.of_table(db, &def.name).next().is_some());
+            if let Some(set) = read_set.as_deref_mut() {
+                set.clear();
+            }
+            let every = read_set.is_some();
             let r = q.run(&def, own.is_some(), &mut |read, sink| {
-                self.read_for_select(db, &def, read, own, q.pushed_condition(), sink)
+                let mut took = |row: &[Value]| {
+                    if let Some(set) = read_set.as_deref_mut() {
+                        set.push(RowChange {
+                            database: db.to_string(),
+                            table: def.name.clone(),
+                            key: def.primary_key.iter().map(|&p| row[p].clone()).collect(),
+                            before: Some(row.to_vec()),
+                            after: Some(row.to_vec()),
+                        });
+                    }
+                };
+                self.read_for_select(
+                    db,
+                    &def,
+                    read,
+                    own,
+                    q.pushed_condition(),
+                    every,
+                    &mut took,
+                    sink,
+                )
             });
             match r {
                 Ok(result) => return Ok(crate::sql::render(&result, t0.elapsed())),
@@ -69,6 +97,10 @@ impl RemoteCluster {
     /// of this table), its rows replace the committed ones: key reads take them in
     /// place, scans skip the committed rows it wrote and return its rows at the end
     /// (the plan does not rely on order then, `plan::for_writer`).
+    ///
+    /// `every`: read every column (a locking read whose rows `took` is given, each
+    /// committed row read, for the session to check at COMMIT).
+    #[allow(clippy::too_many_arguments)]
     fn read_for_select(
         self: &Arc<Self>,
         db: &str,
@@ -76,6 +108,8 @@ impl RemoteCluster {
         read: TableRead<'_>,
         own: Option<&SessionRows>,
         pushed: Option<String>,
+        every: bool,
+        took: &mut dyn FnMut(&[Value]),
         sink: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         // A statement that names no column reads the hidden key of a table without a
@@ -92,9 +126,12 @@ impl RemoteCluster {
         if own.is_some() {
             // The key of each row read, to know the rows the transaction wrote.
             fetch.extend(def.primary_key.iter().copied());
-            fetch.sort_unstable();
-            fetch.dedup();
         }
+        if every {
+            fetch.extend(def.visible_columns().map(|(i, _)| i));
+        }
+        fetch.sort_unstable();
+        fetch.dedup();
         let key_at: Vec<usize> = def
             .primary_key
             .iter()
@@ -141,7 +178,7 @@ impl RemoteCluster {
                         let row = match m {
                             Some(Some(full)) => Some(full),
                             Some(None) => None,
-                            None => read_rows.next().flatten().map(&widen),
+                            None => read_rows.next().flatten().map(&widen).inspect(|r| took(r)),
                         };
                         if let Some(row) = row
                             && !sink(row)?
@@ -175,7 +212,9 @@ impl RemoteCluster {
                     continue;
                 }
             }
-            if !sink(widen(r))? {
+            let row = widen(r);
+            took(&row);
+            if !sink(row)? {
                 scan.close();
                 return Ok(());
             }

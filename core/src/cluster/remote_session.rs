@@ -19,7 +19,9 @@
 //!
 //! Isolation: reads are committed reads (NDB's for a SELECT without a lock clause);
 //! rows the transaction wrote are checked at COMMIT (first-committer-wins), where NDB's
-//! row locks would have made the later writer wait. As in MySQL, BEGIN inside a
+//! row locks would have made the later writer wait. A locking read (FOR UPDATE, LOCK IN
+//! SHARE MODE) adds the committed rows it read, every column, to the rows COMMIT checks
+//! (unchanged ones are checked and not written). As in MySQL, BEGIN inside a
 //! transaction and DDL commit the open transaction first.
 //!
 //! Limits: at most [`MAX_SESSION_ROWS`] rows written per transaction (NDB's
@@ -91,6 +93,21 @@ impl SessionRows {
             )));
         }
         Ok(())
+    }
+
+    /// Takes in the committed rows a locking read read (FOR UPDATE, LOCK IN SHARE
+    /// MODE): COMMIT checks them as it checks the rows written; a row the transaction
+    /// wrote already keeps its images.
+    fn note_reads(&mut self, rc: &RemoteCluster, reads: Vec<RowChange>) -> Result<()> {
+        let fresh: Vec<RowChange> = reads
+            .into_iter()
+            .map(|r| Ok((Self::row_id(rc, &r.database, &r.table, &r.key)?, r)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|(id, _)| !self.at.contains_key(id))
+            .map(|(_, r)| r)
+            .collect();
+        self.merge(rc, fresh)
     }
 
     /// The rows as the overlay of a capture (their images now).
@@ -216,7 +233,17 @@ impl RemoteSession {
             return merged;
         }
         if let Some(q) = crate::sql::table_select(sql, database) {
-            return self.rc.select_over(&q, Some(rows));
+            if !q.locks() {
+                return self.rc.select_over(&q, Some(rows), None);
+            }
+            // A locking read: the rows it read are checked at COMMIT.
+            let mut read = Vec::new();
+            let out = self.rc.select_over(&q, Some(rows), Some(&mut read))?;
+            if let Err(e) = rows.note_reads(&self.rc, read) {
+                self.txn = None;
+                return Err(e);
+            }
+            return Ok(out);
         }
         self.rc.sql(database, sql)
     }

@@ -260,3 +260,71 @@ fn concurrent_transfers_over_two_node_groups_keep_the_total() {
         .sum();
     assert_eq!(total, ACCOUNTS * 1000);
 }
+
+#[test]
+fn a_locking_read_in_a_transaction_is_checked_at_commit() {
+    let (_m, _nodes, api) = cluster(4, 2);
+    api.sql(DB, CREATE).expect("create");
+    api.sql(
+        DB,
+        "INSERT INTO t VALUES (1, 100, 'a'), (2, 200, 'b'), (3, 300, 'c')",
+    )
+    .expect("insert");
+    let mut mine = RemoteSession::new(api.clone());
+    let mut other = RemoteSession::new(api.clone());
+    // Read-modify-write by the application: read under FOR UPDATE, write a literal.
+    for (lock, by_key) in [
+        ("FOR UPDATE", true),
+        ("LOCK IN SHARE MODE", false),
+        ("FOR UPDATE", false),
+    ] {
+        mine.execute(DB, "BEGIN").expect("begin");
+        let q = if by_key {
+            format!("SELECT v FROM t WHERE id = 1 {lock}")
+        } else {
+            format!("SELECT v FROM t WHERE w = 'a' {lock}")
+        };
+        let read = mine.execute(DB, &q).expect("locking read");
+        let v: i64 = read
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .nth(1)
+            .and_then(|l| l.trim_matches('|').trim().parse().ok())
+            .unwrap_or_else(|| panic!("{read}"));
+        // Another client changes the row in between (NDB's lock would make it wait).
+        other
+            .execute(DB, "UPDATE t SET v = v + 1 WHERE id = 1")
+            .expect("other");
+        mine.execute(DB, &format!("UPDATE t SET v = {} WHERE id = 1", v - 30))
+            .expect("write");
+        let e = mine.execute(DB, "COMMIT").expect_err(&q);
+        assert_eq!(e.code, 266, "{q}: {e}");
+    }
+    let out = api.sql(DB, "SELECT v FROM t WHERE id = 1").expect("select");
+    assert!(
+        out.contains("| 103 |"),
+        "the other client's three increments stay: {out}"
+    );
+    // Without a concurrent change it commits, and a row only read is not written.
+    mine.execute(DB, "BEGIN").expect("begin");
+    mine.execute(DB, "SELECT * FROM t WHERE id IN (2, 3) FOR UPDATE")
+        .expect("read");
+    mine.execute(DB, "UPDATE t SET v = 0 WHERE id = 3")
+        .expect("write");
+    mine.execute(DB, "COMMIT").expect("commit");
+    let out = api
+        .sql(DB, "SELECT id, v FROM t ORDER BY id")
+        .expect("select");
+    let squeezed: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(squeezed.contains("| 2 | 200 | | 3 | 0 |"), "{out}");
+    // A plain read is read committed: not checked.
+    mine.execute(DB, "BEGIN").expect("begin");
+    mine.execute(DB, "SELECT v FROM t WHERE id = 2")
+        .expect("read");
+    other
+        .execute(DB, "UPDATE t SET v = 201 WHERE id = 2")
+        .expect("other");
+    mine.execute(DB, "UPDATE t SET w = 'z' WHERE id = 3")
+        .expect("write");
+    mine.execute(DB, "COMMIT").expect("commit");
+}

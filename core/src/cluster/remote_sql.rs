@@ -230,6 +230,8 @@ fn write_of(c: &RowChange) -> Option<KeyOp> {
     };
     let (op, values) = match (&c.before, &c.after) {
         (None, None) => return None,
+        // Read and checked (step 1), unchanged: nothing to write.
+        (Some(before), Some(after)) if before == after => return None,
         (None, Some(after)) => (OpType::Insert, every(after)),
         // The row is locked (step 1): a write of every column is its update.
         (Some(_), Some(after)) => (OpType::Write, every(after)),

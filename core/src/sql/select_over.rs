@@ -67,6 +67,11 @@ pub fn selects_ndb_table(sql: &str, database: &str) -> bool {
 }
 
 impl TableSelect {
+    /// Whether it reads with a lock (FOR UPDATE, LOCK IN SHARE MODE).
+    pub(crate) fn locks(&self) -> bool {
+        self.sel.lock != super::ir::Lock::None
+    }
+
     /// The WHERE clause, unbound.
     pub(crate) fn where_expr(&self) -> Option<&super::ir::Expr> {
         self.sel.where_.as_ref()
