@@ -46,7 +46,8 @@ pub const MAX_SESSION_BYTES: usize = 4 << 20;
 /// encoding.
 type RowId = (String, String, Vec<u8>);
 
-/// The rows an open session transaction wrote, first written first.
+/// The rows an open session transaction wrote or read with a lock, first taken first:
+/// each with its committed image when first taken and its image now.
 #[derive(Default)]
 pub(super) struct SessionRows {
     rows: Vec<RowChange>,
@@ -128,7 +129,7 @@ impl SessionRows {
         Ok(self.at.get(&id).map(|&i| self.rows[i].after.as_ref()))
     }
 
-    /// The rows of one table the transaction wrote.
+    /// The rows of one table the transaction wrote or read with a lock.
     pub(super) fn of_table<'a>(
         &'a self,
         database: &'a str,
