@@ -24,6 +24,10 @@
 //! (unchanged ones are checked and not written). As in MySQL, BEGIN inside a
 //! transaction and DDL commit the open transaction first.
 //!
+//! `SET autocommit = 0` puts every statement in a transaction (the next one begins at
+//! the first statement after COMMIT or ROLLBACK); `SET autocommit = 1` commits what is
+//! open, as in MySQL.
+//!
 //! Limits: at most [`MAX_SESSION_ROWS`] rows written per transaction (NDB's
 //! MaxNoOfConcurrentOperations default; 233 beyond, and the transaction is rolled back)
 //! and their images at most [`MAX_SESSION_BYTES`] (they travel with every capture).
@@ -150,13 +154,20 @@ fn image_bytes(row: &Option<Vec<crate::schema::Value>>) -> usize {
 /// One client's SQL session over TCP (module notes).
 pub struct RemoteSession {
     rc: Arc<RemoteCluster>,
-    /// The open transaction's rows (None: autocommit).
+    /// The open transaction's rows (None: none open).
     txn: Option<SessionRows>,
+    /// `SET autocommit = 0` turns it off: every statement is then in a transaction,
+    /// the next one beginning at the first statement after COMMIT or ROLLBACK.
+    autocommit: bool,
 }
 
 impl RemoteSession {
     pub fn new(rc: Arc<RemoteCluster>) -> RemoteSession {
-        RemoteSession { rc, txn: None }
+        RemoteSession {
+            rc,
+            txn: None,
+            autocommit: true,
+        }
     }
 
     /// The cluster connection.
@@ -174,9 +185,11 @@ impl RemoteSession {
     /// ([`RemoteCluster::sql`]), concurrently with others.
     pub fn needs_session(&self, sql: &str) -> bool {
         self.in_transaction()
+            || !self.autocommit
             || crate::sql::statement_texts(sql).iter().flatten().any(|st| {
                 let w = crate::sql::leading_keyword(st);
                 matches!(w.as_str(), "BEGIN" | "START" | "COMMIT" | "ROLLBACK")
+                    || autocommit_setting(st).is_some()
             })
     }
 
@@ -213,11 +226,24 @@ impl RemoteSession {
                 self.txn = None;
                 return Ok(ok());
             }
+            "SET" => {
+                if let Some(on) = autocommit_setting(sql) {
+                    if on {
+                        // As in MySQL, turning autocommit on commits what is open.
+                        self.commit()?;
+                    }
+                    self.autocommit = on;
+                    return Ok(ok());
+                }
+            }
             "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => {
                 // DDL commits the open transaction first, as in MySQL.
                 self.commit()?;
             }
             _ => {}
+        }
+        if self.txn.is_none() && !self.autocommit {
+            self.txn = Some(SessionRows::default());
         }
         let Some(rows) = self.txn.as_mut() else {
             return self.rc.sql(database, sql);
@@ -278,6 +304,38 @@ impl RemoteSession {
     }
 }
 
+/// `SET [SESSION | @@session. | @@]autocommit = 0 | 1 | OFF | ON`: the setting; None
+/// for any other statement.
+fn autocommit_setting(sql: &str) -> Option<bool> {
+    let t: String = sql
+        .trim()
+        .trim_end_matches(';')
+        .to_ascii_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let rest = t.strip_prefix("set ")?;
+    let rest = rest
+        .strip_prefix("session ")
+        .or_else(|| rest.strip_prefix("local "))
+        .unwrap_or(rest);
+    let rest = rest
+        .strip_prefix("@@session.")
+        .or_else(|| rest.strip_prefix("@@local."))
+        .or_else(|| rest.strip_prefix("@@"))
+        .unwrap_or(rest);
+    let value = rest
+        .strip_prefix("autocommit")?
+        .trim_start()
+        .strip_prefix('=')?
+        .trim();
+    match value {
+        "0" | "off" | "false" => Some(false),
+        "1" | "on" | "true" => Some(true),
+        _ => None,
+    }
+}
+
 /// An error after which a statement's transaction is over: the limit (233) or an
 /// outcome the session cannot know (4012). A statement's own error (a duplicate key, a
 /// bad value, a lock wait) leaves the transaction open, as in MySQL with NDB.
@@ -287,4 +345,28 @@ fn ends_transaction(e: &NdbError) -> bool {
 
 fn ok_text(t0: std::time::Instant) -> String {
     crate::sql::render(&crate::sql::SqlResult::ok(0), t0.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::autocommit_setting;
+
+    #[test]
+    fn autocommit_settings_are_read_in_each_spelling() {
+        for (sql, want) in [
+            ("SET autocommit=0", Some(false)),
+            ("set AUTOCOMMIT = 1;", Some(true)),
+            ("SET SESSION autocommit = OFF", Some(false)),
+            ("SET @@session.autocommit=on", Some(true)),
+            ("SET @@autocommit = 0", Some(false)),
+            ("SET LOCAL autocommit = TRUE", Some(true)),
+            ("SET autocommit = 2", None),
+            ("SET autocommit_x = 0", None),
+            ("SET @x = 0", None),
+            ("SET autocommit = 0, @x = 1", None),
+            ("SELECT 1", None),
+        ] {
+            assert_eq!(autocommit_setting(sql), want, "{sql}");
+        }
+    }
 }

@@ -45,6 +45,18 @@ fn same_as_embedded(data_nodes: u32) {
         "CREATE TABLE u (id INT PRIMARY KEY) ENGINE=NDB",
         "ROLLBACK",
         "SELECT id FROM t WHERE id = 8",
+        "SET autocommit = 0",
+        "INSERT INTO t VALUES (9, 90, 'i')",
+        "SELECT COUNT(*) FROM t",
+        "ROLLBACK",
+        "SELECT COUNT(*) FROM t",
+        "INSERT INTO t VALUES (9, 91, 'j')",
+        "UPDATE t SET v = v + 1 WHERE id = 9",
+        "COMMIT",
+        "DELETE FROM t WHERE id = 9",
+        "SET autocommit = 1",
+        "ROLLBACK",
+        "SELECT * FROM t ORDER BY id",
     ];
     for q in script {
         let expected = match local.execute(q) {
