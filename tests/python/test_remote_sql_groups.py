@@ -35,10 +35,12 @@ def test_sql_over_two_node_groups(four_nodes: Nodes) -> None:  # noqa: F811
     with pytest.raises(rndb.NdbError) as ei:
         c.sql(f"INSERT INTO s (id, g) VALUES ({ids[-1]}, 0)")
     assert ei.value.code == 630 and "Duplicate entry" in str(ei.value), ei.value
+    # ORDER BY ... LIMIT over both groups: the keys are chosen over every group.
+    assert "2 rows affected" in c.sql("DELETE FROM s ORDER BY id DESC LIMIT 2")
+    assert rows(c, "SELECT COUNT(*) AS n, MAX(id) AS top FROM s") == [{"n": "19", "top": str(ids[-3])}]
     with pytest.raises(rndb.NdbError) as ei:
-        c.sql("DELETE FROM s ORDER BY id LIMIT 1")
-    assert ei.value.code == 4003 and "LIMIT" in str(ei.value), ei.value
-    assert rows(c, "SELECT COUNT(*) AS n FROM s") == [{"n": "21"}]
+        c.sql("INSERT INTO s (g, v) SELECT g, v FROM s")
+    assert ei.value.code == 4003 and "INSERT ... SELECT" in str(ei.value), ei.value
 
 
 def test_a_transaction_over_tcp(four_nodes: Nodes) -> None:  # noqa: F811

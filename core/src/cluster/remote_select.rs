@@ -20,7 +20,7 @@ use super::remote_session::SessionRows;
 use super::remote_sql::{RETRY_BUDGET, backoff};
 use crate::error::Result;
 use crate::schema::{TableDef, Value};
-use crate::sql::{Access, TableRead, TableSelect};
+use crate::sql::{Access, SqlResult, TableRead, TableSelect};
 use crate::transport::data::RowChange;
 use std::sync::Arc;
 
@@ -38,8 +38,20 @@ impl RemoteCluster {
         self: &Arc<Self>,
         q: &TableSelect,
         own: Option<&SessionRows>,
-        mut read_set: Option<&mut Vec<RowChange>>,
+        read_set: Option<&mut Vec<RowChange>>,
     ) -> Result<String> {
+        let t0 = std::time::Instant::now();
+        let result = self.select_result(q, own, read_set)?;
+        Ok(crate::sql::render(&result, t0.elapsed()))
+    }
+
+    /// [`RemoteCluster::select_over`]'s result set, not rendered.
+    pub(super) fn select_result(
+        self: &Arc<Self>,
+        q: &TableSelect,
+        own: Option<&SessionRows>,
+        mut read_set: Option<&mut Vec<RowChange>>,
+    ) -> Result<SqlResult> {
         let t0 = std::time::Instant::now();
         let deadline = t0 + RETRY_BUDGET;
         let mut attempt = 0u32;
@@ -75,7 +87,7 @@ impl RemoteCluster {
                 )
             });
             match r {
-                Ok(result) => return Ok(crate::sql::render(&result, t0.elapsed())),
+                Ok(result) => return Ok(result),
                 // A node lost or starting mid-scan: the rows already taken cannot be
                 // told apart from the rest, so the statement reads again from the start.
                 // Temporary errors (4010 a lost node, 4035 a starting one, 488 too many

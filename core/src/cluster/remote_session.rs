@@ -249,7 +249,7 @@ impl RemoteSession {
             return self.rc.sql(database, sql);
         };
         if crate::sql::changes_rows(sql) {
-            let captured = self.rc.capture_statement(database, sql, rows.overlay());
+            let captured = self.rc.capture_statement(database, sql, rows);
             let merged = captured.and_then(|(text, changes)| {
                 rows.merge(&self.rc, changes)?;
                 Ok(text)

@@ -32,6 +32,8 @@ fn same_as_embedded(data_nodes: u32) {
         "DELETE FROM t WHERE id = 4",
         "INSERT INTO t VALUES (4, 44, 'again')",
         "REPLACE INTO t VALUES (5, 55, 'replaced')",
+        "UPDATE t SET w = 'lim' ORDER BY v DESC, id LIMIT 2",
+        "DELETE FROM t WHERE v < 50 AND id > 1 ORDER BY v LIMIT 1",
         "SELECT * FROM t ORDER BY id",
         "COMMIT",
         "SELECT * FROM t ORDER BY id",

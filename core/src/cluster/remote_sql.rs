@@ -25,9 +25,11 @@
 //! counts of the capture, which the applied transaction made true).
 
 use super::remote::RemoteCluster;
+use super::remote_session::SessionRows;
 use super::remote_txn::Rounds;
 use crate::error::{NdbError, Result, codes};
 use crate::transport::data::{DataMsg, KeyOp, OpType, RowChange, TcExec};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Captures and applications of one statement before its last error is returned.
@@ -61,7 +63,7 @@ fn retryable(e: &NdbError) -> bool {
 impl RemoteCluster {
     /// Runs one statement that changes rows (see the module notes); its rendered
     /// result.
-    pub(super) fn sql_change(&self, database: &str, sql: &str) -> Result<String> {
+    pub(super) fn sql_change(self: &Arc<Self>, database: &str, sql: &str) -> Result<String> {
         let began = std::time::Instant::now();
         let spread = self.spread_of(sql)?;
         let mut auto_increment_floor = 0;
@@ -71,7 +73,8 @@ impl RemoteCluster {
         loop {
             attempt += 1;
             let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
-            let captured = self.capture_once(database, sql, spread, &mut auto_increment_floor, &[]);
+            let captured =
+                self.capture_once(database, sql, spread, &mut auto_increment_floor, None);
             let (text, changes) = match captured {
                 Ok(c) => c,
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
@@ -104,30 +107,30 @@ impl RemoteCluster {
         }
     }
 
-    /// One capture of a statement over `overlay` (a session's uncommitted rows).
+    /// One capture of a statement over `own` (a session's uncommitted rows).
     fn capture_once(
-        &self,
+        self: &Arc<Self>,
         database: &str,
         sql: &str,
         spread: Option<crate::sql::GroupCapture>,
         auto_increment_floor: &mut u64,
-        overlay: &[RowChange],
+        own: Option<&SessionRows>,
     ) -> Result<(String, Vec<RowChange>)> {
         match spread {
-            None => self.capture(database, sql, overlay),
-            Some(how) => self.capture_groups(database, sql, how, auto_increment_floor, overlay),
+            None => self.capture(database, sql, own.map_or(&[], |o| o.overlay())),
+            Some(how) => self.capture_groups(database, sql, how, auto_increment_floor, own),
         }
     }
 
-    /// Captures a statement over `overlay` without applying it (a session transaction's
+    /// Captures a statement over `own` without applying it (a session transaction's
     /// statement, `remote_session.rs`): its rendered result and every row the capture
-    /// wrote, the overlay's included. Temporary errors are retried as
+    /// wrote, the transaction's rows included. Temporary errors are retried as
     /// [`RemoteCluster::sql`]'s are.
     pub(super) fn capture_statement(
-        &self,
+        self: &Arc<Self>,
         database: &str,
         sql: &str,
-        overlay: &[RowChange],
+        own: &SessionRows,
     ) -> Result<(String, Vec<RowChange>)> {
         let began = std::time::Instant::now();
         let spread = self.spread_of(sql)?;
@@ -137,7 +140,7 @@ impl RemoteCluster {
         loop {
             attempt += 1;
             let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
-            match self.capture_once(database, sql, spread, &mut auto_increment_floor, overlay) {
+            match self.capture_once(database, sql, spread, &mut auto_increment_floor, Some(own)) {
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
                     std::thread::sleep(backoff(attempt, salt));
                 }
@@ -160,6 +163,7 @@ impl RemoteCluster {
             sql: sql.into(),
             auto_increment_floor: 0,
             overlay: overlay.to_vec(),
+            keys: None,
         })?;
         match p.wait()? {
             DataMsg::SqlCaptureConf {

@@ -23,18 +23,25 @@
 //! give every key column as a literal — is captured only on the groups holding those
 //! keys (`sql::pinned_keys`).
 //!
+//! UPDATE/DELETE ... LIMIT: the keys are chosen here first, over every group (a SELECT
+//! of the primary key with the statement's WHERE, ORDER BY and LIMIT,
+//! `remote_select.rs`), and each group is given its own (`SqlCaptureReq`'s keys), which
+//! its capture reads again under lock and checks against the WHERE.
+//!
 //! Refused with the reason (4003, `sql::group_capture`): INSERT ... SELECT (its
-//! SELECT would read one group's rows) and UPDATE/DELETE ... LIMIT (each group would
-//! apply the limit to its own rows). An UPDATE that moves a row's key onto a key held
+//! SELECT would read one group's rows). An UPDATE that moves a row's key onto a key held
 //! in another group is found at the apply (630), retried, and fails with 630 when the
 //! retry budget ends.
 
 use super::datapath::sql_err_from;
 use super::layout::node_group_of;
 use super::remote::RemoteCluster;
+use super::remote_session::SessionRows;
 use crate::error::{NdbError, Result, codes};
+use crate::schema::{TableDef, Value};
 use crate::sql::{GroupCapture, SqlResult};
 use crate::transport::data::{DataMsg, RowChange};
+use std::sync::Arc;
 
 /// One group's capture.
 struct GroupConf {
@@ -50,14 +57,15 @@ impl RemoteCluster {
     /// notes): the rendered result and the rows to change. `floor` is the
     /// AUTO_INCREMENT floor to ask for, raised when the groups' values differed.
     pub(super) fn capture_groups(
-        &self,
+        self: &Arc<Self>,
         database: &str,
         sql: &str,
         how: GroupCapture,
         floor: &mut u64,
-        overlay: &[RowChange],
+        own: Option<&SessionRows>,
     ) -> Result<(String, Vec<RowChange>)> {
         let t0 = std::time::Instant::now();
+        let overlay = own.map_or(&[][..], |o| o.overlay());
         // A group is given the session's rows it owns: a row of another group written
         // there too would be changed by the statement twice.
         let groups = self.node_groups().len();
@@ -66,7 +74,26 @@ impl RemoteCluster {
             let def = self.table(&r.database, &r.table)?;
             overlays[node_group_of(Self::partition_of(&def, &r.key)?, groups)].push(r.clone());
         }
-        let asked = self.groups_to_ask(database, sql)?;
+        // UPDATE/DELETE ... LIMIT: the keys are chosen here, over every group, and each
+        // group is given its own.
+        let mut keys: Vec<Option<Vec<Vec<crate::schema::Value>>>> = vec![None; groups];
+        let asked = match how {
+            GroupCapture::KeysFirst => {
+                let (def, chosen) = self.keys_first(database, sql, own)?;
+                let mut asked = vec![false; groups];
+                for k in chosen {
+                    let g = node_group_of(Self::partition_of(&def, &k)?, groups);
+                    asked[g] = true;
+                    keys[g].get_or_insert_with(Vec::new).push(k);
+                }
+                if !asked.contains(&true) {
+                    asked[0] = true;
+                    keys[0] = Some(Vec::new());
+                }
+                asked
+            }
+            _ => self.groups_to_ask(database, sql)?,
+        };
         let mut pending = Vec::with_capacity(groups);
         for (g, nodes) in self.node_groups().iter().enumerate() {
             if !asked[g] {
@@ -81,6 +108,7 @@ impl RemoteCluster {
                 sql: sql.into(),
                 auto_increment_floor: *floor,
                 overlay: std::mem::take(&mut overlays[g]),
+                keys: keys[g].take(),
             })?;
             pending.push((g, p));
         }
@@ -113,7 +141,7 @@ impl RemoteCluster {
             )));
         }
         let (affected, changes, inserted) = match how {
-            GroupCapture::EachGroupsRows => {
+            GroupCapture::EachGroupsRows | GroupCapture::KeysFirst => {
                 let affected = confs.iter().map(|c| c.affected).sum();
                 let changes: Vec<RowChange> = confs
                     .iter_mut()
@@ -164,6 +192,26 @@ impl RemoteCluster {
             asked[0] = true;
         }
         Ok(asked)
+    }
+
+    /// The table of an UPDATE or DELETE ... LIMIT and the keys it changes at most: its
+    /// WHERE, ORDER BY and LIMIT run here over every group (with a session's own rows
+    /// in place).
+    fn keys_first(
+        self: &Arc<Self>,
+        database: &str,
+        sql: &str,
+        own: Option<&SessionRows>,
+    ) -> Result<(Arc<TableDef>, Vec<Vec<Value>>)> {
+        let (db, table) =
+            crate::sql::changed_table(sql, database).ok_or_else(crate::sql::no_database)?;
+        let def = self.table(&db, &table)?;
+        let q = crate::sql::keys_select(sql, database, &def)
+            .ok_or_else(|| codes::internal("no key SELECT for a LIMIT statement"))?;
+        match self.select_result(&q, own, None)? {
+            SqlResult::Rows { rows, .. } => Ok((def, rows)),
+            SqlResult::Affected { .. } => Err(codes::internal("a key SELECT without rows")),
+        }
     }
 
     /// Each group's rows of its own partitions: (rows affected, the rows, how many

@@ -73,22 +73,36 @@ pub struct OverlayRow {
     pub row: Option<Vec<Value>>,
 }
 
+/// What a capture is given besides its statement (all empty by default).
+#[derive(Debug, Default)]
+pub struct CaptureInputs<'a> {
+    /// An INSERT's table hands out AUTO_INCREMENT values from at least this one (0:
+    /// as it stands).
+    pub auto_increment_floor: u64,
+    /// Rows written first (a session transaction's own changes over TCP); they are
+    /// among the captured rows (the statement may change them further) but not in the
+    /// statement's result.
+    pub overlay: &'a [OverlayRow],
+    /// The keys an UPDATE or DELETE considers (each read again under lock and checked
+    /// against its WHERE) instead of finding them.
+    pub keys: Option<Vec<Vec<Value>>>,
+}
+
 impl Session {
     /// Runs one INSERT, REPLACE, UPDATE or DELETE in a transaction of its own and
     /// rolls it back: its result (row counts as if it had committed) and the rows it
     /// changed, first changed first. Refused inside the session's own transaction.
-    /// `auto_increment_floor` (0: none) raises an INSERT's table's next AUTO_INCREMENT
-    /// value to at least that one first.
-    ///
-    /// `overlay`: rows written first (a session transaction's own changes over TCP);
-    /// they are among the captured rows (the statement may change them further) but
-    /// not in the statement's result.
+    /// `inputs`: see [`CaptureInputs`].
     pub fn capture(
         &mut self,
         sql: &str,
-        auto_increment_floor: u64,
-        overlay: &[OverlayRow],
+        inputs: CaptureInputs<'_>,
     ) -> Result<(SqlResult, Vec<CapturedRow>)> {
+        let CaptureInputs {
+            auto_increment_floor,
+            overlay,
+            keys,
+        } = inputs;
         let mut statements = lexer::statements(sql);
         if statements.len() != 1 {
             return Err(codes::unsupported(
@@ -116,6 +130,7 @@ impl Session {
         self.txn.explicit = true;
         self.txn.capture = true;
         self.txn.stmt_wrote = false;
+        self.txn.given_keys = keys.filter(|_| matches!(stmt, Stmt::Update(_) | Stmt::Delete(_)));
         let r = self
             .apply_overlay(overlay)
             .and_then(|()| self.exec(stmt))
@@ -123,6 +138,7 @@ impl Session {
         self.txn.rollback();
         self.txn.explicit = false;
         self.txn.capture = false;
+        self.txn.given_keys = None;
         r
     }
 

@@ -4,7 +4,7 @@
 //! kept, and which statements cannot be captured that way (refused with the reason).
 
 use super::convert;
-use super::ir::{Expr, Insert, InsertSource, Stmt};
+use super::ir::{Expr, Insert, InsertSource, Lock, SelItem, Select, Stmt};
 use super::lexer;
 use super::plan::{self, Access};
 use super::select::{Binder, Names, Scope};
@@ -22,6 +22,10 @@ pub enum GroupCapture {
     /// group that owns its key, whose capture saw the row it collides with or
     /// replaces. `ignore`: INSERT IGNORE, whose duplicates are the rows not inserted.
     RowsByOwner { ignore: bool },
+    /// UPDATE, DELETE with LIMIT: the API node first chooses the keys over every
+    /// group ([`keys_select`]: WHERE, ORDER BY, LIMIT), then each group changes those
+    /// of its keys that still match the WHERE; every group's changes are kept.
+    KeysFirst,
 }
 
 /// The capture of `sql` (one INSERT, REPLACE, UPDATE or DELETE) over several node
@@ -45,8 +49,8 @@ pub fn group_capture(sql: &str) -> Result<GroupCapture> {
                  would read one node group's rows; run the SELECT, then INSERT its rows",
             )),
         },
-        Stmt::Update(u) if u.limit.is_some() => Err(limit_refused("UPDATE")),
-        Stmt::Delete(d) if d.limit.is_some() => Err(limit_refused("DELETE")),
+        Stmt::Update(u) if u.limit.is_some() => Ok(GroupCapture::KeysFirst),
+        Stmt::Delete(d) if d.limit.is_some() => Ok(GroupCapture::KeysFirst),
         Stmt::Update(_) | Stmt::Delete(_) => Ok(GroupCapture::EachGroupsRows),
         _ => Err(codes::bad_argument(
             "only INSERT, REPLACE, UPDATE and DELETE are captured",
@@ -156,12 +160,38 @@ fn inserted_keys(i: &Insert, def: &TableDef) -> Option<Vec<Vec<Value>>> {
     Some(keys)
 }
 
-fn limit_refused(what: &str) -> crate::error::NdbError {
-    codes::unsupported(format!(
-        "{what} ... LIMIT over TCP in a cluster of several node groups: each node group \
-         would apply the LIMIT to its own rows; select the keys first, then change them \
-         by key"
-    ))
+/// For an UPDATE or DELETE of `def` with LIMIT: the SELECT of the primary keys it
+/// would change (its WHERE, ORDER BY and LIMIT), which the API node runs over every
+/// node group. None for any other statement.
+pub fn keys_select(sql: &str, database: &str, def: &TableDef) -> Option<super::TableSelect> {
+    let (table, where_, order_by, limit) = match parse_one(sql)? {
+        Stmt::Update(u) => (u.table, u.where_, u.order_by, u.limit),
+        Stmt::Delete(d) => (d.table, d.where_, d.order_by, d.limit),
+        _ => return None,
+    };
+    limit.as_ref()?;
+    let items = def
+        .primary_key
+        .iter()
+        .map(|&p| {
+            let name = def.columns[p].name.clone();
+            SelItem::Expr(Expr::Name(Vec::new(), name.clone()), name)
+        })
+        .collect();
+    let sel = Select {
+        distinct: false,
+        items,
+        from: Some(table),
+        where_,
+        where_sql: None,
+        group_by: Vec::new(),
+        having: None,
+        order_by,
+        limit,
+        offset: None,
+        lock: Lock::None,
+    };
+    super::select_over::TableSelect::of_select(sel, database)
 }
 
 #[cfg(test)]
@@ -193,15 +223,16 @@ mod tests {
         ] {
             assert_eq!(group_capture(sql).expect(sql), want, "{sql}");
         }
-        for (sql, says) in [
-            ("INSERT INTO t SELECT * FROM u", "INSERT ... SELECT"),
-            ("UPDATE t SET v = 1 LIMIT 3", "UPDATE ... LIMIT"),
-            ("DELETE FROM t ORDER BY id LIMIT 1", "DELETE ... LIMIT"),
+        for (sql, want) in [
+            ("UPDATE t SET v = 1 LIMIT 3", KeysFirst),
+            ("DELETE FROM t ORDER BY id LIMIT 1", KeysFirst),
         ] {
-            let e = group_capture(sql).expect_err(sql);
-            assert_eq!(e.code, 4003, "{sql}: {e}");
-            assert!(e.to_string().contains(says), "{sql}: {e}");
+            assert_eq!(group_capture(sql).expect(sql), want, "{sql}");
         }
+        let sql = "INSERT INTO t SELECT * FROM u";
+        let e = group_capture(sql).expect_err(sql);
+        assert_eq!(e.code, 4003, "{sql}: {e}");
+        assert!(e.to_string().contains("INSERT ... SELECT"), "{sql}: {e}");
         assert_eq!(
             group_capture("UPDATE t SET")
                 .expect_err("syntax")

@@ -594,6 +594,11 @@ fn bind_target(
 /// Primary keys of the rows matching a target's WHERE (committed values; in a session
 /// transaction its own writes count), in ORDER BY order, at most LIMIT.
 fn candidates(s: &mut Session, t: &Target, now: Datetime) -> Result<Vec<Vec<Value>>> {
+    // Chosen by the API node (a capture over several node groups): each is read again
+    // under lock and checked against the WHERE, as those found here are.
+    if let Some(keys) = s.txn.given_keys.take() {
+        return Ok(keys);
+    }
     let def = &t.table.def;
     let mut cols: Vec<usize> = def.primary_key.clone();
     select::used_columns(

@@ -49,8 +49,9 @@ mod tests_dml;
 #[cfg(test)]
 mod tests_errors;
 
-pub use capture::{CapturedRow, OverlayRow, changes_rows, leading_keyword};
-pub use capture_groups::{GroupCapture, changed_table, group_capture, pinned_keys};
+pub use capture::{CaptureInputs, CapturedRow, OverlayRow, changes_rows, leading_keyword};
+pub use capture_groups::{GroupCapture, changed_table, group_capture, keys_select, pinned_keys};
+pub(crate) use errors::no_database;
 pub use errors::render_error;
 pub(crate) use plan::Access;
 
@@ -164,6 +165,9 @@ pub(crate) struct TxnState {
     pub stmt_wrote: bool,
     /// Transactions started keep their written rows' keys (`capture.rs`).
     pub capture: bool,
+    /// The keys a captured UPDATE or DELETE considers, chosen by the API node (its
+    /// ORDER BY ... LIMIT over several node groups); None: it finds them itself.
+    pub given_keys: Option<Vec<Vec<Value>>>,
 }
 
 impl TxnState {
@@ -358,6 +362,7 @@ impl Session {
                 rows: 0,
                 stmt_wrote: false,
                 capture: false,
+                given_keys: None,
             },
             cache: HashMap::new(),
         }

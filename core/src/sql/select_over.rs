@@ -47,6 +47,20 @@ fn of_statement(st: &lexer::Statement<'_>, database: &str) -> Option<TableSelect
     Some(TableSelect { sel, db, table })
 }
 
+impl TableSelect {
+    /// A SELECT built by the SQL layer (not parsed from text): None when it reads no
+    /// NDB table.
+    pub(crate) fn of_select(sel: Select, database: &str) -> Option<TableSelect> {
+        let from = sel.from.as_ref()?;
+        let db = from.db.clone().unwrap_or_else(|| database.to_string());
+        if meta::is_virtual(&db) {
+            return None;
+        }
+        let table = from.name.clone();
+        Some(TableSelect { sel, db, table })
+    }
+}
+
 /// `sql` as one SELECT of an NDB table; None for anything else (several statements,
 /// another statement, a syntax error, no table, a virtual table).
 pub fn table_select(sql: &str, database: &str) -> Option<TableSelect> {

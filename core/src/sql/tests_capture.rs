@@ -32,7 +32,10 @@ fn a_captured_statement_reports_its_rows_and_changes_nothing() {
     let before = rows(&mut s, "select id, v from t order by id");
 
     let (result, changed) = s
-        .capture("update t set v = concat(v, '!') where id >= 2", 0, &[])
+        .capture(
+            "update t set v = concat(v, '!') where id >= 2",
+            CaptureInputs::default(),
+        )
         .expect("capture");
     assert!(
         matches!(result, SqlResult::Affected { rows: 2, .. }),
@@ -48,7 +51,7 @@ fn a_captured_statement_reports_its_rows_and_changes_nothing() {
     );
 
     let (_, changed) = s
-        .capture("insert into t values (4, 'd')", 0, &[])
+        .capture("insert into t values (4, 'd')", CaptureInputs::default())
         .expect("capture insert");
     let got: Vec<_> = changed.iter().map(key_and_images).collect();
     assert_eq!(
@@ -57,7 +60,7 @@ fn a_captured_statement_reports_its_rows_and_changes_nothing() {
     );
 
     let (_, changed) = s
-        .capture("delete from t where id = 1", 0, &[])
+        .capture("delete from t where id = 1", CaptureInputs::default())
         .expect("delete");
     let got: Vec<_> = changed.iter().map(key_and_images).collect();
     assert_eq!(
@@ -66,14 +69,17 @@ fn a_captured_statement_reports_its_rows_and_changes_nothing() {
     );
 
     let (_, changed) = s
-        .capture("replace into t values (2, 'z')", 0, &[])
+        .capture("replace into t values (2, 'z')", CaptureInputs::default())
         .expect("replace");
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0].after, row(2, "z"));
 
     // An UPDATE that matches nothing changes no row.
     let (result, changed) = s
-        .capture("update t set v = 'q' where id = 99", 0, &[])
+        .capture(
+            "update t set v = 'q' where id = 99",
+            CaptureInputs::default(),
+        )
         .expect("no match");
     assert!(matches!(result, SqlResult::Affected { rows: 0, .. }));
     assert!(changed.is_empty());
@@ -93,32 +99,34 @@ fn capture_refuses_what_it_cannot_carry() {
     let mut s = session(&c);
     run(&mut s, "create table t (id int primary key, v int)");
     run(&mut s, "create table nokey (v int)");
-    let e = s.capture("select * from t", 0, &[]).err().expect("select");
+    let e = s
+        .capture("select * from t", CaptureInputs::default())
+        .err()
+        .expect("select");
     assert!(e.to_string().contains("only INSERT"), "{e}");
     let e = s
         .capture(
             "insert into t values (1, 1); insert into t values (2, 2)",
-            0,
-            &[],
+            CaptureInputs::default(),
         )
         .err()
         .expect("two statements");
     assert!(e.to_string().contains("one at a time"), "{e}");
     let e = s
-        .capture("insert into nokey values (1)", 0, &[])
+        .capture("insert into nokey values (1)", CaptureInputs::default())
         .err()
         .expect("no key");
     assert!(e.to_string().contains("hidden column"), "{e}");
     // A statement error is the statement's (and nothing stays locked or written).
     run(&mut s, "insert into t values (1, 1)");
     let e = s
-        .capture("insert into t values (1, 2)", 0, &[])
+        .capture("insert into t values (1, 2)", CaptureInputs::default())
         .err()
         .expect("duplicate");
     assert_eq!(e.code, 630, "{e}");
     run(&mut s, "begin");
     let e = s
-        .capture("update t set v = 3", 0, &[])
+        .capture("update t set v = 3", CaptureInputs::default())
         .err()
         .expect("in a transaction");
     assert!(

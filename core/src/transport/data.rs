@@ -360,6 +360,10 @@ pub enum DataMsg {
         /// Rows the API node's session transaction wrote and has not committed, written
         /// first so that the statement sees them (`after` only; `before` is None).
         overlay: Vec<RowChange>,
+        /// The keys an UPDATE or DELETE considers (each read again under lock and
+        /// checked against its WHERE), chosen by the API node: its ORDER BY ... LIMIT
+        /// over several node groups. None: it finds them itself.
+        keys: Option<Vec<Vec<Value>>>,
     },
     /// Answer to `SqlCaptureReq`: code 0, the statement's rendered result and the rows
     /// it changed (in the order it first changed them), or NDB's error.
@@ -714,6 +718,7 @@ impl DataMsg {
                 sql,
                 auto_increment_floor,
                 overlay,
+                keys,
             } => {
                 e.u64(*req);
                 e.str(database);
@@ -725,6 +730,16 @@ impl DataMsg {
                     e.str(&r.table);
                     enc_values(&mut e, &r.key);
                     enc_result(&mut e, &r.after);
+                }
+                match keys {
+                    None => e.u8(0),
+                    Some(keys) => {
+                        e.u8(1);
+                        e.u32(keys.len() as u32);
+                        for k in keys {
+                            enc_values(&mut e, k);
+                        }
+                    }
                 }
             }
             DataMsg::SqlConf {
@@ -1138,12 +1153,25 @@ impl DataMsg {
                         after: dec_result(d)?,
                     });
                 }
+                let keys = match d.u8().map_err(bad)? {
+                    0 => None,
+                    1 => {
+                        let n = count(d, "given keys")?;
+                        let mut keys = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            keys.push(dec_values(d)?);
+                        }
+                        Some(keys)
+                    }
+                    _ => return Err(WireError::BadValue("given keys flag")),
+                };
                 DataMsg::SqlCaptureReq {
                     req,
                     database,
                     sql,
                     auto_increment_floor,
                     overlay,
+                    keys,
                 }
             }
             SQL_CAPTURE_CONF => {

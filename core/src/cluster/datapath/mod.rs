@@ -1009,6 +1009,7 @@ impl DataPath {
                 sql,
                 auto_increment_floor,
                 overlay,
+                keys,
             } => {
                 let overlay = overlay
                     .into_iter()
@@ -1019,7 +1020,12 @@ impl DataPath {
                         row: r.after,
                     })
                     .collect();
-                self.on_sql_capture(from, req, database, sql, auto_increment_floor, overlay)
+                let inputs = sql_capture::CaptureRequest {
+                    auto_increment_floor,
+                    overlay,
+                    keys,
+                };
+                self.on_sql_capture(from, req, database, sql, inputs)
             }
             DataMsg::TcKeyReq {
                 req,

@@ -16,7 +16,7 @@
 
 use super::{DataPath, Threading, err_parts};
 use crate::error::{Result, codes};
-use crate::sql::{CapturedRow, OverlayRow, Session, SqlResult};
+use crate::sql::{CaptureInputs, CapturedRow, OverlayRow, Session, SqlResult};
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, RowChange};
 use crate::transport::frame::MAX_PAYLOAD_BYTES;
@@ -45,8 +45,7 @@ impl DataPath {
         req: u64,
         database: String,
         sql: String,
-        auto_increment_floor: u64,
-        overlay: Vec<OverlayRow>,
+        inputs: CaptureRequest,
     ) {
         if let Err(e) = self.check_api_access(api) {
             return self.send(api, capture_error(req, &e));
@@ -65,20 +64,13 @@ impl DataPath {
         };
         let Some(me) = me else {
             let _slot = CaptureSlot(self);
-            return self.capture_and_answer(
-                api,
-                req,
-                &database,
-                &sql,
-                auto_increment_floor,
-                &overlay,
-            );
+            return self.capture_and_answer(api, req, &database, &sql, inputs);
         };
         let spawned = std::thread::Builder::new()
             .name(format!("sql-capture-{}", self.me))
             .spawn(move || {
                 let _slot = CaptureSlot(&me);
-                me.capture_and_answer(api, req, &database, &sql, auto_increment_floor, &overlay);
+                me.capture_and_answer(api, req, &database, &sql, inputs);
             });
         if let Err(e) = spawned {
             // The closure, and the slot it would have held, never ran.
@@ -94,10 +86,9 @@ impl DataPath {
         req: u64,
         database: &str,
         sql: &str,
-        floor: u64,
-        overlay: &[OverlayRow],
+        inputs: CaptureRequest,
     ) {
-        let msg = match self.capture(req, database, sql, floor, overlay) {
+        let msg = match self.capture(req, database, sql, inputs) {
             Ok(m) => m,
             Err(e) => capture_error(req, &e),
         };
@@ -109,12 +100,18 @@ impl DataPath {
         req: u64,
         database: &str,
         sql: &str,
-        floor: u64,
-        overlay: &[OverlayRow],
+        inputs: CaptureRequest,
     ) -> Result<DataMsg> {
         let mut session = Session::new(self.engine.ndb(database));
         let t0 = std::time::Instant::now();
-        let (result, rows) = session.capture(sql, floor, overlay)?;
+        let (result, rows) = session.capture(
+            sql,
+            CaptureInputs {
+                auto_increment_floor: inputs.auto_increment_floor,
+                overlay: &inputs.overlay,
+                keys: inputs.keys,
+            },
+        )?;
         let text = crate::sql::render(&result, t0.elapsed());
         let (affected, info, last_insert_id) = match result {
             SqlResult::Affected {
@@ -144,6 +141,13 @@ impl DataPath {
         }
         Ok(msg)
     }
+}
+
+/// What an `SqlCaptureReq` gives the statement besides its text (`sql::CaptureInputs`).
+pub(super) struct CaptureRequest {
+    pub auto_increment_floor: u64,
+    pub overlay: Vec<OverlayRow>,
+    pub keys: Option<Vec<Vec<crate::schema::Value>>>,
 }
 
 fn row_change(r: CapturedRow) -> RowChange {
