@@ -163,7 +163,7 @@ impl RemoteCluster {
             sql: sql.into(),
             auto_increment_floor: 0,
             overlay: overlay.to_vec(),
-            keys: None,
+            given_rows: None,
         })?;
         match p.wait()? {
             DataMsg::SqlCaptureConf {

@@ -28,8 +28,9 @@
 //! `remote_select.rs`), and each group is given its own (`SqlCaptureReq`'s keys), which
 //! its capture reads again under lock and checks against the WHERE.
 //!
-//! Refused with the reason (4003, `sql::group_capture`): INSERT ... SELECT (its
-//! SELECT would read one group's rows). An UPDATE that moves a row's key onto a key held
+//! INSERT ... SELECT of an NDB table: the SELECT runs here first, over every group, and
+//! every group is given its rows (at most [`MAX_GIVEN_BYTES`]), then the rows are kept
+//! by owner as for VALUES. An UPDATE that moves a row's key onto a key held
 //! in another group is found at the apply (630), retried, and fails with 630 when the
 //! retry budget ends.
 
@@ -42,6 +43,10 @@ use crate::schema::{TableDef, Value};
 use crate::sql::{GroupCapture, SqlResult};
 use crate::transport::data::{DataMsg, RowChange};
 use std::sync::Arc;
+
+/// Rows an INSERT ... SELECT sends with its capture, at most (a frame is 16 MiB, and
+/// the answer carries them back with their images).
+pub const MAX_GIVEN_BYTES: usize = 4 << 20;
 
 /// One group's capture.
 struct GroupConf {
@@ -75,20 +80,28 @@ impl RemoteCluster {
             overlays[node_group_of(Self::partition_of(&def, &r.key)?, groups)].push(r.clone());
         }
         // UPDATE/DELETE ... LIMIT: the keys are chosen here, over every group, and each
-        // group is given its own.
-        let mut keys: Vec<Option<Vec<Vec<crate::schema::Value>>>> = vec![None; groups];
+        // group is given its own. INSERT ... SELECT: the SELECT runs here, over every
+        // group, and every group is given all its rows.
+        let mut given: Vec<Option<Vec<Vec<Value>>>> = vec![None; groups];
         let asked = match how {
+            GroupCapture::RowsByOwner {
+                select_first: true, ..
+            } => {
+                let rows = self.insert_rows_first(database, sql, own)?;
+                given = vec![rows; groups];
+                vec![true; groups]
+            }
             GroupCapture::KeysFirst => {
                 let (def, chosen) = self.keys_first(database, sql, own)?;
                 let mut asked = vec![false; groups];
                 for k in chosen {
                     let g = node_group_of(Self::partition_of(&def, &k)?, groups);
                     asked[g] = true;
-                    keys[g].get_or_insert_with(Vec::new).push(k);
+                    given[g].get_or_insert_with(Vec::new).push(k);
                 }
                 if !asked.contains(&true) {
                     asked[0] = true;
-                    keys[0] = Some(Vec::new());
+                    given[0] = Some(Vec::new());
                 }
                 asked
             }
@@ -108,7 +121,7 @@ impl RemoteCluster {
                 sql: sql.into(),
                 auto_increment_floor: *floor,
                 overlay: std::mem::take(&mut overlays[g]),
-                keys: keys[g].take(),
+                given_rows: given[g].take(),
             })?;
             pending.push((g, p));
         }
@@ -152,7 +165,7 @@ impl RemoteCluster {
             GroupCapture::RowsByOwner { .. } => self.keep_owned(&mut confs)?,
         };
         let dups = match how {
-            GroupCapture::RowsByOwner { ignore: true } => Some(inserted),
+            GroupCapture::RowsByOwner { ignore: true, .. } => Some(inserted),
             _ => None,
         };
         let infos: Vec<&str> = confs.iter().map(|c| c.info.as_str()).collect();
@@ -192,6 +205,39 @@ impl RemoteCluster {
             asked[0] = true;
         }
         Ok(asked)
+    }
+
+    /// The rows of an INSERT ... SELECT: its SELECT run here over every group (with a
+    /// session's own rows in place); None when it reads no NDB table (a data node runs
+    /// it). At most [`MAX_GIVEN_BYTES`] of them (233 beyond: they go with the capture).
+    fn insert_rows_first(
+        self: &Arc<Self>,
+        database: &str,
+        sql: &str,
+        own: Option<&SessionRows>,
+    ) -> Result<Option<Vec<Vec<Value>>>> {
+        let Some(q) = crate::sql::insert_select(sql, database) else {
+            return Ok(None);
+        };
+        let rows = match self.select_result(&q, own, None)? {
+            SqlResult::Rows { rows, .. } => rows,
+            SqlResult::Affected { .. } => return Err(codes::internal("a SELECT without rows")),
+        };
+        let bytes: usize = rows
+            .iter()
+            .flatten()
+            .map(crate::transport::data_scan::value_bytes)
+            .sum();
+        if bytes > MAX_GIVEN_BYTES {
+            return Err(codes::too_many_operations().detail(format!(
+                "INSERT ... SELECT over several node groups sends the SELECT's rows with the \
+                 statement, at most {} MiB; this one selects {} rows ({bytes} bytes): insert \
+                 them in smaller ranges",
+                MAX_GIVEN_BYTES >> 20,
+                rows.len()
+            )));
+        }
+        Ok(Some(rows))
     }
 
     /// The table of an UPDATE or DELETE ... LIMIT and the keys it changes at most: its

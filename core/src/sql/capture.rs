@@ -83,9 +83,10 @@ pub struct CaptureInputs<'a> {
     /// among the captured rows (the statement may change them further) but not in the
     /// statement's result.
     pub overlay: &'a [OverlayRow],
-    /// The keys an UPDATE or DELETE considers (each read again under lock and checked
-    /// against its WHERE) instead of finding them.
-    pub keys: Option<Vec<Vec<Value>>>,
+    /// Rows the statement is given instead of finding them: the keys an UPDATE or
+    /// DELETE considers (each read again under lock and checked against its WHERE), or
+    /// the rows an INSERT ... SELECT inserts (its SELECT run by the API node).
+    pub given_rows: Option<Vec<Vec<Value>>>,
 }
 
 impl Session {
@@ -101,7 +102,7 @@ impl Session {
         let CaptureInputs {
             auto_increment_floor,
             overlay,
-            keys,
+            given_rows,
         } = inputs;
         let mut statements = lexer::statements(sql);
         if statements.len() != 1 {
@@ -130,7 +131,7 @@ impl Session {
         self.txn.explicit = true;
         self.txn.capture = true;
         self.txn.stmt_wrote = false;
-        self.txn.given_keys = keys.filter(|_| matches!(stmt, Stmt::Update(_) | Stmt::Delete(_)));
+        self.txn.given_rows = given_rows;
         let r = self
             .apply_overlay(overlay)
             .and_then(|()| self.exec(stmt))
@@ -138,7 +139,7 @@ impl Session {
         self.txn.rollback();
         self.txn.explicit = false;
         self.txn.capture = false;
-        self.txn.given_keys = None;
+        self.txn.given_rows = None;
         r
     }
 

@@ -21,7 +21,9 @@ pub enum GroupCapture {
     /// other groups land in partitions that are empty there); a row is kept from the
     /// group that owns its key, whose capture saw the row it collides with or
     /// replaces. `ignore`: INSERT IGNORE, whose duplicates are the rows not inserted.
-    RowsByOwner { ignore: bool },
+    /// `select_first`: INSERT ... SELECT of an NDB table, whose SELECT the API node runs
+    /// over every group first ([`insert_select`]), each group being given its rows.
+    RowsByOwner { ignore: bool, select_first: bool },
     /// UPDATE, DELETE with LIMIT: the API node first chooses the keys over every
     /// group ([`keys_select`]: WHERE, ORDER BY, LIMIT), then each group changes those
     /// of its keys that still match the WHERE; every group's changes are kept.
@@ -40,15 +42,10 @@ pub fn group_capture(sql: &str) -> Result<GroupCapture> {
     }
     let st = statements.remove(0)?;
     match convert::parse(&st)? {
-        Stmt::Insert(i) => match i.source {
-            InsertSource::Values(_) => Ok(GroupCapture::RowsByOwner {
-                ignore: i.ignore && i.on_dup.is_empty() && !i.replace,
-            }),
-            InsertSource::Select(_) => Err(codes::unsupported(
-                "INSERT ... SELECT over TCP in a cluster of several node groups: its SELECT \
-                 would read one node group's rows; run the SELECT, then INSERT its rows",
-            )),
-        },
+        Stmt::Insert(i) => Ok(GroupCapture::RowsByOwner {
+            ignore: i.ignore && i.on_dup.is_empty() && !i.replace,
+            select_first: matches!(&i.source, InsertSource::Select(sel) if sel.from.is_some()),
+        }),
         Stmt::Update(u) if u.limit.is_some() => Ok(GroupCapture::KeysFirst),
         Stmt::Delete(d) if d.limit.is_some() => Ok(GroupCapture::KeysFirst),
         Stmt::Update(_) | Stmt::Delete(_) => Ok(GroupCapture::EachGroupsRows),
@@ -160,6 +157,18 @@ fn inserted_keys(i: &Insert, def: &TableDef) -> Option<Vec<Vec<Value>>> {
     Some(keys)
 }
 
+/// For an INSERT ... SELECT: its SELECT, which the API node runs over every node group
+/// (None for any other statement, or a SELECT of no NDB table, which a data node runs).
+pub fn insert_select(sql: &str, database: &str) -> Option<super::TableSelect> {
+    match parse_one(sql)? {
+        Stmt::Insert(Insert {
+            source: InsertSource::Select(sel),
+            ..
+        }) => super::select_over::TableSelect::of_select(*sel, database),
+        _ => None,
+    }
+}
+
 /// For an UPDATE or DELETE of `def` with LIMIT: the SELECT of the primary keys it
 /// would change (its WHERE, ORDER BY and LIMIT), which the API node runs over every
 /// node group. None for any other statement.
@@ -206,19 +215,45 @@ mod tests {
             ("DELETE FROM t ORDER BY id", EachGroupsRows),
             (
                 "INSERT INTO t VALUES (1), (2)",
-                RowsByOwner { ignore: false },
+                RowsByOwner {
+                    ignore: false,
+                    select_first: false,
+                },
             ),
             (
                 "INSERT IGNORE INTO t VALUES (1)",
-                RowsByOwner { ignore: true },
+                RowsByOwner {
+                    ignore: true,
+                    select_first: false,
+                },
             ),
             (
                 "INSERT IGNORE INTO t VALUES (1) ON DUPLICATE KEY UPDATE v = 2",
-                RowsByOwner { ignore: false },
+                RowsByOwner {
+                    ignore: false,
+                    select_first: false,
+                },
             ),
             (
                 "REPLACE INTO t VALUES (1, 2)",
-                RowsByOwner { ignore: false },
+                RowsByOwner {
+                    ignore: false,
+                    select_first: false,
+                },
+            ),
+            (
+                "INSERT IGNORE INTO t SELECT * FROM u",
+                RowsByOwner {
+                    ignore: true,
+                    select_first: true,
+                },
+            ),
+            (
+                "INSERT INTO t SELECT 1, 2",
+                RowsByOwner {
+                    ignore: false,
+                    select_first: false,
+                },
             ),
         ] {
             assert_eq!(group_capture(sql).expect(sql), want, "{sql}");
@@ -229,10 +264,8 @@ mod tests {
         ] {
             assert_eq!(group_capture(sql).expect(sql), want, "{sql}");
         }
-        let sql = "INSERT INTO t SELECT * FROM u";
-        let e = group_capture(sql).expect_err(sql);
-        assert_eq!(e.code, 4003, "{sql}: {e}");
-        assert!(e.to_string().contains("INSERT ... SELECT"), "{sql}: {e}");
+        let e = group_capture("SELECT 1").expect_err("not captured");
+        assert_eq!(e.code, 4118, "{e}");
         assert_eq!(
             group_capture("UPDATE t SET")
                 .expect_err("syntax")

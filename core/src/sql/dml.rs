@@ -309,7 +309,12 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
             out
         }
         InsertSource::Select(sel) => {
-            let (_, rows) = select::run(s, sel)?;
+            // Given by the API node (a capture over several node groups, which ran
+            // the SELECT over every group), or run here.
+            let rows = match s.txn.given_rows.take() {
+                Some(rows) => rows,
+                None => select::run(s, sel)?.1,
+            };
             if rows.first().is_some_and(|r| r.len() != targets.len()) {
                 return Err(errors::column_count(1));
             }
@@ -596,7 +601,7 @@ fn bind_target(
 fn candidates(s: &mut Session, t: &Target, now: Datetime) -> Result<Vec<Vec<Value>>> {
     // Chosen by the API node (a capture over several node groups): each is read again
     // under lock and checked against the WHERE, as those found here are.
-    if let Some(keys) = s.txn.given_keys.take() {
+    if let Some(keys) = s.txn.given_rows.take() {
         return Ok(keys);
     }
     let def = &t.table.def;

@@ -50,7 +50,9 @@ mod tests_dml;
 mod tests_errors;
 
 pub use capture::{CaptureInputs, CapturedRow, OverlayRow, changes_rows, leading_keyword};
-pub use capture_groups::{GroupCapture, changed_table, group_capture, keys_select, pinned_keys};
+pub use capture_groups::{
+    GroupCapture, changed_table, group_capture, insert_select, keys_select, pinned_keys,
+};
 pub(crate) use errors::no_database;
 pub use errors::render_error;
 pub(crate) use plan::Access;
@@ -165,9 +167,10 @@ pub(crate) struct TxnState {
     pub stmt_wrote: bool,
     /// Transactions started keep their written rows' keys (`capture.rs`).
     pub capture: bool,
-    /// The keys a captured UPDATE or DELETE considers, chosen by the API node (its
-    /// ORDER BY ... LIMIT over several node groups); None: it finds them itself.
-    pub given_keys: Option<Vec<Vec<Value>>>,
+    /// Rows a captured statement is given by the API node (several node groups): the
+    /// keys an UPDATE or DELETE considers (its ORDER BY ... LIMIT), or the rows an
+    /// INSERT ... SELECT inserts. None: it finds them itself.
+    pub given_rows: Option<Vec<Vec<Value>>>,
 }
 
 impl TxnState {
@@ -362,7 +365,7 @@ impl Session {
                 rows: 0,
                 stmt_wrote: false,
                 capture: false,
-                given_keys: None,
+                given_rows: None,
             },
             cache: HashMap::new(),
         }

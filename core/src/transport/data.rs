@@ -360,10 +360,11 @@ pub enum DataMsg {
         /// Rows the API node's session transaction wrote and has not committed, written
         /// first so that the statement sees them (`after` only; `before` is None).
         overlay: Vec<RowChange>,
-        /// The keys an UPDATE or DELETE considers (each read again under lock and
-        /// checked against its WHERE), chosen by the API node: its ORDER BY ... LIMIT
-        /// over several node groups. None: it finds them itself.
-        keys: Option<Vec<Vec<Value>>>,
+        /// Rows the statement is given by the API node (several node groups): the keys
+        /// an UPDATE or DELETE considers (its ORDER BY ... LIMIT; each read again under
+        /// lock and checked against its WHERE), or the rows an INSERT ... SELECT
+        /// inserts. None: it finds them itself.
+        given_rows: Option<Vec<Vec<Value>>>,
     },
     /// Answer to `SqlCaptureReq`: code 0, the statement's rendered result and the rows
     /// it changed (in the order it first changed them), or NDB's error.
@@ -718,7 +719,7 @@ impl DataMsg {
                 sql,
                 auto_increment_floor,
                 overlay,
-                keys,
+                given_rows,
             } => {
                 e.u64(*req);
                 e.str(database);
@@ -731,13 +732,13 @@ impl DataMsg {
                     enc_values(&mut e, &r.key);
                     enc_result(&mut e, &r.after);
                 }
-                match keys {
+                match given_rows {
                     None => e.u8(0),
-                    Some(keys) => {
+                    Some(rows) => {
                         e.u8(1);
-                        e.u32(keys.len() as u32);
-                        for k in keys {
-                            enc_values(&mut e, k);
+                        e.u32(rows.len() as u32);
+                        for r in rows {
+                            enc_values(&mut e, r);
                         }
                     }
                 }
@@ -1153,17 +1154,17 @@ impl DataMsg {
                         after: dec_result(d)?,
                     });
                 }
-                let keys = match d.u8().map_err(bad)? {
+                let given_rows = match d.u8().map_err(bad)? {
                     0 => None,
                     1 => {
-                        let n = count(d, "given keys")?;
-                        let mut keys = Vec::with_capacity(n);
+                        let n = count(d, "given rows")?;
+                        let mut rows = Vec::with_capacity(n);
                         for _ in 0..n {
-                            keys.push(dec_values(d)?);
+                            rows.push(dec_values(d)?);
                         }
-                        Some(keys)
+                        Some(rows)
                     }
-                    _ => return Err(WireError::BadValue("given keys flag")),
+                    _ => return Err(WireError::BadValue("given rows flag")),
                 };
                 DataMsg::SqlCaptureReq {
                     req,
@@ -1171,7 +1172,7 @@ impl DataMsg {
                     sql,
                     auto_increment_floor,
                     overlay,
-                    keys,
+                    given_rows,
                 }
             }
             SQL_CAPTURE_CONF => {

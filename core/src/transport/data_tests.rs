@@ -44,7 +44,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             sql: "UPDATE t SET b = 'y' WHERE a < 3".into(),
             auto_increment_floor: 0,
             overlay: Vec::new(),
-            keys: Some(vec![vec![Value::Int(1)], vec![Value::Int(2)]]),
+            given_rows: Some(vec![vec![Value::Int(1)], vec![Value::Int(2)]]),
         },
         DataMsg::SqlCaptureReq {
             req: 4,
@@ -67,7 +67,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
                     after: None,
                 },
             ],
-            keys: None,
+            given_rows: None,
         },
         DataMsg::SqlCaptureConf {
             req: 2,

@@ -1009,7 +1009,7 @@ impl DataPath {
                 sql,
                 auto_increment_floor,
                 overlay,
-                keys,
+                given_rows,
             } => {
                 let overlay = overlay
                     .into_iter()
@@ -1023,7 +1023,7 @@ impl DataPath {
                 let inputs = sql_capture::CaptureRequest {
                     auto_increment_floor,
                     overlay,
-                    keys,
+                    given_rows,
                 };
                 self.on_sql_capture(from, req, database, sql, inputs)
             }

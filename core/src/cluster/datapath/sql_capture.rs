@@ -109,7 +109,7 @@ impl DataPath {
             CaptureInputs {
                 auto_increment_floor: inputs.auto_increment_floor,
                 overlay: &inputs.overlay,
-                keys: inputs.keys,
+                given_rows: inputs.given_rows,
             },
         )?;
         let text = crate::sql::render(&result, t0.elapsed());
@@ -147,7 +147,7 @@ impl DataPath {
 pub(super) struct CaptureRequest {
     pub auto_increment_floor: u64,
     pub overlay: Vec<OverlayRow>,
-    pub keys: Option<Vec<Vec<crate::schema::Value>>>,
+    pub given_rows: Option<Vec<Vec<crate::schema::Value>>>,
 }
 
 fn row_change(r: CapturedRow) -> RowChange {
