@@ -1,7 +1,8 @@
 //! How a statement that changes rows is captured in a cluster of several node groups,
 //! where a data node holds (and a capture there sees) only its own group's partitions
-//! (`cluster/remote_sql_groups.rs` runs it): which of every group's captured rows are
-//! kept, and which statements cannot be captured that way (refused with the reason).
+//! (`cluster/remote_sql_groups.rs` runs it): which groups capture it, what the API
+//! node works out first (the keys of an UPDATE/DELETE ... LIMIT, the rows of an
+//! INSERT ... SELECT), and which of every group's captured rows are kept.
 
 use super::convert;
 use super::ir::{Expr, Insert, InsertSource, Lock, SelItem, Select, Stmt};
@@ -31,8 +32,7 @@ pub enum GroupCapture {
 }
 
 /// The capture of `sql` (one INSERT, REPLACE, UPDATE or DELETE) over several node
-/// groups; 4003 with the reason for a statement whose result depends on rows of
-/// several groups at once.
+/// groups; an error for several statements, another statement or a syntax error.
 pub fn group_capture(sql: &str) -> Result<GroupCapture> {
     let mut statements = lexer::statements(sql);
     if statements.len() != 1 {
@@ -208,7 +208,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn statements_are_classified_or_refused_with_the_reason() {
+    fn statements_are_classified() {
         use GroupCapture::*;
         for (sql, want) in [
             ("UPDATE t SET v = 1 WHERE id > 3", EachGroupsRows),
