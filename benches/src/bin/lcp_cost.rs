@@ -165,7 +165,7 @@ fn main() -> AnyResult<()> {
         );
         println!(
             "{:<22} step 2 {} us (scans {} us, creates {} us, summed; {} of {} files were spares), \
-             step 3 {} us (GCP {} us), step 4 {} us; after it, spares for the next LCP {} us",
+             step 3 {} us ({}), step 4 {} us; after it, spares for the next LCP {} us",
             "",
             s.scan_us,
             s.scan_turn_us,
@@ -173,7 +173,11 @@ fn main() -> AnyResult<()> {
             s.spares_used,
             s.fragments,
             s.sync_us,
-            s.gcp_us,
+            if s.gcp_forced {
+                format!("GCP {} us", s.gcp_us)
+            } else {
+                "no GCP: every change seen was durable".to_string()
+            },
             s.control_us,
             s.spare_us
         );

@@ -65,6 +65,17 @@ fn write(c: &Cluster, rows: impl Iterator<Item = (u64, i64)>) -> u64 {
     tx.gci().expect("gci")
 }
 
+fn delete(c: &Cluster, key: u64) -> u64 {
+    let ndb = c.ndb("test");
+    let t = ndb.table("t").expect("t");
+    let mut tx = ndb.start_transaction().expect("tx");
+    tx.define(&t, OpKind::Delete, &[("id", Value::UInt(key))], &[], None)
+        .expect("define");
+    tx.execute(ExecType::Commit, AbortOption::AbortOnError)
+        .expect("commit");
+    tx.gci().expect("gci")
+}
+
 pub(super) fn contents(c: &Cluster) -> BTreeMap<u64, i64> {
     let ndb = c.ndb("test");
     let t = ndb.table("t").expect("t");
@@ -281,6 +292,46 @@ fn partial_checkpoints_restore_with_the_redo_after_them() {
         replayed < 2 * 10,
         "only the redo after the keep position: {stats:?}"
     );
+}
+
+#[test]
+fn an_lcp_closes_a_checkpoint_only_when_it_saw_an_undurable_change() {
+    let fs = crate::disk::io::MemFileSystem::new();
+    let mut cfg = config();
+    cfg.set_data_node_param("TimeBetweenLocalCheckpoints", "31")
+        .expect("param");
+    // No regular checkpoint closes the delete's GCI before the LCP does.
+    cfg.set_data_node_param("TimeBetweenGlobalCheckpoints", "30000")
+        .expect("param");
+    let c = Cluster::embedded_on(cfg.clone(), "/data".into(), Arc::new(fs.clone())).expect("start");
+    c.ndb("test").create_table(spec()).expect("create");
+    let mut model = BTreeMap::new();
+    let rows: Vec<(u64, i64)> = (0..2000u64).map(|i| (i, i as i64)).collect();
+    write(&c, rows.iter().copied());
+    model.extend(rows);
+    c.inner().force_gcp().expect("gcp");
+    // Everything loaded is durable: the first LCP needs no checkpoint of its own.
+    let durable = c.inner().gcp.durable_hi();
+    let full = c.inner().run_lcp().expect("full lcp");
+    assert!(full.rows > 0 && !full.gcp_forced, "{full:?}");
+    assert_eq!(c.inner().gcp.durable_hi(), durable);
+    // A delete in the open checkpoint: absent from the LCP's ALL parts, a delete
+    // marker elsewhere; the LCP closes the checkpoint it is in.
+    let gci = delete(&c, 7);
+    model.remove(&7);
+    let partial = c.inner().run_lcp().expect("partial lcp");
+    assert!(partial.gcp_forced, "{partial:?}");
+    assert!(u64::from(c.inner().gcp.durable_hi()) >= crate::log::gcp::gci_hi(gci) as u64);
+    // A power loss right after the LCP, without any later checkpoint, keeps it.
+    write(&c, [(8, -8)].into_iter());
+    model.insert(8, -8);
+    c.inner().force_gcp().expect("gcp");
+    let quiet = c.inner().run_lcp().expect("lcp after a durable change");
+    assert!(quiet.fragments > 0 && !quiet.gcp_forced, "{quiet:?}");
+    let image = fs.crash_image(11);
+    drop(c);
+    let c = Cluster::embedded_on(cfg, "/data".into(), Arc::new(image)).expect("restart");
+    assert_eq!(contents(&c), model);
 }
 
 #[test]

@@ -598,6 +598,7 @@ impl ClusterInner {
                 src.copy_rows_to(&mut dst, &mut progress, COPY_BATCH_ROWS)?;
             } else {
                 let gci_hi = crate::log::gcp::gci_hi(self.gcp.current());
+                self.gcp.note_change(gci_hi);
                 dst.sweep_rows_gone_from(&mut src, &mut progress, COPY_BATCH_ROWS, gci_hi)?;
             }
             if progress.done && progress.swept {

@@ -181,6 +181,7 @@ impl Ndb {
                     continue;
                 }
                 let gci = gci_hi(cluster.current_gci());
+                cluster.gcp.note_change(gci);
                 let step = {
                     let mut f = j.cell.state.lock();
                     let may_move = !j.busy_gave_up && j.cell.no_open_cursors();

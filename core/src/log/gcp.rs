@@ -43,7 +43,7 @@
 
 use crate::error::{NdbError, Result};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The checkpoint number of a 64-bit GCI.
@@ -89,6 +89,11 @@ struct GcpState {
 pub struct GlobalCheckpoint {
     gate: RwLock<()>,
     current: AtomicU64,
+    /// The highest checkpoint number any commit entered with, or any other change of
+    /// rows was stamped with ([`GlobalCheckpoint::note_change`]): while it is durable,
+    /// every row a scan can see is restorable through the redo log
+    /// ([`GlobalCheckpoint::changes_durable`]).
+    changed_hi: AtomicU32,
     state: Mutex<GcpState>,
     durable_changed: Condvar,
     /// Wakes the driver early (a checkpoint was requested).
@@ -118,6 +123,7 @@ impl GlobalCheckpoint {
         GlobalCheckpoint {
             gate: RwLock::new(()),
             current: AtomicU64::new(make_gci(first_hi, 0)),
+            changed_hi: AtomicU32::new(0),
             state: Mutex::new(GcpState {
                 durable_hi: first_hi - 1,
                 failed: None,
@@ -189,10 +195,29 @@ impl GlobalCheckpoint {
     /// Enters a commit: its GCI is fixed until the ticket is dropped.
     pub fn enter_commit(&self) -> CommitTicket<'_> {
         let guard = self.gate.read();
-        CommitTicket {
-            gci: self.current.load(Ordering::Acquire),
-            _gate: guard,
+        let gci = self.current.load(Ordering::Acquire);
+        self.note_change(gci_hi(gci));
+        CommitTicket { gci, _gate: guard }
+    }
+
+    /// Records that rows were changed with checkpoint number `hi` outside a commit
+    /// (a node restart's sweep of deleted rows, OPTIMIZE's moves). Commits are
+    /// recorded by [`GlobalCheckpoint::enter_commit`].
+    pub fn note_change(&self, hi: u32) {
+        // A load first: the common case (the same number as the last commit) writes
+        // nothing to the shared line.
+        if self.changed_hi.load(Ordering::Acquire) < hi {
+            self.changed_hi.fetch_max(hi, Ordering::AcqRel);
         }
+    }
+
+    /// Every change recorded so far (commits entered, [`GlobalCheckpoint::note_change`])
+    /// has a checkpoint number that is durable on every node. A reader that saw a
+    /// change before calling this (under the fragment's mutex the writer held) gets
+    /// false until that change's checkpoint is durable.
+    pub fn changes_durable(&self) -> bool {
+        let changed = self.changed_hi.load(Ordering::Acquire);
+        changed <= self.state.lock().durable_hi
     }
 
     /// The GCI a commit entering now would get.
@@ -427,6 +452,26 @@ mod tests {
         let g = GlobalCheckpoint::new(7, 0, 10);
         assert_eq!(g.on_timer(5, &s).unwrap(), GcpTick::Idle);
         assert_eq!(g.on_timer(10, &s).unwrap(), GcpTick::Checkpoint(7));
+    }
+
+    #[test]
+    fn changes_are_durable_once_their_checkpoint_is() {
+        let g = GlobalCheckpoint::new(5, 0, 1000);
+        let r = Recorder::default();
+        // A restart's first number: nothing changed since the restored checkpoint 4.
+        assert!(g.changes_durable());
+        drop(g.enter_commit());
+        assert!(!g.changes_durable(), "a commit in checkpoint 5, 4 durable");
+        assert_eq!(g.force(&[&r]).unwrap(), 5);
+        assert!(g.changes_durable());
+        // A change outside a commit (a sweep, a move) counts the same.
+        g.note_change(6);
+        assert!(!g.changes_durable());
+        assert_eq!(g.force(&[&r]).unwrap(), 6);
+        assert!(g.changes_durable());
+        // A number already durable changes nothing.
+        g.note_change(3);
+        assert!(g.changes_durable());
     }
 
     #[test]
