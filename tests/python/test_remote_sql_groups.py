@@ -81,3 +81,22 @@ def test_a_transaction_over_tcp(four_nodes: Nodes) -> None:  # noqa: F811
         {"id": "2", "bal": "130"},
         {"id": "3", "bal": "99"},
     ]
+
+
+def test_a_unique_index_holds_over_both_node_groups(four_nodes: Nodes) -> None:  # noqa: F811
+    c, _nodes = four_nodes
+    c.sql("CREATE TABLE m (id INT PRIMARY KEY, email VARCHAR(40), UNIQUE KEY ue (email)) ENGINE=NDB")
+    c.sql("INSERT INTO m VALUES (1, 'a@e')")
+    # Twenty keys spread over both groups: every one is refused the taken value.
+    for k in range(2, 22):
+        with pytest.raises(rndb.NdbError) as ei:
+            c.sql(f"INSERT INTO m VALUES ({k}, 'a@e')")
+        assert ei.value.code == 893, ei.value
+        c.sql(f"INSERT INTO m VALUES ({k}, 'e{k}@e')")
+    with pytest.raises(rndb.NdbError) as ei:
+        c.sql("UPDATE m SET email = 'a@e' WHERE id = 7")
+    assert ei.value.code == 893, ei.value
+    assert rows(c, "SELECT COUNT(*) AS n, COUNT(DISTINCT email) AS d FROM m") == [{"n": "21", "d": "21"}]
+    # Freed, the value is taken by a row of whichever group.
+    c.sql("DELETE FROM m WHERE id = 1")
+    assert "1 row affected" in c.sql("UPDATE m SET email = 'a@e' WHERE id = 7")

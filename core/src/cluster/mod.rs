@@ -17,6 +17,8 @@ mod datapath_sql_groups_tests;
 mod datapath_sql_tests;
 #[cfg(test)]
 mod datapath_tests;
+#[cfg(test)]
+mod datapath_unique_tests;
 pub mod layout;
 pub mod mgmd;
 #[cfg(test)]

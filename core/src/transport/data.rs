@@ -72,6 +72,18 @@ pub struct KeyOp {
 /// What one operation returned: a read's row (None: no row with that key).
 pub type OpResult = Option<Vec<Value>>;
 
+/// One value of a unique hash index a transaction wrote, for a primary's check of
+/// the other node groups (`UniqueCheckReq`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UniqueCheck {
+    pub database: String,
+    pub table: String,
+    /// The index's position in the table's indexes.
+    pub index: u32,
+    /// The index's columns' values, in index order (none NULL).
+    pub values: Vec<Value>,
+}
+
 /// What a `TcKeyReq` asks of its transaction once this round's operations ran
 /// (NDB API's `ExecType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,6 +274,22 @@ pub enum DataMsg {
     },
     LqhAbort {
         txn: TxnKey,
+    },
+    /// With several node groups: a primary asks every up-to-date node of each other
+    /// group whether its group holds any of the unique values `txn` wrote, committed
+    /// or being written by another transaction (waited for briefly).
+    UniqueCheckReq {
+        txn: TxnKey,
+        round: u32,
+        checks: Vec<UniqueCheck>,
+    },
+    /// None of them (code 0), or 893 naming the index, or why it could not tell.
+    UniqueCheckConf {
+        txn: TxnKey,
+        round: u32,
+        code: u32,
+        class: u8,
+        message: String,
     },
     /// Takeover after a TC's failure: what does the receiver know of `txn`?
     TxnStateReq {
@@ -487,6 +515,8 @@ mod kind {
     pub const LQH_ABORT: u16 = 124;
     pub const TXN_STATE_REQ: u16 = 125;
     pub const TXN_STATE_CONF: u16 = 126;
+    pub const UNIQUE_CHECK_REQ: u16 = 127;
+    pub const UNIQUE_CHECK_CONF: u16 = 128;
     pub const READY_QUERY: u16 = 130;
     pub const READY_SET: u16 = 131;
     pub const COPY_REQ: u16 = 132;
@@ -663,6 +693,8 @@ impl DataMsg {
             DataMsg::LqhAbort { .. } => LQH_ABORT,
             DataMsg::TxnStateReq { .. } => TXN_STATE_REQ,
             DataMsg::TxnStateConf { .. } => TXN_STATE_CONF,
+            DataMsg::UniqueCheckReq { .. } => UNIQUE_CHECK_REQ,
+            DataMsg::UniqueCheckConf { .. } => UNIQUE_CHECK_CONF,
             DataMsg::ReadyQuery => READY_QUERY,
             DataMsg::ReadySet { .. } => READY_SET,
             DataMsg::CopyReq { .. } => COPY_REQ,
@@ -944,6 +976,30 @@ impl DataMsg {
             DataMsg::TxnStateConf { txn, state } => {
                 enc_txn(&mut e, txn);
                 e.u8(*state as u8);
+            }
+            DataMsg::UniqueCheckReq { txn, round, checks } => {
+                enc_txn(&mut e, txn);
+                e.u32(*round);
+                e.u32(checks.len() as u32);
+                for c in checks {
+                    e.str(&c.database);
+                    e.str(&c.table);
+                    e.u32(c.index);
+                    enc_values(&mut e, &c.values);
+                }
+            }
+            DataMsg::UniqueCheckConf {
+                txn,
+                round,
+                code,
+                class,
+                message,
+            } => {
+                enc_txn(&mut e, txn);
+                e.u32(*round);
+                e.u32(*code);
+                e.u8(*class);
+                e.str(message);
             }
             DataMsg::ReadyQuery => {}
             DataMsg::CopyReq {
@@ -1334,6 +1390,28 @@ impl DataMsg {
                 txn: dec_txn(d)?,
                 backup: d.bool().map_err(bad)?,
                 gci: u64_(d)?,
+            },
+            UNIQUE_CHECK_REQ => {
+                let txn = dec_txn(d)?;
+                let round = u32_(d)?;
+                let n = count(d, "unique checks")?;
+                let mut checks = Vec::with_capacity(n);
+                for _ in 0..n {
+                    checks.push(UniqueCheck {
+                        database: s(d)?,
+                        table: s(d)?,
+                        index: u32_(d)?,
+                        values: dec_values(d)?,
+                    });
+                }
+                DataMsg::UniqueCheckReq { txn, round, checks }
+            }
+            UNIQUE_CHECK_CONF => DataMsg::UniqueCheckConf {
+                txn: dec_txn(d)?,
+                round: u32_(d)?,
+                code: u32_(d)?,
+                class: d.u8().map_err(bad)?,
+                message: s(d)?,
             },
             TXN_STATE_CONF => DataMsg::TxnStateConf {
                 txn: dec_txn(d)?,

@@ -257,6 +257,23 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             txn,
             state: TxnState::Committed,
         },
+        DataMsg::UniqueCheckReq {
+            txn,
+            round: 3,
+            checks: vec![crate::transport::data::UniqueCheck {
+                database: "db".into(),
+                table: "t".into(),
+                index: 1,
+                values: vec![Value::Str("a@b".into()), Value::Int(-4)],
+            }],
+        },
+        DataMsg::UniqueCheckConf {
+            txn,
+            round: 3,
+            code: 893,
+            class: 2,
+            message: "Constraint violation".into(),
+        },
         DataMsg::ReadyQuery,
         DataMsg::ReadySet {
             ready: vec![(2, 0), (3, 7)],

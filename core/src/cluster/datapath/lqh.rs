@@ -52,6 +52,9 @@ pub(super) enum Role {
         tc: NodeId,
         backups: BTreeSet<NodeId>,
         waiting: BTreeSet<NodeId>,
+        /// Nodes of other groups asked about the round's unique values
+        /// (`unique_check`), not answered yet.
+        checking: BTreeSet<NodeId>,
         phase: Phase,
         reads: Vec<(u32, OpResult)>,
         error: Option<NdbError>,
@@ -164,12 +167,15 @@ impl DataPath {
         Ok(reads)
     }
 
-    /// The after-images of the rows `ops` wrote, per backup node.
+    /// The after-images of the rows `ops` wrote, per backup node; and, with several
+    /// node groups, each written row of a table with a unique index with its last
+    /// operation (for `unique_checks_of`).
+    #[allow(clippy::type_complexity)]
     fn after_images(
         &self,
         tx: &mut Transaction,
         ops: &[(u32, KeyOp)],
-    ) -> Result<BTreeMap<NodeId, Vec<(u32, KeyOp)>>> {
+    ) -> Result<(BTreeMap<NodeId, Vec<(u32, KeyOp)>>, Vec<(KeyOp, KeyOp)>)> {
         // The last write of each row decides its image.
         let mut rows: Vec<(u32, &KeyOp, usize)> = Vec::new();
         let mut seen: BTreeSet<(String, String, Vec<u8>)> = BTreeSet::new();
@@ -189,9 +195,11 @@ impl DataPath {
         }
         rows.reverse();
         let mut out: BTreeMap<NodeId, Vec<(u32, KeyOp)>> = BTreeMap::new();
+        let mut unique_rows = Vec::new();
         if rows.is_empty() {
-            return Ok(out);
+            return Ok((out, unique_rows));
         }
+        let groups = self.groups.len();
         let first = tx.op_count();
         let mut reads = Vec::with_capacity(rows.len());
         for (i, op, _) in &rows {
@@ -230,14 +238,24 @@ impl DataPath {
                 Some(OpOutcome::Failed(e)) => return Err(e.clone()),
                 _ => return Err(codes::internal("after-image read did not run")),
             };
-            let _ = op;
+            if groups > 1
+                && self
+                    .engine
+                    .inner()
+                    .table(&op.database, &op.table)?
+                    .unique_tables
+                    .iter()
+                    .any(Option::is_some)
+            {
+                unique_rows.push(((*op).clone(), image.clone()));
+            }
             for b in self.live_replicas(*part) {
                 if b != self.me {
                     out.entry(b).or_default().push((*i, image.clone()));
                 }
             }
         }
-        Ok(out)
+        Ok((out, unique_rows))
     }
 
     fn prepared_msg(
@@ -369,6 +387,7 @@ impl DataPath {
                         tc: from,
                         backups: BTreeSet::new(),
                         waiting: BTreeSet::new(),
+                        checking: BTreeSet::new(),
                         phase: Phase::Prepared,
                         reads: Vec::new(),
                         error: None,
@@ -400,9 +419,11 @@ impl DataPath {
                     self.me
                 )));
             }
-            Ok((reads, self.after_images(&mut rec.tx, &ops)?))
+            let (images, unique_rows) = self.after_images(&mut rec.tx, &ops)?;
+            let checks = self.unique_checks_of(&unique_rows)?;
+            Ok((reads, images, checks))
         });
-        let (reads, images) = match images {
+        let (reads, images, checks) = match images {
             Ok(v) => v,
             Err(e) => {
                 drop(gate);
@@ -412,10 +433,16 @@ impl DataPath {
             }
         };
         let round_backups: BTreeSet<NodeId> = images.keys().copied().collect();
-        let done = round_backups.is_empty();
+        let check_targets = if checks.is_empty() {
+            BTreeSet::new()
+        } else {
+            self.unique_check_targets()
+        };
+        let done = round_backups.is_empty() && check_targets.is_empty();
         if let Role::Primary {
             backups,
             waiting,
+            checking,
             phase,
             reads: pending_reads,
             error,
@@ -425,6 +452,7 @@ impl DataPath {
         {
             backups.extend(round_backups.iter().copied());
             *waiting = round_backups;
+            *checking = check_targets.clone();
             *phase = if done {
                 Phase::Prepared
             } else {
@@ -453,6 +481,17 @@ impl DataPath {
                     backup: true,
                     round,
                     ops,
+                },
+            );
+        }
+        for n in check_targets {
+            self.send_from(
+                worker,
+                n,
+                DataMsg::UniqueCheckReq {
+                    txn,
+                    round,
+                    checks: checks.clone(),
                 },
             );
         }
@@ -793,7 +832,7 @@ impl DataPath {
 
     /// Once every backup answered: the TC hears the reads, or the first refusal (the
     /// record is then aborted everywhere).
-    fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
+    pub(super) fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
         let key = (txn, false);
         let (tc, round, reads) = {
             let mut map = self.lqh.lock();
@@ -801,6 +840,7 @@ impl DataPath {
             let Role::Primary {
                 tc,
                 waiting,
+                checking,
                 phase,
                 reads,
                 error,
@@ -809,7 +849,7 @@ impl DataPath {
             else {
                 return;
             };
-            if *phase != Phase::PreparingBackups || !waiting.is_empty() {
+            if *phase != Phase::PreparingBackups || !waiting.is_empty() || !checking.is_empty() {
                 return;
             }
             if let Some(e) = error.take() {

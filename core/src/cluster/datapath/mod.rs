@@ -57,8 +57,9 @@
 //!   runs here in a transaction that is rolled back; the rows it would change go back
 //!   to the API node, which changes them through a TC (`cluster::remote_sql`).
 //!
-//! Left for later (refused with a reason, never silently wrong): locking scans, and
-//! SQL over the transport with several node groups.
+//! - **Unique indexes with several node groups** (`unique_check.rs`): a primary that
+//!   wrote a unique value asks the other groups' up-to-date nodes whether they hold
+//!   it before it answers its TC.
 
 mod copy;
 mod copy_delta;
@@ -83,6 +84,8 @@ pub use sql_capture::MAX_CAPTURES;
 #[cfg(test)]
 mod takeover_tests;
 mod tc;
+mod unique_check;
+pub use unique_check::{MAX_UNIQUE_CHECKS, UNIQUE_CHECK_LOCK_WAIT_MS};
 #[cfg(test)]
 mod view_stamp_tests;
 
@@ -1061,7 +1064,9 @@ impl DataPath {
                     | DataMsg::LqhCommitted { txn, .. }
                     | DataMsg::LqhAbort { txn }
                     | DataMsg::TxnStateReq { txn }
-                    | DataMsg::TxnStateConf { txn, .. } => *txn,
+                    | DataMsg::TxnStateConf { txn, .. }
+                    | DataMsg::UniqueCheckReq { txn, .. }
+                    | DataMsg::UniqueCheckConf { txn, .. } => *txn,
                     _ => return,
                 };
                 self.dispatch(Self::worker_of(&txn), Job::Msg(from, m));
@@ -1162,6 +1167,19 @@ impl DataPath {
             DataMsg::TxnStateConf { txn, state } => {
                 self.tc_taker_unknown(worker, from, txn, state);
                 self.takeover_answer(worker, from, txn, state)
+            }
+            DataMsg::UniqueCheckReq { txn, round, checks } => {
+                self.unique_check(worker, from, txn, round, &checks)
+            }
+            DataMsg::UniqueCheckConf {
+                txn,
+                round,
+                code,
+                class,
+                message,
+            } => {
+                let err = (code != 0).then(|| err_from(code, class, &message));
+                self.lqh_unique_checked(worker, from, txn, round, err);
             }
             DataMsg::SqlReq { req, database, sql } => self.sql(from, req, &database, &sql),
             DataMsg::TransportersConf { req, rows } => self.gather_answer(from, req, rows),

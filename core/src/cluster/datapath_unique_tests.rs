@@ -1,0 +1,226 @@
+//! Unique hash indexes over two node groups (`datapath::unique_check`): a value held by
+//! a row of one group is refused (893) to a row of the other, by key operations, by
+//! SQL, and under concurrent writers; NULLs repeat; a freed value can be taken again.
+
+use super::datapath_tests::{DB, cluster};
+use super::layout::node_group_of;
+use super::remote::RemoteCluster;
+use crate::schema::Value;
+use crate::transport::data::{KeyOp, OpType};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+fn op(t: OpType, id: i64, email: Option<&str>) -> KeyOp {
+    KeyOp {
+        op: t,
+        database: DB.into(),
+        table: "u".into(),
+        key: vec![Value::Int(id)],
+        values: match (t, email) {
+            (OpType::Delete, _) => Vec::new(),
+            (_, Some(e)) => vec![(1, Value::Str(e.to_string()))],
+            (_, None) => vec![(1, Value::Null)],
+        },
+        columns: Vec::new(),
+    }
+}
+
+/// The first `n` keys from 1 whose rows live in node group `group` (of two).
+fn keys_of_group(api: &RemoteCluster, group: usize, n: usize) -> Vec<i64> {
+    let def = api.table(DB, "u").expect("table");
+    (1..)
+        .filter(|&k| {
+            let p = RemoteCluster::partition_of(&def, &[Value::Int(k)]).expect("partition");
+            node_group_of(p, 2) == group
+        })
+        .take(n)
+        .collect()
+}
+
+fn create(api: &Arc<RemoteCluster>) {
+    api.sql(
+        DB,
+        "CREATE TABLE u (id INT PRIMARY KEY, email VARCHAR(40), n INT, \
+         UNIQUE KEY ue (email)) ENGINE=NDB",
+    )
+    .expect("create");
+}
+
+#[test]
+fn a_value_of_one_group_is_refused_to_the_other() {
+    let (_m, _nodes, api) = cluster(4, 2);
+    create(&api);
+    let a = keys_of_group(&api, 0, 3);
+    let b = keys_of_group(&api, 1, 3);
+    api.execute(vec![op(OpType::Insert, a[0], Some("x@e"))])
+        .expect("insert in group 0");
+    // Insert, write and update in group 1 with group 0's value.
+    for o in [
+        op(OpType::Insert, b[0], Some("x@e")),
+        op(OpType::Write, b[0], Some("x@e")),
+    ] {
+        let e = api.execute(vec![o]).expect_err("duplicate across groups");
+        assert_eq!(e.code, 893, "{e}");
+    }
+    api.execute(vec![op(OpType::Insert, b[1], Some("y@e"))])
+        .expect("another value");
+    let e = api
+        .execute(vec![op(OpType::Update, b[1], Some("x@e"))])
+        .expect_err("update to a value of the other group");
+    assert_eq!(e.code, 893, "{e}");
+    // The failed transaction changed nothing, in either group.
+    let rows = api
+        .read_batch(
+            DB,
+            "u",
+            &[vec![Value::Int(b[0])], vec![Value::Int(b[1])]],
+            &[],
+        )
+        .expect("read");
+    assert!(rows[0].is_none(), "{rows:?}");
+    assert_eq!(
+        rows[1].as_ref().map(|r| r[1].clone()),
+        Some(Value::Str("y@e".into()))
+    );
+    // An update of another column leaves the value where it is.
+    api.execute(vec![KeyOp {
+        values: vec![(2, Value::Int(5))],
+        ..op(OpType::Update, a[0], None)
+    }])
+    .expect("update n");
+    // NULLs repeat in every group.
+    api.execute(vec![
+        op(OpType::Insert, a[1], None),
+        op(OpType::Insert, b[2], None),
+    ])
+    .expect("NULLs");
+    // A value freed in one group is taken in the other: moved, then deleted.
+    api.execute(vec![op(OpType::Update, a[0], Some("z@e"))])
+        .expect("move the value away");
+    api.execute(vec![op(OpType::Insert, b[0], Some("x@e"))])
+        .expect("x@e is free");
+    api.execute(vec![op(OpType::Delete, b[0], None)])
+        .expect("delete");
+    api.execute(vec![op(OpType::Update, a[1], Some("x@e"))])
+        .expect("x@e is free again");
+    // SQL: its statement's error, and nothing changed.
+    let e = api
+        .sql(DB, &format!("INSERT INTO u VALUES ({}, 'x@e', 1)", b[0]))
+        .expect_err("duplicate by SQL");
+    assert_eq!(e.code, 893, "{e}");
+    let out = api
+        .sql(
+            DB,
+            "SELECT email, COUNT(*) FROM u GROUP BY email ORDER BY email",
+        )
+        .expect("select");
+    let cells: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(|l| {
+            l.split('|')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        vec![
+            vec!["NULL", "1"],
+            vec!["x@e", "1"],
+            vec!["y@e", "1"],
+            vec!["z@e", "1"]
+        ],
+        "{out}"
+    );
+    // One transaction writing the same new value in both groups: each group's check
+    // finds the transaction's own entry in the other (not a wait for itself).
+    let b3 = keys_of_group(&api, 1, 4)[3];
+    let e = api
+        .execute(vec![
+            op(OpType::Insert, a[2], Some("w@e")),
+            op(OpType::Insert, b3, Some("w@e")),
+        ])
+        .expect_err("the same new value in both groups");
+    assert_eq!(e.code, 893, "{e}");
+    let rows = api
+        .read_batch(DB, "u", &[vec![Value::Int(a[2])]], &[])
+        .expect("read");
+    assert!(rows[0].is_none(), "{rows:?}");
+}
+
+#[test]
+fn concurrent_writers_never_place_a_value_twice() {
+    let (_m, nodes, api) = cluster(4, 2);
+    create(&api);
+    let keys: Vec<i64> = {
+        let mut k = keys_of_group(&api, 0, 40);
+        k.extend(keys_of_group(&api, 1, 40));
+        k
+    };
+    let keys = Arc::new(keys);
+    // 4 writers set random rows to one of 6 values; each acknowledged write is the
+    // value's new holder unless a later write moved or took it.
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let api = api.clone();
+            let keys = keys.clone();
+            std::thread::spawn(move || {
+                let mut rng = t.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let mut next = || {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng
+                };
+                let (mut ok, mut dup) = (0u32, 0u32);
+                for _ in 0..150 {
+                    let k = keys[(next() % keys.len() as u64) as usize];
+                    let v = format!("v{}@e", next() % 6);
+                    match api.execute(vec![op(OpType::Write, k, Some(&v))]) {
+                        Ok(_) => ok += 1,
+                        Err(e) if e.code == 893 => dup += 1,
+                        Err(e) if e.is_temporary() => {}
+                        Err(e) => panic!("writer {t}: {e}"),
+                    }
+                }
+                (ok, dup)
+            })
+        })
+        .collect();
+    let (mut ok, mut dup) = (0, 0);
+    for t in threads {
+        let (o, d) = t.join().expect("writer");
+        ok += o;
+        dup += d;
+    }
+    assert!(ok >= 6 && dup > 0, "{ok} written, {dup} refused");
+    // Every value at most once over the cluster, and every replica of a group alike.
+    let out = api
+        .sql(
+            DB,
+            "SELECT email FROM u WHERE email IS NOT NULL ORDER BY email",
+        )
+        .expect("select");
+    let values: Vec<&str> = out.lines().filter(|l| l.contains("@e")).collect();
+    let distinct: BTreeSet<&&str> = values.iter().collect();
+    assert_eq!(values.len(), distinct.len(), "a value placed twice:\n{out}");
+    let mut by_group: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let dp = n.data().expect("data path");
+        let mut s = crate::sql::Session::new(dp.engine.ndb(DB));
+        let r = s
+            .execute("SELECT id, email FROM u ORDER BY id")
+            .expect("local select");
+        let text = format!("{:?}", r.last());
+        let group = i / 2;
+        match by_group.get(&group) {
+            Some(first) => assert_eq!(first, &vec![text], "node {} differs", n.node_id),
+            None => {
+                by_group.insert(group, vec![text]);
+            }
+        }
+    }
+}
