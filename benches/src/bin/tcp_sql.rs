@@ -18,7 +18,10 @@
 //!   condition is pushed to the data nodes' scans) against the same scan of `n`
 //!   without it (what the statement cost before conditions were pushed);
 //! - a session transaction `BEGIN; UPDATE .. WHERE id = a; UPDATE .. WHERE id = b;
-//!   COMMIT` (`RemoteSession`) against one transaction of the two Update operations.
+//!   COMMIT` (`RemoteSession`) against one transaction of the two Update operations;
+//! - apart: one Insert key operation into a table with a unique index against one into
+//!   the same table without it (with several node groups the primary checks the value
+//!   in the other groups first).
 //!
 //! Reported: median and 99th-percentile latency per statement or transaction, and the
 //! ratio of the medians.
@@ -221,6 +224,37 @@ fn main() -> AnyResult<()> {
         "BEGIN; 2 UPDATEs by key; COMMIT (session) / one transaction of 2 Updates",
         txn_sql,
         txn_ops,
+    );
+    // The price of a unique index: with several node groups the primary asks the other
+    // groups' nodes (`datapath::unique_check`) before it answers.
+    api.sql(
+        DB,
+        "CREATE TABLE uq (id BIGINT PRIMARY KEY, v BIGINT, UNIQUE KEY uv (v)) ENGINE=NDB",
+    )?;
+    api.sql(DB, "CREATE TABLE nq (id BIGINT PRIMARY KEY, v BIGINT) ENGINE=NDB")?;
+    let insert_into = |table: &str, i: usize| KeyOp {
+        op: OpType::Insert,
+        database: DB.into(),
+        table: table.into(),
+        key: vec![Value::Int(i as i64)],
+        values: vec![(1, Value::Int(i as i64))],
+        columns: Vec::new(),
+    };
+    let with_unique = timed(statements, |i| {
+        api.execute(vec![insert_into("uq", i)])?;
+        Ok(())
+    })?;
+    let without = timed(statements, |i| {
+        api.execute(vec![insert_into("nq", i)])?;
+        Ok(())
+    })?;
+    println!();
+    println!("| figure | with a unique index: median / p99 µs | without: median / p99 µs | ratio |");
+    println!("|---|---:|---:|---:|");
+    line(
+        "one Insert key operation (the row's unique value new)",
+        with_unique,
+        without,
     );
     api.close();
     cluster.procs.keep = false;
