@@ -231,7 +231,10 @@ fn main() -> AnyResult<()> {
         DB,
         "CREATE TABLE uq (id BIGINT PRIMARY KEY, v BIGINT, UNIQUE KEY uv (v)) ENGINE=NDB",
     )?;
-    api.sql(DB, "CREATE TABLE nq (id BIGINT PRIMARY KEY, v BIGINT) ENGINE=NDB")?;
+    api.sql(
+        DB,
+        "CREATE TABLE nq (id BIGINT PRIMARY KEY, v BIGINT) ENGINE=NDB",
+    )?;
     let insert_into = |table: &str, i: usize| KeyOp {
         op: OpType::Insert,
         database: DB.into(),
@@ -249,7 +252,9 @@ fn main() -> AnyResult<()> {
         Ok(())
     })?;
     println!();
-    println!("| figure | with a unique index: median / p99 µs | without: median / p99 µs | ratio |");
+    println!(
+        "| figure | with a unique index: median / p99 µs | without: median / p99 µs | ratio |"
+    );
     println!("|---|---:|---:|---:|");
     line(
         "one Insert key operation (the row's unique value new)",

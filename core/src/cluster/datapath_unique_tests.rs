@@ -224,3 +224,76 @@ fn concurrent_writers_never_place_a_value_twice() {
         }
     }
 }
+
+#[test]
+fn a_checked_node_killed_under_writes_costs_only_temporary_errors() {
+    let (_m, mut nodes, api) = cluster(4, 2);
+    create(&api);
+    let b = keys_of_group(&api, 1, 1)[0];
+    api.execute(vec![op(OpType::Insert, b, Some("held@e"))])
+        .expect("a value held by group 1");
+    let a_keys = keys_of_group(&api, 0, 400);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let written = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    // Inserts of new values into group 0's rows: each is checked in group 1.
+    let writer = {
+        let (api, stop, written) = (api.clone(), stop.clone(), written.clone());
+        std::thread::spawn(move || {
+            let (mut ok, mut errors) = (0u32, Vec::new());
+            for (i, &k) in a_keys.iter().cycle().enumerate() {
+                if stop.load(std::sync::atomic::Ordering::Acquire) {
+                    break;
+                }
+                let mut attempt = 0;
+                loop {
+                    let email = format!("{k}-{i}@e");
+                    match api.execute(vec![op(OpType::Write, k, Some(&email))]) {
+                        Ok(_) => {
+                            ok += 1;
+                            written.fetch_add(1, std::sync::atomic::Ordering::Release);
+                            break;
+                        }
+                        Err(e) => {
+                            assert!(
+                                e.is_temporary() || e.code == 4012,
+                                "only temporary errors under a node failure, got {e}"
+                            );
+                            errors.push(e.code);
+                            attempt += 1;
+                            assert!(attempt < 400, "key {k} never written: {errors:?}");
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                        }
+                    }
+                }
+            }
+            (ok, errors)
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Node 4: the first node of group 1, checked by every write.
+    let victim = nodes.remove(2);
+    assert_eq!(victim.node_id, 4);
+    victim.kill();
+    super::process_tests::wait_until("node 4 out of the survivors' views", 10, || {
+        nodes
+            .iter()
+            .all(|n| !n.status().view.node_ids().contains(&4))
+    });
+    let at_view = written.load(std::sync::atomic::Ordering::Acquire);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let (ok, errors) = writer.join().expect("writer");
+    assert!(
+        at_view > 0 && ok > at_view,
+        "{at_view} writes before the view without node 4, {ok} in all; errors {errors:?}"
+    );
+    eprintln!("{ok} writes; errors under the failure: {errors:?}");
+    // Group 1's surviving node still answers the checks.
+    let a = keys_of_group(&api, 0, 401)[400]; // not written by the load
+    let e = api
+        .execute(vec![op(OpType::Insert, a, Some("held@e"))])
+        .expect_err("held by group 1's surviving replica");
+    assert_eq!(e.code, 893, "{e}");
+    api.execute(vec![op(OpType::Insert, a, Some("free@e"))])
+        .expect("a free value");
+}
