@@ -141,18 +141,24 @@ impl DataPath {
         // is their primary or backup): then the values are looked up in its own local
         // transaction, which sees its own entries (893, as within one group) instead
         // of waiting for itself. The record is on this worker (`worker_of(txn)`).
+        // A node still copying holds only part of its group's rows.
+        let serving = || {
+            if self.is_ready() {
+                self.check_serving()
+            } else {
+                Err(super::not_ready(self.me))
+            }
+        };
         let own = [false, true]
             .into_iter()
             .find_map(|b| self.lqh.lock().remove(&(txn, b)).map(|r| (b, r)));
         let r = match own {
             Some((backup, mut rec)) => {
-                let r = self
-                    .check_serving()
-                    .and_then(|()| self.look_up_unique(&mut rec.tx, checks, false));
+                let r = serving().and_then(|()| self.look_up_unique(&mut rec.tx, checks, false));
                 self.lqh.lock().insert((txn, backup), rec);
                 r
             }
-            None => self.check_serving().and_then(|()| {
+            None => serving().and_then(|()| {
                 let mut tx = self.engine.ndb("rndb").start_transaction()?;
                 let r = self.look_up_unique(&mut tx, checks, true);
                 let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
