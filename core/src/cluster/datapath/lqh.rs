@@ -4,7 +4,9 @@
 //!
 //! - As **primary**: run the operations (reads give their rows), read back the
 //!   after-image of every row written (its full values, or "deleted"), send those to
-//!   the partitions' live backups, answer the TC once every backup prepared. At
+//!   the partitions' live backups — and, with several node groups, the unique values
+//!   written to the other groups' nodes (`unique_check`) — and answer the TC once
+//!   every backup prepared and every check came back. At
 //!   `LqhCommit`: the backups commit first, then this node; then the TC is answered.
 //! - As **backup**: apply after-images (a Write of the whole row, or a delete of the
 //!   row if present) and answer the primary; commit when told.
