@@ -20,7 +20,10 @@
 //! **Invariants**: at every tick, at most one primary per partition among ready data
 //! nodes that see each other; every read checked against the model; at the end (the
 //! network healed, every node restarted and up to date), the replicas of every
-//! partition identical, and every key's row what the model allows. A loss of a whole
+//! partition identical, and every key's row what the model allows; with contested
+//! values (`Workload::contested_per_mille`, a unique index on the value), no committed
+//! write takes a value another key surely holds, and no two keys end with one value.
+//! A loss of a whole
 //! node group (the cluster shuts down; data nodes keep rows in memory only) starts a
 //! new cluster generation: the model starts empty again.
 //!
@@ -46,6 +49,11 @@ pub const API_NODE: NodeId = 100;
 pub const DB: &str = "sim";
 const TABLE: &str = "kv";
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS kv (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=NDB";
+/// The table with a unique index on its value (`Workload::contested_per_mille`).
+const CREATE_UNIQUE: &str = "CREATE TABLE IF NOT EXISTS kv (id INT PRIMARY KEY, v VARCHAR(40), \
+                             UNIQUE KEY uv (v)) ENGINE=NDB";
+/// The values writes contend for (`Workload::contested_per_mille`).
+const CONTESTED_VALUES: u64 = 4;
 
 /// What the client does.
 #[derive(Debug, Clone)]
@@ -71,6 +79,12 @@ pub struct Workload {
     /// its locks held — a Commit round with the rest, or a Rollback. 0: never (the
     /// random stream is then the same as without it).
     pub rounds_per_mille: u64,
+    /// Chance per write, per mille, that it writes one of [`CONTESTED_VALUES`] values
+    /// (`c0`, `c1`, ...) instead of a new one; the table then has a unique index on its
+    /// value, so that such a write is refused (893) while another key holds the value,
+    /// whatever node group holds that key. 0: never, and no index (the random stream is
+    /// then the same as without it).
+    pub contested_per_mille: u64,
 }
 
 impl Default for Workload {
@@ -82,6 +96,7 @@ impl Default for Workload {
             optimize_per_10k: 0,
             scan_per_mille: 0,
             rounds_per_mille: 0,
+            contested_per_mille: 0,
         }
     }
 }
@@ -657,7 +672,11 @@ impl DataLayer {
                 let msg = DataMsg::SqlReq {
                     req,
                     database: DB.into(),
-                    sql: CREATE.into(),
+                    sql: if self.workload.contested_per_mille > 0 {
+                        CREATE_UNIQUE.into()
+                    } else {
+                        CREATE.into()
+                    },
                 };
                 self.new_req(now_ms, node, ReqKind::Sql, msg);
             }
@@ -721,8 +740,13 @@ impl DataLayer {
                     for k in keys {
                         match self.rng.below(10) {
                             0..=5 => {
-                                let v = format!("w{}", self.next_write);
-                                self.next_write += 1;
+                                let contested = self.workload.contested_per_mille;
+                                let v = if contested > 0 && self.rng.below(1000) < contested {
+                                    format!("c{}", self.rng.below(CONTESTED_VALUES))
+                                } else {
+                                    self.next_write += 1;
+                                    format!("w{}", self.next_write - 1)
+                                };
                                 ops.push(Self::key_op(OpType::Write, k, Some(&v)));
                                 plan.push((k, Some(Some(v))));
                             }
@@ -990,6 +1014,15 @@ impl DataLayer {
                                 ),
                             }
                         }
+                        // Once the whole transaction is in the model (it may have
+                        // moved the value away from another of its keys).
+                        for (k, what) in &plan {
+                            if let Some(Some(c)) = what
+                                && c.starts_with('c')
+                            {
+                                self.check_unique(*k, c, req);
+                            }
+                        }
                     }
                     Outcome::Refused => self.stats.refused += 1,
                     Outcome::RolledBack(results) => {
@@ -1033,6 +1066,25 @@ impl DataLayer {
             let text = format!(
                 "VIOLATION: {what}: key {k} read {v:?}, the model allows {:?} or one of {:?}",
                 m.base, m.maybe
+            );
+            self.lines.push(text.clone());
+            self.violation.get_or_insert(text);
+        }
+    }
+
+    /// A write of contested value `c` to `k` committed: no other key may hold `c` for
+    /// certain — acknowledged, with no write of unknown outcome and no request in
+    /// flight on it.
+    fn check_unique(&mut self, k: i64, c: &str, req: u64) {
+        let holder = self.model.iter().find(|(k2, m)| {
+            **k2 != k
+                && !self.busy.contains(k2)
+                && m.maybe.is_empty()
+                && m.base.as_deref() == Some(c)
+        });
+        if let Some((k2, _)) = holder {
+            let text = format!(
+                "VIOLATION: transaction {req} wrote unique value {c} to key {k} while key {k2} held it"
             );
             self.lines.push(text.clone());
             self.violation.get_or_insert(text);
@@ -1096,6 +1148,12 @@ impl DataLayer {
             }
         }
         let all: BTreeMap<i64, String> = by_node.into_values().flatten().collect();
+        let mut holders: BTreeMap<&str, i64> = BTreeMap::new();
+        for (k, v) in &all {
+            if let Some(k2) = holders.insert(v, *k) {
+                return Err(format!("keys {k2} and {k} both hold the value {v}"));
+            }
+        }
         for k in 0..self.workload.keys {
             let row = all
                 .get(&k)

@@ -816,6 +816,23 @@ impl DataPath {
             };
             if let Some(mut rec) = rec {
                 self.abort_record(worker, txn, &mut rec);
+                // Another participant's primary refused its part and aborted at its
+                // backups, this node among them, while this node's own part of the
+                // round was still waiting (for its backups or unique checks): its TC
+                // waits for every participant, so it hears the round end here.
+                if let Role::Primary {
+                    tc,
+                    phase: Phase::PreparingBackups,
+                    ..
+                } = rec.role
+                {
+                    let e = codes::transaction_aborted().detail(format!(
+                        "node {from} aborted the transaction at data node {} during its prepare",
+                        self.me
+                    ));
+                    let m = Self::prepared_msg(txn, false, rec.round, &Err(e));
+                    self.send_from(worker, tc, m);
+                }
             }
         }
     }

@@ -450,7 +450,12 @@ impl DataPath {
                 }
             }
             if let Some(e) = err {
-                t.error.get_or_insert(e);
+                // A participant aborted by another's refusal says 4350: the refusal
+                // itself is the transaction's error, whichever arrives first.
+                match &t.error {
+                    Some(prev) if prev.code != 4350 || e.code == 4350 => {}
+                    _ => t.error = Some(e),
+                }
             }
             if !t.waiting.is_empty() {
                 return;
