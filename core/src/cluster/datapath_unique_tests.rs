@@ -297,3 +297,63 @@ fn a_checked_node_killed_under_writes_costs_only_temporary_errors() {
     api.execute(vec![op(OpType::Insert, a, Some("free@e"))])
         .expect("a free value");
 }
+
+#[test]
+fn one_transaction_moves_a_value_from_one_group_to_the_other() {
+    let (_m, _nodes, api) = cluster(4, 2);
+    create(&api);
+    let a = keys_of_group(&api, 0, 2);
+    let b = keys_of_group(&api, 1, 2);
+    api.execute(vec![
+        op(OpType::Insert, a[0], Some("m@e")),
+        op(OpType::Insert, a[1], Some("n@e")),
+    ])
+    .expect("values in group 0");
+    // Freed by a delete in group 0 and taken in group 1, in one round: the check runs
+    // once every participant (and backup) holds the round's rows, so group 0's nodes
+    // see the transaction's own delete. Repeated: each round's timing differs.
+    for i in 0..20 {
+        let (from, to) = if i % 2 == 0 {
+            (a[0], b[0])
+        } else {
+            (b[0], a[0])
+        };
+        api.execute(vec![
+            op(OpType::Delete, from, None),
+            op(OpType::Insert, to, Some("m@e")),
+        ])
+        .unwrap_or_else(|e| panic!("move {i}: {e}"));
+    }
+    // Freed by an update in group 0 and taken in group 1, in either order.
+    api.execute(vec![
+        op(OpType::Insert, b[1], Some("n@e")),
+        op(OpType::Update, a[1], Some("o@e")),
+    ])
+    .expect("update frees the value the insert takes");
+    let rows = api
+        .read_batch(
+            DB,
+            "u",
+            &[
+                vec![Value::Int(a[0])],
+                vec![Value::Int(b[0])],
+                vec![Value::Int(a[1])],
+                vec![Value::Int(b[1])],
+            ],
+            &[],
+        )
+        .expect("read");
+    let emails: Vec<Option<Value>> = rows
+        .iter()
+        .map(|r| r.as_ref().map(|r| r[1].clone()))
+        .collect();
+    assert_eq!(
+        emails,
+        vec![
+            Some(Value::Str("m@e".into())),
+            None,
+            Some(Value::Str("o@e".into())),
+            Some(Value::Str("n@e".into())),
+        ]
+    );
+}

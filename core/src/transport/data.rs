@@ -257,6 +257,10 @@ pub enum DataMsg {
         class: u8,
         message: String,
         reads: Vec<(u32, OpResult)>,
+        /// A primary's answer with several node groups: the unique values its part of
+        /// the round wrote, for the TC to check in the other groups
+        /// (`datapath::unique_check`).
+        checks: Vec<UniqueCheck>,
     },
     /// Commit (`backup`: a primary to its backup; else from the TC). The answer
     /// carries the same `backup`.
@@ -602,6 +606,33 @@ pub(super) fn dec_u32s(d: &mut Decoder<'_>) -> Result<Vec<u32>, WireError> {
     (0..n).map(|_| d.u32().map_err(bad)).collect()
 }
 
+fn enc_unique_checks(e: &mut Encoder, checks: &[UniqueCheck]) {
+    e.u32(checks.len() as u32);
+    for c in checks {
+        e.str(&c.database);
+        e.str(&c.table);
+        e.u32(c.index);
+        enc_values(e, &c.values);
+    }
+}
+
+fn dec_unique_checks(d: &mut Decoder<'_>) -> Result<Vec<UniqueCheck>, WireError> {
+    let n = count(d, "unique checks")?;
+    let mut checks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let database = d.str().map_err(bad)?;
+        let table = d.str().map_err(bad)?;
+        let index = d.u32().map_err(bad)?;
+        checks.push(UniqueCheck {
+            database,
+            table,
+            index,
+            values: dec_values(d)?,
+        });
+    }
+    Ok(checks)
+}
+
 fn enc_txn(e: &mut Encoder, t: &TxnKey) {
     e.u32(t.tc);
     e.u64(t.id);
@@ -944,6 +975,7 @@ impl DataMsg {
                 class,
                 message,
                 reads,
+                checks,
             } => {
                 enc_txn(&mut e, txn);
                 e.bool(*backup);
@@ -956,6 +988,7 @@ impl DataMsg {
                     e.u32(*i);
                     enc_result(&mut e, r);
                 }
+                enc_unique_checks(&mut e, checks);
             }
             DataMsg::LqhCommit {
                 txn,
@@ -980,13 +1013,7 @@ impl DataMsg {
             DataMsg::UniqueCheckReq { txn, round, checks } => {
                 enc_txn(&mut e, txn);
                 e.u32(*round);
-                e.u32(checks.len() as u32);
-                for c in checks {
-                    e.str(&c.database);
-                    e.str(&c.table);
-                    e.u32(c.index);
-                    enc_values(&mut e, &c.values);
-                }
+                enc_unique_checks(&mut e, checks);
             }
             DataMsg::UniqueCheckConf {
                 txn,
@@ -1377,6 +1404,7 @@ impl DataMsg {
                     class,
                     message,
                     reads,
+                    checks: dec_unique_checks(d)?,
                 }
             }
             LQH_COMMIT => DataMsg::LqhCommit {
@@ -1391,21 +1419,11 @@ impl DataMsg {
                 backup: d.bool().map_err(bad)?,
                 gci: u64_(d)?,
             },
-            UNIQUE_CHECK_REQ => {
-                let txn = dec_txn(d)?;
-                let round = u32_(d)?;
-                let n = count(d, "unique checks")?;
-                let mut checks = Vec::with_capacity(n);
-                for _ in 0..n {
-                    checks.push(UniqueCheck {
-                        database: s(d)?,
-                        table: s(d)?,
-                        index: u32_(d)?,
-                        values: dec_values(d)?,
-                    });
-                }
-                DataMsg::UniqueCheckReq { txn, round, checks }
-            }
+            UNIQUE_CHECK_REQ => DataMsg::UniqueCheckReq {
+                txn: dec_txn(d)?,
+                round: u32_(d)?,
+                checks: dec_unique_checks(d)?,
+            },
             UNIQUE_CHECK_CONF => DataMsg::UniqueCheckConf {
                 txn: dec_txn(d)?,
                 round: u32_(d)?,

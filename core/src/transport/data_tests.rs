@@ -240,6 +240,12 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             class: 0,
             message: String::new(),
             reads: vec![(0, None), (1, Some(vec![Value::Int(-1)]))],
+            checks: vec![crate::transport::data::UniqueCheck {
+                database: "db".into(),
+                table: "t".into(),
+                index: 0,
+                values: vec![Value::Int(9)],
+            }],
         },
         DataMsg::LqhCommit {
             txn,

@@ -4,9 +4,9 @@
 //!
 //! - As **primary**: run the operations (reads give their rows), read back the
 //!   after-image of every row written (its full values, or "deleted"), send those to
-//!   the partitions' live backups — and, with several node groups, the unique values
-//!   written to the other groups' nodes (`unique_check`) — and answer the TC once
-//!   every backup prepared and every check came back. At
+//!   the partitions' live backups, answer the TC once every backup prepared (with,
+//!   when there are several node groups, the unique values written, which the TC
+//!   checks in the other groups: `unique_check`). At
 //!   `LqhCommit`: the backups commit first, then this node; then the TC is answered.
 //! - As **backup**: apply after-images (a Write of the whole row, or a delete of the
 //!   row if present) and answer the primary; commit when told.
@@ -30,7 +30,7 @@ use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, Transaction};
 use crate::error::{NdbError, Result, codes};
 use crate::schema::Value;
 use crate::transport::NodeId;
-use crate::transport::data::{DataMsg, KeyOp, OpResult, OpType, TxnKey, TxnState};
+use crate::transport::data::{DataMsg, KeyOp, OpResult, OpType, TxnKey, TxnState, UniqueCheck};
 use crate::txn::lock::LockMode;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,11 +54,11 @@ pub(super) enum Role {
         tc: NodeId,
         backups: BTreeSet<NodeId>,
         waiting: BTreeSet<NodeId>,
-        /// Nodes of other groups asked about the round's unique values
-        /// (`unique_check`), not answered yet.
-        checking: BTreeSet<NodeId>,
         phase: Phase,
         reads: Vec<(u32, OpResult)>,
+        /// The round's unique values for the TC to check (`unique_check`), sent with
+        /// the answer.
+        checks: Vec<UniqueCheck>,
         error: Option<NdbError>,
         /// Who asked for the commit (the TC, or a takeover).
         commit_to: NodeId,
@@ -275,6 +275,7 @@ impl DataPath {
                 class: 0,
                 message: String::new(),
                 reads: reads.clone(),
+                checks: Vec::new(),
             },
             Err(e) => {
                 let (code, class, message) = err_parts(e);
@@ -286,6 +287,7 @@ impl DataPath {
                     class,
                     message,
                     reads: Vec::new(),
+                    checks: Vec::new(),
                 }
             }
         }
@@ -389,9 +391,9 @@ impl DataPath {
                         tc: from,
                         backups: BTreeSet::new(),
                         waiting: BTreeSet::new(),
-                        checking: BTreeSet::new(),
                         phase: Phase::Prepared,
                         reads: Vec::new(),
+                        checks: Vec::new(),
                         error: None,
                         commit_to: from,
                     },
@@ -435,18 +437,13 @@ impl DataPath {
             }
         };
         let round_backups: BTreeSet<NodeId> = images.keys().copied().collect();
-        let check_targets = if checks.is_empty() {
-            BTreeSet::new()
-        } else {
-            self.unique_check_targets()
-        };
-        let done = round_backups.is_empty() && check_targets.is_empty();
+        let done = round_backups.is_empty();
         if let Role::Primary {
             backups,
             waiting,
-            checking,
             phase,
             reads: pending_reads,
+            checks: pending_checks,
             error,
             commit_to,
             ..
@@ -454,24 +451,20 @@ impl DataPath {
         {
             backups.extend(round_backups.iter().copied());
             *waiting = round_backups;
-            *checking = check_targets.clone();
             *phase = if done {
                 Phase::Prepared
             } else {
                 Phase::PreparingBackups
             };
             *pending_reads = if done { Vec::new() } else { reads.clone() };
+            *pending_checks = if done { Vec::new() } else { checks.clone() };
             *error = None;
             *commit_to = from;
         }
         self.lqh.lock().insert((txn, false), rec);
         drop(gate);
         if done {
-            self.send_from(
-                worker,
-                from,
-                Self::prepared_msg(txn, false, round, &Ok(reads)),
-            );
+            self.send_from(worker, from, Self::prepared_with(txn, round, reads, checks));
             return;
         }
         for (b, ops) in images {
@@ -486,16 +479,25 @@ impl DataPath {
                 },
             );
         }
-        for n in check_targets {
-            self.send_from(
-                worker,
-                n,
-                DataMsg::UniqueCheckReq {
-                    txn,
-                    round,
-                    checks: checks.clone(),
-                },
-            );
+    }
+
+    /// A primary's answer to its TC: the round prepared, with the reads' results and
+    /// the unique values to check.
+    fn prepared_with(
+        txn: TxnKey,
+        round: u32,
+        reads: Vec<(u32, OpResult)>,
+        checks: Vec<UniqueCheck>,
+    ) -> DataMsg {
+        DataMsg::LqhPrepared {
+            txn,
+            backup: false,
+            round,
+            code: 0,
+            class: 0,
+            message: String::new(),
+            reads,
+            checks,
         }
     }
 
@@ -851,24 +853,24 @@ impl DataPath {
 
     /// Once every backup answered: the TC hears the reads, or the first refusal (the
     /// record is then aborted everywhere).
-    pub(super) fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
+    fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
         let key = (txn, false);
-        let (tc, round, reads) = {
+        let (tc, round, reads, checks) = {
             let mut map = self.lqh.lock();
             let Some(rec) = map.get_mut(&key) else { return };
             let Role::Primary {
                 tc,
                 waiting,
-                checking,
                 phase,
                 reads,
+                checks,
                 error,
                 ..
             } = &mut rec.role
             else {
                 return;
             };
-            if *phase != Phase::PreparingBackups || !waiting.is_empty() || !checking.is_empty() {
+            if *phase != Phase::PreparingBackups || !waiting.is_empty() {
                 return;
             }
             if let Some(e) = error.take() {
@@ -883,13 +885,14 @@ impl DataPath {
                 return;
             }
             *phase = Phase::Prepared;
-            (*tc, rec.round, std::mem::take(reads))
+            (
+                *tc,
+                rec.round,
+                std::mem::take(reads),
+                std::mem::take(checks),
+            )
         };
-        self.send_from(
-            worker,
-            tc,
-            Self::prepared_msg(txn, false, round, &Ok(reads)),
-        );
+        self.send_from(worker, tc, Self::prepared_with(txn, round, reads, checks));
     }
 
     /// Asks the TC of a prepared primary record to end its transaction if it is open

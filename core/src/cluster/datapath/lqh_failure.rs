@@ -174,9 +174,6 @@ impl DataPath {
                     }
                 }
             };
-            if phase == Phase::PreparingBackups && !key.1 {
-                self.unique_checks_lost(worker, txn, nodes);
-            }
             for b in lost_backups {
                 match phase {
                     Phase::PreparingBackups => {

@@ -57,9 +57,9 @@
 //!   runs here in a transaction that is rolled back; the rows it would change go back
 //!   to the API node, which changes them through a TC (`cluster::remote_sql`).
 //!
-//! - **Unique indexes with several node groups** (`unique_check.rs`): a primary that
-//!   wrote a unique value asks the other groups' up-to-date nodes whether they hold
-//!   it before it answers its TC.
+//! - **Unique indexes with several node groups** (`unique_check.rs`): once every
+//!   participant prepared a round, the TC asks the other groups' up-to-date nodes
+//!   whether they hold a unique value the round wrote.
 
 mod copy;
 mod copy_delta;
@@ -1139,12 +1139,14 @@ impl DataPath {
                 class,
                 message,
                 reads,
+                checks,
             } => {
                 let err = (code != 0).then(|| err_from(code, class, &message));
                 if backup {
                     self.lqh_backup_prepared(worker, from, txn, round, err);
                 } else {
-                    self.tc_prepared(worker, from, txn, round, err, reads);
+                    let answer = tc::RoundAnswer { reads, checks };
+                    self.tc_prepared(worker, from, txn, round, err, answer);
                 }
             }
             DataMsg::LqhCommit {
@@ -1179,7 +1181,7 @@ impl DataPath {
                 message,
             } => {
                 let err = (code != 0).then(|| err_from(code, class, &message));
-                self.lqh_unique_checked(worker, from, txn, round, err);
+                self.tc_unique_checked(worker, from, txn, round, err);
             }
             DataMsg::SqlReq { req, database, sql } => self.sql(from, req, &database, &sql),
             DataMsg::TransportersConf { req, rows } => self.gather_answer(from, req, rows),

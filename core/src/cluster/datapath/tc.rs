@@ -26,7 +26,7 @@
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
 use crate::transport::NodeId;
-use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec, TxnKey};
+use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec, TxnKey, UniqueCheck};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Transactions ended while their API node waited for nothing, remembered (oldest
@@ -53,6 +53,11 @@ pub(crate) struct TcTxn {
     /// Participant (primary) -> its operations' partitions, over every round.
     partitions: BTreeMap<NodeId, BTreeSet<usize>>,
     waiting: BTreeSet<NodeId>,
+    /// The round's unique values to check in the other node groups, with the
+    /// participant that wrote each (`unique_check`).
+    checks: Vec<(NodeId, UniqueCheck)>,
+    /// Nodes asked about them, not answered yet (the round is still `Preparing`).
+    checking: BTreeSet<NodeId>,
     /// The round's results.
     results: Vec<OpResult>,
     error: Option<NdbError>,
@@ -68,6 +73,13 @@ pub(crate) struct TcTxn {
     /// The checkpoint number the commit was sent in (the participants' commits carry
     /// it).
     gci_hi: u32,
+}
+
+/// What a participant's `LqhPrepared` brings besides its error: the reads' results
+/// by operation index and the unique values to check (`unique_check`).
+pub(super) struct RoundAnswer {
+    pub reads: Vec<(u32, OpResult)>,
+    pub checks: Vec<UniqueCheck>,
 }
 
 /// A round of a transaction from an API node, as the loop hands it to a worker.
@@ -191,6 +203,8 @@ impl DataPath {
                     exec,
                     partitions: BTreeMap::new(),
                     waiting: BTreeSet::new(),
+                    checks: Vec::new(),
+                    checking: BTreeSet::new(),
                     results: Vec::new(),
                     error: None,
                     gci: 0,
@@ -304,6 +318,8 @@ impl DataPath {
             t.round += 1;
             t.phase = Phase::Preparing;
             t.waiting = per_node.keys().copied().collect();
+            t.checks.clear();
+            t.checking.clear();
             t.results = vec![None; n];
             for (node, parts) in partitions {
                 t.partitions.entry(node).or_default().extend(parts);
@@ -336,6 +352,21 @@ impl DataPath {
             let Some(t) = map.remove(&txn) else { return };
             drop(map);
             return self.tc_abort(worker, txn, &t, None, !t.api_gone);
+        }
+        // With several node groups: the round's unique values are checked in the
+        // other groups first, every participant's rows (and backups') being in place.
+        if !t.checks.is_empty() {
+            let checks = std::mem::take(&mut t.checks);
+            let asks = self.unique_check_requests(&checks);
+            if !asks.is_empty() {
+                t.checking = asks.keys().copied().collect();
+                let round = t.round;
+                drop(map);
+                for (n, checks) in asks {
+                    self.send_from(worker, n, DataMsg::UniqueCheckReq { txn, round, checks });
+                }
+                return;
+            }
         }
         if t.exec == TcExec::NoCommit {
             t.phase = Phase::Open;
@@ -423,8 +454,9 @@ impl DataPath {
         txn: TxnKey,
         round: u32,
         err: Option<NdbError>,
-        reads: Vec<(u32, OpResult)>,
+        answer: RoundAnswer,
     ) {
+        let RoundAnswer { reads, checks } = answer;
         {
             let mut map = self.tc.lock();
             let Some(t) = map.get_mut(&txn) else { return };
@@ -449,6 +481,7 @@ impl DataPath {
                     *slot = r;
                 }
             }
+            t.checks.extend(checks.into_iter().map(|c| (from, c)));
             if let Some(e) = err {
                 // A participant aborted by another's refusal says 4350: the refusal
                 // itself is the transaction's error, whichever arrives first.
@@ -458,6 +491,32 @@ impl DataPath {
                 }
             }
             if !t.waiting.is_empty() {
+                return;
+            }
+        }
+        self.tc_round_done(worker, txn);
+    }
+
+    /// A checked node's answer to the TC: once every one answered, the round goes on
+    /// (`tc_round_done`), or aborts with the first refusal.
+    pub(super) fn tc_unique_checked(
+        &self,
+        worker: usize,
+        from: NodeId,
+        txn: TxnKey,
+        round: u32,
+        err: Option<NdbError>,
+    ) {
+        {
+            let mut map = self.tc.lock();
+            let Some(t) = map.get_mut(&txn) else { return };
+            if t.round != round || !t.waiting.is_empty() || !t.checking.remove(&from) {
+                return;
+            }
+            if let Some(e) = err {
+                t.error.get_or_insert(e);
+            }
+            if !t.checking.is_empty() {
                 return;
             }
         }
@@ -607,9 +666,16 @@ impl DataPath {
             let Some(t) = map.get_mut(&txn) else { continue };
             // Preparing, every participant counts (one that already prepared is lost
             // with its locks and its answer is void: the decision is not made, so
-            // abort); committing, only those that have not committed yet.
+            // abort), and every node checking unique values (its answer will not
+            // come); committing, only those that have not committed yet.
             let counted: Vec<NodeId> = match t.phase {
-                Phase::Preparing | Phase::Open => t.partitions.keys().copied().collect(),
+                Phase::Preparing => t
+                    .partitions
+                    .keys()
+                    .chain(t.checking.iter())
+                    .copied()
+                    .collect(),
+                Phase::Open => t.partitions.keys().copied().collect(),
                 Phase::Committing => t.waiting.iter().copied().collect(),
             };
             let lost: Vec<NodeId> = counted.into_iter().filter(|n| nodes.contains(n)).collect();

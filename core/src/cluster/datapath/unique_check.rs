@@ -3,28 +3,33 @@
 //! Each data node's local engine keeps a unique index's hidden table for the rows its
 //! node group holds, and checks a new value against them (893) within the local
 //! transaction that writes the row. With several node groups that is not enough: two
-//! groups could each accept the same value. So a primary whose round wrote a unique
-//! value (an insert or a write of the row, or an update setting one of the index's
-//! columns; a value with a NULL has no entry, as in MySQL) also asks every up-to-date
-//! node of every other group (`UniqueCheckReq`) before it answers its TC; each looks
-//! the values up in its own hidden table with simple reads (a shared lock released
-//! once read), waiting at most [`UNIQUE_CHECK_LOCK_WAIT_MS`] for a transaction
-//! writing one — in the checked transaction's own local transaction when it has one
-//! there (it wrote rows of that group too), so that it sees its own entries — and
-//! answers
-//! (`UniqueCheckConf`): none, 893, or why it could not tell (the wait ran out: 266;
-//! no read lease; the node failed: 4010 — all temporary, the transaction aborts and
-//! the client retries).
+//! groups could each accept the same value. So a primary whose part of a round wrote
+//! a unique value (an insert or a write of the row, or an update setting one of the
+//! index's columns; a value with a NULL has no entry, as in MySQL) names the values in
+//! its answer to the TC (`LqhPrepared`'s checks). Once every participant prepared the
+//! round, the TC asks every up-to-date node of every other group
+//! (`UniqueCheckReq`). Each looks the values up in its own hidden table with simple
+//! reads (a shared lock released once read), waiting at most
+//! [`UNIQUE_CHECK_LOCK_WAIT_MS`] for a transaction writing one — in the checked
+//! transaction's own local transaction when it has one there (it wrote rows of that
+//! group too), so that it sees its own changes — and answers the TC
+//! (`UniqueCheckConf`): none, 893, or why it could not tell (the wait ran out: 266; no
+//! read lease or still copying: 4035; the node failed: the TC aborts with 4010 — all
+//! temporary, the transaction aborts and the client retries). Then the round ends as
+//! before: the API hears it (NoCommit), or the commit starts.
 //!
 //! Why it is enough: a primary's local transaction holds the row lock on its own
-//! node's entry for the value from before it sends its checks until the transaction
-//! ends. Of two transactions writing the same value in two groups, whichever checks
-//! second finds the first one's entry at the first one's primary — committed (893) or
-//! locked (it waits, then 893 if the first committed, or 266 if the wait ran out):
-//! each sent its checks after taking its own lock, so both cannot check before the
-//! other locked. Every up-to-date node of the other group is asked because the
-//! partitions of a group have different primaries. No lock is kept at the checked
-//! nodes: they take no part in the transaction's commit.
+//! node's entry for the value from its prepare until the transaction ends, and the
+//! checks start only after that. Of two transactions writing the same value in two
+//! groups, whichever checks second finds the first one's entry at the first one's
+//! primary — committed (893) or locked (it waits, then 893 if the first committed, or
+//! 266 if the wait ran out): both cannot check before the other locked. Every
+//! up-to-date node of the other group is asked because the partitions of a group have
+//! different primaries. No lock is kept at the checked nodes: they take no part in
+//! the commit. The checks wait for the whole round's prepare so that a transaction
+//! that frees a value in one group (a delete, an update, a REPLACE's delete) and
+//! takes it in another within one round finds its own change at every node of the
+//! first group, backups included.
 //!
 //! NDB keeps a unique index as a table of its own, partitioned by the index's value
 //! and written by DBTC's triggers; here the entries stay with their rows' group and
@@ -32,14 +37,13 @@
 //! and a one-group cluster pays nothing.
 
 use super::DataPath;
-use super::lqh::Role;
 use crate::api::{AbortOption, ExecType, OpKind, OpOutcome, Transaction};
-use crate::error::{NdbError, Result, codes};
+use crate::error::{Result, codes};
 use crate::schema::Value;
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, KeyOp, OpType, TxnKey, UniqueCheck};
 use crate::txn::lock::LockMode;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// How long a checked node waits for a transaction holding one of the values (a
@@ -52,8 +56,8 @@ pub const MAX_UNIQUE_CHECKS: usize = 32_768;
 
 impl DataPath {
     /// The unique values the rows of `written` (each the operation and the row's
-    /// after-image, a Write of every column or a Delete) put in place, to be checked
-    /// in the other node groups. Empty with one node group.
+    /// after-image, a Write of every column or a Delete) put in place, for the TC to
+    /// check in the other node groups. Empty with one node group.
     pub(super) fn unique_checks_of(&self, written: &[(KeyOp, KeyOp)]) -> Result<Vec<UniqueCheck>> {
         if self.groups.len() < 2 {
             return Ok(Vec::new());
@@ -116,19 +120,31 @@ impl DataPath {
         Ok(out)
     }
 
-    /// The nodes a primary asks: every live up-to-date node of every other group.
-    pub(super) fn unique_check_targets(&self) -> BTreeSet<NodeId> {
+    /// What the TC asks whom: each value is checked at every live up-to-date node of
+    /// every node group other than the one of the participant that wrote it.
+    pub(super) fn unique_check_requests(
+        &self,
+        checks: &[(NodeId, UniqueCheck)],
+    ) -> BTreeMap<NodeId, Vec<UniqueCheck>> {
         let m = self.members.read();
-        self.groups
-            .iter()
-            .filter(|g| !g.contains(&self.me))
-            .flatten()
-            .filter(|n| m.live.contains(n) && m.ready.contains_key(n))
-            .copied()
-            .collect()
+        let mut out: BTreeMap<NodeId, Vec<UniqueCheck>> = BTreeMap::new();
+        for (writer, c) in checks {
+            for group in self.groups.iter().filter(|g| !g.contains(writer)) {
+                for n in group
+                    .iter()
+                    .filter(|n| m.live.contains(n) && m.ready.contains_key(n))
+                {
+                    let list = out.entry(*n).or_default();
+                    if !list.contains(c) {
+                        list.push(c.clone());
+                    }
+                }
+            }
+        }
+        out
     }
 
-    /// A `UniqueCheckReq` from a primary of another group: see the module notes.
+    /// A `UniqueCheckReq` from a TC: see the module notes.
     pub(super) fn unique_check(
         &self,
         worker: usize,
@@ -255,64 +271,6 @@ impl DataPath {
         match failed {
             Some(e) => Err(e),
             None => Ok(()),
-        }
-    }
-
-    /// A checked node's answer to a primary (or a lost node's, with 4010).
-    pub(super) fn lqh_unique_checked(
-        &self,
-        worker: usize,
-        from: NodeId,
-        txn: TxnKey,
-        round: u32,
-        err: Option<NdbError>,
-    ) {
-        {
-            let mut map = self.lqh.lock();
-            let Some(rec) = map.get_mut(&(txn, false)) else {
-                return;
-            };
-            let rec_round = rec.round;
-            let Role::Primary {
-                checking, error, ..
-            } = &mut rec.role
-            else {
-                return;
-            };
-            if rec_round != round || !checking.remove(&from) {
-                return;
-            }
-            if let Some(e) = err {
-                error.get_or_insert(e);
-            }
-        }
-        self.lqh_backup_prepared_check(worker, txn);
-    }
-
-    /// A view without `nodes`: the checks they were asked for fail (temporary).
-    pub(super) fn unique_checks_lost(&self, worker: usize, txn: TxnKey, nodes: &[NodeId]) {
-        let (lost, round): (Vec<NodeId>, u32) = {
-            let map = self.lqh.lock();
-            let Some(rec) = map.get(&(txn, false)) else {
-                return;
-            };
-            let Role::Primary { checking, .. } = &rec.role else {
-                return;
-            };
-            (
-                checking
-                    .iter()
-                    .filter(|n| nodes.contains(n))
-                    .copied()
-                    .collect(),
-                rec.round,
-            )
-        };
-        for n in lost {
-            let e = codes::node_failure_abort().detail(format!(
-                "data node {n} failed while it checked a unique value"
-            ));
-            self.lqh_unique_checked(worker, n, txn, round, Some(e));
         }
     }
 }
