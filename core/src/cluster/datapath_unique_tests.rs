@@ -108,6 +108,31 @@ fn a_value_of_one_group_is_refused_to_the_other() {
         .sql(DB, &format!("INSERT INTO u VALUES ({}, 'x@e', 1)", b[0]))
         .expect_err("duplicate by SQL");
     assert_eq!(e.code, 893, "{e}");
+    // The statements that resolve a conflict resolve primary-key conflicts only, in
+    // this SQL layer as on the embedded cluster: a unique-index conflict (a[1] holds
+    // x@e, in the other group) fails the statement with 893 and changes nothing.
+    let b5 = keys_of_group(&api, 1, 6)[5];
+    for sql in [
+        format!("INSERT IGNORE INTO u VALUES ({b5}, 'x@e', 3)"),
+        format!("INSERT INTO u VALUES ({b5}, 'x@e', 4) ON DUPLICATE KEY UPDATE n = 40"),
+        format!("REPLACE INTO u VALUES ({b5}, 'x@e', 2)"),
+    ] {
+        let e = api.sql(DB, &sql).expect_err(&sql);
+        assert_eq!(e.code, 893, "{sql}: {e}");
+    }
+    let rows = api
+        .read_batch(
+            DB,
+            "u",
+            &[vec![Value::Int(b5)], vec![Value::Int(a[1])]],
+            &[],
+        )
+        .expect("read");
+    assert!(rows[0].is_none(), "{rows:?}");
+    assert_eq!(
+        rows[1].as_ref().map(|r| (r[1].clone(), r[2].clone())),
+        Some((Value::Str("x@e".into()), Value::Null))
+    );
     let out = api
         .sql(
             DB,

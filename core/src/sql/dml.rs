@@ -1,6 +1,10 @@
 //! INSERT (also IGNORE, ... SELECT, ON DUPLICATE KEY UPDATE), REPLACE (NDB's writeTuple),
 //! UPDATE and DELETE (with WHERE, ORDER BY, LIMIT), with MySQL's row counts.
 //!
+//! IGNORE, ON DUPLICATE KEY UPDATE and REPLACE resolve a conflict on the primary key
+//! only; a conflict on a unique index fails the statement with 893 (MySQL 1062) and
+//! changes nothing, where MySQL would skip the row, update or delete the other row.
+//!
 //! UPDATE and DELETE first collect the primary keys of the matching rows with committed
 //! reads (inside a transaction: through it, so its own writes count), then, batch by
 //! batch, re-read those rows with exclusive locks, re-check the WHERE on the locked row
