@@ -382,3 +382,36 @@ fn one_transaction_moves_a_value_from_one_group_to_the_other() {
         ]
     );
 }
+
+#[test]
+fn a_round_of_hundreds_of_values_is_checked_in_several_messages() {
+    let (_m, _nodes, api) = cluster(4, 2);
+    create(&api);
+    let keys: Vec<i64> = (1..=600).collect();
+    let b = keys_of_group(&api, 1, 1)[0];
+    // 200 rows of each group and more, one transaction: more checks per node than a
+    // message carries in the unit tests (`MAX_UNIQUE_CHECKS`).
+    let ops: Vec<KeyOp> = keys
+        .iter()
+        .filter(|&&k| k != b)
+        .map(|&k| op(OpType::Insert, k, Some(&format!("{k}@e"))))
+        .collect();
+    assert!(ops.len() > 4 * super::datapath::MAX_UNIQUE_CHECKS);
+    api.execute(ops).expect("600 distinct values");
+    // The same, with one value held by a row of the other group among them.
+    let a = keys_of_group(&api, 0, 1)[0];
+    let ops: Vec<KeyOp> = (1000..1300)
+        .map(|k| op(OpType::Insert, k, Some(&format!("new{k}@e"))))
+        .chain(std::iter::once(op(
+            OpType::Insert,
+            b,
+            Some(&format!("{a}@e")),
+        )))
+        .collect();
+    let e = api.execute(ops).expect_err("held by group 0");
+    assert_eq!(e.code, 893, "{e}");
+    let rows = api
+        .read_batch(DB, "u", &[vec![Value::Int(1000)], vec![Value::Int(b)]], &[])
+        .expect("read");
+    assert_eq!(rows, vec![None, None], "the failed round changed nothing");
+}

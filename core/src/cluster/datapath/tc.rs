@@ -57,7 +57,9 @@ pub(crate) struct TcTxn {
     /// participant that wrote each (`unique_check`).
     checks: Vec<(NodeId, UniqueCheck)>,
     /// Nodes asked about them, not answered yet (the round is still `Preparing`).
-    checking: BTreeSet<NodeId>,
+    /// Nodes asked about them, with their answers still to come (a node's checks go
+    /// in messages of at most `MAX_UNIQUE_CHECKS`); the round is still `Preparing`.
+    checking: BTreeMap<NodeId, usize>,
     /// The round's results.
     results: Vec<OpResult>,
     error: Option<NdbError>,
@@ -204,7 +206,7 @@ impl DataPath {
                     partitions: BTreeMap::new(),
                     waiting: BTreeSet::new(),
                     checks: Vec::new(),
-                    checking: BTreeSet::new(),
+                    checking: BTreeMap::new(),
                     results: Vec::new(),
                     error: None,
                     gci: 0,
@@ -359,11 +361,18 @@ impl DataPath {
             let checks = std::mem::take(&mut t.checks);
             let asks = self.unique_check_requests(&checks);
             if !asks.is_empty() {
-                t.checking = asks.keys().copied().collect();
+                let max = super::MAX_UNIQUE_CHECKS;
+                t.checking = asks
+                    .iter()
+                    .map(|(n, c)| (*n, c.len().div_ceil(max)))
+                    .collect();
                 let round = t.round;
                 drop(map);
                 for (n, checks) in asks {
-                    self.send_from(worker, n, DataMsg::UniqueCheckReq { txn, round, checks });
+                    for part in checks.chunks(max) {
+                        let checks = part.to_vec();
+                        self.send_from(worker, n, DataMsg::UniqueCheckReq { txn, round, checks });
+                    }
                 }
                 return;
             }
@@ -510,8 +519,15 @@ impl DataPath {
         {
             let mut map = self.tc.lock();
             let Some(t) = map.get_mut(&txn) else { return };
-            if t.round != round || !t.waiting.is_empty() || !t.checking.remove(&from) {
+            if t.round != round || !t.waiting.is_empty() {
                 return;
+            }
+            match t.checking.get_mut(&from) {
+                Some(left) if *left > 1 => *left -= 1,
+                Some(_) => {
+                    t.checking.remove(&from);
+                }
+                None => return,
             }
             if let Some(e) = err {
                 t.error.get_or_insert(e);
@@ -672,7 +688,7 @@ impl DataPath {
                 Phase::Preparing => t
                     .partitions
                     .keys()
-                    .chain(t.checking.iter())
+                    .chain(t.checking.keys())
                     .copied()
                     .collect(),
                 Phase::Open => t.partitions.keys().copied().collect(),
