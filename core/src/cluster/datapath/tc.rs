@@ -8,7 +8,10 @@
 //! locks) until the API's next round, or `Committing` (an `LqhCommit` to every
 //! participant of every round, waiting for every `LqhCommitted`), then the answer to
 //! the API node and the record is gone. Any refusal in a round aborts at every
-//! replica of the transaction's partitions; so does `Rollback`.
+//! replica of the transaction's partitions; so does `Rollback`. With several node
+//! groups, a round whose participants wrote unique values then checks them in the
+//! other groups (`UniqueCheckReq` to their up-to-date nodes, still `Preparing`) before
+//! it ends (`unique_check`); a node lost meanwhile aborts it as a participant would.
 //!
 //! Failures (a view without some nodes): a participant lost while `Preparing` or
 //! `Open` aborts the transaction (4010, temporary: the API retries; an open one hears
@@ -56,7 +59,6 @@ pub(crate) struct TcTxn {
     /// The round's unique values to check in the other node groups, with the
     /// participant that wrote each (`unique_check`).
     checks: Vec<(NodeId, UniqueCheck)>,
-    /// Nodes asked about them, not answered yet (the round is still `Preparing`).
     /// Nodes asked about them, with their answers still to come (a node's checks go
     /// in messages of at most `MAX_UNIQUE_CHECKS`); the round is still `Preparing`.
     checking: BTreeMap<NodeId, usize>,
