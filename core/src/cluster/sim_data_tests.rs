@@ -255,26 +255,22 @@ fn optimize_table_amid_crashes_and_copies_keeps_every_replica_right() {
     );
 }
 
-#[test]
-fn scans_amid_crashes_copies_and_partitions_return_exactly_the_models_rows() {
-    // Table scans of one node group at one of its nodes (batches of 1-8 rows) while
-    // nodes crash, restart by copy and are cut off: a finished scan returned every key
-    // of its group once, with the value the model holds (a cut-off node refuses by its
-    // read lease), and nothing of another group.
-    let (a, b) = seed_range("RNDB_DATA_SIM_SCAN_SEEDS", (600, 630));
+/// Runs seeds `a..b` with the workload, each on the topology `(groups, replicas)` the
+/// seed picks; a failing seed panics with its trace and the command that replays it
+/// (`var` names the seed range, `test` the test to filter on). The seeds' stats
+/// summed.
+fn sweep(
+    (a, b): (u64, u64),
+    topology: impl Fn(u64) -> (u32, u32),
+    workload: Workload,
+    var: &str,
+    test: &str,
+) -> DataStats {
     let mut total = DataStats::default();
     for seed in a..b {
-        let (groups, replicas) = match seed % 3 {
-            0 => (2, 2),
-            1 => (1, 2),
-            _ => (1, 3),
-        };
+        let (groups, replicas) = topology(seed);
         let cfg = data_config_r(seed, groups, replicas, 12_000);
-        let workload = Workload {
-            scan_per_mille: 300,
-            ..Workload::default()
-        };
-        let mut sim = match Sim::with_data(cfg, replicas, workload) {
+        let mut sim = match Sim::with_data(cfg, replicas, workload.clone()) {
             Ok(s) => s,
             Err(e) => panic!("{e}"),
         };
@@ -282,14 +278,38 @@ fn scans_amid_crashes_copies_and_partitions_return_exactly_the_models_rows() {
         let s = stats(&sim);
         if let Err(e) = r {
             panic!(
-                "seed {seed}: {e}\n--- stats: {s:?}\n{}\nreplay: RNDB_DATA_SIM_SCAN_SEEDS={seed}..{} \
-                 cargo test --release -p rndb --lib cluster::sim_data_tests::scans_amid -- --nocapture",
+                "seed {seed}: {e}\n--- stats: {s:?}\n{}\nreplay: {var}={seed}..{} \
+                 cargo test --release -p rndb --lib cluster::sim_data_tests::{test} -- --nocapture",
                 sim.trace_text(),
                 seed + 1
             );
         }
         total.add(&s);
     }
+    total
+}
+
+#[test]
+fn scans_amid_crashes_copies_and_partitions_return_exactly_the_models_rows() {
+    // Table scans of one node group at one of its nodes (batches of 1-8 rows) while
+    // nodes crash, restart by copy and are cut off: a finished scan returned every key
+    // of its group once, with the value the model holds (a cut-off node refuses by its
+    // read lease), and nothing of another group.
+    let (a, b) = seed_range("RNDB_DATA_SIM_SCAN_SEEDS", (600, 630));
+    let total = sweep(
+        (a, b),
+        |seed| match seed % 3 {
+            0 => (2, 2),
+            1 => (1, 2),
+            _ => (1, 3),
+        },
+        Workload {
+            scan_per_mille: 300,
+            ..Workload::default()
+        },
+        "RNDB_DATA_SIM_SCAN_SEEDS",
+        "scans_amid",
+    );
     eprintln!("scans in the data simulator, seeds {a}..{b}: {total:?}");
     if b - a >= 20 {
         assert!(
@@ -308,34 +328,20 @@ fn transactions_in_rounds_amid_crashes_copies_and_partitions_keep_the_model() {
     // read matches the model, nothing of a rolled-back or aborted transaction shows,
     // and at the end every partition's replicas are identical.
     let (a, b) = seed_range("RNDB_DATA_SIM_ROUNDS_SEEDS", (1000, 1030));
-    let mut total = DataStats::default();
-    for seed in a..b {
-        let (groups, replicas) = match seed % 3 {
+    let total = sweep(
+        (a, b),
+        |seed| match seed % 3 {
             0 => (2, 2),
             1 => (1, 2),
             _ => (1, 3),
-        };
-        let cfg = data_config_r(seed, groups, replicas, 12_000);
-        let workload = Workload {
+        },
+        Workload {
             rounds_per_mille: 500,
             ..Workload::default()
-        };
-        let mut sim = match Sim::with_data(cfg, replicas, workload) {
-            Ok(s) => s,
-            Err(e) => panic!("{e}"),
-        };
-        let r = sim.run();
-        let s = stats(&sim);
-        if let Err(e) = r {
-            panic!(
-                "seed {seed}: {e}\n--- stats: {s:?}\n{}\nreplay: RNDB_DATA_SIM_ROUNDS_SEEDS={seed}..{} \
-                 cargo test --release -p rndb --lib cluster::sim_data_tests::transactions_in_rounds -- --nocapture",
-                sim.trace_text(),
-                seed + 1
-            );
-        }
-        total.add(&s);
-    }
+        },
+        "RNDB_DATA_SIM_ROUNDS_SEEDS",
+        "transactions_in_rounds",
+    );
     eprintln!("transactions in rounds in the data simulator, seeds {a}..{b}: {total:?}");
     if b - a >= 20 {
         assert!(
@@ -357,33 +363,19 @@ fn contested_unique_values_amid_crashes_copies_and_partitions_stay_unique() {
     // write of a value commits only while no other key holds it for certain, and at
     // the end no two keys hold one value; every read matches the model.
     let (a, b) = seed_range("RNDB_DATA_SIM_UNIQUE_SEEDS", (1500, 1530));
-    let mut total = DataStats::default();
-    for seed in a..b {
-        let (groups, replicas) = match seed % 3 {
+    let total = sweep(
+        (a, b),
+        |seed| match seed % 3 {
             0 | 1 => (2, 2),
             _ => (1, 3),
-        };
-        let cfg = data_config_r(seed, groups, replicas, 12_000);
-        let workload = Workload {
+        },
+        Workload {
             contested_per_mille: 330,
             ..Workload::default()
-        };
-        let mut sim = match Sim::with_data(cfg, replicas, workload) {
-            Ok(s) => s,
-            Err(e) => panic!("{e}"),
-        };
-        let r = sim.run();
-        let s = stats(&sim);
-        if let Err(e) = r {
-            panic!(
-                "seed {seed}: {e}\n--- stats: {s:?}\n{}\nreplay: RNDB_DATA_SIM_UNIQUE_SEEDS={seed}..{} \
-                 cargo test --release -p rndb --lib cluster::sim_data_tests::contested_unique -- --nocapture",
-                sim.trace_text(),
-                seed + 1
-            );
-        }
-        total.add(&s);
-    }
+        },
+        "RNDB_DATA_SIM_UNIQUE_SEEDS",
+        "contested_unique",
+    );
     eprintln!("contested unique values in the data simulator, seeds {a}..{b}: {total:?}");
     if b - a >= 20 {
         let refused_893 = total.errors.get(&893).copied().unwrap_or(0);

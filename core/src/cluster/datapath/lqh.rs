@@ -267,16 +267,7 @@ impl DataPath {
         r: &Result<Vec<(u32, OpResult)>>,
     ) -> DataMsg {
         match r {
-            Ok(reads) => DataMsg::LqhPrepared {
-                txn,
-                backup,
-                round,
-                code: 0,
-                class: 0,
-                message: String::new(),
-                reads: reads.clone(),
-                checks: Vec::new(),
-            },
+            Ok(reads) => Self::prepared_with(txn, backup, round, reads.clone(), Vec::new()),
             Err(e) => {
                 let (code, class, message) = err_parts(e);
                 DataMsg::LqhPrepared {
@@ -464,7 +455,11 @@ impl DataPath {
         self.lqh.lock().insert((txn, false), rec);
         drop(gate);
         if done {
-            self.send_from(worker, from, Self::prepared_with(txn, round, reads, checks));
+            self.send_from(
+                worker,
+                from,
+                Self::prepared_with(txn, false, round, reads, checks),
+            );
             return;
         }
         for (b, ops) in images {
@@ -481,17 +476,18 @@ impl DataPath {
         }
     }
 
-    /// A primary's answer to its TC: the round prepared, with the reads' results and
-    /// the unique values to check.
+    /// The round prepared, with the reads' results and (a primary's answer to its
+    /// TC) the unique values to check.
     fn prepared_with(
         txn: TxnKey,
+        backup: bool,
         round: u32,
         reads: Vec<(u32, OpResult)>,
         checks: Vec<UniqueCheck>,
     ) -> DataMsg {
         DataMsg::LqhPrepared {
             txn,
-            backup: false,
+            backup,
             round,
             code: 0,
             class: 0,
@@ -892,7 +888,11 @@ impl DataPath {
                 std::mem::take(checks),
             )
         };
-        self.send_from(worker, tc, Self::prepared_with(txn, round, reads, checks));
+        self.send_from(
+            worker,
+            tc,
+            Self::prepared_with(txn, false, round, reads, checks),
+        );
     }
 
     /// Asks the TC of a prepared primary record to end its transaction if it is open
