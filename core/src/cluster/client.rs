@@ -6,20 +6,24 @@
 //! node's transporter connections. Every wait is bounded (`timeout`).
 
 use crate::error::{NdbError, Result, codes};
+use crate::transport::net::{LocalNet, Net, Stream};
 use crate::transport::tcp::{read_message, write_message};
 use crate::transport::{Message, Role};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 /// The management server's default port (`[ndb_mgmd] PortNumber`).
 pub const DEFAULT_MGM_PORT: u16 = 1186;
 
 /// A parsed connectstring: `[nodeid=N,]host[:port][,host[:port]...]` (NDB's form; a
-/// `bind-address` part is not supported).
+/// `bind-address` part is not supported), and this engine's `local=N` part: the
+/// hosts are on in-process network N of this process (`transport::net::LocalNet`,
+/// the embedded distributed cluster's), not on TCP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectString {
     pub node_id: Option<u32>,
     pub hosts: Vec<(String, u16)>,
+    pub local_net: Option<u64>,
 }
 
 impl ConnectString {
@@ -30,6 +34,7 @@ impl ConnectString {
             ))
         };
         let mut node_id = None;
+        let mut local_net = None;
         let mut hosts = Vec::new();
         for part in s.split([',', ';']).map(str::trim).filter(|p| !p.is_empty()) {
             if let Some(v) = part
@@ -41,6 +46,10 @@ impl ConnectString {
                     return Err(bad("nodeid out of range 1..255"));
                 }
                 node_id = Some(id);
+                continue;
+            }
+            if let Some(v) = part.strip_prefix("local=") {
+                local_net = Some(v.parse().map_err(|_| bad("local is not a number"))?);
                 continue;
             }
             let part = part.strip_prefix("host=").unwrap_or(part);
@@ -59,11 +68,33 @@ impl ConnectString {
         if hosts.is_empty() {
             return Err(bad("no management server named"));
         }
-        Ok(ConnectString { node_id, hosts })
+        Ok(ConnectString {
+            node_id,
+            hosts,
+            local_net,
+        })
+    }
+
+    /// The network the hosts are on: TCP, or the in-process network `local=N` names
+    /// (4009 when no such network lives in this process).
+    pub fn net(&self) -> Result<Net> {
+        match self.local_net {
+            None => Ok(Net::Tcp),
+            Some(n) => LocalNet::find(n).map(Net::Local).ok_or_else(|| {
+                NdbError::new(
+                    4009,
+                    crate::error::ErrorClassification::NodeRecoveryError,
+                    format!(
+                        "Unable to connect with connect string: {self} (no in-process network {n} in this process)"
+                    ),
+                )
+            }),
+        }
     }
 
     /// The first management server that accepts a connection within `timeout`.
-    pub fn connect(&self, timeout: Duration) -> Result<TcpStream> {
+    pub fn connect(&self, timeout: Duration) -> Result<Stream> {
+        let net = self.net()?;
         let mut last = String::new();
         for (host, port) in &self.hosts {
             let addrs: Vec<SocketAddr> = match (host.as_str(), *port).to_socket_addrs() {
@@ -74,7 +105,7 @@ impl ConnectString {
                 }
             };
             for a in addrs {
-                match TcpStream::connect_timeout(&a, timeout) {
+                match net.connect(a, timeout) {
                     Ok(s) => return Ok(s),
                     Err(e) => last = format!("{host}:{port}: {e}"),
                 }
@@ -91,6 +122,9 @@ impl ConnectString {
 impl std::fmt::Display for ConnectString {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "nodeid={}", self.node_id.unwrap_or(0))?;
+        if let Some(n) = self.local_net {
+            write!(f, ",local={n}")?;
+        }
         for (h, p) in &self.hosts {
             write!(f, ",{h}:{p}")?;
         }
@@ -109,7 +143,7 @@ fn io_error(what: &str, e: std::io::Error) -> NdbError {
 /// A request/response connection to a management server.
 #[derive(Debug)]
 pub struct MgmConnection {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
     /// The management server's node id (from its `Hello`).
     pub server_node_id: u32,
@@ -119,7 +153,7 @@ impl MgmConnection {
     /// Connects and says `Hello` as an anonymous `role`.
     pub fn open(cs: &ConnectString, role: Role, timeout: Duration) -> Result<MgmConnection> {
         let mut stream = cs.connect(timeout)?;
-        let _ = stream.set_nodelay(true);
+        let _ = stream.set_nodelay();
         stream
             .set_read_timeout(Some(timeout))
             .map_err(|e| io_error("set timeout", e))?;
@@ -147,10 +181,7 @@ impl MgmConnection {
     /// The address this end of the connection has (what the management server sees as
     /// the client's host), without the port.
     pub fn local_host(&self) -> String {
-        self.stream
-            .local_addr()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default()
+        self.stream.local_host()
     }
 
     /// Sends `msg` and reads the one reply.

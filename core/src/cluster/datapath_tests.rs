@@ -34,7 +34,7 @@ pub(super) fn cluster(
         started(&nodes.iter().collect::<Vec<_>>())
     });
     let api = std::sync::Arc::new(
-        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+        RemoteCluster::connect(&m.connectstring(), Duration::from_secs(10)).expect("api"),
     );
     // Connected, and in the newest view the client holds (a node's first report may
     // come from a view that is being replaced while the last node joins).
@@ -65,7 +65,7 @@ fn local_rows(dp: &DataPath) -> u64 {
         .unwrap_or(0)
 }
 
-fn create_kv(api: &Arc<RemoteCluster>) {
+pub(super) fn create_kv(api: &Arc<RemoteCluster>) {
     api.sql(
         DB,
         "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB",
@@ -210,11 +210,15 @@ fn errors_come_back_with_ndb_codes_and_abort_the_whole_transaction() {
 
 /// key -> (acknowledged value, value that may have committed), and the error codes
 /// the writer saw.
-type WriteModel = (BTreeMap<i64, (u64, Option<u64>)>, Vec<u32>);
+pub(super) type WriteModel = (BTreeMap<i64, (u64, Option<u64>)>, Vec<u32>);
 
 /// Reads every key of `model` through the API: each holds its acknowledged value, or a
 /// later one whose write got 4012 (outcome unknown).
-fn check_model(api: &RemoteCluster, model: &BTreeMap<i64, (u64, Option<u64>)>, m: &MgmServer) {
+pub(super) fn check_model(
+    api: &RemoteCluster,
+    model: &BTreeMap<i64, (u64, Option<u64>)>,
+    log_lines: &dyn Fn() -> Vec<String>,
+) {
     let keys: Vec<i64> = model.keys().copied().collect();
     let rows = api
         .read_batch(
@@ -239,14 +243,14 @@ fn check_model(api: &RemoteCluster, model: &BTreeMap<i64, (u64, Option<u64>)>, m
         assert!(
             got == acked || maybe.is_some_and(|m| got > acked && got <= m),
             "key {k}: acknowledged {acked}, maybe {maybe:?}, cluster has {got}; log:\n{}",
-            m.log_lines().join("\n")
+            log_lines().join("\n")
         );
     }
 }
 
 /// A writer loop: each key is written with increasing values; the model keeps what
 /// was acknowledged and what may have committed (4012).
-fn write_load(
+pub(super) fn write_load(
     api: Arc<RemoteCluster>,
     stop: Arc<AtomicBool>,
     base: i64,
@@ -313,12 +317,12 @@ fn a_data_node_killed_under_writes_loses_no_acknowledged_write() {
         "the load wrote most keys: {}",
         model.len()
     );
-    check_model(&api, &model, &m);
+    check_model(&api, &model, &|| m.log_lines());
     eprintln!("errors seen under the failure: {errors:?}");
 }
 
 /// Every row of `kv` in a node's local engine, by key.
-fn local_table(dp: &DataPath) -> BTreeMap<i64, Value> {
+pub(super) fn local_table(dp: &DataPath) -> BTreeMap<i64, Value> {
     let t = dp.engine.inner().table(DB, "kv").expect("kv");
     let ndb = dp.engine.ndb(DB);
     let mut tx = ndb.start_transaction().expect("tx");
@@ -530,5 +534,5 @@ fn rolling_restart_of_two_node_groups_under_writes_keeps_every_row() {
         rows.iter()
             .all(|r| r == &Some(vec![Value::Str("old".into())]))
     );
-    check_model(&api, &model, &m);
+    check_model(&api, &model, &|| m.log_lines());
 }

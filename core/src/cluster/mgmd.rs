@@ -30,6 +30,7 @@ use crate::config::ClusterConfig;
 use crate::error::{Result, codes};
 use crate::mgm::log::{ClusterLog, Severity};
 use crate::mgm::parse::{Command, Target};
+use crate::transport::net::Net;
 use crate::transport::tcp::{ANONYMOUS_PEER_BASE, TcpTransport};
 use crate::transport::{
     INBOX_CAPACITY, Incoming, Message, NodeId, NodeState, Role, Transport, View,
@@ -79,6 +80,8 @@ struct Shared {
 pub struct MgmServer {
     pub node_id: NodeId,
     addr: SocketAddr,
+    /// The in-process network the server is on (None: TCP).
+    local_net: Option<u64>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -115,6 +118,18 @@ impl MgmServer {
         bind: Option<SocketAddr>,
         log_dir: Option<&std::path::Path>,
     ) -> Result<MgmServer> {
+        MgmServer::start_on(Net::Tcp, cfg, node_id, bind, log_dir)
+    }
+
+    /// [`MgmServer::start`] on `net` (an in-process network: `cluster::local`).
+    pub fn start_on(
+        net: Net,
+        cfg: ClusterConfig,
+        node_id: NodeId,
+        bind: Option<SocketAddr>,
+        log_dir: Option<&std::path::Path>,
+    ) -> Result<MgmServer> {
+        let local_net = net.local_number();
         let addr = match bind {
             Some(a) => a,
             None => mgm_listen_addr(&cfg, node_id)?,
@@ -139,7 +154,7 @@ impl MgmServer {
             shutdown: AtomicBool::new(false),
         });
         let (tx, rx) = sync_channel(INBOX_CAPACITY);
-        let transport = TcpTransport::new(node_id, Role::Management, tx);
+        let transport = TcpTransport::on(net, node_id, Role::Management, tx);
         transport.set_send_limits(super::ndbd::send_limits_of(&cfg, node_id));
         let addr = transport.listen(addr).map_err(|e| {
             codes::bad_config(format!(
@@ -183,6 +198,7 @@ impl MgmServer {
         Ok(MgmServer {
             node_id,
             addr,
+            local_net,
             shared,
             stop,
             thread: Some(thread),
@@ -193,6 +209,15 @@ impl MgmServer {
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The connectstring that reaches the server from this process (`local=N,` first
+    /// when it is on an in-process network).
+    pub fn connectstring(&self) -> String {
+        match self.local_net {
+            Some(n) => format!("local={n},{}", self.addr),
+            None => self.addr.to_string(),
+        }
     }
 
     /// The data nodes as the server knows them.

@@ -47,7 +47,7 @@ fn report_dump_clusterlog_and_set_against_the_management_server() {
             == 2
     });
     let api = std::sync::Arc::new(
-        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+        RemoteCluster::connect(&m.connectstring(), Duration::from_secs(10)).expect("api"),
     );
     wait_until("both data nodes usable", 20, || {
         api.connected_nodes().len() == 2
@@ -231,7 +231,7 @@ fn api_node_ids_and_single_user_mode_against_the_management_server() {
     });
     let connect = || {
         let api = std::sync::Arc::new(
-            RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+            RemoteCluster::connect(&m.connectstring(), Duration::from_secs(10)).expect("api"),
         );
         wait_until("both data nodes usable", 20, || {
             api.connected_nodes().len() == 2
@@ -365,7 +365,7 @@ fn api_node_ids_and_single_user_mode_against_the_management_server() {
 /// A client for scans (they take an `Arc`), without a node id (every slot is taken).
 fn connect_scan_client(m: &super::mgmd::MgmServer) -> std::sync::Arc<RemoteCluster> {
     let api = std::sync::Arc::new(
-        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+        RemoteCluster::connect(&m.connectstring(), Duration::from_secs(10)).expect("api"),
     );
     wait_until("both data nodes usable", 20, || {
         api.connected_nodes().len() == 2

@@ -20,6 +20,9 @@ mod datapath_tests;
 #[cfg(test)]
 mod datapath_unique_tests;
 pub mod layout;
+pub mod local;
+#[cfg(test)]
+mod local_tests;
 pub mod mgmd;
 #[cfg(test)]
 mod mgmd_commands_tests;

@@ -357,7 +357,7 @@ impl DataNodeProcess {
         let port = me.get_u64("ServerPort").unwrap_or(0) as u16;
         let listen_on = resolve(&me.host_name, port)?;
         let (tx, rx) = sync_channel(INBOX_CAPACITY);
-        let transport = TcpTransport::new(node_id, Role::DataNode, tx);
+        let transport = TcpTransport::on(opts.connectstring.net()?, node_id, Role::DataNode, tx);
         transport.set_send_limits(send_limits_of(&cfg, node_id));
         let listen = transport.listen(listen_on).map_err(|e| {
             codes::bad_config(format!("node {node_id}: cannot listen on {listen_on}: {e}"))

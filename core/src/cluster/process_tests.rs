@@ -64,8 +64,21 @@ fn fresh_data_dir() -> std::path::PathBuf {
     dir
 }
 
+/// The network the tests' clusters run on: TCP on loopback, or with
+/// `RNDB_TEST_NET=local` a fresh in-process network per cluster (`transport::net`):
+/// the same tests then check the node code over the embedded distributed cluster's
+/// carrier.
+pub(super) fn test_net() -> crate::transport::net::Net {
+    use crate::transport::net::{LocalNet, Net};
+    match std::env::var("RNDB_TEST_NET").as_deref() {
+        Ok("local") => Net::Local(LocalNet::new()),
+        _ => Net::Tcp,
+    }
+}
+
 pub(super) fn mgm(cfg: &ClusterConfig) -> MgmServer {
-    MgmServer::start(
+    MgmServer::start_on(
+        test_net(),
         cfg.clone(),
         1,
         Some("127.0.0.1:0".parse().expect("addr")),
@@ -76,7 +89,7 @@ pub(super) fn mgm(cfg: &ClusterConfig) -> MgmServer {
 
 pub(super) fn data_node(m: &MgmServer, id: u32, nostart: bool) -> DataNodeProcess {
     DataNodeProcess::start(DataNodeOptions {
-        connectstring: ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        connectstring: ConnectString::parse(&m.connectstring()).expect("cs"),
         node_id: Some(id),
         initial: false,
         nostart,
@@ -98,7 +111,7 @@ pub(super) fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
 /// A management client of `m` (as `rndb_mgm -c`).
 pub(super) fn shell(m: &MgmServer) -> MgmConnection {
     MgmConnection::open(
-        &ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        &ConnectString::parse(&m.connectstring()).expect("cs"),
         Role::Api,
         Duration::from_secs(5),
     )
@@ -272,7 +285,7 @@ fn a_restarting_node_is_not_shown_started_and_a_shutdown_amid_it_stops_it() {
 fn node_ids_are_allocated_once() {
     let cfg = config(2, 2);
     let m = mgm(&cfg);
-    let cs = ConnectString::parse(&m.addr().to_string()).expect("cs");
+    let cs = ConnectString::parse(&m.connectstring()).expect("cs");
     let (first, text) =
         super::client::fetch_config(&cs, None, "127.0.0.1", Duration::from_secs(5)).expect("any");
     assert_eq!(first, 2);

@@ -310,6 +310,7 @@ impl RemoteCluster {
         let shared = Arc::new(Shared::default());
         let s2 = shared.clone();
         let transport = TcpTransport::with_handler(
+            cs.net()?,
             node_id.unwrap_or(0),
             Role::Api,
             Box::new(move |ev| receive(&s2, ev)),

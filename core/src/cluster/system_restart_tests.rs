@@ -17,7 +17,7 @@ use std::time::Duration;
 
 fn node(m: &MgmServer, id: u32, initial: bool) -> DataNodeProcess {
     DataNodeProcess::start(DataNodeOptions {
-        connectstring: super::client::ConnectString::parse(&m.addr().to_string()).expect("cs"),
+        connectstring: super::client::ConnectString::parse(&m.connectstring()).expect("cs"),
         node_id: Some(id),
         initial,
         nostart: false,
@@ -37,7 +37,7 @@ fn start_all(m: &MgmServer, ids: &[(u32, bool)]) -> Vec<DataNodeProcess> {
 
 fn client(m: &MgmServer, n: usize) -> std::sync::Arc<RemoteCluster> {
     let api = std::sync::Arc::new(
-        RemoteCluster::connect(&m.addr().to_string(), Duration::from_secs(10)).expect("api"),
+        RemoteCluster::connect(&m.connectstring(), Duration::from_secs(10)).expect("api"),
     );
     wait_until("every data node usable", 20, || {
         api.connected_nodes().len() == n

@@ -6,6 +6,8 @@
 //!   connects to the higher one's listening address; the management server is always
 //!   the listening side), a reader thread per connection that decodes frames into the
 //!   node's bounded inbox, a writer thread per connection draining its bounded send buffer;
+//!   (or, over [`net::LocalNet`], a pair of connected Unix sockets per pair of nodes
+//!   of an in-process cluster: the same code, no port);
 //! - the simulator's network (`cluster::sim`): the same messages, delivered by a seeded
 //!   event loop that may drop, delay, duplicate and reorder them.
 //!
@@ -24,6 +26,7 @@ pub mod data;
 pub mod data_scan;
 pub mod frame;
 pub mod message;
+pub mod net;
 pub mod send_buffer;
 pub mod tcp;
 

@@ -1,4 +1,6 @@
-//! The TCP transporter: one connection per pair of nodes, frames over it.
+//! The stream transporter: one connection per pair of nodes, frames over it. The
+//! connections are TCP, or socket pairs of an in-process network (`net::LocalNet`, the
+//! embedded distributed cluster's); everything below holds for both.
 //!
 //! A connection starts with a `Hello` each way (who is at each end; read within
 //! [`HANDSHAKE_TIMEOUT`]). The side with the lower node id dials (a data node dials
@@ -23,12 +25,13 @@
 //! the `Arc<Conn>` out of the map, then uses its send buffer); `limits` is a leaf.
 
 use super::frame::{FRAME_HEADER_BYTES, FrameHeader, verify_payload};
+use super::net::{Listener, Net, Stream};
 use super::send_buffer::{Queued, SendBuffer, SendLimits, SendStats};
 use super::{Incoming, Message, NodeId, Role, Transport};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -73,7 +76,7 @@ pub fn read_message(r: &mut impl Read) -> io::Result<Message> {
 }
 
 /// Sends our `Hello` and reads the peer's; returns who the peer is.
-fn handshake(stream: &mut TcpStream, me: NodeId, role: Role) -> io::Result<(NodeId, Role)> {
+fn handshake(stream: &mut Stream, me: NodeId, role: Role) -> io::Result<(NodeId, Role)> {
     stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
     let mut buf = Vec::new();
     write_message(stream, &Message::Hello { node_id: me, role }, &mut buf)?;
@@ -100,7 +103,7 @@ struct Conn {
     /// Bytes read from the socket.
     bytes_received: Arc<AtomicU64>,
     /// Used to shut the socket down (the writer thread writes through a clone).
-    stream: Mutex<TcpStream>,
+    stream: Mutex<Stream>,
     /// The socket of `stream`, for direct sends (see `send_buffer`).
     fd: std::os::fd::RawFd,
     out: SendBuffer,
@@ -144,6 +147,8 @@ impl Inbox {
 
 struct Inner {
     me: NodeId,
+    /// Where the connections are made.
+    net: Net,
     role: Role,
     inbox: Inbox,
     conns: Mutex<BTreeMap<NodeId, Arc<Conn>>>,
@@ -212,7 +217,12 @@ pub struct TcpTransport {
 impl TcpTransport {
     /// A transport for node `me`; what arrives goes to `inbox`.
     pub fn new(me: NodeId, role: Role, inbox: SyncSender<Incoming>) -> TcpTransport {
-        TcpTransport::with_inbox(me, role, Inbox::Channel(inbox))
+        TcpTransport::on(Net::Tcp, me, role, inbox)
+    }
+
+    /// [`TcpTransport::new`] over `net`.
+    pub fn on(net: Net, me: NodeId, role: Role, inbox: SyncSender<Incoming>) -> TcpTransport {
+        TcpTransport::with_inbox(net, me, role, Inbox::Channel(inbox))
     }
 
     /// A transport for node `me` whose events are handled by `handler` on the thread
@@ -220,17 +230,19 @@ impl TcpTransport {
     /// (`Connected`, its messages, `Disconnected`); events of different connections
     /// may be handled at the same time.
     pub fn with_handler(
+        net: Net,
         me: NodeId,
         role: Role,
         handler: Box<dyn Fn(Incoming) + Send + Sync>,
     ) -> TcpTransport {
-        TcpTransport::with_inbox(me, role, Inbox::Handler(handler))
+        TcpTransport::with_inbox(net, me, role, Inbox::Handler(handler))
     }
 
-    fn with_inbox(me: NodeId, role: Role, inbox: Inbox) -> TcpTransport {
+    fn with_inbox(net: Net, me: NodeId, role: Role, inbox: Inbox) -> TcpTransport {
         TcpTransport {
             inner: Arc::new(Inner {
                 me,
+                net,
                 role,
                 inbox,
                 conns: Mutex::new(BTreeMap::new()),
@@ -305,9 +317,8 @@ impl TcpTransport {
     /// Accepts connections on `addr` (port 0: any free port); returns the address
     /// bound.
     pub fn listen(&self, addr: SocketAddr) -> io::Result<SocketAddr> {
-        let listener = TcpListener::bind(addr)?;
+        let listener = self.inner.net.listen(addr)?;
         let local = listener.local_addr()?;
-        listener.set_nonblocking(true)?;
         let inner = self.inner.clone();
         let h = std::thread::Builder::new()
             .name(format!("rndb-accept-{}", inner.me))
@@ -459,7 +470,7 @@ impl Transport for TcpTransport {
 }
 
 /// The writer thread of a connection: writes what `send` queued, batch by batch.
-fn write_loop(conn: &Conn, mut w: TcpStream) {
+fn write_loop(conn: &Conn, mut w: Stream) {
     let mut batch = Vec::new();
     while conn.out.take(&mut batch) {
         let r = w.write_all(&batch);
@@ -471,26 +482,23 @@ fn write_loop(conn: &Conn, mut w: TcpStream) {
     }
 }
 
-fn accept_loop(inner: &Arc<Inner>, listener: TcpListener) {
+fn accept_loop(inner: &Arc<Inner>, listener: Listener) {
     while !inner.closed.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((stream, _)) => {
+        match listener.accept_within(ACCEPT_POLL) {
+            Ok(Some(stream)) => {
                 let inner2 = inner.clone();
                 // The handshake runs on the connection's own thread: a silent client
                 // cannot hold up the listener.
                 let spawned = std::thread::Builder::new()
                     .name(format!("rndb-conn-{}", inner.me))
-                    .spawn(move || {
-                        let _ = stream.set_nonblocking(false);
-                        run_connection(&inner2, stream);
-                    });
+                    .spawn(move || run_connection(&inner2, stream));
                 if let Ok(h) = spawned {
                     let mut threads = inner.threads.lock();
                     threads.retain(|t| !t.is_finished());
                     threads.push(h);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+            Ok(None) => {}
             Err(_) => std::thread::sleep(ACCEPT_POLL),
         }
     }
@@ -501,7 +509,7 @@ fn dial_loop(inner: &Arc<Inner>, peer: NodeId) {
         if !inner.conns.lock().contains_key(&peer) {
             let addr = inner.dialing.lock().get(&peer).copied();
             if let Some(addr) = addr
-                && let Ok(stream) = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT)
+                && let Ok(stream) = inner.net.connect(addr, HANDSHAKE_TIMEOUT)
             {
                 // Runs until the connection ends, then this loop dials again.
                 run_connection(inner, stream);
@@ -513,8 +521,8 @@ fn dial_loop(inner: &Arc<Inner>, peer: NodeId) {
 }
 
 /// Handshake, register, then read until the connection ends.
-fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
+fn run_connection(inner: &Arc<Inner>, mut stream: Stream) {
+    let _ = stream.set_nodelay();
     let Ok((mut peer, role)) = handshake(&mut stream, inner.me, inner.role) else {
         return;
     };
@@ -524,10 +532,7 @@ fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
     let (Ok(read_half), Ok(write_half)) = (stream.try_clone(), stream.try_clone()) else {
         return;
     };
-    let remote_address = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+    let remote_address = stream.peer_description();
     let conn = Arc::new(Conn {
         id: inner.next_conn.fetch_add(1, Ordering::Relaxed),
         peer,
@@ -557,12 +562,7 @@ fn run_connection(inner: &Arc<Inner>, mut stream: TcpStream) {
 
 /// Registers `conn`, reports it, then reads frames into the inbox until the
 /// connection ends; returns why it ended.
-fn read_connection(
-    inner: &Arc<Inner>,
-    conn: &Arc<Conn>,
-    role: Role,
-    read_half: TcpStream,
-) -> String {
+fn read_connection(inner: &Arc<Inner>, conn: &Arc<Conn>, role: Role, read_half: Stream) -> String {
     let peer = conn.peer;
     if let Some(old) = inner.conns.lock().insert(peer, conn.clone()) {
         old.fail("replaced by a new connection".into());
@@ -637,6 +637,7 @@ fn drop_conn(inner: &Inner, conn: &Arc<Conn>, reason: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpStream;
     use std::sync::mpsc::{Receiver, sync_channel};
     use std::time::Instant;
 

@@ -1,0 +1,213 @@
+//! The embedded distributed cluster (`cluster::local`): the node code over the
+//! in-process network — NDB's default configuration with no TCP, a node killed under
+//! writes and restarted, a graceful shutdown and a system restart from the data
+//! directory, and two clusters of one process kept apart.
+
+use super::datapath_tests::{DB, check_model, create_kv, local_table, write_load};
+use super::local::LocalCluster;
+use super::process_tests::{config, wait_until};
+use super::remote::RemoteCluster;
+use crate::config::ClusterConfig;
+use crate::schema::Value;
+use crate::transport::data::{KeyOp, OpType};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rndb-local-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn insert(id: i64, v: &str) -> KeyOp {
+    KeyOp {
+        op: OpType::Insert,
+        database: DB.into(),
+        table: "kv".into(),
+        key: vec![Value::Int(id)],
+        values: vec![(1, Value::Str(v.into()))],
+        columns: Vec::new(),
+    }
+}
+
+fn connect(c: &LocalCluster) -> Arc<RemoteCluster> {
+    let api = Arc::new(c.connect(Duration::from_secs(10)).expect("api"));
+    let n = c.running_nodes().len();
+    wait_until("every data node usable by the client", 20, || {
+        api.connected_nodes().len() == n
+    });
+    api
+}
+
+fn read_values(api: &RemoteCluster, ids: &[i64]) -> Vec<Option<String>> {
+    let keys: Vec<Vec<Value>> = ids.iter().map(|&i| vec![Value::Int(i)]).collect();
+    api.read_batch(DB, "kv", &keys, &[1])
+        .expect("read")
+        .into_iter()
+        .map(|r| {
+            r.map(|r| match &r[0] {
+                Value::Str(s) => s.clone(),
+                other => panic!("{other:?}"),
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn the_default_configuration_runs_the_node_code_in_process_without_tcp() {
+    // No data directory and none configured: a scratch one, gone with the cluster.
+    let c = LocalCluster::start(ClusterConfig::embedded_default(), None, false).expect("start");
+    let dir = c.data_dir().expect("a scratch directory").to_path_buf();
+    assert!(dir.join("ndb_2_fs").is_dir(), "{}", dir.display());
+    let cs = c.connectstring();
+    assert!(
+        cs.starts_with(&format!("local={},", c.net_number())),
+        "{cs}"
+    );
+    assert_eq!(c.running_nodes(), vec![2, 3]);
+    let api = connect(&c);
+    assert_eq!(api.node_groups(), &[vec![2, 3]]);
+    create_kv(&api);
+    for chunk in (0..500).collect::<Vec<i64>>().chunks(100) {
+        api.execute(chunk.iter().map(|&i| insert(i, &format!("v{i}"))).collect())
+            .expect("insert");
+    }
+    let got = read_values(&api, &[0, 250, 499, 500]);
+    assert_eq!(
+        got,
+        vec![
+            Some("v0".into()),
+            Some("v250".into()),
+            Some("v499".into()),
+            None
+        ]
+    );
+    // NoOfReplicas=2 in one node group: both nodes hold every row, written by the
+    // TC's prepare chain over the in-process network.
+    for id in [2, 3] {
+        let rows = local_table(&c.node(id).expect("node").data().expect("data path"));
+        assert_eq!(rows.len(), 500, "node {id}");
+    }
+    // The management server answers as it does over TCP; its transporters run
+    // over socket pairs, which ndbinfo shows as in-process.
+    let mut mgm = c.mgm_client(Duration::from_secs(5)).expect("mgm");
+    let show = mgm.command("SHOW").expect("show");
+    assert!(show.contains("id=2") && show.contains("id=3"), "{show}");
+    let st = mgm.command("ALL STATUS").expect("status");
+    assert!(
+        st.contains("Node 2: started") && st.contains("Node 3: started"),
+        "{st}"
+    );
+    let t = api
+        .sql(
+            DB,
+            "SELECT node_id, remote_node_id, remote_address FROM ndbinfo.transporters WHERE remote_node_id = 3 AND node_id = 2",
+        )
+        .expect("ndbinfo");
+    assert!(t.contains("in-process"), "{t}");
+    drop(api);
+    let codes = c.shutdown().expect("shutdown");
+    assert_eq!(codes.values().copied().collect::<Vec<_>>(), vec![0, 0]);
+    assert!(!dir.exists(), "the scratch directory is removed");
+}
+
+#[test]
+fn a_node_killed_under_writes_fails_over_and_comes_back_from_its_files() {
+    let dir = scratch("kill");
+    let mut c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
+    let api = connect(&c);
+    create_kv(&api);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = write_load(api.clone(), stop.clone(), 0);
+    std::thread::sleep(Duration::from_millis(400));
+    c.kill_node(3).expect("kill");
+    let survivor = c.node(2).expect("node 2");
+    wait_until("the survivor alone in its view", 10, || {
+        survivor.status().view.node_ids() == vec![2]
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    // A node restart from its own checkpoint and redo, under the same writes.
+    c.start_node(3, false).expect("restart");
+    c.wait_started(&[3], Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", c.log_lines().join("\n")));
+    wait_until("the client uses node 3 again", 20, || {
+        api.connected_nodes().len() == 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Release);
+    let (model, errors) = writer.join().expect("writer");
+    assert!(
+        model.len() > 100,
+        "the load wrote most keys: {}",
+        model.len()
+    );
+    check_model(&api, &model, &|| c.log_lines());
+    let rows: Vec<_> = [2, 3]
+        .iter()
+        .map(|&id| local_table(&c.node(id).expect("node").data().expect("data")))
+        .collect();
+    assert_eq!(rows[0], rows[1], "the replicas agree after the restart");
+    let log = c.log_lines().join("\n");
+    assert!(log.contains("Node 3: Node restart: restoring GCI"), "{log}");
+    assert!(log.contains("Node 3: Node restart completed"), "{log}");
+    eprintln!("errors seen: {errors:?}");
+    drop(api);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_cluster_shut_down_starts_again_from_its_data_directory() {
+    let dir = scratch("restart");
+    {
+        let c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
+        let api = connect(&c);
+        create_kv(&api);
+        api.execute((0..50).map(|i| insert(i, "kept")).collect())
+            .expect("insert");
+        drop(api);
+        c.shutdown().expect("shutdown");
+    }
+    let c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("system restart");
+    let api = connect(&c);
+    let got = read_values(&api, &(0..50).collect::<Vec<_>>());
+    assert!(got.iter().all(|v| v.as_deref() == Some("kept")), "{got:?}");
+    drop(api);
+    drop(c);
+    // --initial: the files are gone, so is the table.
+    let c = LocalCluster::start(config(2, 2), Some(&dir), true).expect("initial start");
+    let api = connect(&c);
+    let e = api
+        .table(DB, "kv")
+        .expect_err("an initial start has no tables");
+    assert_eq!(e.code, 723, "{e}");
+    drop(api);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_clusters_of_one_process_are_apart_and_an_unknown_network_is_refused() {
+    let (da, db) = (scratch("apart-a"), scratch("apart-b"));
+    // The same configuration, so the same addresses: each on its own network.
+    let a = LocalCluster::start(config(2, 2), Some(&da), false).expect("a");
+    let b = LocalCluster::start(config(2, 2), Some(&db), false).expect("b");
+    assert_ne!(a.net_number(), b.net_number());
+    let (api_a, api_b) = (connect(&a), connect(&b));
+    create_kv(&api_a);
+    assert_eq!(api_b.table(DB, "kv").expect_err("only in a").code, 723);
+    create_kv(&api_b);
+    api_a.execute(vec![insert(1, "a")]).expect("a");
+    api_b.execute(vec![insert(1, "b")]).expect("b");
+    assert_eq!(read_values(&api_a, &[1]), vec![Some("a".into())]);
+    assert_eq!(read_values(&api_b, &[1]), vec![Some("b".into())]);
+    let e = RemoteCluster::connect("local=999999999,127.0.0.1:1186", Duration::from_secs(1))
+        .err()
+        .expect("no such network");
+    assert_eq!(e.code, 4009, "{e}");
+    assert!(e.message.contains("no in-process network"), "{}", e.message);
+    drop((api_a, api_b, a, b));
+    let _ = std::fs::remove_dir_all(&da);
+    let _ = std::fs::remove_dir_all(&db);
+}
