@@ -32,6 +32,64 @@ fn param_text(name: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
     )))
 }
 
+/// The configuration a cluster starts from, as the keyword arguments give it:
+/// `config_file=`, or the embedded layout (`data_nodes=`, `no_of_replicas=`), and
+/// data-node parameters set on every data node. Shared by `Cluster.embedded` and
+/// `LocalCluster.start`.
+pub(crate) struct Layout {
+    config_file: Option<PathBuf>,
+    data_nodes: Option<u32>,
+    no_of_replicas: Option<u32>,
+    settings: Vec<(String, String)>,
+}
+
+impl Layout {
+    pub(crate) fn from_args(
+        config_file: Option<PathBuf>,
+        data_nodes: Option<u32>,
+        no_of_replicas: Option<u32>,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Layout> {
+        let mut settings: Vec<(String, String)> = Vec::new();
+        if let Some(p) = params {
+            for (k, v) in p.iter() {
+                let k: String = k.extract()?;
+                let text = param_text(&k, &v)?;
+                settings.push((k, text));
+            }
+        }
+        if config_file.is_some() && (data_nodes.is_some() || no_of_replicas.is_some()) {
+            return Err(bad_argument(
+                "data_nodes and no_of_replicas describe the embedded layout: \
+                 with config_file= the layout comes from the file",
+            ));
+        }
+        Ok(Layout {
+            config_file,
+            data_nodes,
+            no_of_replicas,
+            settings,
+        })
+    }
+
+    /// The configuration (parsed and checked; runs without the interpreter).
+    pub(crate) fn config(&self) -> rndb::error::Result<ClusterConfig> {
+        let mut config = match (&self.config_file, self.data_nodes, self.no_of_replicas) {
+            (Some(path), _, _) => ClusterConfig::from_file(path)?,
+            (None, None, None) => ClusterConfig::embedded_default(),
+            (None, nodes, replicas) => {
+                let nodes = nodes.unwrap_or(2);
+                let replicas = replicas.unwrap_or(if nodes == 1 { 1 } else { 2 });
+                ClusterConfig::embedded(nodes, replicas)?
+            }
+        };
+        for (k, v) in &self.settings {
+            config.set_data_node_param(k, v)?;
+        }
+        Ok(config)
+    }
+}
+
 impl Cluster {
     fn check_open(&self) -> PyResult<()> {
         if self.inner.is_closed() {
@@ -65,34 +123,10 @@ impl Cluster {
                 "initial=True needs a data_dir (a cluster without one starts empty anyway)",
             ));
         }
-        let mut settings: Vec<(String, String)> = Vec::new();
-        if let Some(p) = params {
-            for (k, v) in p.iter() {
-                let k: String = k.extract()?;
-                let text = param_text(&k, &v)?;
-                settings.push((k, text));
-            }
-        }
-        if config_file.is_some() && (data_nodes.is_some() || no_of_replicas.is_some()) {
-            return Err(bad_argument(
-                "data_nodes and no_of_replicas describe the embedded layout: \
-                 with config_file= the layout comes from the file",
-            ));
-        }
+        let layout = Layout::from_args(config_file, data_nodes, no_of_replicas, params)?;
         let r = py.detach(|| {
             guard(|| {
-                let mut config = match (&config_file, data_nodes, no_of_replicas) {
-                    (Some(path), _, _) => ClusterConfig::from_file(path)?,
-                    (None, None, None) => ClusterConfig::embedded_default(),
-                    (None, nodes, replicas) => {
-                        let nodes = nodes.unwrap_or(2);
-                        let replicas = replicas.unwrap_or(if nodes == 1 { 1 } else { 2 });
-                        ClusterConfig::embedded(nodes, replicas)?
-                    }
-                };
-                for (k, v) in &settings {
-                    config.set_data_node_param(k, v)?;
-                }
+                let config = layout.config()?;
                 match &data_dir {
                     Some(dir) => {
                         std::fs::create_dir_all(dir).map_err(|e| {

@@ -23,6 +23,7 @@ mod cluster;
 mod convert;
 mod ddl;
 mod errors;
+mod local;
 mod mgmclient;
 mod ndb;
 mod prepared;
@@ -108,6 +109,8 @@ mod _rndb {
     use crate::cluster::Cluster;
     #[pymodule_export]
     use crate::errors::{NdbError, PermanentError, TemporaryError, UnknownResultError};
+    #[pymodule_export]
+    use crate::local::LocalCluster;
     #[pymodule_export]
     use crate::mgmclient::{MgmClient, connect};
     #[pymodule_export]

@@ -24,6 +24,14 @@ pub struct MgmArgs {
     )]
     pub connectstring: Option<String>,
 
+    /// Run the cluster in this process as distributed nodes: the management server and
+    /// the data nodes of rndb_mgmd and rndbd (heartbeats, failover, node restarts)
+    /// over an in-process network, with the configuration of -f (default: two data
+    /// nodes, NoOfReplicas=2), their files in --data-dir; the shell talks to it as it
+    /// does with -c.
+    #[arg(long = "local", conflicts_with = "connectstring")]
+    pub local: bool,
+
     /// Run these commands and exit (separated by ';' or newlines); stops at the first
     /// failing command with exit status 1.
     #[arg(short = 'e', long = "execute", value_name = "COMMANDS")]

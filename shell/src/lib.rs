@@ -1,6 +1,7 @@
 //! rndb's command-line programs. `rndb_mgm` is the management client and SQL shell in
 //! one: ndb_mgm's commands for the nodes and the mysql client's SQL for the data,
-//! against an embedded cluster started in-process (see docs/shell.md).
+//! against an embedded cluster started in-process, the distributed nodes started
+//! in-process (`--local`), or a management server (`-c`) (see docs/shell.md).
 //!
 //! Layout: [`cli`] (arguments), [`input`] (where commands end, management vs SQL),
 //! [`shell`] (running one command and printing its output), [`script`] (`-e` and piped
@@ -24,21 +25,7 @@ use std::io::IsTerminal;
 pub fn main_mgm() -> i32 {
     let args = cli::MgmArgs::parse();
     if let Some(cs) = &args.connectstring {
-        let mut sh = match remote::RemoteShell::connect(cs) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("rndb_mgm: {e}");
-                return 1;
-            }
-        };
-        return if let Some(text) = &args.execute {
-            script::run_execute(&mut sh, text)
-        } else if std::io::stdin().is_terminal() {
-            let history = repl::history_path(args.history_file.clone(), &args.data_dir);
-            remote::run_interactive(&mut sh, history)
-        } else {
-            script::run_script(&mut sh, &mut std::io::stdin().lock())
-        };
+        return run_remote(cs, &args);
     }
     let config = match &args.config_file {
         Some(path) => match ClusterConfig::from_file(path) {
@@ -50,6 +37,9 @@ pub fn main_mgm() -> i32 {
         },
         None => ClusterConfig::embedded_default(),
     };
+    if args.local {
+        return run_local(config, &args);
+    }
     for w in &config.warnings {
         eprintln!("Warning: {w}");
     }
@@ -99,5 +89,44 @@ pub fn main_mgm() -> i32 {
     drop(sh);
     current.shutdown();
     cluster.shutdown();
+    status
+}
+
+/// `rndb_mgm -c`: the shell against a management server.
+fn run_remote(cs: &str, args: &cli::MgmArgs) -> i32 {
+    let mut sh = match remote::RemoteShell::connect(cs) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rndb_mgm: {e}");
+            return 1;
+        }
+    };
+    if let Some(text) = &args.execute {
+        script::run_execute(&mut sh, text)
+    } else if std::io::stdin().is_terminal() {
+        let history = repl::history_path(args.history_file.clone(), &args.data_dir);
+        remote::run_interactive(&mut sh, history)
+    } else {
+        script::run_script(&mut sh, &mut std::io::stdin().lock())
+    }
+}
+
+/// `rndb_mgm --local`: starts the distributed nodes in this process
+/// (`rndb::cluster::local`), runs the shell against their management server as `-c`
+/// does, then shuts them down gracefully (unless a SHUTDOWN did already).
+fn run_local(config: ClusterConfig, args: &cli::MgmArgs) -> i32 {
+    let data_dir = std::path::absolute(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone());
+    let cluster =
+        match rndb::cluster::local::LocalCluster::start(config, Some(&data_dir), args.initial) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("rndb_mgm: cannot start the local cluster: {}", e.message);
+                return 1;
+            }
+        };
+    let status = run_remote(&cluster.connectstring(), args);
+    // After the shell's own SHUTDOWN the nodes have ended: nobody answers, and that
+    // is no failure.
+    let _ = cluster.shutdown();
     status
 }

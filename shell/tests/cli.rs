@@ -34,6 +34,7 @@ fn help_and_version() {
         "--data-dir",
         "--database",
         "--history-file",
+        "--local",
         "--version",
     ] {
         assert!(out.contains(opt), "--help lists {opt}:\n{out}");
@@ -333,4 +334,42 @@ fn a_second_run_on_the_data_directory_is_a_system_restart() {
     );
     assert_eq!(run.status, 1, "{}", run.output);
     assert!(run.output.contains("doesn't exist"), "{}", run.output);
+}
+
+/// `--local`: rndb_mgmd's and rndbd's code in the shell's process. A node restart
+/// through the management server keeps the rows, the nodes' files go to --data-dir,
+/// and a second run on it is a system restart with the rows still there.
+#[test]
+fn local_runs_the_distributed_nodes_in_process_and_restarts_from_the_data_directory() {
+    let dir = tempdir();
+    let run = |commands: &str| {
+        let out = Command::new(BIN)
+            .args(["--local", "-e", commands])
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (status, out, err) = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=NDB; \
+         INSERT INTO t VALUES (1,10),(2,20); 3 RESTART; SELECT SUM(v) FROM t; ALL STATUS",
+    );
+    assert_eq!(status, 0, "{out}{err}");
+    assert!(out.contains("Node 3 is being restarted"), "{out}");
+    assert!(out.contains("|     30 |"), "{out}");
+    assert!(out.contains("Node 2: started"), "{out}");
+    for f in ["ndb_1_cluster.log", "ndb_2_fs", "ndb_3_fs"] {
+        assert!(dir.path().join("rndb-data").join(f).exists(), "{f}");
+    }
+    let (status, out, err) = run("SELECT id, v FROM t ORDER BY id");
+    assert_eq!(status, 0, "{out}{err}");
+    assert!(out.contains("|  1 | 10 |") && out.contains("|  2 | 20 |"), "{out}");
+    let (status, _, err) = plain(&["--local", "-c", "127.0.0.1:1186", "-e", "SHOW"]);
+    assert_eq!(status, 2, "--local and -c conflict: {err}");
 }

@@ -18,6 +18,12 @@ Objects follow the NDB API: ``Cluster`` (Ndb_cluster_connection with its data no
 (``rndb_mgmd``): ``client.mgm("ALL STATUS")``, as ``ndb_mgm -c host:1186``; the same
 client reaches the data nodes (``sql``, ``read_many``, ``transaction``, ``insert_many``,
 ``scan``, ``index_scan``).
+
+``rndb.LocalCluster.start()`` runs that distributed cluster inside this process: the
+management server and the data nodes of ``rndb_mgmd``/``rndbd`` (NDB's default layout,
+or ``config_file=``), with heartbeats, failover and node restarts, over an in-process
+network; ``cluster.connect()`` gives the same ``MgmClient``, ``cluster.kill_node(3)`` and
+``cluster.start_node(3)`` crash and restart a node.
 """
 
 from ._rndb import (
@@ -29,6 +35,7 @@ from ._rndb import (
     LM_Exclusive,
     LM_Read,
     LM_SimpleRead,
+    LocalCluster,
     MgmClient,
     Ndb,
     NdbError,
@@ -56,6 +63,7 @@ __all__ = [
     "LM_Exclusive",
     "LM_Read",
     "LM_SimpleRead",
+    "LocalCluster",
     "MgmClient",
     "Ndb",
     "NdbError",
