@@ -3,7 +3,8 @@
  *
  * An NDB API program ports by changing its include to this file and its connectstring
  * to "embedded" (or "embedded;datadir=PATH;config=PATH;Parameter=value"), which starts
- * the cluster inside the process. Class names, method signatures and enum values are
+ * the cluster inside the process ("local", with the same parts, starts it as distributed
+ * nodes in the process: rndb_mgmd's and rndbd's code over an in-process network). Class names, method signatures and enum values are
  * NDB's (NdbDictionary::Column::Int == 7, NdbOperation::LM_CommittedRead == 2,
  * NdbTransaction::Commit == 2, NdbIndexScanOperation::BoundLE == 0 ...).
  *
@@ -432,7 +433,7 @@ class NdbDictionary {
   };
 };
 
-/* Ndb_cluster_connection: "embedded" starts the cluster in this process. */
+/* Ndb_cluster_connection: "embedded" (or "local") starts the cluster in this process. */
 class Ndb_cluster_connection {
  public:
   Ndb_cluster_connection(const char* connectstring = 0)

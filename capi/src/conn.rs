@@ -5,6 +5,10 @@
 //! NoOfReplicas=2) inside the process; `embedded;config=PATH` reads a config.ini;
 //! `embedded;datadir=PATH` gives the data nodes a file-system path; any other
 //! `;Name=value` sets a data node parameter by NDB's name (`embedded;DataMemory=256M`).
+//! `local` (with the same `;` parts) starts the cluster inside the process as
+//! distributed nodes instead — the management server and data nodes of `rndb_mgmd` and
+//! `rndbd` over an in-process network (`cluster::local`) — and the API's objects work
+//! over them as over TCP (the `remote` module); freeing the connection shuts them down.
 //! NULL or "" means the NDB_CONNECTSTRING environment variable, else `embedded`.
 //! `host:port` (or `host`, port 1186; several hosts separated by commas, as NDB)
 //! names a management server (`rndb_mgmd`): connect reaches it and every data node it
@@ -14,6 +18,7 @@ use crate::error::{ErrorStore, guard, handle_error, rndb_error};
 use crate::handle::{Handle, Kind, Registry};
 use crate::{cstr, rndb_cluster_connection};
 use rndb_core::api::Cluster;
+use rndb_core::cluster::local::LocalCluster;
 use rndb_core::cluster::remote::RemoteCluster;
 use rndb_core::config::ClusterConfig;
 use rndb_core::error::{NdbError, Result, codes};
@@ -30,8 +35,11 @@ const CONNECT_RETRY: Duration = Duration::from_millis(100);
 pub(crate) struct ConnState {
     /// The embedded cluster, once connected to an embedded connectstring.
     pub cluster: Option<Cluster>,
-    /// The data nodes over TCP, once connected to a management server.
+    /// The data nodes over TCP, once connected to a management server (or over the
+    /// in-process network, to the nodes of `local`).
     pub remote: Option<Arc<RemoteCluster>>,
+    /// The distributed nodes this connection started in the process (`local`).
+    pub local: Option<LocalCluster>,
     pub error: ErrorStore,
 }
 
@@ -39,6 +47,13 @@ pub(crate) struct ConnState {
 pub(crate) enum Engine {
     Embedded(Cluster),
     Remote(Arc<RemoteCluster>),
+}
+
+/// What `connect` started.
+enum Started {
+    Embedded(Cluster),
+    Remote(Arc<RemoteCluster>),
+    Local(Box<LocalCluster>, Arc<RemoteCluster>),
 }
 
 pub(crate) struct ConnObj {
@@ -96,6 +111,8 @@ pub(crate) enum Spec {
         config: Option<PathBuf>,
         datadir: Option<PathBuf>,
         params: Vec<(String, String)>,
+        /// `local`: as distributed nodes in this process.
+        distributed: bool,
     },
     Remote(String),
 }
@@ -104,14 +121,15 @@ pub(crate) fn parse_spec(s: &str) -> Result<Spec> {
     let s = s.trim();
     let mut parts = s.split(';').map(str::trim);
     let first = parts.next().unwrap_or("");
-    if !first.eq_ignore_ascii_case("embedded") {
+    let distributed = first.eq_ignore_ascii_case("local");
+    if !first.eq_ignore_ascii_case("embedded") && !distributed {
         return Ok(Spec::Remote(s.to_string()));
     }
     let (mut config, mut datadir, mut params) = (None, None, Vec::new());
     for p in parts.filter(|p| !p.is_empty()) {
         let (k, v) = p.split_once('=').ok_or_else(|| {
             codes::bad_config(format!(
-                "connectstring '{s}': '{p}' is not NAME=VALUE (embedded;config=PATH;datadir=PATH;Parameter=value)"
+                "connectstring '{s}': '{p}' is not NAME=VALUE ({first};config=PATH;datadir=PATH;Parameter=value)"
             ))
         })?;
         let (k, v) = (k.trim(), v.trim());
@@ -125,10 +143,11 @@ pub(crate) fn parse_spec(s: &str) -> Result<Spec> {
         config,
         datadir,
         params,
+        distributed,
     })
 }
 
-fn start(spec: &str, timeout: Duration) -> Result<Engine> {
+fn start(spec: &str, timeout: Duration) -> Result<Started> {
     match parse_spec(spec)? {
         Spec::Remote(s) => {
             // As NDB's connect retries: the management server may not be up yet, or
@@ -137,7 +156,7 @@ fn start(spec: &str, timeout: Duration) -> Result<Engine> {
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match RemoteCluster::connect(&s, left.max(Duration::from_millis(100))) {
-                    Ok(r) => return Ok(Engine::Remote(Arc::new(r))),
+                    Ok(r) => return Ok(Started::Remote(Arc::new(r))),
                     Err(e) if e.code == 4009 && Instant::now() + CONNECT_RETRY < deadline => {
                         std::thread::sleep(CONNECT_RETRY);
                     }
@@ -149,6 +168,7 @@ fn start(spec: &str, timeout: Duration) -> Result<Engine> {
             config,
             datadir,
             params,
+            distributed,
         } => {
             let mut cfg = match &config {
                 Some(path) => ClusterConfig::from_file(path).map_err(NdbError::from)?,
@@ -157,20 +177,26 @@ fn start(spec: &str, timeout: Duration) -> Result<Engine> {
             for (k, v) in &params {
                 cfg.set_data_node_param(k, v).map_err(NdbError::from)?;
             }
+            if distributed {
+                let local = LocalCluster::start(cfg, datadir.as_deref(), false)?;
+                let remote = RemoteCluster::connect(&local.connectstring(), timeout)?;
+                return Ok(Started::Local(Box::new(local), Arc::new(remote)));
+            }
             match datadir {
                 Some(d) => Cluster::embedded_in(cfg, d),
                 None => Cluster::embedded(cfg),
             }
-            .map(Engine::Embedded)
+            .map(Started::Embedded)
         }
     }
 }
 
 /// Creates a cluster connection object, NDB's `Ndb_cluster_connection(connectstring)`.
 /// Nothing is started until `rndb_cluster_connection_connect`. `connectstring`:
-/// "embedded", "embedded;config=PATH;datadir=PATH;Parameter=value...", NULL or "" for
-/// the NDB_CONNECTSTRING environment variable (else "embedded"); "host:port" names a
-/// management server. Free with `rndb_cluster_connection_free`.
+/// "embedded", "embedded;config=PATH;datadir=PATH;Parameter=value...", "local" (with
+/// the same parts: the cluster as distributed nodes in this process, rndb_mgmd's and
+/// rndbd's code over an in-process network), NULL or "" for the NDB_CONNECTSTRING
+/// environment variable (else "embedded"); "host:port" names a management server. Free with `rndb_cluster_connection_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rndb_cluster_connection_create(
     connectstring: *const c_char,
@@ -193,6 +219,7 @@ pub unsafe extern "C" fn rndb_cluster_connection_create(
             state: Mutex::new(ConnState {
                 cluster: None,
                 remote: None,
+                local: None,
                 error: ErrorStore::new(),
             }),
         };
@@ -205,7 +232,8 @@ pub unsafe extern "C" fn rndb_cluster_connection_create(
 
 /// Frees a connection; the embedded cluster it started is shut down (every page
 /// freed), the connections to a remote cluster's nodes are closed (its open
-/// transactions roll back). `rndb_ndb` objects still open fail afterwards with error
+/// transactions roll back), the distributed nodes `local` started are shut down
+/// gracefully. `rndb_ndb` objects still open fail afterwards with error
 /// 4009. Returns 0, or -1 for a NULL or already freed handle.
 #[unsafe(no_mangle)]
 pub extern "C" fn rndb_cluster_connection_free(conn: *mut rndb_cluster_connection) -> c_int {
@@ -221,6 +249,10 @@ pub extern "C" fn rndb_cluster_connection_free(conn: *mut rndb_cluster_connectio
         }
         if let Some(r) = st.remote.take() {
             r.close();
+        }
+        if let Some(l) = st.local.take() {
+            // A graceful stop: every node saves a last global checkpoint.
+            let _ = l.shutdown();
         }
         Ok(0)
     })
@@ -252,8 +284,12 @@ pub extern "C" fn rndb_cluster_connection_connect(
         match start(&o.spec, timeout) {
             Ok(e) => {
                 match e {
-                    Engine::Embedded(c) => st.cluster = Some(c),
-                    Engine::Remote(r) => st.remote = Some(r),
+                    Started::Embedded(c) => st.cluster = Some(c),
+                    Started::Remote(r) => st.remote = Some(r),
+                    Started::Local(l, r) => {
+                        st.local = Some(*l);
+                        st.remote = Some(r);
+                    }
                 }
                 st.error.clear();
                 Ok(0)
@@ -407,15 +443,31 @@ mod tests {
             Some(Spec::Embedded {
                 config: None,
                 datadir: None,
-                params: vec![]
+                params: vec![],
+                distributed: false,
             })
+        );
+        assert_eq!(
+            parse_spec("LOCAL;DataMemory=32M").ok(),
+            Some(Spec::Embedded {
+                config: None,
+                datadir: None,
+                params: vec![("DataMemory".into(), "32M".into())],
+                distributed: true,
+            })
+        );
+        // A network of this process named by number is a management server's address.
+        assert_eq!(
+            parse_spec("local=3,127.0.0.1:1186").ok(),
+            Some(Spec::Remote("local=3,127.0.0.1:1186".into()))
         );
         assert_eq!(
             parse_spec(" Embedded;datadir=/tmp/x; config = a.ini ;DataMemory=64M").ok(),
             Some(Spec::Embedded {
                 config: Some("a.ini".into()),
                 datadir: Some("/tmp/x".into()),
-                params: vec![("DataMemory".into(), "64M".into())]
+                params: vec![("DataMemory".into(), "64M".into())],
+                distributed: false,
             })
         );
         assert_eq!(

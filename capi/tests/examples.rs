@@ -587,6 +587,39 @@ fn examples_against_rndb_mgmd_and_two_rndbd() {
     check_output("ndbapi_locks.cpp", &out);
 }
 
+/// The same examples on the distributed nodes inside the program's own process
+/// (connectstring "local": rndb_mgmd's and rndbd's code over an in-process network):
+/// the embedded output. ndbapi_disk and ndbapi_durable are left out for the reasons
+/// above.
+#[test]
+fn examples_against_the_distributed_nodes_in_process() {
+    for src in [
+        "ndbapi_simple.cpp",
+        "ndbapi_scan.cpp",
+        "ndbapi_index_scan.cpp",
+        "ndbapi_async.cpp",
+        "ndbapi_record.cpp",
+        "ndbapi_retries.cpp",
+        "ndbapi_threads.cpp",
+        "ndbapi_locks.cpp",
+        "c_basic.c",
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cs = format!("local;datadir={};DataMemory=32M", dir.path().display());
+        let mut out = Command::new(binary(src))
+            .arg(&cs)
+            .env_remove("NDB_CONNECTSTRING")
+            .output()
+            .expect("run example");
+        out.stdout = without_sql_times(&String::from_utf8_lossy(&out.stdout)).into_bytes();
+        check_output(src, &out);
+        assert!(
+            dir.path().join("ndb_2_fs").is_dir() && dir.path().join("ndb_3_fs").is_dir(),
+            "{src}: the nodes' files in the data directory"
+        );
+    }
+}
+
 /// kill -9 of a data node while ndbapi_failover inserts over TCP: the program retries
 /// what the failure aborted (4010, and 4012 read back) and then finds every row once,
 /// by a scan and by key: the embedded output.

@@ -356,10 +356,8 @@ fn local_runs_the_distributed_nodes_in_process_and_restarts_from_the_data_direct
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (status, out, err) = run(
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=NDB; \
-         INSERT INTO t VALUES (1,10),(2,20); 3 RESTART; SELECT SUM(v) FROM t; ALL STATUS",
-    );
+    let (status, out, err) = run("CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=NDB; \
+         INSERT INTO t VALUES (1,10),(2,20); 3 RESTART; SELECT SUM(v) FROM t; ALL STATUS");
     assert_eq!(status, 0, "{out}{err}");
     assert!(out.contains("Node 3 is being restarted"), "{out}");
     assert!(out.contains("|     30 |"), "{out}");
@@ -369,7 +367,10 @@ fn local_runs_the_distributed_nodes_in_process_and_restarts_from_the_data_direct
     }
     let (status, out, err) = run("SELECT id, v FROM t ORDER BY id");
     assert_eq!(status, 0, "{out}{err}");
-    assert!(out.contains("|  1 | 10 |") && out.contains("|  2 | 20 |"), "{out}");
+    assert!(
+        out.contains("|  1 | 10 |") && out.contains("|  2 | 20 |"),
+        "{out}"
+    );
     let (status, _, err) = plain(&["--local", "-c", "127.0.0.1:1186", "-e", "SHOW"]);
     assert_eq!(status, 2, "--local and -c conflict: {err}");
 }
