@@ -31,8 +31,12 @@
 //! Usage (after `cargo build --release -p rndb-shell`, which builds `rndb_mgmd` and
 //! `rndbd` next to this program):
 //! `cargo run --release -p rndb-benches --bin tcp_throughput -- [--keys N]
-//! [--value-size S] [--batch B] [--depth D] [--seconds T] [--no-redis]` (defaults
-//! 100000, 100, 256, 16, 5; `--no-redis` measures rndb alone).
+//! [--value-size S] [--batch B] [--depth D] [--seconds T] [--no-redis] [--local]`
+//! (defaults 100000, 100, 256, 16, 5; `--no-redis` measures rndb alone; `--local` also
+//! runs the same phases, once the processes ended, on the same nodes started inside
+//! this process over the in-process network (`cluster::local`: the management server,
+//! two data nodes and the client in one process, socket pairs instead of TCP), and
+//! reports them beside the processes').
 
 use rndb::cluster::remote::{Pending, ReadPending, RemoteCluster};
 use rndb::schema::Value;
@@ -61,6 +65,9 @@ struct Args {
     seconds: f64,
     /// Measure rndb only (no redis).
     no_redis: bool,
+    /// Also run the same phases on the distributed nodes inside this process
+    /// (`cluster::local`, the in-process network), after the processes end.
+    local: bool,
 }
 
 fn parse_args() -> AnyResult<Args> {
@@ -71,6 +78,7 @@ fn parse_args() -> AnyResult<Args> {
         depth: 16,
         seconds: 5.0,
         no_redis: false,
+        local: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -85,9 +93,10 @@ fn parse_args() -> AnyResult<Args> {
             "--depth" => a.depth = val()?.parse()?,
             "--seconds" => a.seconds = val()?.parse()?,
             "--no-redis" => a.no_redis = true,
+            "--local" => a.local = true,
             "-h" | "--help" => {
                 println!(
-                    "tcp_throughput [--keys N] [--value-size S] [--batch B] [--depth D] [--seconds T] [--no-redis]"
+                    "tcp_throughput [--keys N] [--value-size S] [--batch B] [--depth D] [--seconds T] [--no-redis] [--local]"
                 );
                 std::process::exit(0);
             }
@@ -461,6 +470,69 @@ fn redis_runs(procs: &mut Procs, a: &Args) -> AnyResult<Vec<RedisRun>> {
     Ok(runs)
 }
 
+/// Creates and loads `kv`, then runs the read and the write phase against `api`,
+/// printing each with the CPU of the processes in `pids` (name, pid or "self").
+fn rndb_phases(
+    api: &std::sync::Arc<RemoteCluster>,
+    a: &Args,
+    pids: &[(&str, String)],
+) -> AnyResult<(Phase, Phase)> {
+    api.sql(
+        DB,
+        &format!(
+            "CREATE TABLE kv (id BIGINT PRIMARY KEY, v VARBINARY({})) ENGINE=NDB",
+            a.value_size
+        ),
+    )?;
+    let load_rate = load(api, a)?;
+    println!(
+        "loaded {} rows: {:.0} rows/s (Write, {LOAD_BATCH} per transaction, {LOAD_DEPTH} in flight)",
+        a.keys, load_rate
+    );
+
+    let mut perm: Vec<u64> = (0..a.keys).collect();
+    Rng::new(0x7cb_7e57).shuffle(&mut perm);
+    if (a.batch * a.depth) as u64 > a.keys {
+        println!(
+            "note: B*D = {} > N: writes in flight overlap and may wait for each other's locks",
+            a.batch * a.depth
+        );
+    }
+    let cpu_now = || pids.iter().map(|(_, p)| cpu_secs(p)).collect::<Vec<f64>>();
+    let cpu_line = |c0: &[f64], c1: &[f64], secs: f64| {
+        pids.iter()
+            .zip(c0.iter().zip(c1))
+            .map(|((n, _), (a, b))| format!("{n} {:.2}", (b - a) / secs))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+
+    let c0 = cpu_now();
+    let reads = read_phase(api, a, &perm)?;
+    let c1 = cpu_now();
+    println!(
+        "rndb reads:  {:>10.0} rows/s ({} rows in {:.2} s; {}; {}); cores busy: {}",
+        reads.rate(),
+        reads.ops,
+        reads.secs,
+        errors_line(&reads),
+        reads.latency(),
+        cpu_line(&c0, &c1, reads.secs)
+    );
+    let writes = write_phase(api, a, &perm)?;
+    let c2 = cpu_now();
+    println!(
+        "rndb writes: {:>10.0} rows/s ({} rows in {:.2} s; {}; {}); cores busy: {}",
+        writes.rate(),
+        writes.ops,
+        writes.secs,
+        errors_line(&writes),
+        writes.latency(),
+        cpu_line(&c1, &c2, writes.secs)
+    );
+    Ok((reads, writes))
+}
+
 fn main() -> AnyResult<()> {
     let a = parse_args()?;
     let row_bytes = a.value_size as u64 + 64;
@@ -486,27 +558,6 @@ fn main() -> AnyResult<()> {
         &cluster.connectstring(),
         Duration::from_secs(10),
     )?);
-    api.sql(
-        DB,
-        &format!(
-            "CREATE TABLE kv (id BIGINT PRIMARY KEY, v VARBINARY({})) ENGINE=NDB",
-            a.value_size
-        ),
-    )?;
-    let load_rate = load(&api, &a)?;
-    println!(
-        "loaded {} rows: {:.0} rows/s (Write, {LOAD_BATCH} per transaction, {LOAD_DEPTH} in flight)",
-        a.keys, load_rate
-    );
-
-    let mut perm: Vec<u64> = (0..a.keys).collect();
-    Rng::new(0x7cb_7e57).shuffle(&mut perm);
-    if (a.batch * a.depth) as u64 > a.keys {
-        println!(
-            "note: B*D = {} > N: writes in flight overlap and may wait for each other's locks",
-            a.batch * a.depth
-        );
-    }
     let pids: Vec<(&str, String)> = [("client", "self".to_string())]
         .into_iter()
         .chain(["n2", "n3"].iter().map(|n| {
@@ -516,44 +567,38 @@ fn main() -> AnyResult<()> {
             )
         }))
         .collect();
-    let cpu_now = || pids.iter().map(|(_, p)| cpu_secs(p)).collect::<Vec<f64>>();
-    let cpu_line = |c0: &[f64], c1: &[f64], secs: f64| {
-        pids.iter()
-            .zip(c0.iter().zip(c1))
-            .map(|((n, _), (a, b))| format!("{n} {:.2}", (b - a) / secs))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-
-    let c0 = cpu_now();
-    let reads = read_phase(&api, &a, &perm)?;
-    let c1 = cpu_now();
-    println!(
-        "rndb reads:  {:>10.0} rows/s ({} rows in {:.2} s; {}; {}); cores busy: {}",
-        reads.rate(),
-        reads.ops,
-        reads.secs,
-        errors_line(&reads),
-        reads.latency(),
-        cpu_line(&c0, &c1, reads.secs)
-    );
-    let writes = write_phase(&api, &a, &perm)?;
-    let c2 = cpu_now();
-    println!(
-        "rndb writes: {:>10.0} rows/s ({} rows in {:.2} s; {}; {}); cores busy: {}",
-        writes.rate(),
-        writes.ops,
-        writes.secs,
-        errors_line(&writes),
-        writes.latency(),
-        cpu_line(&c1, &c2, writes.secs)
-    );
+    let (reads, writes) = rndb_phases(&api, &a, &pids)?;
     api.close();
     drop(api);
     // The cluster's processes stop before redis runs: the peer gets the same 2 cores.
     for n in ["n2", "n3", "mgmd"] {
         cluster.procs.kill(n)?;
     }
+
+    let local = if a.local {
+        let cfg = rndb::config::ClusterConfig::parse(
+            &format!(
+                "[ndbd default]\nNoOfReplicas=2\nDataMemory={data_memory_mb}M\n\
+                 [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\n\
+                 [ndbd]\nNodeId=2\nHostName=127.0.0.1\n[ndbd]\nNodeId=3\nHostName=127.0.0.1\n[mysqld]\n"
+            ),
+            "tcp_throughput.ini",
+        )?;
+        let dir = cluster.procs.dir.join("local");
+        let lc = rndb::cluster::local::LocalCluster::start(cfg, Some(&dir), false)?;
+        let api = std::sync::Arc::new(lc.connect(Duration::from_secs(10))?);
+        println!(
+            "the same on the nodes inside this process ({}):",
+            lc.connectstring()
+        );
+        let r = rndb_phases(&api, &a, &[("process", "self".to_string())])?;
+        api.close();
+        drop(api);
+        drop(lc);
+        Some(r)
+    } else {
+        None
+    };
 
     let runs = if a.no_redis {
         Vec::new()
@@ -584,6 +629,16 @@ fn main() -> AnyResult<()> {
         }
         println!("{line}");
     }
+    if let Some((lr, lw)) = &local {
+        println!(
+            "in-process network (one process: client, management server, both data nodes): \
+             reads {} ({:.2} of TCP), writes {} ({:.2} of TCP)",
+            fmt_rate(lr.rate()),
+            lr.rate() / reads.rate(),
+            fmt_rate(lw.rate()),
+            lw.rate() / writes.rate()
+        );
+    }
     println!(
         "NDB 7.4 anchor (one data node on a 2-core NUC, NDB API): 589k reads/s; rndb reads / anchor = {:.2}",
         reads.rate() / NDB_ANCHOR_READS
@@ -592,7 +647,10 @@ fn main() -> AnyResult<()> {
         "note: 2 cores shared by the client, both data nodes and the management server (rndb) \
          or by redis-server and redis-benchmark (redis); rndb writes go to both replicas"
     );
-    if !reads.errors.is_empty() || !writes.errors.is_empty() {
+    let local_errors = local
+        .as_ref()
+        .is_some_and(|(r, w)| !r.errors.is_empty() || !w.errors.is_empty());
+    if !reads.errors.is_empty() || !writes.errors.is_empty() || local_errors {
         return Err("some batches failed (see above)".into());
     }
     Ok(())
