@@ -1,8 +1,9 @@
-"""ndbinfo.transporters over TCP against rndb_mgmd and four rndbd (two node groups):
-every live data node's rows, gathered by the node that runs the query (which it may
-run whatever the number of node groups, since it reads no replicas); a killed data
-node's peers show its transporter DISCONNECTED with their counters kept, and count a
-second connection once it is back."""
+"""ndbinfo over TCP against rndb_mgmd and four rndbd (two node groups): every live data
+node's rows of ndbinfo.transporters, memoryusage and memory_per_fragment, gathered by
+the node that runs the query (which it may run whatever the number of node groups,
+since it reads no replicas); a killed data node's peers show its transporter
+DISCONNECTED with their counters kept, and count a second connection once it is
+back."""
 
 from __future__ import annotations
 
@@ -48,6 +49,13 @@ def test_transporters_of_every_data_node(four_nodes: Nodes, tmp_path_factory: py
     assert int(t[(2, 3)]["bytes_sent"]) > 1000 or int(t[(3, 2)]["bytes_sent"]) > 1000, t
     per_node = rows(c, "SELECT node_id, COUNT(*) AS n FROM ndbinfo.transporters GROUP BY node_id")
     assert [r["node_id"] for r in per_node] == ["2", "3", "4", "5"]
+    # Every other ndbinfo table too: each data node's memory, and its fragments of kv.
+    mem = rows(c, "SELECT node_id, memory_type FROM ndbinfo.memoryusage")
+    assert [(r["node_id"], r["memory_type"]) for r in mem] == [
+        (str(n), t) for n in (2, 3, 4, 5) for t in ("Data memory", "Index memory")
+    ], mem
+    frags = rows(c, "SELECT DISTINCT node_id FROM ndbinfo.memory_per_fragment WHERE fq_name LIKE '%kv%'")
+    assert sorted(r["node_id"] for r in frags) == ["2", "3", "4", "5"], frags
     # A statement mixing a table with ndbinfo is still refused with two node groups.
     with pytest.raises(rndb.NdbError) as ei:
         c.sql("SELECT * FROM ndbinfo.transporters, kv")

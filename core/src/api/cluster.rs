@@ -84,6 +84,9 @@ pub struct ClusterInner {
     /// ndbinfo.transporters of a data node process (`rndbd` sets it; the embedded
     /// cluster has no transporters): `ndbinfo::transporters`.
     pub transporters: crate::ndbinfo::TransporterSource,
+    /// Every live data node's ndbinfo rows while a query over TCP runs
+    /// (`ndbinfo::GatheredRows`; empty otherwise).
+    pub ndbinfo_gathered: crate::ndbinfo::GatheredRows,
     /// A private directory holding the data nodes' files when no data directory was
     /// given; removed at shutdown.
     scratch_dir: Option<PathBuf>,
@@ -399,6 +402,7 @@ impl ClusterInner {
             data_dir,
             disk_dict: Mutex::new(super::disk::DiskDict::default()),
             transporters: crate::ndbinfo::TransporterSource::default(),
+            ndbinfo_gathered: crate::ndbinfo::GatheredRows::default(),
             scratch_dir,
             initial_removed,
             next_txn: AtomicU64::new(1),

@@ -211,3 +211,84 @@ fn two_clusters_of_one_process_are_apart_and_an_unknown_network_is_refused() {
     let _ = std::fs::remove_dir_all(&da);
     let _ = std::fs::remove_dir_all(&db);
 }
+
+fn table_rows(api: &Arc<RemoteCluster>, sql: &str) -> Vec<Vec<String>> {
+    let text = api.sql(DB, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    text.lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|v| v.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// ndbinfo over the transport shows every live data node's rows, not only those of
+/// the node that runs the query; a node that is gone is left out; a query whose
+/// rows pass the per-node limit fails with 4011 instead of showing part of them.
+#[test]
+fn ndbinfo_over_the_transport_shows_every_data_nodes_rows() {
+    let dir = scratch("ndbinfo");
+    let mut c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
+    let api = connect(&c);
+    create_kv(&api);
+    let mem = table_rows(
+        &api,
+        "SELECT node_id, memory_type FROM ndbinfo.memoryusage ORDER BY node_id, memory_type",
+    );
+    let want: Vec<Vec<String>> = [2, 3]
+        .iter()
+        .flat_map(|n| ["Data memory", "Index memory"].map(|t| vec![n.to_string(), t.to_string()]))
+        .collect();
+    assert_eq!(mem, want);
+    // Without ORDER BY the rows come in node order, as NDB lists them.
+    let nodes = table_rows(&api, "SELECT node_id FROM ndbinfo.nodes");
+    assert_eq!(nodes, vec![vec!["2".to_string()], vec!["3".to_string()]]);
+    let frag_nodes: std::collections::BTreeSet<String> = table_rows(
+        &api,
+        "SELECT node_id FROM ndbinfo.memory_per_fragment WHERE fq_name LIKE '%kv%'",
+    )
+    .into_iter()
+    .map(|r| r[0].clone())
+    .collect();
+    assert_eq!(frag_nodes, ["2", "3"].map(String::from).into());
+    // Disk data: each node's undo file in information_schema.FILES.
+    api.sql(
+        DB,
+        "CREATE LOGFILE GROUP lg ADD UNDOFILE 'u.dat' INITIAL_SIZE 4M ENGINE=NDB",
+    )
+    .expect("logfile group");
+    let files = table_rows(
+        &api,
+        "SELECT FILE_NAME, EXTRA FROM INFORMATION_SCHEMA.FILES WHERE FILE_TYPE = 'UNDO LOG'",
+    );
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files[0][1].contains("CLUSTER_NODE=2") && files[1][1].contains("CLUSTER_NODE=3"));
+    // More rows than a node may send (the unit tests' limit is 100): 4011.
+    for i in 0..30 {
+        api.sql(
+            DB,
+            &format!("CREATE TABLE t{i} (id INT PRIMARY KEY) ENGINE=NDB"),
+        )
+        .expect("create");
+    }
+    let e = api
+        .sql(DB, "SELECT COUNT(*) FROM ndbinfo.memory_per_fragment")
+        .expect_err("over the limit");
+    assert_eq!(e.code, 4011, "{e}");
+    assert!(e.message.contains("WHERE on node_id"), "{}", e.message);
+    // A node gone: the survivor's rows only.
+    c.kill_node(3).expect("kill");
+    let survivor = c.node(2).expect("node 2");
+    wait_until("the survivor alone", 10, || {
+        survivor.status().view.node_ids() == vec![2]
+    });
+    let mem = table_rows(&api, "SELECT DISTINCT node_id FROM ndbinfo.memoryusage");
+    assert_eq!(mem, vec![vec!["2".to_string()]]);
+    drop(api);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,6 +10,13 @@
 //! the disk-data tables of [`disk`] (diskpagebuffer, diskpagebuffer_advice, logspaces,
 //! logbuffers, files, and information_schema.FILES).
 //! SQL SELECTs over them run in the `sql` module on the rows returned here.
+//!
+//! Every table holds per-node rows: those of the data nodes of this engine (all of
+//! them for the embedded cluster, its own for an `rndbd`'s local engine). A query over
+//! TCP shows every live data node's rows: the data node that runs it gathers the
+//! others' rows of the tables the query names (`cluster::datapath::ndbinfo`) and runs
+//! it with them installed ([`GatheredRows::with`]), at most [`MAX_GATHERED_ROWS`] rows
+//! per node.
 
 use crate::api::ClusterInner;
 use crate::error::{NdbError, Result};
@@ -41,9 +48,96 @@ pub use transporters::{TransporterSource, transporter_rows};
 /// A materialised virtual table: column names and rows.
 pub type VirtualTable = (Vec<String>, Vec<Vec<Value>>);
 
+/// Rows one data node sends for one gathered query, at most (over all its tables).
+#[cfg(not(test))]
+pub const MAX_GATHERED_ROWS: usize = 50_000;
+/// Small in the unit tests, so that they reach it.
+#[cfg(test)]
+pub const MAX_GATHERED_ROWS: usize = 100;
+
+/// The key of a table in a gather: `ndbinfo.<name>` or `information_schema.files`.
+fn gather_key(schema: &str, name: &str) -> String {
+    format!(
+        "{}.{}",
+        schema.to_ascii_lowercase(),
+        name.to_ascii_lowercase()
+    )
+}
+
+/// Every live data node's rows of some tables, installed for the query running now
+/// (see the module notes).
+#[derive(Default)]
+pub struct GatheredRows {
+    rows: parking_lot::Mutex<Option<std::collections::BTreeMap<String, Vec<Vec<Value>>>>>,
+}
+
+impl GatheredRows {
+    /// Runs `f` with `rows` (by gather key, every node's rows in node order) as the
+    /// tables' rows. The caller runs such queries one at a time.
+    pub fn with<T>(
+        &self,
+        rows: std::collections::BTreeMap<String, Vec<Vec<Value>>>,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        *self.rows.lock() = Some(rows);
+        let r = f();
+        *self.rows.lock() = None;
+        r
+    }
+
+    fn get(&self, key: &str) -> Option<Vec<Vec<Value>>> {
+        self.rows.lock().as_ref().and_then(|m| m.get(key).cloned())
+    }
+}
+
+/// The gather keys of the tables `sql`, run in `database`, may read: each table name
+/// that appears in it as a word, when the statement names its schema or runs in it
+/// (an extra table gathered is only rows not used).
+pub fn tables_named_in(database: &str, sql: &str) -> Vec<String> {
+    let lower = sql.to_ascii_lowercase();
+    let is_word = |name: &str| {
+        lower.match_indices(name).any(|(at, _)| {
+            let ok = |c: Option<char>| c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
+            ok(lower[..at].chars().next_back()) && ok(lower[at + name.len()..].chars().next())
+        })
+    };
+    let in_schema = |schema: &str| database.eq_ignore_ascii_case(schema) || is_word(schema);
+    let mut keys: Vec<String> = if in_schema("ndbinfo") {
+        table_names()
+            .into_iter()
+            .filter(|n| is_word(n))
+            .map(|n| gather_key("ndbinfo", n))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if is_word("files") && in_schema("information_schema") {
+        keys.push(gather_key("information_schema", "files"));
+    }
+    keys
+}
+
+/// This engine's own rows of the table a gather key names (None: no such table).
+pub fn own_rows(cluster: &ClusterInner, key: &str) -> Option<Result<Vec<Vec<Value>>>> {
+    let (schema, name) = key.split_once('.')?;
+    compute(cluster, schema, name).map(|r| r.map(|(_, rows)| rows))
+}
+
 /// Rows of a virtual table: `schema` is "ndbinfo" (or "information_schema"); None when
 /// there is no such table.
 pub fn lookup(cluster: &ClusterInner, schema: &str, name: &str) -> Option<Result<VirtualTable>> {
+    let t = compute(cluster, schema, name)?;
+    Some(t.map(|(cols, own)| {
+        let rows = cluster
+            .ndbinfo_gathered
+            .get(&gather_key(schema, name))
+            .unwrap_or(own);
+        (cols, rows)
+    }))
+}
+
+/// The table with this engine's own rows.
+fn compute(cluster: &ClusterInner, schema: &str, name: &str) -> Option<Result<VirtualTable>> {
     if schema.eq_ignore_ascii_case("information_schema") {
         if !name.eq_ignore_ascii_case("files") {
             return None;
@@ -288,4 +382,32 @@ fn nodes(cluster: &ClusterInner) -> VirtualTable {
 /// Error for an unknown ndbinfo table, as MySQL reports it.
 pub fn no_such_table(schema: &str, name: &str) -> NdbError {
     crate::error::codes::no_such_table(&format!("{schema}.{name}"))
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::tables_named_in;
+
+    #[test]
+    fn a_query_gathers_the_tables_it_names_in_their_schema() {
+        assert_eq!(
+            tables_named_in(
+                "test",
+                "SELECT * FROM ndbinfo.memoryusage WHERE node_id = 2"
+            ),
+            vec!["ndbinfo.memoryusage"]
+        );
+        assert_eq!(
+            tables_named_in("ndbinfo", "select m.node_id from memoryusage m, nodes n"),
+            vec!["ndbinfo.memoryusage", "ndbinfo.nodes"]
+        );
+        assert_eq!(
+            tables_named_in("test", "SELECT FILE_NAME FROM INFORMATION_SCHEMA.FILES"),
+            vec!["information_schema.files"]
+        );
+        // A word inside another, or a user table of that name elsewhere: nothing.
+        assert!(tables_named_in("test", "SELECT * FROM ndbinfo.memoryusage_x").is_empty());
+        assert!(tables_named_in("test", "SELECT * FROM nodes").is_empty());
+        assert!(tables_named_in("test", "SELECT * FROM files").is_empty());
+    }
 }

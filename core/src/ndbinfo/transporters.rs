@@ -5,10 +5,8 @@
 //!
 //! A data node process (`rndbd`) installs a source of its own rows
 //! ([`TransporterSource::set`], from `TcpTransport::transporters`); a query over TCP
-//! shows every live data node's rows, gathered by the data node that runs it
-//! (`cluster::datapath::ndbinfo`), which hands them in with
-//! [`TransporterSource::with_gathered`]. The embedded cluster runs in one process and
-//! has no transporters: the table is empty there. rndb never slows senders down
+//! shows every live data node's rows, as every ndbinfo table does (`super`'s notes).
+//! The embedded cluster has no transporters: the table is empty there. rndb never slows senders down
 //! (a full send buffer refuses new work with 1218 instead), so `slowdown` and
 //! `slowdown_count` are always 0.
 
@@ -26,8 +24,6 @@ type RowsFn = Arc<dyn Fn() -> Vec<Vec<Value>> + Send + Sync>;
 #[derive(Default)]
 pub struct TransporterSource {
     own: Mutex<Option<RowsFn>>,
-    /// Rows gathered from every data node for the query running now.
-    gathered: Mutex<Option<Vec<Vec<Value>>>>,
 }
 
 impl TransporterSource {
@@ -40,15 +36,6 @@ impl TransporterSource {
     pub fn own_rows(&self) -> Vec<Vec<Value>> {
         let f = self.own.lock().clone();
         f.map(|f| f()).unwrap_or_default()
-    }
-
-    /// Runs `f` with `rows` as the table's rows (queries are run one at a time by
-    /// their caller).
-    pub fn with_gathered<T>(&self, rows: Vec<Vec<Value>>, f: impl FnOnce() -> T) -> T {
-        *self.gathered.lock() = Some(rows);
-        let r = f();
-        *self.gathered.lock() = None;
-        r
     }
 }
 
@@ -82,12 +69,8 @@ pub fn transporter_rows(node: NodeId, stats: &[TransporterStat]) -> Vec<Vec<Valu
 }
 
 pub(super) fn transporters(cluster: &ClusterInner) -> VirtualTable {
-    let src = &cluster.transporters;
-    let mut rows = match src.gathered.lock().clone() {
-        Some(rows) => rows,
-        None => src.own_rows(),
-    };
-    // By node, then peer (the gathered rows come in answer order).
+    let mut rows = cluster.transporters.own_rows();
+    // By peer.
     rows.sort_by_key(|r| {
         let n = |v: Option<&Value>| match v {
             Some(Value::UInt(x)) => *x,

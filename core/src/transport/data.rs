@@ -440,13 +440,18 @@ pub enum DataMsg {
     LeasePong {
         seq: u64,
     },
-    /// Data node → data node: your rows of ndbinfo.transporters (for a query).
-    TransportersReq {
+    /// Data node → data node: your rows of these per-node ndbinfo tables
+    /// (`ndbinfo.memoryusage`, `information_schema.files`, ...) for a query.
+    NdbinfoReq {
         req: u64,
+        tables: Vec<String>,
     },
-    TransportersConf {
+    /// The rows of each table asked for, in the order asked; `truncated` when they
+    /// would have passed `ndbinfo::MAX_GATHERED_ROWS` (then some are left out).
+    NdbinfoConf {
         req: u64,
-        rows: Vec<Vec<Value>>,
+        tables: Vec<(String, Vec<Vec<Value>>)>,
+        truncated: bool,
     },
     /// Global checkpoint (`datapath/gcp.rs`), master → every live data node: hold new
     /// commit decisions, answer once this node's commits under way are done.
@@ -534,8 +539,8 @@ mod kind {
     pub const NODE_READY: u16 = 140;
     pub const LEASE_PING: u16 = 141;
     pub const LEASE_PONG: u16 = 142;
-    pub const TRANSPORTERS_REQ: u16 = 143;
-    pub const TRANSPORTERS_CONF: u16 = 144;
+    pub const NDBINFO_REQ: u16 = 143;
+    pub const NDBINFO_CONF: u16 = 144;
     pub const GCP_PREPARE: u16 = 145;
     pub const GCP_PREPARED: u16 = 146;
     pub const GCP_COMMIT: u16 = 147;
@@ -743,8 +748,8 @@ impl DataMsg {
             DataMsg::NodeReady { .. } => NODE_READY,
             DataMsg::LeasePing { .. } => LEASE_PING,
             DataMsg::LeasePong { .. } => LEASE_PONG,
-            DataMsg::TransportersReq { .. } => TRANSPORTERS_REQ,
-            DataMsg::TransportersConf { .. } => TRANSPORTERS_CONF,
+            DataMsg::NdbinfoReq { .. } => NDBINFO_REQ,
+            DataMsg::NdbinfoConf { .. } => NDBINFO_CONF,
             DataMsg::GcpPrepare { .. } => GCP_PREPARE,
             DataMsg::GcpPrepared { .. } => GCP_PREPARED,
             DataMsg::GcpCommit { .. } => GCP_COMMIT,
@@ -1145,13 +1150,28 @@ impl DataMsg {
                 e.u64(*seq);
             }
             DataMsg::LeasePing { seq } | DataMsg::LeasePong { seq } => e.u64(*seq),
-            DataMsg::TransportersReq { req } => e.u64(*req),
-            DataMsg::TransportersConf { req, rows } => {
+            DataMsg::NdbinfoReq { req, tables } => {
                 e.u64(*req);
-                e.u32(rows.len() as u32);
-                for r in rows {
-                    enc_values(&mut e, r);
+                e.u32(tables.len() as u32);
+                for t in tables {
+                    e.str(t);
                 }
+            }
+            DataMsg::NdbinfoConf {
+                req,
+                tables,
+                truncated,
+            } => {
+                e.u64(*req);
+                e.u32(tables.len() as u32);
+                for (name, rows) in tables {
+                    e.str(name);
+                    e.u32(rows.len() as u32);
+                    for r in rows {
+                        enc_values(&mut e, r);
+                    }
+                }
+                e.u8(u8::from(*truncated));
             }
             DataMsg::GcpPrepare { round } | DataMsg::GcpCommitted { round } => e.u64(*round),
             DataMsg::GcpPrepared {
@@ -1569,15 +1589,34 @@ impl DataMsg {
             },
             LEASE_PING => DataMsg::LeasePing { seq: u64_(d)? },
             LEASE_PONG => DataMsg::LeasePong { seq: u64_(d)? },
-            TRANSPORTERS_REQ => DataMsg::TransportersReq { req: u64_(d)? },
-            TRANSPORTERS_CONF => {
+            NDBINFO_REQ => {
                 let req = u64_(d)?;
-                let n = count(d, "rows")?;
-                let mut rows = Vec::with_capacity(n);
+                let n = count(d, "tables")?;
+                let mut tables = Vec::with_capacity(n);
                 for _ in 0..n {
-                    rows.push(dec_values(d)?);
+                    tables.push(s(d)?);
                 }
-                DataMsg::TransportersConf { req, rows }
+                DataMsg::NdbinfoReq { req, tables }
+            }
+            NDBINFO_CONF => {
+                let req = u64_(d)?;
+                let n = count(d, "tables")?;
+                let mut tables = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let name = s(d)?;
+                    let m = count(d, "rows")?;
+                    let mut rows = Vec::with_capacity(m);
+                    for _ in 0..m {
+                        rows.push(dec_values(d)?);
+                    }
+                    tables.push((name, rows));
+                }
+                let truncated = d.u8().map_err(bad)? != 0;
+                DataMsg::NdbinfoConf {
+                    req,
+                    tables,
+                    truncated,
+                }
             }
             GCP_PREPARE => DataMsg::GcpPrepare { round: u64_(d)? },
             GCP_PREPARED => DataMsg::GcpPrepared {

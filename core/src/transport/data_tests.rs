@@ -218,13 +218,26 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             done: true,
         })),
         DataMsg::ScanCloseReq { scan: 11 },
-        DataMsg::TransportersReq { req: 12 },
-        DataMsg::TransportersConf {
+        DataMsg::NdbinfoReq {
             req: 12,
-            rows: vec![
-                vec![Value::UInt(2), Value::Str("CONNECTED".into())],
-                Vec::new(),
+            tables: vec![
+                "ndbinfo.transporters".into(),
+                "information_schema.files".into(),
             ],
+        },
+        DataMsg::NdbinfoConf {
+            req: 12,
+            tables: vec![
+                (
+                    "ndbinfo.transporters".into(),
+                    vec![
+                        vec![Value::UInt(2), Value::Str("CONNECTED".into())],
+                        Vec::new(),
+                    ],
+                ),
+                ("information_schema.files".into(), Vec::new()),
+            ],
+            truncated: true,
         },
         DataMsg::LqhPrepare {
             txn,

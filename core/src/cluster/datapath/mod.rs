@@ -969,11 +969,18 @@ impl DataPath {
             } => self.schema_answer(from, req, code, class, text),
             DataMsg::LeasePing { seq } => self.on_lease_ping(from, seq),
             DataMsg::LeasePong { seq } => self.on_lease_pong(from, seq),
-            DataMsg::TransportersReq { req } => {
-                let rows = self.engine.inner().transporters.own_rows();
-                self.send(from, DataMsg::TransportersConf { req, rows });
+            DataMsg::NdbinfoReq { req, tables } => {
+                let (tables, truncated) = self.own_ndbinfo_rows(&tables);
+                self.send(
+                    from,
+                    DataMsg::NdbinfoConf {
+                        req,
+                        tables,
+                        truncated,
+                    },
+                );
             }
-            m @ DataMsg::TransportersConf { .. } => self.dispatch(0, Job::Msg(from, m)),
+            m @ DataMsg::NdbinfoConf { .. } => self.dispatch(0, Job::Msg(from, m)),
             DataMsg::ReadyQuery => {
                 if self.is_ready() {
                     let ready = self.ready_map();
@@ -1184,7 +1191,11 @@ impl DataPath {
                 self.tc_unique_checked(worker, from, txn, round, err);
             }
             DataMsg::SqlReq { req, database, sql } => self.sql(from, req, &database, &sql),
-            DataMsg::TransportersConf { req, rows } => self.gather_answer(from, req, rows),
+            DataMsg::NdbinfoConf {
+                req,
+                tables,
+                truncated,
+            } => self.gather_answer(from, req, tables, truncated),
             DataMsg::SchemaReq { req, database, sql } => {
                 self.schema_apply(from, req, &database, &sql)
             }

@@ -116,13 +116,11 @@ impl DataPath {
             );
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
-        let lower = sql.to_ascii_lowercase();
-        if kind == Kind::ReadOnly
-            && lower.contains("ndbinfo")
-            && lower.contains("transporters")
-            && self.gather_transporters(api, req, database, sql)
-        {
-            return;
+        if kind == Kind::ReadOnly {
+            let tables = crate::ndbinfo::tables_named_in(database, sql);
+            if !tables.is_empty() && self.gather_ndbinfo(api, req, database, sql, tables) {
+                return;
+            }
         }
         let r = self.run_sql(database, sql);
         let (Kind::Ddl, Ok(text)) = (kind, &r) else {
