@@ -33,6 +33,8 @@ pub struct RemoteShell {
     data: Option<RemoteSession>,
     database: String,
     pub prompt: String,
+    /// SOURCE files being run (nesting).
+    depth: usize,
 }
 
 impl RemoteShell {
@@ -47,6 +49,7 @@ impl RemoteShell {
             data: None,
             database: "test".to_string(),
             prompt: DEFAULT_PROMPT.to_string(),
+            depth: 0,
         })
     }
 
@@ -103,22 +106,22 @@ impl RemoteShell {
     }
 
     fn source(&mut self, path: &str) -> Outcome {
-        let path = path.trim().trim_matches(|c| c == '\'' || c == '"');
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) => {
-                print_err(&format!("SOURCE {path}: {e}"));
-                return Outcome::Failed;
-            }
+        let Some(text) = crate::shell::read_source_file(path, self.depth) else {
+            return Outcome::Failed;
         };
+        self.depth += 1;
         let mut outcome = Outcome::Ok;
         for cmd in input::split_all(&text) {
             match self.run(&cmd) {
                 Outcome::Ok => {}
                 Outcome::Failed => outcome = Outcome::Failed,
-                Outcome::Quit => return Outcome::Quit,
+                Outcome::Quit => {
+                    outcome = Outcome::Quit;
+                    break;
+                }
             }
         }
+        self.depth -= 1;
         outcome
     }
 }

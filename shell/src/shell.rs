@@ -23,6 +23,36 @@ pub const MAX_COMMAND_BYTES: usize = 16 * 1024 * 1024;
 /// How deep SOURCE may nest.
 const MAX_SOURCE_DEPTH: usize = 16;
 
+/// The text of `SOURCE <path>` at nesting `depth` (files being run around it); None
+/// after printing why not (no name, nested too deep, unreadable, not UTF-8). Shared
+/// by the embedded and the remote shell.
+pub(crate) fn read_source_file(path: &str, depth: usize) -> Option<String> {
+    let path = path.trim().trim_matches(|c| c == '\'' || c == '"');
+    if path.is_empty() {
+        print_err("SOURCE needs a file name: SOURCE <file>");
+        return None;
+    }
+    if depth >= MAX_SOURCE_DEPTH {
+        print_err(&format!(
+            "SOURCE {path}: files nested deeper than {MAX_SOURCE_DEPTH} (a file sourcing itself?)"
+        ));
+        return None;
+    }
+    match std::fs::read(Path::new(path)) {
+        Ok(b) => match String::from_utf8(b) {
+            Ok(t) => Some(t),
+            Err(_) => {
+                print_err(&format!("SOURCE {path}: not a text file (not UTF-8)"));
+                None
+            }
+        },
+        Err(e) => {
+            print_err(&format!("SOURCE {path}: {e}"));
+            None
+        }
+    }
+}
+
 pub const DEFAULT_PROMPT: &str = "rndb_mgm> ";
 
 /// What a command did.
@@ -455,29 +485,8 @@ impl Shell {
 
     /// Runs a file of commands; a failing command does not stop the file.
     fn source(&mut self, path: &str) -> Outcome {
-        let path = path.trim().trim_matches(|c| c == '\'' || c == '"');
-        if path.is_empty() {
-            print_err("SOURCE needs a file name: SOURCE <file>");
+        let Some(text) = read_source_file(path, self.depth) else {
             return Outcome::Failed;
-        }
-        if self.depth >= MAX_SOURCE_DEPTH {
-            print_err(&format!(
-                "SOURCE {path}: files nested deeper than {MAX_SOURCE_DEPTH} (a file sourcing itself?)"
-            ));
-            return Outcome::Failed;
-        }
-        let text = match std::fs::read(Path::new(path)) {
-            Ok(b) => match String::from_utf8(b) {
-                Ok(t) => t,
-                Err(_) => {
-                    print_err(&format!("SOURCE {path}: not a text file (not UTF-8)"));
-                    return Outcome::Failed;
-                }
-            },
-            Err(e) => {
-                print_err(&format!("SOURCE {path}: {e}"));
-                return Outcome::Failed;
-            }
         };
         self.depth += 1;
         let mut outcome = Outcome::Ok;

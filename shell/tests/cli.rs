@@ -373,4 +373,14 @@ fn local_runs_the_distributed_nodes_in_process_and_restarts_from_the_data_direct
     );
     let (status, _, err) = plain(&["--local", "-c", "127.0.0.1:1186", "-e", "SHOW"]);
     assert_eq!(status, 2, "--local and -c conflict: {err}");
+    // SOURCE against a management server: a file sourcing itself stops at the nesting
+    // limit (it recursed until the stack overflowed before), no name is an error.
+    std::fs::write(dir.path().join("loop.sql"), "SELECT 1;\nSOURCE loop.sql\n").expect("write");
+    let (status, out, err) = run("SOURCE loop.sql");
+    assert_eq!(status, 1, "{out}{err}");
+    assert!(err.contains("files nested deeper than 16"), "{err}");
+    assert_eq!(out.matches("1 row in set").count(), 16, "{out}");
+    let (status, _, err) = run("SOURCE");
+    assert_eq!(status, 1);
+    assert!(err.contains("SOURCE needs a file name"), "{err}");
 }

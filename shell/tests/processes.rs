@@ -200,7 +200,7 @@ fn kill_a_data_node_and_restart_it() {
     let (code, text) = mgm(port, "SET DiskPageBufferMemory=128M");
     assert_eq!(code, 0, "{text}");
     assert!(
-        text.contains("in effect now on data node(s) 2, 3"),
+        text.contains("in effect now: every data node's page cache was resized online"),
         "{text}"
     );
     let (code, text) = mgm(port, "3 REPORT DiskPageBuffer");

@@ -660,7 +660,7 @@ impl Server {
             return Ok(Some(String::new()));
         };
         let nodes = self.shared.nodes.lock().clone();
-        let data_targets = |t: Target| data_targets(&nodes, t);
+        let data_targets = |t: Target| data_targets(&self.cfg, &nodes, t);
         match cmd {
             Command::Report(t, what) => self.report(from, data_targets(t)?, what, &nodes),
             Command::Dump(t, codes) => self.dump(from, data_targets(t)?, &codes, &nodes),
@@ -672,11 +672,21 @@ impl Server {
 
     /// The commands the server answers from what it knows.
     fn command_now(&mut self, cmd: Command, nodes: BTreeMap<NodeId, NodeEntry>) -> Result<String> {
-        let data_targets = |t: Target| data_targets(&nodes, t);
+        let data_targets = |t: Target| data_targets(&self.cfg, &nodes, t);
         match cmd {
             Command::Show => Ok(self.show(&nodes)),
             Command::Status(Target::Node(id)) if id == self.me => {
                 Ok(format!("Node {id}: connected ({})", crate::mgm::VERSION))
+            }
+            // An API node: connected while a client holds its id (as ndb_mgm shows it).
+            Command::Status(Target::Node(id))
+                if self.cfg.api_nodes.iter().any(|a| a.node_id == id) =>
+            {
+                Ok(if self.api.connected().contains_key(&id) {
+                    format!("Node {id}: connected ({})", crate::mgm::VERSION)
+                } else {
+                    format!("Node {id}: not connected")
+                })
             }
             Command::Status(t) => Ok(data_targets(t)?
                 .into_iter()
@@ -890,15 +900,22 @@ impl Server {
     }
 }
 
-/// The data nodes `t` names; an error naming the data nodes when it names none.
-fn data_targets(nodes: &BTreeMap<NodeId, NodeEntry>, t: Target) -> Result<Vec<NodeId>> {
+/// The data nodes `t` names; when it names another node, the embedded cluster's error
+/// (`mgm::node_error`: naming the nodes there are).
+fn data_targets(
+    cfg: &ClusterConfig,
+    nodes: &BTreeMap<NodeId, NodeEntry>,
+    t: Target,
+) -> Result<Vec<NodeId>> {
     match t {
         Target::All => Ok(nodes.keys().copied().collect()),
         Target::Node(id) if nodes.contains_key(&id) => Ok(vec![id]),
-        Target::Node(id) => Err(crate::mgm::mgm_error(format!(
-            "Node {id}: not a data node of this cluster (data nodes: {})",
-            super::qmgr::join(nodes.keys())
-        ))),
+        Target::Node(id) => {
+            let data: Vec<u32> = nodes.keys().copied().collect();
+            let mgm: Vec<u32> = cfg.mgm_nodes.iter().map(|m| m.node_id).collect();
+            let api: Vec<u32> = cfg.api_nodes.iter().map(|a| a.node_id).collect();
+            Err(crate::mgm::node_error(id, &data, &mgm, &api))
+        }
     }
 }
 

@@ -150,12 +150,31 @@ fn report_dump_clusterlog_and_set_against_the_management_server() {
 
     // SET of a parameter applied at once: every running node resizes its page cache.
     let set = c.command("SET DiskPageBufferMemory=128M").expect("set");
+    assert_eq!(
+        set,
+        "DiskPageBufferMemory changed from 64M to 128M for data nodes 2, 3: in effect now: \
+         every data node's page cache was resized online (NDB needs a rolling restart for this)",
+        "the embedded cluster's words once every node applied it"
+    );
+    // The checkpoint write speeds reach every running node's configuration.
+    let set = c.command("SET MaxDiskWriteSpeed=40M").expect("set");
     assert!(
-        set.starts_with(
-            "DiskPageBufferMemory changed from 64M to 128M for data nodes 2, 3: in effect now on data node(s) 2, 3"
+        set.ends_with(
+            "in effect from each data node's next local checkpoint round, no restart needed"
         ),
         "{set}"
     );
+    let n2_speed = n2
+        .data()
+        .expect("data path")
+        .engine
+        .inner()
+        .config
+        .read()
+        .data_nodes
+        .first()
+        .and_then(|d| d.get_u64("MaxDiskWriteSpeed"));
+    assert_eq!(n2_speed, Some(40 << 20));
     let dpb = c
         .command("ALL REPORT DiskPageBuffer")
         .expect("disk page buffer");

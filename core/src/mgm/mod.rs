@@ -172,11 +172,29 @@ fn join_ids(ids: &[u32]) -> String {
 /// "Node 9: no such node (...)" naming the nodes there are.
 fn no_such_node(cluster: &ClusterInner, id: u32) -> NdbError {
     let data: Vec<u32> = cluster.data_nodes.iter().map(|n| n.node_id).collect();
+    node_error(
+        id,
+        &data,
+        &[cluster.mgm.mgm_node_id],
+        cluster.api_node_ids(),
+    )
+}
+
+/// The error for a node command naming node `id`, which is not one of the data nodes
+/// `data`: a management or API node of the configuration, or no node at all. Shared
+/// by the embedded cluster and `rndb_mgmd`.
+pub(crate) fn node_error(id: u32, data: &[u32], mgm: &[u32], api: &[u32]) -> NdbError {
+    if mgm.contains(&id) || api.contains(&id) {
+        return mgm_error(format!(
+            "Node {id}: not a data node; this command is for data nodes ({})",
+            join_ids(data)
+        ));
+    }
     mgm_error(format!(
         "Node {id}: no such node. Data nodes: {}; management node: {}; API nodes: {}",
-        join_ids(&data),
-        cluster.mgm.mgm_node_id,
-        join_ids(cluster.api_node_ids())
+        join_ids(data),
+        join_ids(mgm),
+        join_ids(api)
     ))
 }
 
@@ -185,20 +203,6 @@ fn data_targets(cluster: &ClusterInner, t: Target) -> Result<Vec<u32>> {
     match t {
         Target::All => Ok(cluster.data_nodes.iter().map(|n| n.node_id).collect()),
         Target::Node(id) if cluster.node(id).is_some() => Ok(vec![id]),
-        Target::Node(id)
-            if id == cluster.mgm.mgm_node_id || cluster.api_node_ids().contains(&id) =>
-        {
-            Err(mgm_error(format!(
-                "Node {id}: not a data node; this command is for data nodes ({})",
-                join_ids(
-                    &cluster
-                        .data_nodes
-                        .iter()
-                        .map(|n| n.node_id)
-                        .collect::<Vec<_>>()
-                )
-            )))
-        }
         Target::Node(id) => Err(no_such_node(cluster, id)),
     }
 }
@@ -339,10 +343,28 @@ pub fn run_on_data_node(cluster: &ClusterInner, text: &str) -> Result<String> {
     }
 }
 
-/// Whether `SET <name>=...` takes effect on running data nodes at once.
+/// Whether `SET <name>=...` takes effect on running data nodes without a restart (at
+/// once, or at their next local checkpoint round): the management server then sends
+/// it to every running data node.
 pub(crate) fn applied_at_once(name: &str) -> bool {
     let pname = lookup_param_in(Section::Ndbd, name).map_or(name, |s| s.name);
-    APPLIED_AT_ONCE.contains(&pname)
+    APPLIED_AT_ONCE.contains(&pname) || READ_AT_EACH_LCP_ROUND.contains(&pname)
+}
+
+/// What a `SET` of `pname` that running data nodes take ([`applied_at_once`]) does:
+/// the same words for the embedded cluster and for `rndb_mgmd`.
+pub(crate) fn set_effect_now(pname: &str, restart: Restart) -> &'static str {
+    if READ_AT_EACH_LCP_ROUND.contains(&pname) {
+        return "in effect from each data node's next local checkpoint round, no restart needed";
+    }
+    match restart {
+        Restart::None => "in effect now, no restart needed",
+        // The page cache resizes in place (growing adds frames, shrinking writes and
+        // evicts pages) and keeps its history.
+        _ => {
+            "in effect now: every data node's page cache was resized online (NDB needs a rolling restart for this)"
+        }
+    }
 }
 
 /// (node id, text) of a line `Node N: text`; (0, line) for any other line.
@@ -596,6 +618,14 @@ const APPLIED_AT_ONCE: &[&str] = &[
     "DiskPageBufferMemory",
 ];
 
+/// Parameters each local checkpoint round reads from the configuration when it starts
+/// (`api::lcp`'s write pacing).
+const READ_AT_EACH_LCP_ROUND: &[&str] = &[
+    "MinDiskWriteSpeed",
+    "MaxDiskWriteSpeed",
+    "MaxDiskWriteSpeedOwnRestart",
+];
+
 /// Parameters a data node takes when it restarts (`ClusterInner::start_node`).
 const APPLIED_AT_NODE_RESTART: &[&str] = &["DataMemory"];
 
@@ -617,14 +647,9 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
     };
     let pname = spec.map_or(name, |s| s.name);
     let effect = match restart {
-        _ if APPLIED_AT_ONCE.contains(&pname) => {
+        _ if applied_at_once(pname) => {
             cluster.apply_dynamic_params()?;
-            match restart {
-                Restart::None => "in effect now, no restart needed".to_string(),
-                // The page cache resizes in place (growing adds frames, shrinking
-                // writes and evicts pages) and keeps its history.
-                _ => "in effect now: every data node's page cache was resized online (NDB needs a rolling restart for this)".to_string(),
-            }
+            set_effect_now(pname, restart).to_string()
         }
         Restart::None => format!("no restart needed (rndb does not use {pname} yet)"),
         Restart::Rolling if APPLIED_AT_NODE_RESTART.contains(&pname) && cluster.data_dir.is_none() => "each data node takes it when it restarts, as with NDB: ROLLING RESTART (one node at a time, the data copied back) or <id> RESTART; until then every node keeps its current value".to_string(),

@@ -280,7 +280,9 @@ fn set_changes_the_configuration() {
     assert!(out.contains("initial (system) restart is needed"), "{out}");
     let out = ok(&c, "SET MinDiskWriteSpeed=20M");
     assert!(
-        out.ends_with("no restart needed (rndb does not use MinDiskWriteSpeed yet)"),
+        out.ends_with(
+            "in effect from each data node's next local checkpoint round, no restart needed"
+        ),
         "{out}"
     );
     let e = err(&c, "SET DiskPageBufferMemry=1G");

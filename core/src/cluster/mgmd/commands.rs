@@ -61,7 +61,12 @@ enum Finish {
         log: bool,
     },
     /// A SET that running nodes apply at once: `what` changed; which nodes have it.
-    Set { what: String, targets: Vec<NodeId> },
+    Set {
+        what: String,
+        /// `mgm::set_effect_now`'s words.
+        effect: &'static str,
+        targets: Vec<NodeId>,
+    },
 }
 
 impl Server {
@@ -159,6 +164,7 @@ impl Server {
         if crate::mgm::applied_at_once(pname) {
             let finish = Finish::Set {
                 what,
+                effect: crate::mgm::set_effect_now(pname, restart),
                 targets: ids.clone(),
             };
             return self.ask_nodes(client, &format!("SET {pname}={value}"), &ids, nodes, finish);
@@ -315,7 +321,11 @@ impl Server {
                 }
                 out.join("\n")
             }
-            Finish::Set { what, targets } => {
+            Finish::Set {
+                what,
+                effect,
+                targets,
+            } => {
                 let mut applied = Vec::new();
                 let mut notes = Vec::new();
                 for n in targets {
@@ -332,9 +342,12 @@ impl Server {
                 }
                 let mut text = if applied.is_empty() {
                     format!("{what}: no running data node has applied it yet")
+                } else if notes.is_empty() {
+                    // Every data node took it: the embedded cluster's words.
+                    format!("{what}: {effect}")
                 } else {
                     format!(
-                        "{what}: in effect now on data node(s) {}, applied in place (NDB needs a rolling restart for this)",
+                        "{what}: {effect} on data node(s) {}",
                         super::super::qmgr::join(&applied)
                     )
                 };
