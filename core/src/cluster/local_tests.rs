@@ -292,3 +292,79 @@ fn ndbinfo_over_the_transport_shows_every_data_nodes_rows() {
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// OPTIMIZE TABLE over the transport runs on every data node's replicas and answers
+/// each node's note with one status; the rows are all there afterwards, equal on
+/// both replicas.
+#[test]
+fn optimize_table_runs_on_every_data_node() {
+    let dir = scratch("optimize");
+    let c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
+    let api = connect(&c);
+    create_kv(&api);
+    for chunk in (0..3000).collect::<Vec<i64>>().chunks(500) {
+        api.execute(
+            chunk
+                .iter()
+                .map(|&i| insert(i, "some value here"))
+                .collect(),
+        )
+        .expect("insert");
+    }
+    // Free most rows, scattered, so that the kept ones are worth moving.
+    let dels: Vec<KeyOp> = (0..3000)
+        .filter(|i| i % 10 != 0)
+        .map(|i| KeyOp {
+            op: OpType::Delete,
+            database: DB.into(),
+            table: "kv".into(),
+            key: vec![Value::Int(i)],
+            values: Vec::new(),
+            columns: Vec::new(),
+        })
+        .collect();
+    for chunk in dels.chunks(500) {
+        api.execute(chunk.to_vec()).expect("delete");
+    }
+    let rows = table_rows(&api, "OPTIMIZE TABLE kv");
+    let notes: Vec<&Vec<String>> = rows.iter().filter(|r| r[2] == "note").collect();
+    assert_eq!(notes.len(), 2, "{rows:?}");
+    assert!(notes[0][3].starts_with("Node 2: ") && notes[1][3].starts_with("Node 3: "));
+    assert!(notes.iter().all(|r| r[3].contains("rows and")), "{rows:?}");
+    assert_eq!(rows.last().map(|r| r[3].as_str()), Some("OK"), "{rows:?}");
+    let given_back: u64 = notes
+        .iter()
+        .map(|r| {
+            let before = r[3]
+                .split(" DataMemory pages given back")
+                .next()
+                .unwrap_or("");
+            before
+                .rsplit(' ')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(given_back > 0, "pages given back: {rows:?}");
+    let want: Vec<i64> = (0..3000).filter(|i| i % 10 == 0).collect();
+    let got = read_values(&api, &want);
+    assert!(got.iter().all(|v| v.as_deref() == Some("some value here")));
+    let local: Vec<_> = [2, 3]
+        .iter()
+        .map(|&id| local_table(&c.node(id).expect("node").data().expect("data")))
+        .collect();
+    assert_eq!(local[0].len(), 300);
+    assert_eq!(local[0], local[1]);
+    // A table that does not exist: each node's error, and a failed status.
+    let rows = table_rows(&api, "OPTIMIZE TABLE nope");
+    assert_eq!(rows.last().map(|r| r[3].as_str()), Some("Operation failed"));
+    assert_eq!(
+        rows.iter().filter(|r| r[2] == "Error").count(),
+        2,
+        "{rows:?}"
+    );
+    drop(api);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -225,8 +225,18 @@ fn report_dump_clusterlog_and_set_against_the_management_server() {
     assert_eq!(rows, 2000, "node 3's new life holds every row");
     drop(local);
     // An unknown node for a node command.
-    let e = c.command("9 DUMP 1000").expect_err("not a data node");
-    assert!(e.message.contains("not a data node"), "{e}");
+    let e = c.command("9 DUMP 1000").expect_err("no such node");
+    assert!(
+        e.message
+            .starts_with("Node 9: no such node. Data nodes: 2, 3; management node: 1; API nodes:"),
+        "{e}"
+    );
+    let e = c.command("1 DUMP 1000").expect_err("not a data node");
+    assert!(
+        e.message
+            .starts_with("Node 1: not a data node; this command is for data nodes (2, 3)"),
+        "{e}"
+    );
     api.close();
     drop(n2);
 }

@@ -71,6 +71,7 @@ pub use gcp::DURABLE_WAITERS_MAX;
 mod lease;
 mod lqh;
 mod lqh_failure;
+mod maintenance;
 mod ndbinfo;
 mod scan;
 pub use scan::{MAX_OPEN_SCANS, SCAN_IDLE_MS};
@@ -311,6 +312,9 @@ pub struct DataPath {
     me_weak: Mutex<std::sync::Weak<DataPath>>,
     /// SQL statements being captured (`sql_capture`), at most `MAX_CAPTURES`.
     captures_running: AtomicUsize,
+    /// Table maintenance statements running (`maintenance`), at most
+    /// `MAX_MAINTENANCE`.
+    maintenance_running: AtomicUsize,
 }
 
 /// A data node's local engine configuration: this node alone, one replica.
@@ -500,6 +504,7 @@ impl DataPath {
             threads: Mutex::new(Vec::new()),
             me_weak: Mutex::new(std::sync::Weak::new()),
             captures_running: AtomicUsize::new(0),
+            maintenance_running: AtomicUsize::new(0),
         });
         *dp.me_weak.lock() = Arc::downgrade(&dp);
         for (i, rx) in receivers.into_iter().enumerate() {

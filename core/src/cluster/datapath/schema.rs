@@ -1,16 +1,19 @@
 //! SQL from API nodes: DDL (CREATE, DROP, ALTER, TRUNCATE) runs on the receiving node
-//! and then on every other live data node (`SchemaReq`), answered once all did;
+//! and then on every other live data node (`SchemaReq`), answered once all did; so
+//! does table maintenance (OPTIMIZE, ANALYZE: `maintenance.rs`), whose answer merges
+//! every node's result;
 //! read-only statements (SELECT, SHOW, DESCRIBE, EXPLAIN) run on the receiving node's
 //! replicas (every partition when the cluster has one node group; with several, a
 //! SELECT of a table is run by the API node over every group, `remote_select.rs`, and
 //! refused here). Statements that change rows come as `SqlCaptureReq`
 //! (`sql_capture.rs`) and are refused here.
 
+use super::maintenance::{self, NodeRows};
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
 use crate::transport::NodeId;
 use crate::transport::data::DataMsg;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A DDL waiting for the other data nodes.
 pub(crate) struct SchemaWait {
@@ -19,11 +22,15 @@ pub(crate) struct SchemaWait {
     waiting: BTreeSet<NodeId>,
     text: String,
     failures: Vec<String>,
+    /// Table maintenance: each node's result rows (its own included).
+    maintenance: Option<NodeRows>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Ddl,
+    /// OPTIMIZE, ANALYZE: on every data node, results merged (`maintenance.rs`).
+    Maintenance,
     ReadOnly,
     /// Changes rows: sent as `SqlCaptureReq` (`sql_capture.rs`), not as SqlReq.
     Dml,
@@ -35,6 +42,7 @@ fn kind_of(sql: &str) -> Kind {
     match word.as_str() {
         "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => Kind::Ddl,
         "SELECT" | "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "USE" => Kind::ReadOnly,
+        _ if maintenance::is_maintenance(sql) => Kind::Maintenance,
         _ if crate::sql::changes_rows(sql) => Kind::Dml,
         _ => Kind::Refused,
     }
@@ -116,6 +124,9 @@ impl DataPath {
             );
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
+        if kind == Kind::Maintenance {
+            return self.maintenance_start(api, req, database, sql);
+        }
         if kind == Kind::ReadOnly {
             let tables = crate::ndbinfo::tables_named_in(database, sql);
             if !tables.is_empty() && self.gather_ndbinfo(api, req, database, sql, tables) {
@@ -142,6 +153,7 @@ impl DataPath {
                 waiting: peers.clone(),
                 text: text.clone(),
                 failures: Vec::new(),
+                maintenance: None,
             },
         );
         for p in peers {
@@ -156,9 +168,73 @@ impl DataPath {
         }
     }
 
-    /// DDL from another data node.
+    /// Table maintenance from an API node: here (on a maintenance thread), then on
+    /// every other live data node.
+    fn maintenance_start(&self, api: NodeId, req: u64, database: &str, sql: &str) {
+        let (database, sql) = (database.to_string(), sql.to_string());
+        self.in_maintenance_thread(
+            move |dp, e| dp.send(api, Self::sql_reply(req, &Err(e))),
+            move |dp| dp.maintenance_here_then_peers(api, req, &database, &sql),
+        );
+    }
+
+    fn maintenance_here_then_peers(&self, api: NodeId, req: u64, database: &str, sql: &str) {
+        let own = self
+            .maintenance_rows(database, sql)
+            .map_err(|e| e.to_string());
+        let peers: BTreeSet<NodeId> = {
+            let m = self.members.read();
+            m.live.iter().copied().filter(|&n| n != self.me).collect()
+        };
+        let per_node: NodeRows = BTreeMap::from([(self.me, own)]);
+        if peers.is_empty() {
+            return self.maintenance_reply(api, req, &per_node);
+        }
+        let id = self.next_req();
+        self.schema_waits.lock().insert(
+            id,
+            SchemaWait {
+                api,
+                api_req: req,
+                waiting: peers.clone(),
+                text: String::new(),
+                failures: Vec::new(),
+                maintenance: Some(per_node),
+            },
+        );
+        for p in peers {
+            self.send(
+                p,
+                DataMsg::SchemaReq {
+                    req: id,
+                    database: database.to_string(),
+                    sql: sql.to_string(),
+                },
+            );
+        }
+    }
+
+    fn maintenance_reply(&self, api: NodeId, req: u64, per_node: &NodeRows) {
+        let text = crate::sql::render(&maintenance::merge(per_node), std::time::Duration::ZERO);
+        self.send(api, Self::sql_reply(req, &Ok(text)));
+    }
+
+    /// DDL or table maintenance from another data node.
     pub(super) fn schema_apply(&self, from: NodeId, req: u64, database: &str, sql: &str) {
-        let r = if kind_of(sql) == Kind::Ddl {
+        let kind = kind_of(sql);
+        if kind == Kind::Maintenance {
+            let (database, sql) = (database.to_string(), sql.to_string());
+            return self.in_maintenance_thread(
+                move |dp, e| dp.send(from, Self::sql_reply(req, &Err(e))),
+                move |dp| {
+                    let r = dp
+                        .maintenance_rows(&database, &sql)
+                        .map(|rows| maintenance::encode_rows(&rows));
+                    dp.send(from, Self::sql_reply(req, &r));
+                },
+            );
+        }
+        let r = if kind == Kind::Ddl {
             self.run_sql(database, sql)
         } else {
             Err(codes::bad_argument(
@@ -176,7 +252,14 @@ impl DataPath {
             if !w.waiting.remove(&from) {
                 return;
             }
-            if code != 0 {
+            if let Some(per_node) = &mut w.maintenance {
+                // A node that left (code 0, no text) held no replicas any more.
+                if code != 0 {
+                    per_node.insert(from, Err(super::err_from(code, class, &text).to_string()));
+                } else if !text.is_empty() {
+                    per_node.insert(from, Ok(maintenance::decode_rows(&text)));
+                }
+            } else if code != 0 {
                 w.failures.push(format!(
                     "node {from}: {}",
                     super::err_from(code, class, &text)
@@ -188,6 +271,9 @@ impl DataPath {
             waits.remove(&req)
         };
         if let Some(w) = done {
+            if let Some(per_node) = &w.maintenance {
+                return self.maintenance_reply(w.api, w.api_req, per_node);
+            }
             let r = if w.failures.is_empty() {
                 Ok(w.text)
             } else {
