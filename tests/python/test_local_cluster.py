@@ -37,6 +37,11 @@ def test_the_default_layout_runs_distributed_in_this_process() -> None:
         assert c.insert_many("kv", ({"id": i, "v": f"v{i}"} for i in range(100))) == 100
         assert "100" in c.sql("SELECT COUNT(*) FROM kv")
         assert c.read_many("kv", [7, 1000]) == [{"id": 7, "v": "v7"}, None]
+        # Every data node's rows in ndbinfo, and OPTIMIZE TABLE on every node.
+        mem = c.sql("SELECT DISTINCT node_id FROM ndbinfo.memoryusage")
+        assert "|       2 |" in mem and "|       3 |" in mem, mem
+        opt = c.sql("OPTIMIZE TABLE kv")
+        assert "Node 2: " in opt and "Node 3: " in opt and "| OK " in opt, opt
         # rndb.connect with the connectstring reaches the same cluster.
         other = rndb.connect(cs)
         assert other.read_many("kv", [99]) == [{"id": 99, "v": "v99"}]
