@@ -250,7 +250,7 @@ fn kill_a_data_node_and_restart_it() {
     let (code, text) = mgm(port, "SHUTDOWN");
     assert_eq!(code, 0, "{text}");
     assert!(
-        text.contains("2 NDB Cluster node(s) have shutdown."),
+        text.contains("3 NDB Cluster node(s) have shutdown."),
         "{text}"
     );
     assert_eq!(p.wait_exit("n2", 10), 0);

@@ -104,7 +104,7 @@ def test_manage_a_distributed_cluster(
     assert "Node 3" in out, out
     wait_for("node 3 started again", 30, both_started)
     out = c.mgm("SHUTDOWN")
-    assert "2 NDB Cluster node(s) have shutdown." in out, out
+    assert "3 NDB Cluster node(s) have shutdown." in out, out
     for p in [*nodes, mgmd]:
         assert p.wait(timeout=20) == 0
     c.close()

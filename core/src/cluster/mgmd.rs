@@ -738,17 +738,22 @@ impl Server {
                 Ok(out.join("\n"))
             }
             Command::Shutdown => {
-                let mut n = 0;
+                // NDB's words, as the embedded cluster prints them: the count
+                // includes this management server.
+                let mut out = Vec::new();
                 for (id, e) in &nodes {
                     if e.connected {
                         send_going_down(&self.shared, &self.transport, *id, "STOP");
-                        n += 1;
+                        self.log(Severity::Info, *id, "Cluster shutdown initiated");
+                        out.push(format!("Node {id}: Cluster shutdown initiated"));
                     }
                 }
                 self.shared.shutdown.store(true, Ordering::Release);
-                Ok(format!(
-                    "{n} NDB Cluster node(s) have shutdown.\nDisconnecting to allow management server to shutdown."
-                ))
+                out.push(format!(
+                    "{} NDB Cluster node(s) have shutdown.\nDisconnecting to allow management server to shutdown.",
+                    out.len() + 1
+                ));
+                Ok(out.join("\n"))
             }
             Command::Restart(t, flags) => {
                 let ids = data_targets(t)?;
@@ -769,14 +774,31 @@ impl Server {
                 if let Target::Node(id) = t {
                     refuse_last_of_group(&nodes, id, "Restart")?;
                 }
+                if t == Target::All {
+                    // NDB's words for a restart of every data node (a system restart).
+                    out.push("Executing RESTART on all nodes.".to_string());
+                    out.push(
+                        "Starting shutdown. This may take a while. Please wait...".to_string(),
+                    );
+                }
                 for id in &ids {
                     send_going_down(&self.shared, &self.transport, *id, verb);
-                    out.push(format!("Node {id}: Node shutdown initiated"));
+                    if t != Target::All {
+                        out.push(format!("Node {id}: Node shutdown initiated"));
+                    }
                 }
-                out.push(format!(
-                    "Node {} is being restarted",
-                    super::qmgr::join(&ids)
-                ));
+                if t == Target::All {
+                    out.push(if flags.nostart {
+                        "All DB nodes are being restarted; they wait for ALL START.".to_string()
+                    } else {
+                        "All DB nodes are being restarted.".to_string()
+                    });
+                } else {
+                    out.push(format!(
+                        "Node {} is being restarted",
+                        super::qmgr::join(&ids)
+                    ));
+                }
                 Ok(out.join("\n"))
             }
             Command::EnterSingleUser(id) => self.enter_single_user(id, &nodes),
@@ -890,13 +912,17 @@ impl Server {
         out.join("\n")
     }
 
+    /// This server's host as SHOW prints it: its HostName's address (NDB's form,
+    /// `@127.0.0.1` for localhost), else the name as configured.
     fn transport_host(&self) -> String {
-        self.cfg
+        let name = self
+            .cfg
             .mgm_nodes
             .iter()
             .find(|m| m.node_id == self.me)
             .map(|m| m.host_name.clone())
-            .unwrap_or_else(|| "localhost".into())
+            .unwrap_or_default();
+        resolve(&name, 0).map_or(name, |a| a.ip().to_string())
     }
 }
 

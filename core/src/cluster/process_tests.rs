@@ -275,7 +275,10 @@ fn a_restarting_node_is_not_shown_started_and_a_shutdown_amid_it_stops_it() {
         e.message
     );
     let r = c.command("SHUTDOWN").expect("shutdown");
-    assert!(r.starts_with("2 NDB Cluster node(s) have shutdown."), "{r}");
+    assert!(
+        r.starts_with("Node 2: Cluster shutdown initiated\nNode 3: Cluster shutdown initiated\n3 NDB Cluster node(s) have shutdown."),
+        "{r}"
+    );
     assert!(m.shutdown_requested());
     assert_eq!(a.wait(), 0, "node 2 stops gracefully");
     assert_eq!(b.wait(), 0, "node 3 stops in its restart");
