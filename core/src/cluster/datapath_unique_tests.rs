@@ -108,9 +108,9 @@ fn a_value_of_one_group_is_refused_to_the_other() {
         .sql(DB, &format!("INSERT INTO u VALUES ({}, 'x@e', 1)", b[0]))
         .expect_err("duplicate by SQL");
     assert_eq!(e.code, 893, "{e}");
-    // The statements that resolve a conflict resolve primary-key conflicts only, in
-    // this SQL layer as on the embedded cluster: a unique-index conflict (a[1] holds
-    // x@e, in the other group) fails the statement with 893 and changes nothing.
+    // The statements that resolve a conflict do not see a holder in another node
+    // group (a[1] holds x@e there; the statement is captured in b5's group only): the
+    // unique check at commit fails them with 893, and nothing changes.
     let b5 = keys_of_group(&api, 1, 6)[5];
     for sql in [
         format!("INSERT IGNORE INTO u VALUES ({b5}, 'x@e', 3)"),

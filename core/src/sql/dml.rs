@@ -2,8 +2,9 @@
 //! UPDATE and DELETE (with WHERE, ORDER BY, LIMIT), with MySQL's row counts.
 //!
 //! IGNORE, ON DUPLICATE KEY UPDATE and REPLACE resolve a conflict on the primary key
-//! only; a conflict on a unique index fails the statement with 893 (MySQL 1062) and
-//! changes nothing, where MySQL would skip the row, update or delete the other row.
+//! and, as MySQL does, on a unique index: the row is skipped, the other row updated,
+//! or the other row deleted (`dml_unique`: on a table with unique indexes these go row
+//! by row, each looking its unique values up first).
 //!
 //! UPDATE and DELETE first collect the primary keys of the matching rows with committed
 //! reads (inside a transaction: through it, so its own writes count), then, batch by
@@ -404,7 +405,9 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
     {
         let env = s.vars.env(now);
         let mut w = Writer::new(ndb, &mut s.txn, batch, max_ops);
-        if on_dup.is_empty() {
+        let unique = super::dml_unique::has_unique_index(&table);
+        let by_row = !on_dup.is_empty() || ((ins.ignore || ins.replace) && unique);
+        if !by_row {
             let mut i = 0;
             while i < prepared.len() {
                 let n = w.room().min(prepared.len() - i);
@@ -446,17 +449,68 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
                 i += n;
             }
         } else {
+            use super::dml_unique::{delete_row, row_exists, unique_holders};
             for (r, vals) in prepared.iter().enumerate() {
                 w.writing();
                 let tx = w.tx()?;
+                let new_row = widen(&def, vals);
+                let own_key: Vec<Value> = def
+                    .primary_key
+                    .iter()
+                    .map(|&p| new_row[p].clone())
+                    .collect();
+                let holders = if unique {
+                    unique_holders(tx, &table, &new_row, &own_key)?
+                } else {
+                    Vec::new()
+                };
+                if ins.replace {
+                    // MySQL's REPLACE: every row holding one of its unique values goes
+                    // first, then the row is written by its primary key.
+                    for h in &holders {
+                        delete_row(tx, &table, h)?;
+                        affected += 1;
+                    }
+                    let (key, values): (Vec<_>, Vec<_>) = vals
+                        .iter()
+                        .cloned()
+                        .partition(|(c, _)| def.columns[*c].primary_key);
+                    tx.define_by_pos(&table, OpKind::Write, key, values, None)?;
+                    tx.execute(ExecType::NoCommit, AbortOption::AbortOnError)
+                        .map_err(|e| write_error(e, &def, Some(&new_row)))?;
+                    affected += 1;
+                    w.done(1)?;
+                    continue;
+                }
+                if let Some(holder) = holders.first() {
+                    dups += 1;
+                    if !on_dup.is_empty() {
+                        // PRIMARY is checked first, as MySQL does.
+                        let target = if row_exists(tx, &table, &own_key)? {
+                            own_key.clone()
+                        } else {
+                            holder.clone()
+                        };
+                        let rowno = r as u64 + 1;
+                        if upsert(tx, &table, &target, &new_row, &on_dup, &meta, &env, rowno)? {
+                            affected += 2;
+                        }
+                    }
+                    w.done(1)?;
+                    continue;
+                }
                 let op =
                     tx.define_by_pos(&table, OpKind::Insert, Vec::new(), vals.clone(), None)?;
                 tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
                 match tx.outcome(op) {
+                    Some(OpOutcome::Failed(e)) if e.code == 630 && on_dup.is_empty() => {
+                        // INSERT IGNORE
+                        dups += 1;
+                    }
                     Some(OpOutcome::Failed(e)) if e.code == 630 => {
                         dups += 1;
-                        let new_row = widen(&def, vals);
-                        if upsert(tx, &table, &new_row, &on_dup, &meta, &env, r as u64 + 1)? {
+                        let rowno = r as u64 + 1;
+                        if upsert(tx, &table, &own_key, &new_row, &on_dup, &meta, &env, rowno)? {
                             affected += 2;
                         }
                     }
@@ -487,11 +541,13 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<SqlResult> {
     })
 }
 
-/// ON DUPLICATE KEY UPDATE of the row whose key `new_row` duplicates: true when the
-/// row changed.
+/// ON DUPLICATE KEY UPDATE of the row keyed `key`, the one `new_row` conflicts with:
+/// true when the row changed.
+#[allow(clippy::too_many_arguments)]
 fn upsert(
     tx: &mut Transaction,
     table: &Arc<TableRuntime>,
+    key: &[Value],
     new_row: &[Value],
     sets: &[(usize, Option<Expr>)],
     meta: &TableMeta,
@@ -499,11 +555,7 @@ fn upsert(
     rowno: u64,
 ) -> Result<bool> {
     let def = &table.def;
-    let key: Vec<Value> = def
-        .primary_key
-        .iter()
-        .map(|&p| new_row[p].clone())
-        .collect();
+    let key: Vec<Value> = key.to_vec();
     let cols: Vec<usize> = (0..def.columns.len()).collect();
     let old = plan::read_keys_in(
         tx,

@@ -22,6 +22,7 @@ mod capture_groups;
 mod convert;
 mod ddl;
 mod dml;
+mod dml_unique;
 mod errors;
 mod eval;
 mod ir;

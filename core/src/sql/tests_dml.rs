@@ -654,3 +654,91 @@ fn own_inserts_visible_to_index_ranges_in_a_transaction() {
         strs(&[&["3"]])
     );
 }
+
+/// IGNORE, ON DUPLICATE KEY UPDATE and REPLACE on a unique-index conflict do what
+/// MySQL does: skip the row, update the row holding the value (the primary key's row
+/// first), delete the holders; within one statement too; NULLs never conflict.
+#[test]
+fn ignore_upsert_and_replace_resolve_unique_index_conflicts() {
+    let c = cluster(2, 2, "32M");
+    let mut s = session(&c);
+    run(
+        &mut s,
+        "create table u (id int primary key, email varchar(20), n int, unique key ue (email))",
+    );
+    run(&mut s, "insert into u values (1, 'a', 0), (2, 'b', 0)");
+    let all = |s: &mut Session| rows(s, "select id, email, n from u order by id");
+    // IGNORE: the row holding 'a' stays, the conflicting row is skipped.
+    match run(
+        &mut s,
+        "insert ignore into u values (3, 'a', 1), (4, 'c', 1)",
+    ) {
+        SqlResult::Affected { rows, info, .. } => {
+            assert_eq!(rows, 1);
+            assert_eq!(
+                info.as_deref(),
+                Some("Records: 2  Duplicates: 1  Warnings: 1")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        all(&mut s),
+        strs(&[&["1", "a", "0"], &["2", "b", "0"], &["4", "c", "1"]])
+    );
+    // ON DUPLICATE KEY UPDATE: the holder of 'b' is updated (2 affected, MySQL's count).
+    assert_eq!(
+        affected(
+            &mut s,
+            "insert into u values (5, 'b', 9) on duplicate key update n = n + 10"
+        ),
+        2
+    );
+    // The primary key's row first, when both conflict.
+    assert_eq!(
+        affected(
+            &mut s,
+            "insert into u values (1, 'b', 9) on duplicate key update n = 77"
+        ),
+        2
+    );
+    assert_eq!(
+        all(&mut s),
+        strs(&[&["1", "a", "77"], &["2", "b", "10"], &["4", "c", "1"]])
+    );
+    // REPLACE: the holder of 'c' (row 4) goes, row 6 comes.
+    assert_eq!(affected(&mut s, "replace into u values (6, 'c', 5)"), 2);
+    // Row 1 takes 'b' from row 2: row 2 goes, row 1 is rewritten.
+    assert_eq!(affected(&mut s, "replace into u values (1, 'b', 3)"), 2);
+    assert_eq!(all(&mut s), strs(&[&["1", "b", "3"], &["6", "c", "5"]]));
+    // Within one statement, and NULLs (no entry, never a conflict).
+    assert_eq!(
+        affected(
+            &mut s,
+            "insert ignore into u values (10, 'z', 0), (11, 'z', 0), (20, NULL, 0), (21, NULL, 0)"
+        ),
+        3
+    );
+    assert_eq!(
+        rows(&mut s, "select id from u where id >= 10 order by id"),
+        strs(&[&["10"], &["20"], &["21"]])
+    );
+    // In a transaction: a rolled-back REPLACE leaves the holder.
+    run(&mut s, "begin");
+    assert_eq!(affected(&mut s, "replace into u values (30, 'z', 0)"), 2);
+    run(&mut s, "rollback");
+    assert_eq!(one(&mut s, "select id from u where email = 'z'"), "10");
+    // Without IGNORE a unique conflict is still MySQL's 1062.
+    let e = error(&mut s, "insert into u values (31, 'z', 0)");
+    assert!(
+        e.contains("1062") && e.contains("Duplicate entry 'z'"),
+        "{e}"
+    );
+    // The hidden index agrees with the table: every email found by its index.
+    for (id, email) in [("1", "b"), ("6", "c"), ("10", "z")] {
+        assert_eq!(
+            one(&mut s, &format!("select id from u where email = '{email}'")),
+            id
+        );
+    }
+}
