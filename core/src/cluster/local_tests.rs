@@ -421,3 +421,58 @@ fn unique_conflicts_resolve_as_mysql_does_over_the_transport() {
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Moving a unique value from one row to another in one transaction (delete the
+/// holder, insert the new row), with one node group: the repro of a known limit, kept
+/// for the fix. Each node is primary of some partitions and backup of others, and its
+/// LQH keeps one local transaction per role (`lqh`, records keyed by (txn, primary)):
+/// the hidden unique-index row the delete removed in one local transaction is still
+/// there for the other, which gets 893, or waits on its lock and gets 266. 14 of these
+/// 20 moves failed on 7 Dec 2026. The fix: one local transaction per transaction and
+/// node, shared by its primary and backup records.
+#[test]
+#[ignore = "known limit: a node's primary and backup records of one transaction do not share a local transaction (docs/cluster.md known limits)"]
+fn moving_a_unique_value_between_rows_in_one_transaction() {
+    let dir = scratch("move");
+    let c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
+    let api = connect(&c);
+    api.sql(
+        DB,
+        "CREATE TABLE u (id INT PRIMARY KEY, email VARCHAR(20), n INT, UNIQUE KEY ue (email)) ENGINE=NDB",
+    )
+    .expect("create");
+    let mut fails = 0;
+    for i in 0..20i64 {
+        let a = i * 2;
+        let b = i * 2 + 1;
+        let v = format!("v{i}");
+        api.sql(DB, &format!("INSERT INTO u VALUES ({a}, '{v}', 0)"))
+            .expect("ins");
+        let ops = vec![
+            KeyOp {
+                op: OpType::Delete,
+                database: DB.into(),
+                table: "u".into(),
+                key: vec![Value::Int(a)],
+                values: vec![],
+                columns: vec![],
+            },
+            KeyOp {
+                op: OpType::Insert,
+                database: DB.into(),
+                table: "u".into(),
+                key: vec![Value::Int(b)],
+                values: vec![(1, Value::Str(v.clone())), (2, Value::Int(1))],
+                columns: vec![],
+            },
+        ];
+        if let Err(e) = api.execute(ops) {
+            eprintln!("move {i}: {e}");
+            fails += 1;
+        }
+    }
+    assert_eq!(fails, 0, "moves that failed");
+    drop(api);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
