@@ -18,6 +18,11 @@ test-rust:
 	$(CARGO) build -p rndb-capi
 	$(CARGO) build -p rndb-shell --bins
 	$(CARGO) test --workspace --exclude rndb-py
+	# The same process tests once more over the in-process network (transport::net):
+	# the node code must behave alike over both carriers.
+	RNDB_TEST_NET=local $(CARGO) test -p rndb --lib -- cluster::datapath_tests \
+		cluster::mgmd_commands_tests cluster::process_tests cluster::datapath_sql_tests \
+		cluster::remote_session_tests cluster::datapath_unique_tests
 
 venv: $(VENV)/.installed-3
 
