@@ -16,6 +16,10 @@
 //! directory with files is a system restart; a node killed and started again is a node
 //! restart from its own files (`--initial`: from its peer).
 //!
+//! Every node runs on this host: each HostName of the configuration is taken as
+//! 127.0.0.1 (a config.ini written for several hosts starts here as it is, and its
+//! host names need not resolve).
+//!
 //! Ownership: the cluster owns its nodes and its management server; dropping it kills
 //! the nodes (as a crash: committed data is in their redo and checkpoints) and stops
 //! the server. [`LocalCluster::shutdown`] stops it gracefully (SHUTDOWN: every node
@@ -54,6 +58,22 @@ pub struct LocalCluster {
     scratch_dir: Option<PathBuf>,
 }
 
+/// `config` with every HostName 127.0.0.1 (see the module notes).
+fn on_this_host(config: &ClusterConfig) -> Result<ClusterConfig> {
+    let text: Vec<String> = config
+        .to_ini()
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some((k, _)) if k.trim().eq_ignore_ascii_case("HostName") => {
+                "HostName=127.0.0.1".to_string()
+            }
+            _ => l.to_string(),
+        })
+        .collect();
+    ClusterConfig::parse(&text.join("\n"), "<local cluster>")
+        .map_err(|e| codes::bad_config(e.to_string()))
+}
+
 /// A fresh scratch directory for a cluster given no data directory.
 fn scratch_dir_path() -> PathBuf {
     static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -71,13 +91,14 @@ impl LocalCluster {
     /// [`START_TIMEOUT`]). `initial`: each node's file system is removed first
     /// (`rndbd --initial`).
     pub fn start(
-        mut config: ClusterConfig,
+        config: ClusterConfig,
         data_dir: Option<&Path>,
         initial: bool,
     ) -> Result<LocalCluster> {
         if config.data_nodes.is_empty() {
             return Err(codes::bad_config("the configuration has no [ndbd]"));
         }
+        let mut config = on_this_host(&config)?;
         let configured = config.data_nodes.iter().all(|n| n.is_explicit("DataDir"));
         let scratch_dir = (data_dir.is_none() && !configured).then(scratch_dir_path);
         let data_dir = data_dir.or(scratch_dir.as_deref());

@@ -476,3 +476,26 @@ fn moving_a_unique_value_between_rows_in_one_transaction() {
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A config.ini written for several hosts starts here as it is: every node is on this
+/// host, and the host names need not resolve.
+#[test]
+fn a_configuration_for_other_hosts_runs_in_this_process() {
+    let dir = scratch("hosts");
+    let cfg = ClusterConfig::parse(
+        "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\n\
+         [ndb_mgmd]\nNodeId=1\nHostName=mgm.example.invalid\n\
+         [ndbd]\nNodeId=2\nHostName=db1.example.invalid\n\
+         [ndbd]\nNodeId=3\nHostName=db2.example.invalid\n\
+         [mysqld]\nHostName=app.example.invalid\n",
+        "hosts.ini",
+    )
+    .expect("config");
+    let c = LocalCluster::start(cfg, Some(&dir), false).expect("start");
+    assert_eq!(c.running_nodes(), vec![2, 3]);
+    let api = connect(&c);
+    create_kv(&api);
+    drop(api);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
