@@ -9,7 +9,7 @@ use super::process_tests::{config, wait_until};
 use super::remote::RemoteCluster;
 use crate::config::ClusterConfig;
 use crate::schema::Value;
-use crate::transport::data::{KeyOp, OpType};
+use crate::transport::data::{KeyOp, OpType, TcExec};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -369,12 +369,10 @@ fn optimize_table_runs_on_every_data_node() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// MySQL's IGNORE and ON DUPLICATE KEY UPDATE on a unique-index conflict over the
-/// transport with one node group (the statement is captured at a data node with the
-/// embedded SQL layer's rules, `sql::dml_unique`), and both replicas agree. REPLACE
-/// that must delete another row holding its value still fails there with 893 (the
-/// delete and the write reach a replica as separate records: `sql::dml_unique`'s
-/// limits).
+/// MySQL's IGNORE, ON DUPLICATE KEY UPDATE and REPLACE on a unique-index conflict
+/// over the transport with one node group (the statement is captured at a data node
+/// with the embedded SQL layer's rules, `sql::dml_unique`, and applied with its deletes
+/// first), and both replicas agree.
 #[test]
 fn unique_conflicts_resolve_as_mysql_does_over_the_transport() {
     let dir = scratch("unique");
@@ -401,12 +399,12 @@ fn unique_conflicts_resolve_as_mysql_does_over_the_transport() {
         )
         .expect("upsert");
     assert!(out.contains("2 rows affected"), "{out}");
-    let e = api
+    let out = api
         .sql(DB, "REPLACE INTO u VALUES (6, 'c', 5)")
-        .expect_err("replace over another row's value");
-    assert_eq!(e.code, 893, "{e}");
+        .expect("replace over another row's value");
+    assert!(out.contains("2 rows affected"), "{out}");
     let got = table_rows(&api, "SELECT id, email, n FROM u ORDER BY id");
-    let want: Vec<Vec<String>> = [["1", "a", "0"], ["2", "b", "10"], ["4", "c", "1"]]
+    let want: Vec<Vec<String>> = [["1", "a", "0"], ["2", "b", "10"], ["6", "c", "5"]]
         .iter()
         .map(|r| r.iter().map(|v| v.to_string()).collect())
         .collect();
@@ -423,15 +421,12 @@ fn unique_conflicts_resolve_as_mysql_does_over_the_transport() {
 }
 
 /// Moving a unique value from one row to another in one transaction (delete the
-/// holder, insert the new row), with one node group: the repro of a known limit, kept
-/// for the fix. Each node is primary of some partitions and backup of others, and its
-/// LQH keeps one local transaction per role (`lqh`, records keyed by (txn, primary)):
-/// the hidden unique-index row the delete removed in one local transaction is still
-/// there for the other, which gets 893, or waits on its lock and gets 266. 14 of these
-/// 20 moves failed on 7 Dec 2026. The fix: one local transaction per transaction and
-/// node, shared by its primary and backup records.
+/// holder in a NoCommit round, insert the new row and commit), with one node group:
+/// the two rows' primaries are often different nodes, each also backup of the other's
+/// row; the records of the transaction on a node share one local transaction
+/// (`datapath::lqh`), so the insert sees the delete's hidden-row change. Before that
+/// change 14 of these 20 moves failed with 893 or 266.
 #[test]
-#[ignore = "known limit: a node's primary and backup records of one transaction do not share a local transaction (docs/cluster.md known limits)"]
 fn moving_a_unique_value_between_rows_in_one_transaction() {
     let dir = scratch("move");
     let c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
@@ -441,37 +436,43 @@ fn moving_a_unique_value_between_rows_in_one_transaction() {
         "CREATE TABLE u (id INT PRIMARY KEY, email VARCHAR(20), n INT, UNIQUE KEY ue (email)) ENGINE=NDB",
     )
     .expect("create");
-    let mut fails = 0;
+    let op = |t: OpType, id: i64, email: Option<&str>| KeyOp {
+        op: t,
+        database: DB.into(),
+        table: "u".into(),
+        key: vec![Value::Int(id)],
+        values: email
+            .map(|e| vec![(1, Value::Str(e.into())), (2, Value::Int(1))])
+            .unwrap_or_default(),
+        columns: vec![],
+    };
     for i in 0..20i64 {
-        let a = i * 2;
-        let b = i * 2 + 1;
-        let v = format!("v{i}");
-        api.sql(DB, &format!("INSERT INTO u VALUES ({a}, '{v}', 0)"))
-            .expect("ins");
-        let ops = vec![
-            KeyOp {
-                op: OpType::Delete,
-                database: DB.into(),
-                table: "u".into(),
-                key: vec![Value::Int(a)],
-                values: vec![],
-                columns: vec![],
-            },
-            KeyOp {
-                op: OpType::Insert,
-                database: DB.into(),
-                table: "u".into(),
-                key: vec![Value::Int(b)],
-                values: vec![(1, Value::Str(v.clone())), (2, Value::Int(1))],
-                columns: vec![],
-            },
-        ];
-        if let Err(e) = api.execute(ops) {
-            eprintln!("move {i}: {e}");
-            fails += 1;
-        }
+        let (a, b, v) = (i * 2, i * 2 + 1, format!("v{i}"));
+        api.execute(vec![op(OpType::Insert, a, Some(&v))])
+            .expect("insert the holder");
+        let mut tx = api.transaction();
+        tx.execute(vec![op(OpType::Delete, a, None)], TcExec::NoCommit)
+            .unwrap_or_else(|e| panic!("move {i}, delete: {e}"));
+        tx.execute(vec![op(OpType::Insert, b, Some(&v))], TcExec::Commit)
+            .unwrap_or_else(|e| panic!("move {i}, insert: {e}"));
     }
-    assert_eq!(fails, 0, "moves that failed");
+    let got = table_rows(&api, "SELECT COUNT(*), MIN(id % 2) FROM u");
+    assert_eq!(got, vec![vec!["20".to_string(), "1".to_string()]]);
+    // Every value found by its index, on the moved row.
+    for i in [0i64, 7, 19] {
+        assert_eq!(
+            table_rows(&api, &format!("SELECT id FROM u WHERE email = 'v{i}'")),
+            vec![vec![(i * 2 + 1).to_string()]]
+        );
+    }
+    let rows: Vec<_> = [2, 3]
+        .iter()
+        .map(|&id| {
+            let dp = c.node(id).expect("node").data().expect("data");
+            dp.engine.inner().table(DB, "u").expect("u").row_count()
+        })
+        .collect();
+    assert_eq!(rows, vec![20, 20], "both replicas");
     drop(api);
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);

@@ -9,7 +9,10 @@
 //! 2. the rows are written — inserted (a row that appeared meanwhile fails the insert
 //!    with 630), updated or deleted — and the transaction commits; every replica has
 //!    the change, and the rows' hidden-table rows (BLOB/TEXT parts, unique-index
-//!    entries) follow where it is applied.
+//!    entries) follow where it is applied. Deletes go in a round of their own before
+//!    the other writes when there are both: a row written may take a unique value a
+//!    deleted row gave up (REPLACE deleting the holder of its value), and in one
+//!    round the write could reach a replica before the delete did (893).
 //!
 //! A row changed by someone else between the capture and step 1 (or a lock wait that
 //! timed out, a node failure before the commit) ends the attempt, and the statement is
@@ -218,7 +221,15 @@ impl RemoteCluster {
             rounds.execute(self, Vec::new(), TcExec::Rollback)?;
             return Ok(());
         }
-        rounds.execute(self, writes, TcExec::Commit)?;
+        let (deletes, others): (Vec<KeyOp>, Vec<KeyOp>) =
+            writes.into_iter().partition(|w| w.op == OpType::Delete);
+        if deletes.is_empty() || others.is_empty() {
+            let all = if deletes.is_empty() { others } else { deletes };
+            rounds.execute(self, all, TcExec::Commit)?;
+            return Ok(());
+        }
+        rounds.execute(self, deletes, TcExec::NoCommit)?;
+        rounds.execute(self, others, TcExec::Commit)?;
         Ok(())
     }
 }

@@ -19,12 +19,10 @@
 //! - a concurrent transaction that takes a value after the lookup (its entry did not
 //!   exist, so there was nothing to lock) makes the statement fail with 893;
 //! - over TCP the statement is captured at a data node with these rules and the rows
-//!   it changes are then applied through a TC (`cluster::remote_sql`): IGNORE and ON
-//!   DUPLICATE KEY UPDATE behave as here with one node group; REPLACE that deletes
-//!   another row holding its value fails with 893, since the delete and the write can
-//!   reach a replica as separate records of the transaction (applied in one round, or
-//!   in two, where they wait on each other's lock: 266); with several node groups a
-//!   holder in another group is found only at commit (893).
+//!   it changes are then applied through a TC (`cluster::remote_sql`, its deletes in
+//!   a round before its other writes): with one node group all three behave as here;
+//!   with several, a holder in another group is not seen by the capture and is found
+//!   only at commit (893).
 
 use crate::api::{ExecType, OpKind, TableRuntime, Transaction};
 use crate::error::Result;

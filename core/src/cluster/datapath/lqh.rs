@@ -19,6 +19,16 @@
 //!   transaction aborts: the rows of its earlier rounds never reached the joining
 //!   node, so it must not go on writing (`copy_out` waits for records from before a
 //!   mark, and asks the TC to end those left open and idle).
+//! - **One local transaction per transaction and node**: a node that is primary of
+//!   some partitions of a transaction and backup of others holds two records, which
+//!   share one local transaction ([`LocalTx`]). So each sees the other's uncommitted
+//!   rows and holds its locks as its own, as NDB's operations of one transaction do: a
+//!   unique index's hidden row deleted for one partition's row can be written again
+//!   for another's. The first commit request of either record commits it; it comes
+//!   only after the TC decided, and the node that sent it knows the decision, so a
+//!   takeover finds the commit. The other record's commit then finds it committed.
+//!   A node not yet ready (joining) keeps its records apart: its refusals stop its
+//!   copy, not the transaction.
 //! - **Takeover** (the TC failed while this node held the transaction prepared and the
 //!   decision is unknown here): ask every live data node what it knows; a node that
 //!   committed it means commit, otherwise abort once every node answered. A node asked
@@ -70,8 +80,11 @@ pub(super) enum Role {
     Backup { primaries: BTreeMap<NodeId, u32> },
 }
 
+/// A local transaction of the node's engine, shared by a transaction's records here.
+pub(crate) type LocalTx = std::sync::Arc<parking_lot::Mutex<Transaction>>;
+
 pub(crate) struct LqhTxn {
-    pub(super) tx: Transaction,
+    pub(super) tx: LocalTx,
     pub(super) role: Role,
     /// A primary's last round (the TC's numbering; the one under way included).
     pub(super) round: u32,
@@ -82,6 +95,15 @@ pub(crate) struct LqhTxn {
     pub(super) frozen: bool,
     /// Keys this (joining) backup deletes: settled at commit or abort.
     tombs: Vec<Vec<u8>>,
+}
+
+/// Rolls a record's local transaction back, unless it already ended (the other record
+/// of the transaction here rolled it back).
+pub(super) fn rollback_local(tx: &LocalTx) {
+    let mut tx = tx.lock();
+    if tx.state() == crate::api::TxState::Open {
+        let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
+    }
 }
 
 fn op_kind(t: OpType) -> OpKind {
@@ -308,9 +330,9 @@ impl DataPath {
         let r = if self.is_ready() {
             Ok(())
         } else {
-            self.note_touched(&mut rec.tx, &ops)
+            self.note_touched(&mut rec.tx.lock(), &ops)
         }
-        .and_then(|()| self.run_ops(&mut rec.tx, &ops, true));
+        .and_then(|()| self.run_ops(&mut rec.tx.lock(), &ops, true));
         if r.is_ok() && !self.is_ready() {
             rec.tombs.extend(
                 ops.iter()
@@ -369,7 +391,7 @@ impl DataPath {
                 rec
             }
             None => {
-                let tx = match self.engine.ndb("rndb").start_transaction() {
+                let tx = match self.local_tx_for(txn, false) {
                     Ok(t) => t,
                     Err(e) => {
                         let m = Self::prepared_msg(txn, false, round, &Err(e));
@@ -400,7 +422,7 @@ impl DataPath {
         rec.round = round;
         let r = self
             .primary_admits(from, &ops)
-            .and_then(|()| self.run_ops(&mut rec.tx, &ops, false));
+            .and_then(|()| self.run_ops(&mut rec.tx.lock(), &ops, false));
         // From choosing the backups to holding the record: a copy's mark either sees
         // this transaction's record or this transaction sees the mark (`copy`).
         let gate = self.chain_gate.read();
@@ -414,7 +436,7 @@ impl DataPath {
                     self.me
                 )));
             }
-            let (images, unique_rows) = self.after_images(&mut rec.tx, &ops)?;
+            let (images, unique_rows) = self.after_images(&mut rec.tx.lock(), &ops)?;
             let checks = self.unique_checks_of(&unique_rows)?;
             Ok((reads, images, checks))
         });
@@ -533,7 +555,7 @@ impl DataPath {
         round: u32,
         ops: Vec<(u32, KeyOp)>,
     ) {
-        let mut tx = match self.engine.ndb("rndb").start_transaction() {
+        let tx = match self.local_tx_for(txn, true) {
             Ok(t) => t,
             Err(e) => {
                 let m = Self::prepared_msg(txn, true, round, &Err(e));
@@ -543,10 +565,16 @@ impl DataPath {
         let touched = if self.is_ready() {
             Ok(())
         } else {
-            self.note_touched(&mut tx, &ops)
+            self.note_touched(&mut tx.lock(), &ops)
         };
-        if let Err(e) = touched.and_then(|()| self.run_ops(&mut tx, &ops, true)) {
-            let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
+        if let Err(e) = touched.and_then(|()| self.run_ops(&mut tx.lock(), &ops, true)) {
+            // A local transaction shared with this node's primary record stays: the
+            // refusal aborts the transaction, and that record's abort rolls it back.
+            if std::sync::Arc::strong_count(&tx) == 1 {
+                let _ = tx
+                    .lock()
+                    .execute(ExecType::Rollback, AbortOption::AbortOnError);
+            }
             let m = Self::prepared_msg(txn, true, round, &Err(e));
             return self.send_from(worker, from, m);
         }
@@ -633,9 +661,34 @@ impl DataPath {
         self.lqh_backup_prepared_check(worker, txn);
     }
 
-    /// Commits the local transaction of a record taken out of the map.
+    /// The local transaction for a new record of `txn` (`backup`: a backup record):
+    /// the one of its other record here, if any and this node is ready, else a new
+    /// one (see the module notes).
+    fn local_tx_for(&self, txn: TxnKey, backup: bool) -> Result<LocalTx> {
+        // (The map's lock is let go before a transaction's: never both held.)
+        let other = if self.is_ready() {
+            self.lqh.lock().get(&(txn, !backup)).map(|r| r.tx.clone())
+        } else {
+            None
+        };
+        if let Some(tx) = other
+            && tx.lock().state() == crate::api::TxState::Open
+        {
+            return Ok(tx);
+        }
+        let tx = self.engine.ndb("rndb").start_transaction()?;
+        Ok(std::sync::Arc::new(parking_lot::Mutex::new(tx)))
+    }
+
+    /// Commits the local transaction of a record taken out of the map (already
+    /// committed when the other record of the transaction here committed it).
     fn commit_local(&self, txn: TxnKey, rec: &mut LqhTxn) -> u64 {
-        if let Err(e) = rec.tx.execute(ExecType::Commit, AbortOption::AbortOnError) {
+        let mut tx = rec.tx.lock();
+        let r = match tx.state() {
+            crate::api::TxState::Committed => Ok(()),
+            _ => tx.execute(ExecType::Commit, AbortOption::AbortOnError),
+        };
+        if let Err(e) = r {
             // The other replicas committed: this one cannot refuse now. NDB would
             // shut the node down; the log says which transaction diverged.
             self.log(
@@ -647,7 +700,7 @@ impl DataPath {
             );
         }
         self.note_committed(txn);
-        rec.tx.gci().unwrap_or(0)
+        tx.gci().unwrap_or(0)
     }
 
     /// Commits a backup record now (its primary told it, or the primary is gone and
@@ -836,9 +889,7 @@ impl DataPath {
     }
 
     pub(super) fn abort_record(&self, worker: usize, txn: TxnKey, rec: &mut LqhTxn) {
-        let _ = rec
-            .tx
-            .execute(ExecType::Rollback, AbortOption::AbortOnError);
+        rollback_local(&rec.tx);
         self.settle_tombstones(&rec.tombs, false);
         if let Role::Primary { backups, .. } = &rec.role {
             for &b in backups {

@@ -14,7 +14,6 @@
 
 use super::DataPath;
 use super::lqh::{LqhTxn, Phase, Role};
-use crate::api::{AbortOption, ExecType};
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, TxnKey, TxnState};
 use std::collections::BTreeSet;
@@ -217,10 +216,8 @@ impl DataPath {
                 .collect();
             keys.iter().filter_map(|k| map.remove(k)).collect()
         };
-        for mut rec in mine {
-            let _ = rec
-                .tx
-                .execute(ExecType::Rollback, AbortOption::AbortOnError);
+        for rec in mine {
+            super::lqh::rollback_local(&rec.tx);
         }
     }
 }

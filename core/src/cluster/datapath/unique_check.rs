@@ -163,8 +163,9 @@ impl DataPath {
             .into_iter()
             .find_map(|b| self.lqh.lock().remove(&(txn, b)).map(|r| (b, r)));
         let r = match own {
-            Some((backup, mut rec)) => {
-                let r = serving().and_then(|()| self.look_up_unique(&mut rec.tx, checks, false));
+            Some((backup, rec)) => {
+                let r =
+                    serving().and_then(|()| self.look_up_unique(&mut rec.tx.lock(), checks, false));
                 self.lqh.lock().insert((txn, backup), rec);
                 r
             }
