@@ -889,6 +889,19 @@ impl DataPath {
     }
 
     pub(super) fn abort_record(&self, worker: usize, txn: TxnKey, rec: &mut LqhTxn) {
+        if rec.tx.lock().state() == crate::api::TxState::Committed {
+            // Its other record here committed it, on a request sent only once the
+            // commit was decided: an abort now would be a protocol error.
+            debug_assert!(false, "abort of committed transaction {txn:?}");
+            self.log(
+                crate::mgm::log::Severity::Alert,
+                &format!(
+                    "abort of transaction {}:{}, which this node committed, ignored",
+                    txn.tc, txn.id
+                ),
+            );
+            return;
+        }
         rollback_local(&rec.tx);
         self.settle_tombstones(&rec.tombs, false);
         if let Role::Primary { backups, .. } = &rec.role {

@@ -45,6 +45,11 @@ impl DataPath {
     }
 
     fn start_takeover(&self, worker: usize, txn: TxnKey) {
+        // This node committed the transaction's local transaction (its other record
+        // here was told to commit, by a node that had the decision): commit.
+        if self.was_committed(&txn) {
+            return self.takeover_decide(worker, txn, true);
+        }
         let peers: BTreeSet<NodeId> = {
             let m = self.members.read();
             m.live.iter().copied().filter(|&n| n != self.me).collect()
