@@ -26,7 +26,9 @@
 //!   unique index's hidden row deleted for one partition's row can be written again
 //!   for another's. The first commit request of either record commits it; it comes
 //!   only after the TC decided, and the node that sent it knows the decision, so a
-//!   takeover finds the commit. The other record's commit then finds it committed.
+//!   takeover finds the commit; this node's own takeover of the other record decides
+//!   commit at once (`lqh_failure`). The other record's commit then finds it
+//!   committed, and an abort of it is refused (a protocol error, logged).
 //!   A node not yet ready (joining) keeps its records apart: its refusals stop its
 //!   copy, not the transaction.
 //! - **Takeover** (the TC failed while this node held the transaction prepared and the
