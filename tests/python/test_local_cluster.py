@@ -42,6 +42,18 @@ def test_the_default_layout_runs_distributed_in_this_process() -> None:
         assert "|       2 |" in mem and "|       3 |" in mem, mem
         opt = c.sql("OPTIMIZE TABLE kv")
         assert "Node 2: " in opt and "Node 3: " in opt and "| OK " in opt, opt
+        # Unique-index conflicts resolved as MySQL does, over the transport.
+        c.sql("CREATE TABLE u (id INT PRIMARY KEY, email VARCHAR(20), UNIQUE KEY ue (email)) ENGINE=NDB")
+        c.sql("INSERT INTO u VALUES (1, 'a'), (2, 'b')")
+        assert "Duplicates: 1" in c.sql("INSERT IGNORE INTO u VALUES (3, 'a'), (4, 'c')")
+        assert "2 rows affected" in c.sql("REPLACE INTO u VALUES (5, 'b')")
+        assert c.read_many("u", [1, 2, 3, 4, 5]) == [
+            {"id": 1, "email": "a"},
+            None,
+            None,
+            {"id": 4, "email": "c"},
+            {"id": 5, "email": "b"},
+        ]
         # rndb.connect with the connectstring reaches the same cluster.
         other = rndb.connect(cs)
         assert other.read_many("kv", [99]) == [{"id": 99, "v": "v99"}]
