@@ -11,7 +11,8 @@
 //! A statement runs on a thread of its own (inline in the simulator), not on the
 //! worker that received it: moving a large table's rows takes a while, and that worker
 //! coordinates transactions meanwhile. At most [`MAX_MAINTENANCE`] run at once on a
-//! node; beyond, the statement gets 233 (temporary) at once.
+//! node; beyond, the statement gets 701 "System busy with other schema operation"
+//! (temporary) at once.
 
 use super::{DataPath, Threading};
 use crate::error::{NdbError, Result, codes};
@@ -137,7 +138,12 @@ impl DataPath {
     ) {
         if self.maintenance_running.fetch_add(1, Ordering::AcqRel) >= MAX_MAINTENANCE {
             self.maintenance_running.fetch_sub(1, Ordering::AcqRel);
-            let e = codes::out_of_transactions(format!(
+            let e = NdbError::new(
+                701,
+                crate::error::ErrorClassification::TemporaryResourceError,
+                "System busy with other schema operation",
+            )
+            .detail(format!(
                 "data node {} runs {MAX_MAINTENANCE} table maintenance statements already",
                 self.me
             ));
