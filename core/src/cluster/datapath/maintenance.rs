@@ -198,7 +198,55 @@ impl DataPath {
 
 #[cfg(test)]
 mod tests {
+    use super::super::mem_harness::{API, DB, Harness};
     use super::*;
+    use crate::transport::data::DataMsg;
+
+    fn optimize(h: &Harness) -> DataMsg {
+        h.node(2).on_message(
+            API,
+            DataMsg::SqlReq {
+                req: 7,
+                database: DB.into(),
+                sql: "OPTIMIZE TABLE kv".into(),
+            },
+        );
+        h.answer()
+    }
+
+    /// Over two node groups every data node optimizes its replicas and answers its
+    /// note; with every maintenance slot of the receiving node taken, 701 at once.
+    #[test]
+    fn every_node_optimizes_and_a_busy_node_answers_701() {
+        let h = Harness::new();
+        h.sql("CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=NDB");
+        let node2 = h.node(2);
+        node2
+            .maintenance_running
+            .store(MAX_MAINTENANCE, Ordering::Release);
+        match optimize(&h) {
+            DataMsg::SqlConf { code, text, .. } => {
+                assert_eq!(code, 701, "{text}");
+                assert!(
+                    text.contains("table maintenance statements already"),
+                    "{text}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        node2.maintenance_running.store(0, Ordering::Release);
+        match optimize(&h) {
+            DataMsg::SqlConf { code: 0, text, .. } => {
+                for n in [2, 3, 4, 5] {
+                    assert!(text.contains(&format!("Node {n}: ")), "{text}");
+                }
+                assert!(text.contains("| OK "), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(node2.maintenance_running.load(Ordering::Acquire), 0);
+        h.stop();
+    }
 
     fn row(t: &str, ty: &str, text: &str) -> Vec<String> {
         [t, "optimize", ty, text].map(String::from).to_vec()
