@@ -552,6 +552,20 @@ fn without_sql_times(s: &str) -> String {
     out
 }
 
+/// The examples that run against the distributed nodes as they are, with another
+/// connectstring (not ndbapi_disk, not ndbapi_durable: see below).
+const DISTRIBUTED_EXAMPLES: [&str; 9] = [
+    "ndbapi_simple.cpp",
+    "ndbapi_scan.cpp",
+    "ndbapi_index_scan.cpp",
+    "ndbapi_async.cpp",
+    "ndbapi_record.cpp",
+    "ndbapi_retries.cpp",
+    "ndbapi_threads.cpp",
+    "ndbapi_locks.cpp",
+    "c_basic.c",
+];
+
 /// The examples against real processes (`host:port` instead of `embedded`, nothing
 /// else changed): the same output as on the embedded cluster. Not here: ndbapi_disk
 /// (information_schema.FILES over TCP lists the files of the data node that runs the
@@ -560,17 +574,7 @@ fn without_sql_times(s: &str) -> String {
 fn examples_against_rndb_mgmd_and_two_rndbd() {
     let c = ProcCluster::start();
     let cs = c.connectstring();
-    for src in [
-        "ndbapi_simple.cpp",
-        "ndbapi_scan.cpp",
-        "ndbapi_index_scan.cpp",
-        "ndbapi_async.cpp",
-        "ndbapi_record.cpp",
-        "ndbapi_retries.cpp",
-        "ndbapi_threads.cpp",
-        "ndbapi_locks.cpp",
-        "c_basic.c",
-    ] {
+    for src in DISTRIBUTED_EXAMPLES {
         let mut out = Command::new(binary(src))
             .arg(&cs)
             .env_remove("NDB_CONNECTSTRING")
@@ -593,17 +597,7 @@ fn examples_against_rndb_mgmd_and_two_rndbd() {
 /// above.
 #[test]
 fn examples_against_the_distributed_nodes_in_process() {
-    for src in [
-        "ndbapi_simple.cpp",
-        "ndbapi_scan.cpp",
-        "ndbapi_index_scan.cpp",
-        "ndbapi_async.cpp",
-        "ndbapi_record.cpp",
-        "ndbapi_retries.cpp",
-        "ndbapi_threads.cpp",
-        "ndbapi_locks.cpp",
-        "c_basic.c",
-    ] {
+    for src in DISTRIBUTED_EXAMPLES {
         let dir = tempfile::tempdir().expect("tempdir");
         let cs = format!("local;datadir={};DataMemory=32M", dir.path().display());
         let mut out = Command::new(binary(src))

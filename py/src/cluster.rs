@@ -44,12 +44,20 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
+    /// Also checks that `initial` comes with a `data_dir`.
     pub(crate) fn from_args(
         config_file: Option<PathBuf>,
         data_nodes: Option<u32>,
         no_of_replicas: Option<u32>,
+        initial: bool,
+        data_dir: &Option<PathBuf>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Layout> {
+        if initial && data_dir.is_none() {
+            return Err(bad_argument(
+                "initial=True needs a data_dir (a cluster without one starts empty anyway)",
+            ));
+        }
         let mut settings: Vec<(String, String)> = Vec::new();
         if let Some(p) = params {
             for (k, v) in p.iter() {
@@ -118,12 +126,14 @@ impl Cluster {
         initial: bool,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Cluster> {
-        if initial && data_dir.is_none() {
-            return Err(bad_argument(
-                "initial=True needs a data_dir (a cluster without one starts empty anyway)",
-            ));
-        }
-        let layout = Layout::from_args(config_file, data_nodes, no_of_replicas, params)?;
+        let layout = Layout::from_args(
+            config_file,
+            data_nodes,
+            no_of_replicas,
+            initial,
+            &data_dir,
+            params,
+        )?;
         let r = py.detach(|| {
             guard(|| {
                 let config = layout.config()?;

@@ -9,7 +9,7 @@
 //! seconds); the core cluster sits behind a mutex; a closed cluster refuses every call.
 
 use crate::cluster::Layout;
-use crate::errors::{R, bad_argument, guard, to_pyerr};
+use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
 use crate::mgmclient::MgmClient;
 use pyo3::prelude::*;
@@ -77,12 +77,14 @@ impl LocalCluster {
         initial: bool,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<LocalCluster> {
-        if initial && data_dir.is_none() {
-            return Err(bad_argument(
-                "initial=True needs a data_dir (a cluster without one starts empty anyway)",
-            ));
-        }
-        let layout = Layout::from_args(config_file, data_nodes, no_of_replicas, params)?;
+        let layout = Layout::from_args(
+            config_file,
+            data_nodes,
+            no_of_replicas,
+            initial,
+            &data_dir,
+            params,
+        )?;
         let r = py
             .detach(|| guard(|| CoreLocal::start(layout.config()?, data_dir.as_deref(), initial)));
         let c = r.map_err(|e| to_pyerr(py, e))?;

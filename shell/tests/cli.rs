@@ -8,11 +8,15 @@ use common::*;
 use std::process::{Command, Stdio};
 
 fn plain(args: &[&str]) -> (i32, String, String) {
-    let dir = tempdir();
+    plain_in(tempdir().path(), args)
+}
+
+/// `rndb_mgm args` in `dir` (also its HOME), no standard input: status, stdout, stderr.
+fn plain_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(args)
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
+        .current_dir(dir)
+        .env("HOME", dir)
         .stdin(Stdio::null())
         .output()
         .expect("run");
@@ -342,20 +346,7 @@ fn a_second_run_on_the_data_directory_is_a_system_restart() {
 #[test]
 fn local_runs_the_distributed_nodes_in_process_and_restarts_from_the_data_directory() {
     let dir = tempdir();
-    let run = |commands: &str| {
-        let out = Command::new(BIN)
-            .args(["--local", "-e", commands])
-            .current_dir(dir.path())
-            .env("HOME", dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .expect("run");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = |commands: &str| plain_in(dir.path(), &["--local", "-e", commands]);
     let (status, out, err) = run("CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=NDB; \
          INSERT INTO t VALUES (1,10),(2,20); 3 RESTART; SELECT SUM(v) FROM t; ALL STATUS");
     assert_eq!(status, 0, "{out}{err}");

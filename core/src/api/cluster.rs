@@ -275,7 +275,7 @@ impl ClusterInner {
         };
         let scratch_dir = match &data_dir {
             Some(_) => None,
-            None => Some(scratch_dir_path()),
+            None => Some(scratch_dir_path("rndb")),
         };
         let base = data_dir
             .clone()
@@ -716,11 +716,12 @@ pub struct LocalEngineStart {
 /// How often the page cleaner of each data node writes a batch of dirty pages.
 pub const PAGE_CLEANER_INTERVAL_MS: u64 = 100;
 
-/// A fresh private directory for a cluster started without a data directory.
-fn scratch_dir_path() -> PathBuf {
+/// A fresh private directory for a cluster started without a data directory
+/// (`<temp>/<prefix>-<pid>-<n>`).
+pub(crate) fn scratch_dir_path(prefix: &str) -> PathBuf {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     std::env::temp_dir().join(format!(
-        "rndb-{}-{}",
+        "{prefix}-{}-{}",
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     ))

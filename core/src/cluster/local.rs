@@ -36,7 +36,6 @@ use crate::transport::{NodeId, NodeState, Role};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long [`LocalCluster::start`] waits for every data node to be started.
@@ -74,16 +73,6 @@ fn on_this_host(config: &ClusterConfig) -> Result<ClusterConfig> {
         .map_err(|e| codes::bad_config(e.to_string()))
 }
 
-/// A fresh scratch directory for a cluster given no data directory.
-fn scratch_dir_path() -> PathBuf {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    std::env::temp_dir().join(format!(
-        "rndb-local-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
 impl LocalCluster {
     /// Starts `config`'s management server and data nodes on a new in-process
     /// network, every data node's files under `data_dir` when given (see the module
@@ -100,7 +89,8 @@ impl LocalCluster {
         }
         let mut config = on_this_host(&config)?;
         let configured = config.data_nodes.iter().all(|n| n.is_explicit("DataDir"));
-        let scratch_dir = (data_dir.is_none() && !configured).then(scratch_dir_path);
+        let scratch_dir = (data_dir.is_none() && !configured)
+            .then(|| crate::api::cluster::scratch_dir_path("rndb-local"));
         let data_dir = data_dir.or(scratch_dir.as_deref());
         if let Some(dir) = data_dir {
             std::fs::create_dir_all(dir)

@@ -306,10 +306,7 @@ impl DataPath {
             }
         };
         if ask {
-            let peers: Vec<NodeId> = {
-                let m = self.members.read();
-                m.live.iter().copied().filter(|&n| n != self.me).collect()
-            };
+            let peers = self.other_live_nodes();
             for p in peers {
                 self.send(p, DataMsg::ReadyQuery);
             }

@@ -50,10 +50,7 @@ impl DataPath {
         if self.was_committed(&txn) {
             return self.takeover_decide(worker, txn, true);
         }
-        let peers: BTreeSet<NodeId> = {
-            let m = self.members.read();
-            m.live.iter().copied().filter(|&n| n != self.me).collect()
-        };
+        let peers = self.other_live_nodes();
         {
             let mut map = self.lqh.lock();
             let mut started = false;

@@ -622,6 +622,12 @@ impl DataPath {
         ((txn.id ^ (u64::from(txn.tc) << 40)) % WORKERS as u64) as usize
     }
 
+    /// The live data nodes of the view other than this one.
+    pub(super) fn other_live_nodes(&self) -> BTreeSet<NodeId> {
+        let m = self.members.read();
+        m.live.iter().copied().filter(|&n| n != self.me).collect()
+    }
+
     pub(crate) fn is_live(&self, n: NodeId) -> bool {
         self.members.read().live.contains(&n)
     }

@@ -75,10 +75,7 @@ impl DataPath {
         sql: &str,
         tables: Vec<String>,
     ) -> bool {
-        let peers: BTreeSet<NodeId> = {
-            let m = self.members.read();
-            m.live.iter().copied().filter(|&n| n != self.me).collect()
-        };
+        let peers = self.other_live_nodes();
         let id = self.next_req();
         {
             let mut g = self.gathers.lock();

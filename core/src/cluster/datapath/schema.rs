@@ -137,13 +137,27 @@ impl DataPath {
         let (Kind::Ddl, Ok(text)) = (kind, &r) else {
             return self.send(api, Self::sql_reply(req, &r));
         };
-        let peers: BTreeSet<NodeId> = {
-            let m = self.members.read();
-            m.live.iter().copied().filter(|&n| n != self.me).collect()
-        };
+        let peers = self.other_live_nodes();
         if peers.is_empty() {
             return self.send(api, Self::sql_reply(req, &r));
         }
+        self.schema_to_peers(peers, api, req, database, sql, text.clone(), None);
+    }
+
+    /// Sends `sql` to `peers` (`SchemaReq`) and keeps the wait that answers `api` once
+    /// each answered (`text`: this node's DDL answer; `maintenance`: this node's
+    /// maintenance rows).
+    #[allow(clippy::too_many_arguments)]
+    fn schema_to_peers(
+        &self,
+        peers: BTreeSet<NodeId>,
+        api: NodeId,
+        req: u64,
+        database: &str,
+        sql: &str,
+        text: String,
+        maintenance: Option<NodeRows>,
+    ) {
         let id = self.next_req();
         self.schema_waits.lock().insert(
             id,
@@ -151,9 +165,9 @@ impl DataPath {
                 api,
                 api_req: req,
                 waiting: peers.clone(),
-                text: text.clone(),
+                text,
                 failures: Vec::new(),
-                maintenance: None,
+                maintenance,
             },
         );
         for p in peers {
@@ -182,36 +196,20 @@ impl DataPath {
         let own = self
             .maintenance_rows(database, sql)
             .map_err(|e| e.to_string());
-        let peers: BTreeSet<NodeId> = {
-            let m = self.members.read();
-            m.live.iter().copied().filter(|&n| n != self.me).collect()
-        };
         let per_node: NodeRows = BTreeMap::from([(self.me, own)]);
+        let peers = self.other_live_nodes();
         if peers.is_empty() {
             return self.maintenance_reply(api, req, &per_node);
         }
-        let id = self.next_req();
-        self.schema_waits.lock().insert(
-            id,
-            SchemaWait {
-                api,
-                api_req: req,
-                waiting: peers.clone(),
-                text: String::new(),
-                failures: Vec::new(),
-                maintenance: Some(per_node),
-            },
+        self.schema_to_peers(
+            peers,
+            api,
+            req,
+            database,
+            sql,
+            String::new(),
+            Some(per_node),
         );
-        for p in peers {
-            self.send(
-                p,
-                DataMsg::SchemaReq {
-                    req: id,
-                    database: database.to_string(),
-                    sql: sql.to_string(),
-                },
-            );
-        }
     }
 
     fn maintenance_reply(&self, api: NodeId, req: u64, per_node: &NodeRows) {
