@@ -59,7 +59,7 @@ struct Options {
   int threads = 1;
   int parallel = 32;
   long ops = 200000;
-  const char* connectstring = "embedded;DataMemory=1G";
+  const char* connectstring = "direct;DataMemory=1G";
   bool ndbrecord = false;
   bool ab = false;
 };

@@ -272,12 +272,13 @@ def address(buf: array) -> int:
 
 
 class CapiCluster:
-    """The embedded cluster through the C ABI: the connection (started by connect)."""
+    """The engines in this process through the C ABI (connectstring `direct`, as the
+    recorded figures were measured): the connection (started by connect)."""
 
     def __init__(self, data_dir: str, data_memory_mb: int, lib_path: Path | None = None) -> None:
         self.lib_path = lib_path
         self.lib = load(lib_path)
-        cs = f"embedded;datadir={data_dir};DataMemory={data_memory_mb}M".encode()
+        cs = f"direct;datadir={data_dir};DataMemory={data_memory_mb}M".encode()
         self.conn = self.lib.rndb_cluster_connection_create(cs)
         if not self.conn:
             raise CapiError("rndb_cluster_connection_create", *error_of(self.lib.rndb_last_error()))

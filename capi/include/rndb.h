@@ -286,16 +286,17 @@ const char *rndb_version(void);
 
 // Creates a cluster connection object, NDB's `Ndb_cluster_connection(connectstring)`.
 // Nothing is started until `rndb_cluster_connection_connect`. `connectstring`:
-// "embedded", "embedded;config=PATH;datadir=PATH;Parameter=value...", "local" (with
-// the same parts: the cluster as distributed nodes in this process, rndb_mgmd's and
-// rndbd's code over an in-process network), NULL or "" for the NDB_CONNECTSTRING
+// "embedded" or "embedded;config=PATH;datadir=PATH;Parameter=value..." (the cluster in
+// this process: rndb_mgmd's and rndbd's code over an in-process network; "local" is
+// the same), "direct" (with the same parts: the data nodes' engines on the caller's
+// threads, no transport, no failover), NULL or "" for the NDB_CONNECTSTRING
 // environment variable (else "embedded"); "host:port" names a management server. Free with `rndb_cluster_connection_free`.
 struct rndb_cluster_connection *rndb_cluster_connection_create(const char *connectstring);
 
-// Frees a connection; the embedded cluster it started is shut down (every page
-// freed), the connections to a remote cluster's nodes are closed (its open
-// transactions roll back), the distributed nodes `local` started are shut down
-// gracefully. `rndb_ndb` objects still open fail afterwards with error
+// Frees a connection: the connections to the data nodes are closed (open
+// transactions roll back); the nodes an `embedded` connectstring started in this
+// process are shut down gracefully (each saves a last global checkpoint), the engines
+// of `direct` too (every page freed). `rndb_ndb` objects still open fail afterwards with error
 // 4009. Returns 0, or -1 for a NULL or already freed handle.
 int rndb_cluster_connection_free(struct rndb_cluster_connection *conn);
 

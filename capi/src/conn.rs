@@ -2,13 +2,16 @@
 //! cluster it starts.
 //!
 //! Connectstrings: `embedded` starts NDB's default cluster (two data nodes,
-//! NoOfReplicas=2) inside the process; `embedded;config=PATH` reads a config.ini;
-//! `embedded;datadir=PATH` gives the data nodes a file-system path; any other
-//! `;Name=value` sets a data node parameter by NDB's name (`embedded;DataMemory=256M`).
-//! `local` (with the same `;` parts) starts the cluster inside the process as
-//! distributed nodes instead — the management server and data nodes of `rndb_mgmd` and
-//! `rndbd` over an in-process network (`cluster::local`) — and the API's objects work
-//! over them as over TCP (the `remote` module); freeing the connection shuts them down.
+//! NoOfReplicas=2) inside the process: the management server and data nodes of
+//! `rndb_mgmd` and `rndbd` over an in-process network (`cluster::local`, ARCHITECTURE
+//! decision 5), and the API's objects work over them as over TCP (the `remote`
+//! module); freeing the connection shuts them down. `embedded;config=PATH` reads a
+//! config.ini; `embedded;datadir=PATH` gives the data nodes a file-system path; any
+//! other `;Name=value` sets a data node parameter by NDB's name
+//! (`embedded;DataMemory=256M`). `local` is another name for `embedded`. `direct` (with
+//! the same `;` parts) runs the data nodes' engines on the caller's threads instead,
+//! with no transport between them: a transaction writes every replica itself
+//! (`api::Cluster`), the fastest way for one process, without heartbeats or failover.
 //! NULL or "" means the NDB_CONNECTSTRING environment variable, else `embedded`.
 //! `host:port` (or `host`, port 1186; several hosts separated by commas, as NDB)
 //! names a management server (`rndb_mgmd`): connect reaches it and every data node it
@@ -33,25 +36,25 @@ const MAX_CONNECT_S: i64 = 600;
 const CONNECT_RETRY: Duration = Duration::from_millis(100);
 
 pub(crate) struct ConnState {
-    /// The embedded cluster, once connected to an embedded connectstring.
+    /// The engines on the caller's threads, once connected to a `direct` connectstring.
     pub cluster: Option<Cluster>,
     /// The data nodes over TCP, once connected to a management server (or over the
-    /// in-process network, to the nodes of `local`).
+    /// in-process network, to the nodes of `embedded`).
     pub remote: Option<Arc<RemoteCluster>>,
-    /// The distributed nodes this connection started in the process (`local`).
+    /// The nodes this connection started in the process (`embedded`).
     pub local: Option<LocalCluster>,
     pub error: ErrorStore,
 }
 
 /// What a connected connection runs on.
 pub(crate) enum Engine {
-    Embedded(Cluster),
+    Direct(Cluster),
     Remote(Arc<RemoteCluster>),
 }
 
 /// What `connect` started.
 enum Started {
-    Embedded(Cluster),
+    Direct(Cluster),
     Remote(Arc<RemoteCluster>),
     Local(Box<LocalCluster>, Arc<RemoteCluster>),
 }
@@ -92,7 +95,7 @@ pub(crate) fn engine_of(h: Handle) -> Result<Engine> {
     // SAFETY: as in conn_ref.
     let st = unsafe { &*o }.lock();
     if let Some(c) = &st.cluster {
-        return Ok(Engine::Embedded(c.clone()));
+        return Ok(Engine::Direct(c.clone()));
     }
     match &st.remote {
         Some(r) => Ok(Engine::Remote(r.clone())),
@@ -111,7 +114,8 @@ pub(crate) enum Spec {
         config: Option<PathBuf>,
         datadir: Option<PathBuf>,
         params: Vec<(String, String)>,
-        /// `local`: as distributed nodes in this process.
+        /// `embedded`/`local`: as distributed nodes in this process; `direct`: the
+        /// engines on the caller's threads.
         distributed: bool,
     },
     Remote(String),
@@ -121,8 +125,10 @@ pub(crate) fn parse_spec(s: &str) -> Result<Spec> {
     let s = s.trim();
     let mut parts = s.split(';').map(str::trim);
     let first = parts.next().unwrap_or("");
-    let distributed = first.eq_ignore_ascii_case("local");
-    if !first.eq_ignore_ascii_case("embedded") && !distributed {
+    let distributed = ["embedded", "local"]
+        .iter()
+        .any(|name| first.eq_ignore_ascii_case(name));
+    if !first.eq_ignore_ascii_case("direct") && !distributed {
         return Ok(Spec::Remote(s.to_string()));
     }
     let (mut config, mut datadir, mut params) = (None, None, Vec::new());
@@ -186,16 +192,17 @@ fn start(spec: &str, timeout: Duration) -> Result<Started> {
                 Some(d) => Cluster::embedded_in(cfg, d),
                 None => Cluster::embedded(cfg),
             }
-            .map(Started::Embedded)
+            .map(Started::Direct)
         }
     }
 }
 
 /// Creates a cluster connection object, NDB's `Ndb_cluster_connection(connectstring)`.
 /// Nothing is started until `rndb_cluster_connection_connect`. `connectstring`:
-/// "embedded", "embedded;config=PATH;datadir=PATH;Parameter=value...", "local" (with
-/// the same parts: the cluster as distributed nodes in this process, rndb_mgmd's and
-/// rndbd's code over an in-process network), NULL or "" for the NDB_CONNECTSTRING
+/// "embedded" or "embedded;config=PATH;datadir=PATH;Parameter=value..." (the cluster in
+/// this process: rndb_mgmd's and rndbd's code over an in-process network; "local" is
+/// the same), "direct" (with the same parts: the data nodes' engines on the caller's
+/// threads, no transport, no failover), NULL or "" for the NDB_CONNECTSTRING
 /// environment variable (else "embedded"); "host:port" names a management server. Free with `rndb_cluster_connection_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rndb_cluster_connection_create(
@@ -230,10 +237,10 @@ pub unsafe extern "C" fn rndb_cluster_connection_create(
     })
 }
 
-/// Frees a connection; the embedded cluster it started is shut down (every page
-/// freed), the connections to a remote cluster's nodes are closed (its open
-/// transactions roll back), the distributed nodes `local` started are shut down
-/// gracefully. `rndb_ndb` objects still open fail afterwards with error
+/// Frees a connection: the connections to the data nodes are closed (open
+/// transactions roll back); the nodes an `embedded` connectstring started in this
+/// process are shut down gracefully (each saves a last global checkpoint), the engines
+/// of `direct` too (every page freed). `rndb_ndb` objects still open fail afterwards with error
 /// 4009. Returns 0, or -1 for a NULL or already freed handle.
 #[unsafe(no_mangle)]
 pub extern "C" fn rndb_cluster_connection_free(conn: *mut rndb_cluster_connection) -> c_int {
@@ -284,7 +291,7 @@ pub extern "C" fn rndb_cluster_connection_connect(
         match start(&o.spec, timeout) {
             Ok(e) => {
                 match e {
-                    Started::Embedded(c) => st.cluster = Some(c),
+                    Started::Direct(c) => st.cluster = Some(c),
                     Started::Remote(r) => st.remote = Some(r),
                     Started::Local(l, r) => {
                         st.local = Some(*l);
@@ -318,8 +325,8 @@ pub extern "C" fn rndb_cluster_connection_wait_until_ready(
     guard("rndb_cluster_connection_wait_until_ready", || {
         let (h, o) = conn_ref(conn)?;
         let r = match engine_of(h) {
-            Ok(Engine::Embedded(c)) if !c.is_closed() => Ok(0),
-            Ok(Engine::Embedded(_)) => Err(codes::cluster_closed()),
+            Ok(Engine::Direct(c)) if !c.is_closed() => Ok(0),
+            Ok(Engine::Direct(_)) => Err(codes::cluster_closed()),
             Ok(Engine::Remote(r)) => {
                 wait_remote_ready(&r, timeout_for_first_alive, timeout_after_first_alive)
             }
@@ -369,7 +376,7 @@ pub extern "C" fn rndb_cluster_connection_wait_durable(
     guard("rndb_cluster_connection_wait_durable", || {
         let (h, o) = conn_ref(conn)?;
         let r = match engine_of(h) {
-            Ok(Engine::Embedded(c)) => {
+            Ok(Engine::Direct(c)) => {
                 c.wait_durable(gci, Duration::from_millis(u64::from(timeout_ms)))
             }
             Ok(Engine::Remote(r)) => {
@@ -411,7 +418,7 @@ pub extern "C" fn rndb_cluster_connection_no_db_nodes(
     guard("rndb_cluster_connection_no_db_nodes", || {
         let (h, _) = conn_ref(conn)?;
         Ok(match engine_of(h)? {
-            Engine::Embedded(c) => c.data_node_ids().len(),
+            Engine::Direct(c) => c.data_node_ids().len(),
             Engine::Remote(r) => r.node_groups().iter().map(Vec::len).sum(),
         } as c_int)
     })
@@ -444,7 +451,7 @@ mod tests {
                 config: None,
                 datadir: None,
                 params: vec![],
-                distributed: false,
+                distributed: true,
             })
         );
         assert_eq!(
@@ -462,7 +469,7 @@ mod tests {
             Some(Spec::Remote("local=3,127.0.0.1:1186".into()))
         );
         assert_eq!(
-            parse_spec(" Embedded;datadir=/tmp/x; config = a.ini ;DataMemory=64M").ok(),
+            parse_spec(" Direct;datadir=/tmp/x; config = a.ini ;DataMemory=64M").ok(),
             Some(Spec::Embedded {
                 config: Some("a.ini".into()),
                 datadir: Some("/tmp/x".into()),
@@ -475,6 +482,7 @@ mod tests {
             Some(Spec::Remote("mgm1:1186".into()))
         );
         assert!(parse_spec("embedded;junk").is_err());
+        assert!(parse_spec("direct;junk").is_err());
         // Nobody listens on port 1 of loopback.
         let e = start("127.0.0.1:1", Duration::from_millis(300))
             .err()

@@ -91,7 +91,7 @@ impl NdbObj {
         }
         if self.remote.is_none() {
             match engine_of(self.conn).map_err(|_| not_connected())? {
-                Engine::Embedded(cluster) => {
+                Engine::Direct(cluster) => {
                     let db = self.database.to_str().unwrap_or("def");
                     self.core = Some(cluster.ndb(db));
                     return Ok(None);
