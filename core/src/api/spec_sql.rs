@@ -9,8 +9,8 @@
 //! hidden key) as a hash index only, and the spec's indexes; the tablespace. SQL names
 //! a unique hash index as mysqld does, `NAME$unique` (`schema::UNIQUE_INDEX_SUFFIX`), which a
 //! lookup by the NDB API name falls back to. A table that is not logged
-//! (`setLogging(false)`) has no SQL form here and is refused rather than created
-//! logged.
+//! (`setLogging(false)`, NDB's NoLogging table) gets MySQL's table option
+//! `COMMENT="NDB_TABLE=NOLOGGING=1"`.
 
 use super::dict::TableSpec;
 use crate::error::{NdbError, codes};
@@ -29,12 +29,6 @@ fn idents(names: &[String]) -> String {
 impl TableSpec {
     /// The CREATE TABLE statement of this spec (see the module notes).
     pub fn create_statement(&self) -> Result<String, NdbError> {
-        if !self.logging {
-            return Err(codes::unsupported(format!(
-                "table '{}': a table without logging (setLogging(false)) cannot be created over a management server connection; create it logged",
-                self.name
-            )));
-        }
         if self.columns.is_empty() {
             return Err(codes::bad_argument(format!(
                 "table '{}' has no columns",
@@ -103,6 +97,9 @@ impl TableSpec {
             if self.columns.iter().any(|c| c.storage == StorageType::Disk) {
                 out.push_str(" STORAGE DISK");
             }
+        }
+        if !self.logging {
+            out.push_str(" COMMENT=\"NDB_TABLE=NOLOGGING=1\"");
         }
         Ok(out)
     }
@@ -176,10 +173,21 @@ mod tests {
     }
 
     #[test]
-    fn unlogged_and_empty_tables_are_refused() {
+    fn an_unlogged_table_is_made_unlogged() {
+        let c = Cluster::embedded(ClusterConfig::embedded_default()).expect("cluster");
         let mut s = spec();
         s.logging = false;
-        assert_eq!(s.create_statement().map_err(|e| e.code), Err(4003));
+        let sql = s.create_statement().expect("statement");
+        assert!(sql.ends_with(" COMMENT=\"NDB_TABLE=NOLOGGING=1\""), "{sql}");
+        Session::new(c.ndb("test"))
+            .execute(&sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert!(!c.ndb("test").table("t1").expect("t1").def.logging);
+        c.shutdown();
+    }
+
+    #[test]
+    fn empty_tables_are_refused() {
         let empty = TableSpec::new("e", vec![]);
         assert!(empty.create_statement().is_err());
         let mut q = spec();

@@ -500,3 +500,58 @@ fn a_configuration_for_other_hosts_runs_in_this_process() {
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A NoLogging table (`COMMENT="NDB_TABLE=NOLOGGING=1"`, the C API's
+/// `setLogging(false)`) on the distributed nodes: unlogged on every node; a node
+/// restart copies its rows from the live node (nothing of it is in the restarting
+/// node's own files); after a system restart the table is there, empty, as in NDB.
+#[test]
+fn a_nologging_table_survives_a_node_restart_and_is_empty_after_a_system_restart() {
+    let dir = scratch("nologging");
+    let count = |api: &Arc<RemoteCluster>| table_rows(api, "SELECT COUNT(*) FROM nl");
+    {
+        let mut c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
+        let api = connect(&c);
+        api.sql(
+            DB,
+            "CREATE TABLE nl (id INT PRIMARY KEY, v INT) COMMENT=\"NDB_TABLE=NOLOGGING=1\"",
+        )
+        .expect("create");
+        for id in [2, 3] {
+            let node = c.node(id).expect("node");
+            let data = node.data().expect("data");
+            let t = data.engine.ndb(DB).table("nl").expect("nl on every node");
+            assert!(!t.def.logging, "node {id}: unlogged");
+        }
+        api.sql(DB, "INSERT INTO nl VALUES (1,1),(2,2),(3,3)")
+            .expect("insert");
+        c.kill_node(3).expect("kill");
+        api.sql(DB, "INSERT INTO nl VALUES (4,4)")
+            .expect("insert alone");
+        c.start_node(3, false).expect("restart");
+        c.wait_started(&[3], Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("{e}; log:\n{}", c.log_lines().join("\n")));
+        c.kill_node(2).expect("kill the other");
+        wait_until("node 3 alone serves", 20, || {
+            api.sql(DB, "SELECT COUNT(*) FROM nl").is_ok()
+        });
+        assert_eq!(
+            count(&api),
+            [["4"]],
+            "node 3 holds every row after its restart"
+        );
+        drop(api);
+        c.start_node(2, false).expect("restart 2");
+        c.wait_started(&[2], Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("{e}; log:\n{}", c.log_lines().join("\n")));
+        c.shutdown().expect("shutdown");
+    }
+    let c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("system restart");
+    let api = connect(&c);
+    assert_eq!(count(&api), [["0"]], "empty after a system restart");
+    api.sql(DB, "INSERT INTO nl VALUES (9,9)").expect("usable");
+    assert_eq!(count(&api), [["1"]]);
+    drop(api);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}

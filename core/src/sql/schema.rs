@@ -8,7 +8,8 @@
 //! ordered index `k`. A table without a primary key gets NDB's hidden key, which SHOW and
 //! DESCRIBE do not list. `TABLESPACE ts STORAGE DISK` puts every column no index uses
 //! on disk (a column's own `STORAGE` wins; an index on a disk column is error 756;
-//! STORAGE DISK without a tablespace is error 755).
+//! STORAGE DISK without a tablespace is error 755). `COMMENT="NDB_TABLE=NOLOGGING=1"` or
+//! the session's `ndb_table_no_logging` makes a NoLogging table.
 //!
 //! Invariants: every DDL statement first commits the session's open transaction (MySQL's
 //! implicit commit); a failing CREATE TABLE leaves no table and no SQL metadata behind;
@@ -223,6 +224,54 @@ fn ndb_table(s: &Session, t: &TableName) -> Result<(String, Arc<TableRuntime>)> 
     Ok((db, rt))
 }
 
+/// Whether a new table logs: MySQL's `COMMENT="NDB_TABLE=NOLOGGING=1"` table option,
+/// else the session's `ndb_table_no_logging`. Other `NDB_TABLE=` options
+/// (READ_BACKUP, PARTITION_BALANCE, FULLY_REPLICATED) are refused with MySQL's 1478:
+/// rndb does not implement them.
+fn table_logging(s: &Session, comment: Option<&str>) -> Result<bool> {
+    let from_session = !s
+        .vars
+        .sys
+        .get("ndb_table_no_logging")
+        .and_then(eval::truth)
+        .unwrap_or(false);
+    let Some(options) = comment.and_then(|c| {
+        let c = c.trim_start();
+        c.get(..10)
+            .filter(|head| head.eq_ignore_ascii_case("NDB_TABLE="))
+            .map(|_| &c[10..])
+    }) else {
+        return Ok(from_session);
+    };
+    let illegal = |what: &str| {
+        errors::app(
+            1478,
+            format!(
+                "Table storage engine 'ndbcluster' does not support the create option '{what}'"
+            ),
+        )
+    };
+    let mut logging = from_session;
+    for option in options.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        let (name, value) = option
+            .split_once('=')
+            .ok_or_else(|| illegal("Syntax error in COMMENT modifier"))?;
+        let on = match value.trim().to_ascii_uppercase().as_str() {
+            "1" | "TRUE" => true,
+            "0" | "FALSE" => false,
+            _ => return Err(illegal("Syntax error in COMMENT modifier")),
+        };
+        match name.trim().to_ascii_uppercase().as_str() {
+            "NOLOGGING" => logging = !on,
+            "READ_BACKUP" | "PARTITION_BALANCE" | "FULLY_REPLICATED" => {
+                return Err(illegal(&format!("NDB_TABLE={} (not in rndb)", name.trim())));
+            }
+            _ => return Err(illegal("Syntax error in COMMENT modifier")),
+        }
+    }
+    Ok(logging)
+}
+
 fn check_engine(e: &str) -> Result<()> {
     if matches!(e.to_ascii_lowercase().as_str(), "ndb" | "ndbcluster") {
         Ok(())
@@ -352,6 +401,7 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
     if ct.columns.is_empty() {
         return Err(errors::app(1113, "A table must have at least 1 column"));
     }
+    let logging = table_logging(s, ct.comment.as_deref())?;
     let table_cs = ct.charset.unwrap_or(crate::api::dict::DEFAULT_CHARSET);
     let mut meta = TableMeta {
         charset: Some(table_cs),
@@ -543,7 +593,7 @@ fn create_table(s: &mut Session, ct: CreateTable) -> Result<SqlResult> {
         columns,
         primary_key: pk,
         indexes: engine_indexes,
-        logging: true,
+        logging,
         if_not_exists: false,
         tablespace: ct.tablespace.clone(),
     };

@@ -362,3 +362,62 @@ fn huge_and_deep_statements() {
     assert_eq!(affected(&mut s, &sql), 100_000);
     assert_eq!(one(&mut s, "select count(*) from big"), "100000");
 }
+
+/// NDB's NoLogging tables from SQL: MySQL's `COMMENT="NDB_TABLE=NOLOGGING=1"` and the
+/// session's `ndb_table_no_logging`; the other NDB_TABLE options are refused with 1478.
+#[test]
+fn nologging_tables_from_the_comment_and_the_session_variable() {
+    let c = cluster(2, 2, "16M");
+    let mut s = session(&c);
+    let logged = |c: &crate::api::Cluster, t: &str| c.ndb("test").table(t).expect(t).def.logging;
+    run(
+        &mut s,
+        "create table a (id int primary key) comment=\"NDB_TABLE=NOLOGGING=1\"",
+    );
+    run(
+        &mut s,
+        "create table b (id int primary key) comment 'a plain comment'",
+    );
+    run(
+        &mut s,
+        "create table c (id int primary key) comment='ndb_table=nologging=0'",
+    );
+    run(&mut s, "set ndb_table_no_logging = 1");
+    run(&mut s, "create table d (id int primary key)");
+    run(
+        &mut s,
+        "create table e (id int primary key) comment='NDB_TABLE=NOLOGGING=FALSE'",
+    );
+    run(&mut s, "set ndb_table_no_logging = 0");
+    run(&mut s, "create table f (id int primary key)");
+    let got: Vec<bool> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .map(|t| logged(&c, t))
+        .collect();
+    assert_eq!(got, [false, true, true, false, true, true]);
+    // The unlogged table works as any other.
+    run(&mut s, "insert into a values (1), (2)");
+    assert_eq!(rows(&mut s, "select count(*) from a"), [["2"]]);
+    for (comment, what) in [
+        (
+            "NDB_TABLE=READ_BACKUP=1",
+            "NDB_TABLE=READ_BACKUP (not in rndb)",
+        ),
+        ("NDB_TABLE=NOLOGGING=2", "Syntax error in COMMENT modifier"),
+        ("NDB_TABLE=NOLOGGING", "Syntax error in COMMENT modifier"),
+        ("NDB_TABLE=FROB=1", "Syntax error in COMMENT modifier"),
+    ] {
+        assert_eq!(
+            error(
+                &mut s,
+                &format!("create table g (id int primary key) comment='{comment}'")
+            ),
+            format!(
+                "ERROR 1478 (HY000): Table storage engine 'ndbcluster' does not support the create option '{what}'"
+            ),
+            "{comment}"
+        );
+    }
+    assert!(c.ndb("test").table("g").is_err(), "nothing created");
+    c.shutdown();
+}
