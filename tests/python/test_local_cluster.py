@@ -54,9 +54,16 @@ def test_the_default_layout_runs_distributed_in_this_process() -> None:
             {"id": 4, "email": "c"},
             {"id": 5, "email": "b"},
         ]
+        # The client's session variables go with its statements; another client has
+        # its own.
+        c.sql("SET @k = 7, ndb_table_no_logging = 1")
+        assert "| v7 |" in c.sql("SELECT v FROM kv WHERE id = @k")
+        assert "|                      1 |" in c.sql("SELECT @@ndb_table_no_logging")
         # rndb.connect with the connectstring reaches the same cluster.
         other = rndb.connect(cs)
         assert other.read_many("kv", [99]) == [{"id": 99, "v": "v99"}]
+        assert "| NULL |" in other.sql("SELECT @k")
+        assert "|                      0 |" in other.sql("SELECT @@ndb_table_no_logging")
         other.close()
         c.close()
         assert cluster.shutdown() == {2: 0, 3: 0}

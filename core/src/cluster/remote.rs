@@ -42,6 +42,7 @@ use crate::config::ClusterConfig;
 use crate::error::{NdbError, Result, codes};
 use crate::schema::layout::key_hash;
 use crate::schema::{TableDef, Value};
+use crate::sql::SessionVars;
 use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{Incoming, Message, NodeId, Role, Transport, View};
@@ -511,21 +512,34 @@ impl RemoteCluster {
 
     /// Runs SQL on a data node (DDL reaches every data node; a statement that changes
     /// rows is captured there and applied through a TC, `remote_sql`); the rendered
-    /// results.
+    /// results. No variables: each statement starts from the defaults.
     pub fn sql(self: &Arc<Self>, database: &str, sql: &str) -> Result<String> {
+        self.sql_in(database, sql, &mut SessionVars::default())
+    }
+
+    /// [`RemoteCluster::sql`] in a session of `vars` (user variables and changed
+    /// system variables): the statement reads them, and what a SET or SELECT assigns
+    /// is kept in them.
+    pub fn sql_in(
+        self: &Arc<Self>,
+        database: &str,
+        sql: &str,
+        vars: &mut SessionVars,
+    ) -> Result<String> {
         if crate::sql::changes_rows(sql) {
-            return self.sql_change(database, sql);
+            return self.sql_change(database, sql, vars);
         }
         if self.groups.len() > 1
             && let Some(q) = crate::sql::table_select(sql, database)
         {
-            return self.select_over(&q, None, None);
+            return self.select_over(&q.with_vars(vars), None, None);
         }
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlReq {
             req,
             database: database.into(),
             sql: sql.into(),
+            vars: vars.clone(),
         })?;
         let upper = sql.trim_start().to_ascii_uppercase();
         if ["DROP", "ALTER", "TRUNCATE", "RENAME", "CREATE"]
@@ -535,7 +549,17 @@ impl RemoteCluster {
             self.tables.lock().clear();
         }
         match p.wait()? {
-            DataMsg::SqlConf { code: 0, text, .. } => Ok(text),
+            DataMsg::SqlConf {
+                code: 0,
+                text,
+                vars: after,
+                ..
+            } => {
+                if let Some(after) = after {
+                    *vars = after;
+                }
+                Ok(text)
+            }
             DataMsg::SqlConf {
                 code,
                 class,

@@ -28,6 +28,11 @@
 //! the first statement after COMMIT or ROLLBACK); `SET autocommit = 1` commits what is
 //! open, as in MySQL.
 //!
+//! The session's variables (`SET @x = 7`, `SET ndb_table_no_logging = 1`:
+//! `sql::SessionVars`) are kept here too and go with every statement; a data node runs
+//! each statement in a session that starts from them, and a SET's (or SELECT's) answer
+//! brings back what it assigned.
+//!
 //! Limits: at most [`MAX_SESSION_ROWS`] rows written per transaction (NDB's
 //! MaxNoOfConcurrentOperations default; 233 beyond, and the transaction is rolled back)
 //! and their images at most [`MAX_SESSION_BYTES`] (they travel with every capture).
@@ -35,6 +40,7 @@
 use super::remote::RemoteCluster;
 use super::remote_txn::Rounds;
 use crate::error::{NdbError, Result, codes};
+use crate::sql::SessionVars;
 use crate::transport::data::RowChange;
 use crate::transport::data_scan::value_bytes;
 use std::collections::HashMap;
@@ -159,6 +165,8 @@ pub struct RemoteSession {
     /// `SET autocommit = 0` turns it off: every statement is then in a transaction,
     /// the next one beginning at the first statement after COMMIT or ROLLBACK.
     autocommit: bool,
+    /// User variables and changed system variables.
+    vars: SessionVars,
 }
 
 impl RemoteSession {
@@ -167,7 +175,13 @@ impl RemoteSession {
             rc,
             txn: None,
             autocommit: true,
+            vars: SessionVars::default(),
         }
+    }
+
+    /// The session's user variables and changed system variables.
+    pub fn vars(&self) -> &SessionVars {
+        &self.vars
     }
 
     /// The cluster connection.
@@ -180,16 +194,20 @@ impl RemoteSession {
         self.txn.is_some()
     }
 
-    /// Whether `sql` needs this session: a transaction is open, or a statement of it
-    /// begins or ends one. Other statements may run on the cluster connection at once
+    /// Whether `sql` needs this session: a transaction is open, the session has
+    /// variables, or a statement of it begins or ends a transaction or sets a variable.
+    /// Other statements may run on the cluster connection at once
     /// ([`RemoteCluster::sql`]), concurrently with others.
     pub fn needs_session(&self, sql: &str) -> bool {
         self.in_transaction()
             || !self.autocommit
+            || !self.vars.is_empty()
             || crate::sql::statement_texts(sql).iter().flatten().any(|st| {
                 let w = crate::sql::leading_keyword(st);
-                matches!(w.as_str(), "BEGIN" | "START" | "COMMIT" | "ROLLBACK")
-                    || autocommit_setting(st).is_some()
+                matches!(
+                    w.as_str(),
+                    "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SET"
+                ) || st.contains(":=")
             })
     }
 
@@ -246,10 +264,10 @@ impl RemoteSession {
             self.txn = Some(SessionRows::default());
         }
         let Some(rows) = self.txn.as_mut() else {
-            return self.rc.sql(database, sql);
+            return self.rc.sql_in(database, sql, &mut self.vars);
         };
         if crate::sql::changes_rows(sql) {
-            let captured = self.rc.capture_statement(database, sql, rows);
+            let captured = self.rc.capture_statement(database, sql, rows, &self.vars);
             let merged = captured.and_then(|(text, changes)| {
                 rows.merge(&self.rc, changes)?;
                 Ok(text)
@@ -260,6 +278,7 @@ impl RemoteSession {
             return merged;
         }
         if let Some(q) = crate::sql::table_select(sql, database) {
+            let q = q.with_vars(&self.vars);
             if !q.locks() {
                 return self.rc.select_over(&q, Some(rows), None);
             }
@@ -272,7 +291,7 @@ impl RemoteSession {
             }
             return Ok(out);
         }
-        self.rc.sql(database, sql)
+        self.rc.sql_in(database, sql, &mut self.vars)
     }
 
     /// Commits the open transaction (nothing when none is open). It is over either

@@ -19,6 +19,25 @@ fn same_as_embedded(data_nodes: u32) {
     let script = [
         CREATE,
         "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (7, 70, 'g')",
+        // The session's variables go with every statement.
+        "SET @k = 7, @v = 100, @name = 'seven'",
+        "SELECT @k, @v, @name, @missing",
+        "UPDATE t SET v = @v, w = @name WHERE id = @k",
+        "SELECT * FROM t WHERE id = @k",
+        "INSERT INTO t VALUES (@k + 10, @v + 1, CONCAT(@name, '+'))",
+        "SELECT id, v, w FROM t WHERE v > @v - 1 ORDER BY id",
+        "SET ndb_use_exact_count = 1, @v = @v * 2",
+        "SELECT @@ndb_use_exact_count, @v",
+        "DELETE FROM t WHERE id = @k + 10",
+        "BEGIN",
+        "UPDATE t SET v = @v + 1 WHERE id = @k",
+        "SELECT v FROM t WHERE id = @k",
+        "SET @k = 3",
+        "SELECT v FROM t WHERE id = @k",
+        "COMMIT",
+        "SELECT id, v FROM t WHERE id IN (3, 7) ORDER BY id",
+        "SET @k = NULL, ndb_use_exact_count = DEFAULT",
+        "SELECT @k, @@ndb_use_exact_count",
         "BEGIN",
         "UPDATE t SET v = v + 1 WHERE id = 1",
         "INSERT INTO t VALUES (4, 40, 'd'), (5, 50, 'e')",
@@ -102,6 +121,43 @@ fn a_transaction_over_tcp_with_one_node_group_gives_what_the_embedded_session_gi
 #[test]
 fn a_transaction_over_tcp_with_two_node_groups_gives_what_the_embedded_session_gives() {
     same_as_embedded(4);
+}
+
+/// `SET ndb_table_no_logging = 1` in a session over TCP: the next CREATE TABLE makes a
+/// NoLogging table on every data node (the variables travel with DDL to the peers); an
+/// unknown variable is MySQL's 1193 and changes nothing.
+#[test]
+fn session_variables_reach_every_data_node_with_ddl() {
+    let (_m, nodes, api) = cluster(4, 2);
+    let mut session = RemoteSession::new(api.clone());
+    session
+        .execute(DB, "SET ndb_table_no_logging = 1")
+        .expect("set");
+    session
+        .execute(DB, "CREATE TABLE nl (id INT PRIMARY KEY) ENGINE=NDB")
+        .expect("create");
+    session
+        .execute(DB, "SET ndb_table_no_logging = 0")
+        .expect("set back");
+    session
+        .execute(DB, "CREATE TABLE lg (id INT PRIMARY KEY) ENGINE=NDB")
+        .expect("create logged");
+    for (i, n) in nodes.iter().enumerate() {
+        let data = n.data().expect("data path");
+        let ndb = data.engine.ndb(DB);
+        let logging = |t: &str| ndb.table(t).expect(t).def.logging;
+        assert_eq!(
+            (logging("nl"), logging("lg")),
+            (false, true),
+            "node {}",
+            i + 2
+        );
+    }
+    let e = session
+        .execute(DB, "SET frob = 1")
+        .expect_err("unknown variable");
+    assert_eq!(e.mysql_code, 1193, "{e}");
+    assert!(session.vars().is_empty(), "{:?}", session.vars());
 }
 
 #[test]

@@ -31,6 +31,7 @@ use super::remote::RemoteCluster;
 use super::remote_session::SessionRows;
 use super::remote_txn::Rounds;
 use crate::error::{NdbError, Result, codes};
+use crate::sql::SessionVars;
 use crate::transport::data::{DataMsg, KeyOp, OpType, RowChange, TcExec};
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,7 +67,12 @@ fn retryable(e: &NdbError) -> bool {
 impl RemoteCluster {
     /// Runs one statement that changes rows (see the module notes); its rendered
     /// result.
-    pub(super) fn sql_change(self: &Arc<Self>, database: &str, sql: &str) -> Result<String> {
+    pub(super) fn sql_change(
+        self: &Arc<Self>,
+        database: &str,
+        sql: &str,
+        vars: &SessionVars,
+    ) -> Result<String> {
         let began = std::time::Instant::now();
         let spread = self.spread_of(sql)?;
         let mut auto_increment_floor = 0;
@@ -77,7 +83,7 @@ impl RemoteCluster {
             attempt += 1;
             let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
             let captured =
-                self.capture_once(database, sql, spread, &mut auto_increment_floor, None);
+                self.capture_once(database, sql, spread, &mut auto_increment_floor, None, vars);
             let (text, changes) = match captured {
                 Ok(c) => c,
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
@@ -118,10 +124,11 @@ impl RemoteCluster {
         spread: Option<crate::sql::GroupCapture>,
         auto_increment_floor: &mut u64,
         own: Option<&SessionRows>,
+        vars: &SessionVars,
     ) -> Result<(String, Vec<RowChange>)> {
         match spread {
-            None => self.capture(database, sql, own.map_or(&[], |o| o.overlay())),
-            Some(how) => self.capture_groups(database, sql, how, auto_increment_floor, own),
+            None => self.capture(database, sql, own.map_or(&[], |o| o.overlay()), vars),
+            Some(how) => self.capture_groups(database, sql, how, auto_increment_floor, own, vars),
         }
     }
 
@@ -134,6 +141,7 @@ impl RemoteCluster {
         database: &str,
         sql: &str,
         own: &SessionRows,
+        vars: &SessionVars,
     ) -> Result<(String, Vec<RowChange>)> {
         let began = std::time::Instant::now();
         let spread = self.spread_of(sql)?;
@@ -143,7 +151,15 @@ impl RemoteCluster {
         loop {
             attempt += 1;
             let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
-            match self.capture_once(database, sql, spread, &mut auto_increment_floor, Some(own)) {
+            let captured = self.capture_once(
+                database,
+                sql,
+                spread,
+                &mut auto_increment_floor,
+                Some(own),
+                vars,
+            );
+            match captured {
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
                     std::thread::sleep(backoff(attempt, salt));
                 }
@@ -158,6 +174,7 @@ impl RemoteCluster {
         database: &str,
         sql: &str,
         overlay: &[RowChange],
+        vars: &SessionVars,
     ) -> Result<(String, Vec<RowChange>)> {
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlCaptureReq {
@@ -167,6 +184,7 @@ impl RemoteCluster {
             auto_increment_floor: 0,
             overlay: overlay.to_vec(),
             given_rows: None,
+            vars: vars.clone(),
         })?;
         match p.wait()? {
             DataMsg::SqlCaptureConf {

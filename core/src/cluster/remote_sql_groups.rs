@@ -40,7 +40,7 @@ use super::remote::RemoteCluster;
 use super::remote_session::SessionRows;
 use crate::error::{NdbError, Result, codes};
 use crate::schema::{TableDef, Value};
-use crate::sql::{GroupCapture, SqlResult};
+use crate::sql::{GroupCapture, SessionVars, SqlResult};
 use crate::transport::data::{DataMsg, RowChange};
 use std::sync::Arc;
 
@@ -68,6 +68,7 @@ impl RemoteCluster {
         how: GroupCapture,
         floor: &mut u64,
         own: Option<&SessionRows>,
+        vars: &SessionVars,
     ) -> Result<(String, Vec<RowChange>)> {
         let t0 = std::time::Instant::now();
         let overlay = own.map_or(&[][..], |o| o.overlay());
@@ -87,12 +88,12 @@ impl RemoteCluster {
             GroupCapture::RowsByOwner {
                 select_first: true, ..
             } => {
-                let rows = self.insert_rows_first(database, sql, own)?;
+                let rows = self.insert_rows_first(database, sql, own, vars)?;
                 given = vec![rows; groups];
                 vec![true; groups]
             }
             GroupCapture::KeysFirst => {
-                let (def, chosen) = self.keys_first(database, sql, own)?;
+                let (def, chosen) = self.keys_first(database, sql, own, vars)?;
                 let mut asked = vec![false; groups];
                 for k in chosen {
                     let g = node_group_of(Self::partition_of(&def, &k)?, groups);
@@ -105,7 +106,7 @@ impl RemoteCluster {
                 }
                 asked
             }
-            _ => self.groups_to_ask(database, sql)?,
+            _ => self.groups_to_ask(database, sql, vars)?,
         };
         let mut pending = Vec::with_capacity(groups);
         for (g, nodes) in self.node_groups().iter().enumerate() {
@@ -122,6 +123,7 @@ impl RemoteCluster {
                 auto_increment_floor: *floor,
                 overlay: std::mem::take(&mut overlays[g]),
                 given_rows: given[g].take(),
+                vars: vars.clone(),
             })?;
             pending.push((g, p));
         }
@@ -180,7 +182,7 @@ impl RemoteCluster {
     /// The node groups that capture `sql`: every one, but when the keys it can change
     /// are known before it runs (`sql::pinned_keys`) only those holding them (at least
     /// one, for the statement's result when no key is left).
-    fn groups_to_ask(&self, database: &str, sql: &str) -> Result<Vec<bool>> {
+    fn groups_to_ask(&self, database: &str, sql: &str, vars: &SessionVars) -> Result<Vec<bool>> {
         let groups = self.node_groups().len();
         let every = vec![true; groups];
         let Some((db, table)) = crate::sql::changed_table(sql, database) else {
@@ -190,7 +192,7 @@ impl RemoteCluster {
         let Ok(def) = self.table(&db, &table) else {
             return Ok(every);
         };
-        let Some(keys) = crate::sql::pinned_keys(sql, database, &def) else {
+        let Some(keys) = crate::sql::pinned_keys(sql, database, &def, vars) else {
             return Ok(every);
         };
         let mut asked = vec![false; groups];
@@ -215,10 +217,12 @@ impl RemoteCluster {
         database: &str,
         sql: &str,
         own: Option<&SessionRows>,
+        vars: &SessionVars,
     ) -> Result<Option<Vec<Vec<Value>>>> {
         let Some(q) = crate::sql::insert_select(sql, database) else {
             return Ok(None);
         };
+        let q = q.with_vars(vars);
         let rows = match self.select_result(&q, own, None)? {
             SqlResult::Rows { rows, .. } => rows,
             SqlResult::Affected { .. } => return Err(codes::internal("a SELECT without rows")),
@@ -248,12 +252,14 @@ impl RemoteCluster {
         database: &str,
         sql: &str,
         own: Option<&SessionRows>,
+        vars: &SessionVars,
     ) -> Result<(Arc<TableDef>, Vec<Vec<Value>>)> {
         let (db, table) =
             crate::sql::changed_table(sql, database).ok_or_else(crate::sql::no_database)?;
         let def = self.table(&db, &table)?;
         let q = crate::sql::keys_select(sql, database, &def)
-            .ok_or_else(|| codes::internal("no key SELECT for a LIMIT statement"))?;
+            .ok_or_else(|| codes::internal("no key SELECT for a LIMIT statement"))?
+            .with_vars(vars);
         match self.select_result(&q, own, None)? {
             SqlResult::Rows { rows, .. } => Ok((def, rows)),
             SqlResult::Affected { .. } => Err(codes::internal("a key SELECT without rows")),

@@ -677,6 +677,7 @@ impl DataLayer {
                     } else {
                         CREATE.into()
                     },
+                    vars: Default::default(),
                 };
                 self.new_req(now_ms, node, ReqKind::Sql, msg);
             }

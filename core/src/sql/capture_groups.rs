@@ -73,7 +73,12 @@ pub fn changed_table(sql: &str, database: &str) -> Option<(String, String)> {
 /// DELETE whose WHERE pins the whole primary key (`id = 5`, `id IN (1, 2)`; the plan's
 /// key reads), an INSERT or REPLACE whose VALUES give every key column as a literal
 /// (no AUTO_INCREMENT value to generate). None when it may change any row.
-pub fn pinned_keys(sql: &str, database: &str, def: &TableDef) -> Option<Vec<Vec<Value>>> {
+pub fn pinned_keys(
+    sql: &str,
+    database: &str,
+    def: &TableDef,
+    session: &super::SessionVars,
+) -> Option<Vec<Vec<Value>>> {
     let (t, where_) = match parse_one(sql)? {
         Stmt::Update(u) => (u.table, u.where_),
         Stmt::Delete(d) => (d.table, d.where_),
@@ -85,7 +90,8 @@ pub fn pinned_keys(sql: &str, database: &str, def: &TableDef) -> Option<Vec<Vec<
     let w = Binder::new(&scope)
         .bind(where_?, "where clause", Names::Columns, false)
         .ok()?;
-    let vars = super::Vars::standalone(Some(db));
+    let mut vars = super::Vars::standalone(Some(db));
+    vars.import(session);
     let env = vars.env(super::now_utc());
     match plan::plan(def, Some(&w), &env, &[], false).ok()?.access {
         Access::Keys(keys) => Some(keys),
@@ -284,6 +290,16 @@ mod tests {
         );
         let def = s.ndb.cluster().table("test", "t").expect("t").def.clone();
         let k = |a: i64, b: i64| vec![Value::Int(a), Value::Int(b)];
+        let none = crate::sql::SessionVars::default();
+        // The client's user variables pin keys as literals do; unknown ones are NULL.
+        crate::sql::tests::run(&mut s, "SET @a = 4, @b = 7");
+        let vars = s.session_vars();
+        let by_vars = "DELETE FROM t WHERE a = @a AND b = @b";
+        assert_eq!(
+            pinned_keys(by_vars, "test", &def, &vars),
+            Some(vec![k(4, 7)])
+        );
+        assert_eq!(pinned_keys(by_vars, "test", &def, &none), Some(vec![]));
         for (sql, want) in [
             (
                 "UPDATE t SET v = 1 WHERE a = 1 AND b = 2",
@@ -318,7 +334,7 @@ mod tests {
             ("INSERT INTO t SELECT * FROM t", None),
             ("SELECT * FROM t WHERE a = 1 AND b = 2", None),
         ] {
-            assert_eq!(pinned_keys(sql, "test", &def), want, "{sql}");
+            assert_eq!(pinned_keys(sql, "test", &def, &none), want, "{sql}");
         }
         assert_eq!(
             changed_table("DELETE FROM d2.t WHERE a = 1", "test"),
@@ -341,10 +357,10 @@ mod tests {
             "INSERT INTO g VALUES (9, 1), (NULL, 2)",
             "INSERT INTO g VALUES (DEFAULT, 2)",
         ] {
-            assert_eq!(pinned_keys(sql, "test", &g), None, "{sql}");
+            assert_eq!(pinned_keys(sql, "test", &g, &none), None, "{sql}");
         }
         assert_eq!(
-            pinned_keys("INSERT INTO g VALUES (9, 1)", "test", &g),
+            pinned_keys("INSERT INTO g VALUES (9, 1)", "test", &g, &none),
             Some(vec![vec![Value::Int(9)]])
         );
         crate::sql::tests::run(
@@ -353,11 +369,11 @@ mod tests {
         );
         let h = s.ndb.cluster().table("test", "h").expect("h").def.clone();
         assert_eq!(
-            pinned_keys("INSERT INTO h (id) VALUES (1)", "test", &h),
+            pinned_keys("INSERT INTO h (id) VALUES (1)", "test", &h, &none),
             None
         );
         assert_eq!(
-            pinned_keys("INSERT INTO h VALUES (1, 5)", "test", &h),
+            pinned_keys("INSERT INTO h VALUES (1, 5)", "test", &h, &none),
             Some(vec![vec![Value::Int(1)]])
         );
     }

@@ -450,11 +450,14 @@ pub(crate) fn sys_name(s: &str) -> String {
 
 fn set_value(target: &SetTarget, e: sp::Expr) -> Result<Expr> {
     if let SetTarget::System(..) = target {
-        // SET autocommit = ON: a bare word is the value
+        // SET autocommit = ON: a bare word is the value; DEFAULT is the default.
         if let sp::Expr::Identifier(i) = &e
             && i.quote_style.is_none()
             && !i.value.starts_with('@')
         {
+            if i.value.eq_ignore_ascii_case("DEFAULT") {
+                return Ok(Expr::Default);
+            }
             return Ok(Expr::Lit(Value::Str(i.value.clone())));
         }
     }

@@ -34,6 +34,7 @@ mod row_filter;
 mod schema;
 mod select;
 mod select_over;
+mod session_vars;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -70,6 +71,7 @@ pub use render::render;
 pub use row_filter::RowFilter;
 pub(crate) use select::TableRead;
 pub(crate) use select_over::{TableSelect, selects_ndb_table, table_select};
+pub use session_vars::{MAX_SESSION_VARS, SessionVars};
 
 use crate::api::{AbortOption, ExecType, Ndb, TableRuntime, Transaction, TxState};
 use crate::error::{NdbError, Result};

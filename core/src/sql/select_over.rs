@@ -7,8 +7,8 @@
 //!
 //! A statement qualifies when it is one SELECT whose FROM names a table outside the
 //! virtual databases (ndbinfo, information_schema); everything else runs at a data node.
-//! There is no session: no user variables, the system variables' defaults, the
-//! connection's own database.
+//! The session is the client's variables ([`TableSelect::with_vars`]: user variables
+//! and changed system variables) and the connection's own database.
 
 use super::convert;
 use super::errors;
@@ -16,7 +16,7 @@ use super::ir::{Select, Stmt};
 use super::lexer;
 use super::meta;
 use super::select::{self, ReadRows, Scope};
-use super::{SqlResult, Vars};
+use super::{SessionVars, SqlResult, Vars};
 use crate::error::{NdbError, Result};
 use crate::schema::TableDef;
 
@@ -26,6 +26,8 @@ pub struct TableSelect {
     /// The table's database ("" when none is named or selected) and name.
     db: String,
     pub table: String,
+    /// The client session's variables, which the statement reads.
+    vars: SessionVars,
 }
 
 /// The SELECT of an NDB table that `st` is, if it is one.
@@ -44,7 +46,12 @@ fn of_statement(st: &lexer::Statement<'_>, database: &str) -> Option<TableSelect
         return None;
     }
     let table = from.name.clone();
-    Some(TableSelect { sel, db, table })
+    Some(TableSelect {
+        sel,
+        db,
+        table,
+        vars: SessionVars::default(),
+    })
 }
 
 impl TableSelect {
@@ -57,7 +64,18 @@ impl TableSelect {
             return None;
         }
         let table = from.name.clone();
-        Some(TableSelect { sel, db, table })
+        Some(TableSelect {
+            sel,
+            db,
+            table,
+            vars: SessionVars::default(),
+        })
+    }
+
+    /// The same SELECT in a session of these variables.
+    pub fn with_vars(mut self, vars: &SessionVars) -> TableSelect {
+        self.vars = vars.clone();
+        self
     }
 }
 
@@ -136,7 +154,8 @@ impl TableSelect {
         let alias = self.sel.from.as_ref().and_then(|f| f.alias.clone());
         let scope = Scope::of_table(&self.db, def, alias);
         let b = select::bind_select(&self.sel, &scope)?;
-        let vars = Vars::standalone(Some(self.db.clone()));
+        let mut vars = Vars::standalone(Some(self.db.clone()));
+        vars.import(&self.vars);
         let env = vars.env(super::now_utc());
         let rows = select::run_table(&self.sel, &b, def, &env, wrote, read)?;
         Ok(SqlResult::Rows {

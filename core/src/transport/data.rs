@@ -11,6 +11,7 @@ pub use super::data_scan::{ScanConf, ScanReq};
 use super::frame::WireError;
 use crate::schema::codec::{self, Decoder, Encoder};
 use crate::schema::{TableDef, Value};
+use crate::sql::SessionVars;
 
 /// Largest count of any list in a data message.
 pub const MAX_LIST: usize = 1 << 20;
@@ -142,11 +143,13 @@ pub enum DataMsg {
         config_text: String,
         nodes: Vec<(u32, String)>,
     },
-    /// API → data node: SQL (DDL is applied on every live data node).
+    /// API → data node: SQL (DDL is applied on every live data node), run in a session
+    /// that starts from the client's variables.
     SqlReq {
         req: u64,
         database: String,
         sql: String,
+        vars: SessionVars,
     },
     /// Answer to `SqlReq` / `SchemaReq`: code 0 and the rendered results, or NDB's
     /// error.
@@ -158,12 +161,17 @@ pub enum DataMsg {
         text: String,
         /// The MySQL error number the SQL layer shows for the error (0: NDB's own).
         mysql_code: u32,
+        /// The session's variables after the statement (None: it did not run in a
+        /// session of variables, so they are unchanged).
+        vars: Option<SessionVars>,
     },
-    /// Data node → data node: apply this DDL locally.
+    /// Data node → data node: apply this DDL locally (in a session of the client's
+    /// variables: `ndb_table_no_logging` makes the table on every node alike).
     SchemaReq {
         req: u64,
         database: String,
         sql: String,
+        vars: SessionVars,
     },
     /// API → data node: a table's definition (as the dictionary has it).
     TableReq {
@@ -397,6 +405,9 @@ pub enum DataMsg {
         /// lock and checked against its WHERE), or the rows an INSERT ... SELECT
         /// inserts. None: it finds them itself.
         given_rows: Option<Vec<Vec<Value>>>,
+        /// The client session's variables (the statement reads them; what it assigns
+        /// is not sent back).
+        vars: SessionVars,
     },
     /// Answer to `SqlCaptureReq`: code 0, the statement's rendered result and the rows
     /// it changed (in the order it first changed them), or NDB's error.
@@ -599,6 +610,26 @@ pub(super) fn dec_values(d: &mut Decoder<'_>) -> Result<Vec<Value>, WireError> {
         .collect()
 }
 
+/// A session's variables: u32 count, then each name (str) and value.
+fn enc_vars(e: &mut Encoder, vars: &SessionVars) {
+    let pairs: Vec<(&str, &Value)> = vars.pairs().collect();
+    e.u32(pairs.len() as u32);
+    for (name, value) in pairs {
+        e.str(name);
+        codec::encode_value(e, value);
+    }
+}
+
+fn dec_vars(d: &mut Decoder<'_>) -> Result<SessionVars, WireError> {
+    let n = count(d, "session variables")?;
+    let mut pairs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = d.str().map_err(bad)?;
+        pairs.push((name, codec::decode_value(d).map_err(bad)?));
+    }
+    SessionVars::from_pairs(pairs).map_err(|_| WireError::BadValue("session variables"))
+}
+
 pub(super) fn enc_u32s(e: &mut Encoder, vs: &[u32]) {
     e.u32(vs.len() as u32);
     for &v in vs {
@@ -776,10 +807,22 @@ impl DataMsg {
                     e.str(a);
                 }
             }
-            DataMsg::SqlReq { req, database, sql } | DataMsg::SchemaReq { req, database, sql } => {
+            DataMsg::SqlReq {
+                req,
+                database,
+                sql,
+                vars,
+            }
+            | DataMsg::SchemaReq {
+                req,
+                database,
+                sql,
+                vars,
+            } => {
                 e.u64(*req);
                 e.str(database);
                 e.str(sql);
+                enc_vars(&mut e, vars);
             }
             DataMsg::SqlCaptureReq {
                 req,
@@ -788,6 +831,7 @@ impl DataMsg {
                 auto_increment_floor,
                 overlay,
                 given_rows,
+                vars,
             } => {
                 e.u64(*req);
                 e.str(database);
@@ -810,6 +854,7 @@ impl DataMsg {
                         }
                     }
                 }
+                enc_vars(&mut e, vars);
             }
             DataMsg::SqlConf {
                 req,
@@ -817,12 +862,20 @@ impl DataMsg {
                 class,
                 text,
                 mysql_code,
+                vars,
             } => {
                 e.u64(*req);
                 e.u32(*code);
                 e.u8(*class);
                 e.str(text);
                 e.u32(*mysql_code);
+                match vars {
+                    None => e.u8(0),
+                    Some(v) => {
+                        e.u8(1);
+                        enc_vars(&mut e, v);
+                    }
+                }
             }
             DataMsg::SqlCaptureConf {
                 req,
@@ -1231,11 +1284,13 @@ impl DataMsg {
                 req: u64_(d)?,
                 database: s(d)?,
                 sql: s(d)?,
+                vars: dec_vars(d)?,
             },
             SCHEMA_REQ => DataMsg::SchemaReq {
                 req: u64_(d)?,
                 database: s(d)?,
                 sql: s(d)?,
+                vars: dec_vars(d)?,
             },
             SQL_CONF => DataMsg::SqlConf {
                 req: u64_(d)?,
@@ -1243,6 +1298,11 @@ impl DataMsg {
                 class: d.u8().map_err(bad)?,
                 text: s(d)?,
                 mysql_code: u32_(d)?,
+                vars: match d.u8().map_err(bad)? {
+                    0 => None,
+                    1 => Some(dec_vars(d)?),
+                    _ => return Err(WireError::BadValue("session variables flag")),
+                },
             },
             SQL_CAPTURE_REQ => {
                 let (req, database, sql, auto_increment_floor) = (u64_(d)?, s(d)?, s(d)?, u64_(d)?);
@@ -1276,6 +1336,7 @@ impl DataMsg {
                     auto_increment_floor,
                     overlay,
                     given_rows,
+                    vars: dec_vars(d)?,
                 }
             }
             SQL_CAPTURE_CONF => {

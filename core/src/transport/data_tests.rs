@@ -13,6 +13,15 @@ fn op(t: OpType) -> KeyOp {
     }
 }
 
+/// A session's variables: a user variable and a changed system variable.
+fn vars() -> crate::sql::SessionVars {
+    crate::sql::SessionVars::from_pairs(vec![
+        ("@x".into(), Value::Int(7)),
+        ("ndb_table_no_logging".into(), Value::Int(1)),
+    ])
+    .expect("valid variables")
+}
+
 pub(crate) fn every_data_message() -> Vec<DataMsg> {
     let txn = TxnKey { tc: 2, id: 99 };
     vec![
@@ -25,6 +34,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             req: 1,
             database: "test".into(),
             sql: "CREATE TABLE t (a INT PRIMARY KEY)".into(),
+            vars: vars(),
         },
         DataMsg::SqlConf {
             req: 1,
@@ -32,11 +42,21 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             class: 0,
             text: "Query OK".into(),
             mysql_code: 0,
+            vars: Some(vars()),
+        },
+        DataMsg::SqlConf {
+            req: 2,
+            code: 1146,
+            class: 1,
+            text: "no such table".into(),
+            mysql_code: 1146,
+            vars: None,
         },
         DataMsg::SchemaReq {
             req: 1,
             database: "test".into(),
             sql: "DROP TABLE t".into(),
+            vars: Default::default(),
         },
         DataMsg::SqlCaptureReq {
             req: 2,
@@ -45,6 +65,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             auto_increment_floor: 0,
             overlay: Vec::new(),
             given_rows: Some(vec![vec![Value::Int(1)], vec![Value::Int(2)]]),
+            vars: vars(),
         },
         DataMsg::SqlCaptureReq {
             req: 4,
@@ -68,6 +89,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
                 },
             ],
             given_rows: None,
+            vars: Default::default(),
         },
         DataMsg::SqlCaptureConf {
             req: 2,

@@ -209,6 +209,7 @@ mod tests {
                 req: 7,
                 database: DB.into(),
                 sql: "OPTIMIZE TABLE kv".into(),
+                vars: Default::default(),
             },
         );
         h.answer()

@@ -166,6 +166,7 @@ impl Harness {
                 req: 1,
                 database: DB.into(),
                 sql: sql.into(),
+                vars: Default::default(),
             },
         );
         match self.answer() {

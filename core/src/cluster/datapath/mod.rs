@@ -1031,6 +1031,7 @@ impl DataPath {
                 auto_increment_floor,
                 overlay,
                 given_rows,
+                vars,
             } => {
                 let overlay = overlay
                     .into_iter()
@@ -1045,6 +1046,7 @@ impl DataPath {
                     auto_increment_floor,
                     overlay,
                     given_rows,
+                    vars,
                 };
                 self.on_sql_capture(from, req, database, sql, inputs)
             }
@@ -1201,15 +1203,23 @@ impl DataPath {
                 let err = (code != 0).then(|| err_from(code, class, &message));
                 self.tc_unique_checked(worker, from, txn, round, err);
             }
-            DataMsg::SqlReq { req, database, sql } => self.sql(from, req, &database, &sql),
+            DataMsg::SqlReq {
+                req,
+                database,
+                sql,
+                vars,
+            } => self.sql(from, req, &database, &sql, &vars),
             DataMsg::NdbinfoConf {
                 req,
                 tables,
                 truncated,
             } => self.gather_answer(from, req, tables, truncated),
-            DataMsg::SchemaReq { req, database, sql } => {
-                self.schema_apply(from, req, &database, &sql)
-            }
+            DataMsg::SchemaReq {
+                req,
+                database,
+                sql,
+                vars,
+            } => self.schema_apply(from, req, &database, &sql, &vars),
             _ => {}
         }
     }

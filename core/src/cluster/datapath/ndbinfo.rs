@@ -158,11 +158,10 @@ impl DataPath {
                 by_table.entry(key).or_default().extend(rows);
             }
         }
-        let r = self
-            .engine
-            .inner()
-            .ndbinfo_gathered
-            .with(by_table, || self.run_sql(&q.database, &q.sql));
+        let r = self.engine.inner().ndbinfo_gathered.with(by_table, || {
+            self.run_sql(&q.database, &q.sql, &crate::sql::SessionVars::default())
+                .map(|(text, _)| text)
+        });
         self.send(q.api, Self::sql_reply(q.req, &r));
     }
 

@@ -5,12 +5,19 @@
 //! read-only statements (SELECT, SHOW, DESCRIBE, EXPLAIN) run on the receiving node's
 //! replicas (every partition when the cluster has one node group; with several, a
 //! SELECT of a table is run by the API node over every group, `remote_select.rs`, and
-//! refused here). Statements that change rows come as `SqlCaptureReq`
-//! (`sql_capture.rs`) and are refused here.
+//! refused here); SET runs on the receiving node. Statements that change rows come as
+//! `SqlCaptureReq` (`sql_capture.rs`) and are refused here.
+//!
+//! Every statement runs in a fresh SQL session that starts from the client's variables
+//! (`SqlReq.vars`: user variables and changed system variables, `sql::SessionVars`);
+//! a SET's or a SELECT's answer carries the variables after it, which the client keeps
+//! (`cluster::remote_session`). DDL sends the client's variables on to the other data
+//! nodes (`ndb_table_no_logging` makes the same table everywhere).
 
 use super::maintenance::{self, NodeRows};
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
+use crate::sql::SessionVars;
 use crate::transport::NodeId;
 use crate::transport::data::DataMsg;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +39,8 @@ enum Kind {
     /// OPTIMIZE, ANALYZE: on every data node, results merged (`maintenance.rs`).
     Maintenance,
     ReadOnly,
+    /// SET: the session's variables.
+    Session,
     /// Changes rows: sent as `SqlCaptureReq` (`sql_capture.rs`), not as SqlReq.
     Dml,
     Refused,
@@ -42,6 +51,7 @@ fn kind_of(sql: &str) -> Kind {
     match word.as_str() {
         "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => Kind::Ddl,
         "SELECT" | "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "USE" => Kind::ReadOnly,
+        "SET" => Kind::Session,
         _ if maintenance::is_maintenance(sql) => Kind::Maintenance,
         _ if crate::sql::changes_rows(sql) => Kind::Dml,
         _ => Kind::Refused,
@@ -49,16 +59,40 @@ fn kind_of(sql: &str) -> Kind {
 }
 
 impl DataPath {
-    pub(super) fn run_sql(&self, database: &str, sql: &str) -> Result<String> {
+    /// Runs `sql` in a session that starts from `vars`: the rendered results and the
+    /// session's variables after it.
+    pub(super) fn run_sql(
+        &self,
+        database: &str,
+        sql: &str,
+        vars: &SessionVars,
+    ) -> Result<(String, SessionVars)> {
         let mut session = crate::sql::Session::new(self.engine.ndb(database));
+        session.set_session_vars(vars);
         let t0 = std::time::Instant::now();
         let results = session.execute(sql)?;
         let elapsed = t0.elapsed();
-        Ok(results
+        let text = results
             .iter()
             .map(|r| crate::sql::render(r, elapsed))
             .collect::<Vec<_>>()
-            .join("\n"))
+            .join("\n");
+        Ok((text, session.checked_session_vars()?))
+    }
+
+    /// The answer to a statement that ran in a session of variables: they go back.
+    fn sql_reply_with_vars(req: u64, r: Result<(String, SessionVars)>) -> DataMsg {
+        match r {
+            Ok((text, vars)) => DataMsg::SqlConf {
+                req,
+                code: 0,
+                class: 0,
+                text,
+                mysql_code: 0,
+                vars: Some(vars),
+            },
+            Err(e) => Self::sql_reply(req, &Err(e)),
+        }
     }
 
     pub(super) fn sql_reply(req: u64, r: &Result<String>) -> DataMsg {
@@ -69,6 +103,7 @@ impl DataPath {
                 class: 0,
                 text: text.clone(),
                 mysql_code: 0,
+                vars: None,
             },
             Err(e) => {
                 let (code, class, text) = err_parts(e);
@@ -78,13 +113,14 @@ impl DataPath {
                     class,
                     text,
                     mysql_code: e.mysql_code,
+                    vars: None,
                 }
             }
         }
     }
 
     /// SQL from an API node (on worker 0: DDL is serialized).
-    pub(super) fn sql(&self, api: NodeId, req: u64, database: &str, sql: &str) {
+    pub(super) fn sql(&self, api: NodeId, req: u64, database: &str, sql: &str, vars: &SessionVars) {
         if let Err(e) = self.check_api_access(api) {
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
@@ -111,7 +147,7 @@ impl DataPath {
                 "'{}' at a data node: each statement runs on its own (a transaction of \
                  several statements is kept by the client's SQL session — rndb_mgm -c, \
                  Python's MgmClient.sql, the C API's rndb_execute_sql — or is a \
-                 transaction of key operations in rounds; no session variables over TCP)",
+                 transaction of key operations in rounds)",
                 head()
             ));
             return self.send(api, Self::sql_reply(req, &Err(e)));
@@ -133,15 +169,16 @@ impl DataPath {
                 return;
             }
         }
-        let r = self.run_sql(database, sql);
-        let (Kind::Ddl, Ok(text)) = (kind, &r) else {
+        let r = self.run_sql(database, sql, vars);
+        if kind != Kind::Ddl {
+            return self.send(api, Self::sql_reply_with_vars(req, r));
+        }
+        let r = r.map(|(text, _)| text);
+        let peers = self.other_live_nodes();
+        let (Ok(text), false) = (&r, peers.is_empty()) else {
             return self.send(api, Self::sql_reply(req, &r));
         };
-        let peers = self.other_live_nodes();
-        if peers.is_empty() {
-            return self.send(api, Self::sql_reply(req, &r));
-        }
-        self.schema_to_peers(peers, api, req, database, sql, text.clone(), None);
+        self.schema_to_peers(peers, api, req, database, sql, vars, text.clone(), None);
     }
 
     /// Sends `sql` to `peers` (`SchemaReq`) and keeps the wait that answers `api` once
@@ -155,6 +192,7 @@ impl DataPath {
         req: u64,
         database: &str,
         sql: &str,
+        vars: &SessionVars,
         text: String,
         maintenance: Option<NodeRows>,
     ) {
@@ -177,6 +215,7 @@ impl DataPath {
                     req: id,
                     database: database.to_string(),
                     sql: sql.to_string(),
+                    vars: vars.clone(),
                 },
             );
         }
@@ -207,6 +246,7 @@ impl DataPath {
             req,
             database,
             sql,
+            &SessionVars::default(),
             String::new(),
             Some(per_node),
         );
@@ -218,7 +258,14 @@ impl DataPath {
     }
 
     /// DDL or table maintenance from another data node.
-    pub(super) fn schema_apply(&self, from: NodeId, req: u64, database: &str, sql: &str) {
+    pub(super) fn schema_apply(
+        &self,
+        from: NodeId,
+        req: u64,
+        database: &str,
+        sql: &str,
+        vars: &SessionVars,
+    ) {
         let kind = kind_of(sql);
         if kind == Kind::Maintenance {
             let (database, sql) = (database.to_string(), sql.to_string());
@@ -233,7 +280,7 @@ impl DataPath {
             );
         }
         let r = if kind == Kind::Ddl {
-            self.run_sql(database, sql)
+            self.run_sql(database, sql, vars).map(|(text, _)| text)
         } else {
             Err(codes::bad_argument(
                 "only DDL is applied from another data node",

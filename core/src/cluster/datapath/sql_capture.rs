@@ -103,6 +103,7 @@ impl DataPath {
         inputs: CaptureRequest,
     ) -> Result<DataMsg> {
         let mut session = Session::new(self.engine.ndb(database));
+        session.set_session_vars(&inputs.vars);
         let t0 = std::time::Instant::now();
         let (result, rows) = session.capture(
             sql,
@@ -148,6 +149,8 @@ pub(super) struct CaptureRequest {
     pub auto_increment_floor: u64,
     pub overlay: Vec<OverlayRow>,
     pub given_rows: Option<Vec<Vec<crate::schema::Value>>>,
+    /// The client session's variables, which the statement reads.
+    pub vars: crate::sql::SessionVars,
 }
 
 fn row_change(r: CapturedRow) -> RowChange {
