@@ -392,7 +392,8 @@ impl ClusterInner {
             .unwrap_or(32768)
             .max(1024) as usize;
         let api_ids: Vec<u32> = config.api_nodes.iter().map(|a| a.node_id).collect();
-        let mgm = crate::mgm::MgmState::new(&config, data_dir.as_deref());
+        let log_dir = data_dir.as_deref().filter(|_| !local.no_cluster_log_file);
+        let mgm = crate::mgm::MgmState::new(&config, log_dir);
         let inner = Arc::new(ClusterInner {
             config: RwLock::new(config),
             data_nodes,
@@ -711,6 +712,10 @@ pub struct LocalEngineStart {
     /// Checkpoints are cut and saved by the data path's global checkpoint protocol,
     /// not by the engine's timer (`log::gcp`, external mode).
     pub external_gcp: bool,
+    /// A data node's local engine: its management server keeps the cluster log, so the
+    /// engine writes no `ndb_<id>_cluster.log` of its own into the data directory
+    /// (which the management server's may share); its events stay in memory.
+    pub no_cluster_log_file: bool,
 }
 
 /// How often the page cleaner of each data node writes a batch of dirty pages.

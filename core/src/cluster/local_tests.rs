@@ -555,3 +555,68 @@ fn a_nologging_table_survives_a_node_restart_and_is_empty_after_a_system_restart
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An initial start of the distributed nodes removes every disk-data file an earlier
+/// run created, also one CREATE TABLESPACE put outside the node's file system (NDB
+/// leaves those behind), and says so in the cluster log. One data node: two on one
+/// host cannot share an absolute path, as with NDB.
+#[test]
+fn an_initial_start_removes_the_disk_data_files_of_the_earlier_run() {
+    let dir = scratch("initial-files");
+    let elsewhere = scratch("initial-files-elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("dir");
+    let datafile = elsewhere.join("ts_data.dat");
+    {
+        let c = LocalCluster::start(config(1, 1), Some(&dir), false).expect("start");
+        let api = connect(&c);
+        api.sql(
+            DB,
+            "CREATE LOGFILE GROUP lg ADD UNDOFILE 'undo1.dat' INITIAL_SIZE 4M ENGINE NDB",
+        )
+        .expect("logfile group");
+        api.sql(
+            DB,
+            &format!(
+                "CREATE TABLESPACE ts ADD DATAFILE '{}' USE LOGFILE GROUP lg INITIAL_SIZE 4M ENGINE NDB",
+                datafile.display()
+            ),
+        )
+        .expect("tablespace");
+        assert!(datafile.exists(), "the data file where it was asked for");
+        drop(api);
+        c.shutdown().expect("shutdown");
+    }
+    let c = LocalCluster::start(config(1, 1), Some(&dir), true).expect("initial start");
+    assert!(
+        !datafile.exists(),
+        "the data file outside the node's directory is gone"
+    );
+    let log = c.log_lines().join("\n");
+    assert!(
+        log.contains("Initial start: removed 2 files created by an earlier run:")
+            && log.contains(&datafile.display().to_string()),
+        "{log}"
+    );
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&elsewhere);
+}
+
+/// The cluster log file in the data directory is the management server's alone: the
+/// data nodes' engines, whose files share the directory, write none of their own into
+/// it (their lines used to be appended to the same file); a SET is logged once.
+#[test]
+fn the_cluster_log_file_is_the_management_servers_alone() {
+    let dir = scratch("one-log");
+    let c = LocalCluster::start(config(2, 2), Some(&dir), false).expect("start");
+    let mut mgm = c.mgm_client(Duration::from_secs(5)).expect("mgm");
+    mgm.command("SET MaxDiskWriteSpeed=40M").expect("set");
+    let text = std::fs::read_to_string(dir.join("ndb_1_cluster.log")).expect("log file");
+    let count = |what: &str| text.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("Config change completed"), 1, "{text}");
+    assert_eq!(count("Start initiated (version"), 0, "{text}");
+    assert_eq!(count("Node 2: Start initiated (rndb)"), 1, "{text}");
+    drop(mgm);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -191,6 +191,16 @@ fn report_dump_clusterlog_and_set_against_the_management_server() {
         "{:?}",
         m.log_lines()
     );
+    // One line per change, the management server's: the data nodes' engines that took
+    // the value do not log it again.
+    let changes = |what: &str| {
+        m.log_lines()
+            .iter()
+            .filter(|l| l.contains("Config change completed") && l.contains(what))
+            .count()
+    };
+    assert_eq!(changes("DiskPageBufferMemory"), 1, "{:?}", m.log_lines());
+    assert_eq!(changes("MaxDiskWriteSpeed"), 1, "{:?}", m.log_lines());
     let e = c.command("SET NoSuchParameter=1").expect_err("unknown");
     assert!(e.message.contains("NoSuchParameter"), "{e}");
     let e = c.command("SET DataMemory=1").expect_err("out of range");

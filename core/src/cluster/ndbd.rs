@@ -266,15 +266,23 @@ fn data_path_start(
     Ok((start, text))
 }
 
-/// `--initial` (and `RESTART -i`): the node's file system goes first.
-fn remove_file_system(me: &crate::config::DataNodeConfig, node_id: NodeId) -> Result<()> {
+/// `--initial` (and `RESTART -i`): the node's file system goes first, and with it every
+/// disk-data file an earlier run created, wherever CREATE TABLESPACE / LOGFILE GROUP
+/// put it (NDB leaves those behind); the cluster log line naming them, if any.
+fn remove_file_system(
+    me: &crate::config::DataNodeConfig,
+    node_id: NodeId,
+) -> Result<Option<String>> {
     let fs = me.data_dir.join(format!("ndb_{node_id}_fs"));
+    let mut removed = Vec::new();
     if fs.exists() {
+        removed =
+            crate::disk::node::NodeDisk::remove_created_files(&crate::disk::io::OsFileSystem, &fs)?;
         std::fs::remove_dir_all(&fs).map_err(|e| {
             codes::file_read_error(format!("--initial: removing {}: {e}", fs.display()))
         })?;
     }
-    Ok(())
+    Ok(crate::mgm::initial_removed_event(&removed))
 }
 
 /// The configuration from the management server, again (a restart inside the process
@@ -344,9 +352,11 @@ impl DataNodeProcess {
             }
         };
         let (cfg, me) = parse_config(&text, node_id)?;
-        if opts.initial {
-            remove_file_system(&me, node_id)?;
-        }
+        let mut removed_note = if opts.initial {
+            remove_file_system(&me, node_id)?
+        } else {
+            None
+        };
         let mgm = cfg
             .mgm_nodes
             .first()
@@ -460,6 +470,9 @@ impl DataNodeProcess {
                         );
                     }
                     node.log(Severity::Info, &start_text);
+                    if let Some(note) = removed_note.take() {
+                        node.log(Severity::Info, &note);
+                    }
                     if !opts.nostart {
                         node.begin();
                     }
@@ -511,9 +524,14 @@ impl DataNodeProcess {
                             return fail(format!("Node {node_id}: restart failed: {e}"));
                         }
                     }
-                    if initial && let Err(e) = remove_file_system(&me, node_id) {
-                        drop(rx);
-                        return fail(format!("Node {node_id}: restart failed: {e}"));
+                    if initial {
+                        match remove_file_system(&me, node_id) {
+                            Ok(note) => removed_note = note,
+                            Err(e) => {
+                                drop(rx);
+                                return fail(format!("Node {node_id}: restart failed: {e}"));
+                            }
+                        }
                     }
                     opts.initial = initial;
                     opts.nostart = nostart;

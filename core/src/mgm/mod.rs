@@ -335,7 +335,11 @@ pub fn run_on_data_node(cluster: &ClusterInner, text: &str) -> Result<String> {
             let ids: Vec<u32> = cluster.data_nodes.iter().map(|n| n.node_id).collect();
             Ok(memory_lines(cluster, &ids).join("\n"))
         }
-        Command::Set { name, value } if applied_at_once(&name) => set(cluster, &name, &value),
+        // The management server logs the change once for the cluster: the node's own
+        // engine does not log it again.
+        Command::Set { name, value } if applied_at_once(&name) => {
+            set_logged(cluster, &name, &value, false)
+        }
         _ => Err(mgm_error(format!(
             "{}: not a command a data node runs",
             parse::shorten(text)
@@ -630,6 +634,11 @@ const READ_AT_EACH_LCP_ROUND: &[&str] = &[
 const APPLIED_AT_NODE_RESTART: &[&str] = &["DataMemory"];
 
 fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
+    set_logged(cluster, name, value, true)
+}
+
+/// `SET name=value`; `log`: the config change's line goes to the cluster log.
+fn set_logged(cluster: &ClusterInner, name: &str, value: &str, log: bool) -> Result<String> {
     let spec = lookup_param_in(Section::Ndbd, name);
     let show = |v: Option<&ParamValue>| match (spec, v) {
         (Some(s), Some(v)) => s.format_value(v),
@@ -656,11 +665,14 @@ fn set(cluster: &ClusterInner, name: &str, value: &str) -> Result<String> {
         Restart::Rolling => "NDB applies it with a rolling restart; rndb's data nodes read it when the cluster starts (a ROLLING RESTART here restarts each node with the values it started with; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
         Restart::Initial => "an initial (system) restart is needed to apply it (until then the nodes keep the old value; ALL RESTART -i in rndb_mgm applies it now, wiping all data)".to_string(),
     };
-    let generation = cluster.mgm.next_generation();
     let what = format!(
         "{pname} changed from {old} to {new} for data nodes {}",
         join_ids(&ids)
     );
+    if !log {
+        return Ok(format!("{what}: {effect}"));
+    }
+    let generation = cluster.mgm.next_generation();
     cluster.mgm.log.event(
         Severity::Info,
         cluster.mgm.mgm_node_id,
@@ -685,6 +697,23 @@ pub fn initial_start_lines(removed: &[std::path::PathBuf]) -> Vec<String> {
     )];
     lines.extend(removed.iter().map(|p| format!("  {}", p.display())));
     lines
+}
+
+/// A data node's cluster log line for the disk-data files its initial start removed
+/// (None when none).
+pub fn initial_removed_event(removed: &[std::path::PathBuf]) -> Option<String> {
+    (!removed.is_empty()).then(|| {
+        format!(
+            "Initial start: removed {} file{} created by an earlier run: {}",
+            removed.len(),
+            if removed.len() == 1 { "" } else { "s" },
+            removed
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
 }
 
 /// Called by the owner of the cluster (`rndb_mgm`) before it stops the cluster for
@@ -747,23 +776,14 @@ pub fn on_cluster_start(cluster: &ClusterInner) {
             n.node_id,
             &format!("Start initiated (version {VERSION})"),
         );
-        let mine: Vec<String> = cluster
+        let mine: Vec<std::path::PathBuf> = cluster
             .initial_removed
             .iter()
             .filter(|p| p.starts_with(n.disk.fs_dir()))
-            .map(|p| p.display().to_string())
+            .cloned()
             .collect();
-        if !mine.is_empty() {
-            log.event(
-                Severity::Info,
-                n.node_id,
-                &format!(
-                    "Initial start: removed {} file{} created by an earlier run: {}",
-                    mine.len(),
-                    if mine.len() == 1 { "" } else { "s" },
-                    mine.join(", ")
-                ),
-            );
+        if let Some(line) = initial_removed_event(&mine) {
+            log.event(Severity::Info, n.node_id, &line);
         }
         log.event(
             Severity::Info,
