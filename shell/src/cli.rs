@@ -4,7 +4,8 @@ use clap::Parser;
 use std::path::PathBuf;
 
 /// rndb_mgm: the rndb management client and SQL shell. Without a connectstring it starts
-/// the cluster embedded in this process.
+/// the cluster in this process: the management server and data nodes of rndb_mgmd and
+/// rndbd over an in-process network.
 #[derive(Debug, Parser)]
 #[command(
     name = "rndb_mgm",
@@ -24,13 +25,19 @@ pub struct MgmArgs {
     )]
     pub connectstring: Option<String>,
 
-    /// Run the cluster in this process as distributed nodes: the management server and
-    /// the data nodes of rndb_mgmd and rndbd (heartbeats, failover, node restarts)
-    /// over an in-process network, with the configuration of -f (default: two data
-    /// nodes, NoOfReplicas=2), their files in --data-dir; the shell talks to it as it
-    /// does with -c.
-    #[arg(long = "local", conflicts_with = "connectstring")]
+    /// Run the cluster in this process as distributed nodes (the default without -c):
+    /// the management server and the data nodes of rndb_mgmd and rndbd (heartbeats,
+    /// failover, node restarts) over an in-process network, with the configuration of
+    /// -f (default: two data nodes, NoOfReplicas=2), their files in --data-dir; the
+    /// shell talks to it as it does with -c.
+    #[arg(long = "local", conflicts_with_all = ["connectstring", "direct"])]
     pub local: bool,
+
+    /// Run the data nodes' engines on this process's threads instead, without the
+    /// distribution layer (no transport between them, no heartbeats or failover: a
+    /// transaction writes every replica itself), as Python's Cluster.embedded does.
+    #[arg(long = "direct", conflicts_with = "connectstring")]
+    pub direct: bool,
 
     /// Run these commands and exit (separated by ';' or newlines); stops at the first
     /// failing command with exit status 1.

@@ -1,7 +1,8 @@
 //! rndb's command-line programs. `rndb_mgm` is the management client and SQL shell in
 //! one: ndb_mgm's commands for the nodes and the mysql client's SQL for the data,
-//! against an embedded cluster started in-process, the distributed nodes started
-//! in-process (`--local`), or a management server (`-c`) (see docs/shell.md).
+//! against the cluster's nodes started in this process (the default: the management
+//! server and data nodes over an in-process network), a management server (`-c`), or
+//! the data nodes' engines on this process's threads (`--direct`) (see docs/shell.md).
 //!
 //! Layout: [`cli`] (arguments), [`input`] (where commands end, management vs SQL),
 //! [`shell`] (running one command and printing its output), [`script`] (`-e` and piped
@@ -10,6 +11,7 @@
 pub mod cli;
 pub mod daemons;
 pub mod input;
+pub mod node_commands;
 pub mod progress;
 pub mod remote;
 pub mod repl;
@@ -37,11 +39,11 @@ pub fn main_mgm() -> i32 {
         },
         None => ClusterConfig::embedded_default(),
     };
-    if args.local {
-        return run_local(config, &args);
-    }
     for w in &config.warnings {
         eprintln!("Warning: {w}");
+    }
+    if !args.direct {
+        return run_local(config, &args);
     }
     if let Err(e) = std::fs::create_dir_all(&args.data_dir) {
         eprintln!(
@@ -101,32 +103,53 @@ fn run_remote(cs: &str, args: &cli::MgmArgs) -> i32 {
             return 1;
         }
     };
+    run_shell(&mut sh, args)
+}
+
+/// The shell against a management server, reading `-e`, the terminal or a script.
+fn run_shell(sh: &mut remote::RemoteShell, args: &cli::MgmArgs) -> i32 {
     if let Some(text) = &args.execute {
-        script::run_execute(&mut sh, text)
+        script::run_execute(sh, text)
     } else if std::io::stdin().is_terminal() {
         let history = repl::history_path(args.history_file.clone(), &args.data_dir);
-        remote::run_interactive(&mut sh, history)
+        repl::run_interactive(sh, history)
     } else {
-        script::run_script(&mut sh, &mut std::io::stdin().lock())
+        script::run_script(sh, &mut std::io::stdin().lock())
     }
 }
 
-/// `rndb_mgm --local`: starts the distributed nodes in this process
+/// `rndb_mgm` (without `-c` or `--direct`): starts the cluster's nodes in this process
 /// (`rndb::cluster::local`), runs the shell against their management server as `-c`
-/// does, then shuts them down gracefully (unless a SHUTDOWN did already).
+/// does (holding the cluster: `remote::RemoteShell::in_process`), then shuts them down
+/// gracefully (unless a SHUTDOWN did already).
 fn run_local(config: ClusterConfig, args: &cli::MgmArgs) -> i32 {
     let data_dir = std::path::absolute(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone());
     let cluster =
         match rndb::cluster::local::LocalCluster::start(config, Some(&data_dir), args.initial) {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("rndb_mgm: cannot start the local cluster: {}", e.message);
+                eprintln!("rndb_mgm: cannot start the cluster: {}", e.message);
                 return 1;
             }
         };
-    let status = run_remote(&cluster.connectstring(), args);
-    // After the shell's own SHUTDOWN the nodes have ended: nobody answers, and that
-    // is no failure.
-    let _ = cluster.shutdown();
+    if args.initial {
+        for line in node_commands::initial_removed_lines(&cluster.log_lines()) {
+            eprintln!("{line}");
+        }
+    }
+    let mut sh = match remote::RemoteShell::in_process(cluster, &args.database) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rndb_mgm: {e}");
+            return 1;
+        }
+    };
+    let status = run_shell(&mut sh, args);
+    if let Some(cluster) = sh.take_local() {
+        drop(sh);
+        // After the shell's own SHUTDOWN the nodes have ended: nobody answers, and
+        // that is no failure.
+        let _ = cluster.shutdown();
+    }
     status
 }

@@ -7,16 +7,21 @@
 //! captured on a data node and applied through a TC (`rndb::cluster::remote_sql`).
 //! `USE db` picks the database of the statements that follow.
 //!
-//! A connection that breaks is opened again once, at the next command.
+//! A connection that breaks is opened again once, at the next command. Node commands
+//! wait for their effect (`node_commands`).
+//!
+//! `rndb_mgm` without `-c` runs the cluster in its own process (`LocalCluster`: the
+//! management server and data nodes over an in-process network) and this shell
+//! against it, holding the cluster: its API node connects at once (SHOW lists it), and
+//! START brings back nodes whose process ended.
 
-use crate::input::{self, Kind, Splitter};
+use crate::input::{self, Kind};
 use crate::shell::{DEFAULT_PROMPT, Outcome, Runner, print_err, print_out};
 use rndb::cluster::client::{ConnectString, MgmConnection};
+use rndb::cluster::local::LocalCluster;
 use rndb::cluster::remote::RemoteCluster;
 use rndb::cluster::remote_session::RemoteSession;
 use rndb::transport::Role;
-use rustyline::DefaultEditor;
-use rustyline::error::ReadlineError;
 use std::time::Duration;
 
 /// How long connecting to the management server may take.
@@ -35,6 +40,11 @@ pub struct RemoteShell {
     pub prompt: String,
     /// SOURCE files being run (nesting).
     depth: usize,
+    /// The cluster this shell started in its own process, if it did.
+    pub(crate) local: Option<LocalCluster>,
+    /// What completion knows, and whether a statement changed it since.
+    names: crate::repl::Names,
+    names_stale: bool,
 }
 
 impl RemoteShell {
@@ -50,7 +60,30 @@ impl RemoteShell {
             database: "test".to_string(),
             prompt: DEFAULT_PROMPT.to_string(),
             depth: 0,
+            local: None,
+            names: crate::repl::Names::default(),
+            names_stale: true,
         })
+    }
+
+    /// The shell of a cluster it started in this process (module notes): its API node
+    /// connects now.
+    pub fn in_process(cluster: LocalCluster, database: &str) -> Result<RemoteShell, String> {
+        let cs = cluster.connectstring();
+        let mut shell = RemoteShell::connect(&cs)?;
+        let api = cluster
+            .connect(CONNECT_TIMEOUT)
+            .map_err(|e| rndb::sql::render_error(&e))?;
+        shell.data = Some(RemoteSession::new(std::sync::Arc::new(api)));
+        shell.database = database.to_string();
+        shell.local = Some(cluster);
+        Ok(shell)
+    }
+
+    /// The cluster this shell started, to shut it down after the shell.
+    pub fn take_local(&mut self) -> Option<LocalCluster> {
+        self.data = None;
+        self.local.take()
     }
 
     pub fn connectstring(&self) -> &ConnectString {
@@ -58,7 +91,7 @@ impl RemoteShell {
     }
 
     /// Sends one management command; its output or its error line.
-    fn command(&mut self, text: &str) -> Result<String, String> {
+    pub(crate) fn command(&mut self, text: &str) -> Result<String, String> {
         for attempt in 0..2 {
             if self.conn.is_none() {
                 match MgmConnection::open(&self.cs, Role::Api, CONNECT_TIMEOUT) {
@@ -91,7 +124,15 @@ impl RemoteShell {
         let words: Vec<&str> = stmt.split_whitespace().collect();
         if words.len() == 2 && words[0].eq_ignore_ascii_case("USE") {
             self.database = words[1].trim_matches('`').to_string();
+            self.names_stale = true;
             return Ok("Database changed".into());
+        }
+        if words.first().is_some_and(|w| {
+            ["CREATE", "DROP", "ALTER", "RENAME", "TRUNCATE"]
+                .iter()
+                .any(|d| w.eq_ignore_ascii_case(d))
+        }) {
+            self.names_stale = true;
         }
         if self.data.is_none() {
             let c = RemoteCluster::connect(&self.cs_text, CONNECT_TIMEOUT)
@@ -134,22 +175,8 @@ impl Runner for RemoteShell {
         }
         match input::classify(text) {
             Kind::Quit => Outcome::Quit,
-            Kind::Mgm | Kind::Help(_) => {
-                let shutdown = text
-                    .trim_end_matches(';')
-                    .trim()
-                    .eq_ignore_ascii_case("SHUTDOWN");
-                match self.command(text.trim_end_matches(';')) {
-                    Ok(t) => {
-                        print_out(&t);
-                        if shutdown { Outcome::Quit } else { Outcome::Ok }
-                    }
-                    Err(e) => {
-                        print_err(&e);
-                        Outcome::Failed
-                    }
-                }
-            }
+            Kind::Help(topic) => crate::shell::print_help(topic.as_deref()),
+            Kind::Mgm => self.node_command(text.trim_end_matches(';')),
             Kind::Sql => match self.sql(text) {
                 Ok(t) => {
                     print_out(&t);
@@ -167,6 +194,12 @@ impl Runner for RemoteShell {
                     None => DEFAULT_PROMPT.to_string(),
                 };
                 Outcome::Ok
+            }
+            Kind::Connect if self.local.is_some() => {
+                print_err(
+                    "CONNECT: this client runs the cluster in its own process; to manage another cluster, start rndb_mgm with -c host:port (rndb_mgmd's address)",
+                );
+                Outcome::Failed
             }
             Kind::Connect => {
                 let target = text
@@ -206,40 +239,102 @@ impl Runner for RemoteShell {
     }
 }
 
-/// The interactive loop against a management server; the exit status.
-pub fn run_interactive(shell: &mut RemoteShell, history: std::path::PathBuf) -> i32 {
-    let mut rl = match DefaultEditor::new() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("rndb_mgm: cannot use the terminal: {e}");
-            return 1;
-        }
-    };
-    let _ = rl.load_history(&history);
-    println!("-- rndb Cluster -- Management Client --");
-    let (host, port) = shell.connectstring().hosts[0].clone();
-    println!("Connected to Management Server at: {host}:{port}");
-    let mut sp = Splitter::new();
-    loop {
-        let prompt = shell.prompt.clone();
-        match rl.readline(&prompt) {
-            Ok(line) => {
-                if !line.trim().is_empty() && !line.starts_with(' ') {
-                    let _ = rl.add_history_entry(line.as_str());
-                    let _ = rl.save_history(&history);
-                }
-                for cmd in sp.feed(&line) {
-                    if shell.run(&cmd) == Outcome::Quit {
-                        return 0;
-                    }
-                }
-            }
-            Err(ReadlineError::Interrupted) => sp.reset(),
-            Err(ReadlineError::Eof) => return 0,
-            Err(e) => {
-                eprintln!("rndb_mgm: cannot read the terminal: {e}");
-                return 1;
+impl crate::repl::Interactive for RemoteShell {
+    fn banner(&self) -> String {
+        let head = "-- rndb Cluster -- Management Client --";
+        match &self.local {
+            Some(local) => format!(
+                "{head}\nCluster in this process: data nodes {} ({}), management server at {}. Type HELP for help; SQL statements end with ';'.",
+                local
+                    .config()
+                    .data_nodes
+                    .iter()
+                    .map(|n| n.node_id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                rndb::mgm::VERSION,
+                local.connectstring()
+            ),
+            None => {
+                let (host, port) = &self.cs.hosts[0];
+                format!("{head}\nConnected to Management Server at: {host}:{port}")
             }
         }
     }
+
+    fn names(&mut self) -> crate::repl::Names {
+        if self.names_stale {
+            self.names = self.fetch_names();
+            self.names_stale = false;
+        }
+        self.names.clone()
+    }
+
+    fn prompt(&self) -> String {
+        self.prompt.clone()
+    }
 }
+
+impl RemoteShell {
+    /// What completion knows, asked of the cluster: the node ids from SHOW, the tables
+    /// from the data nodes (when this shell has its SQL connection), at most
+    /// [`MAX_COMPLETION_DATABASES`] databases.
+    fn fetch_names(&mut self) -> crate::repl::Names {
+        let mut names = crate::repl::Names {
+            current_db: self.database.clone(),
+            ..Default::default()
+        };
+        if let Ok(show) = self.command("SHOW") {
+            let mut section = "";
+            for line in show.lines() {
+                if line.starts_with('[') {
+                    section = line;
+                } else if let Some(id) = line
+                    .strip_prefix("id=")
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|d| d.parse::<u32>().ok())
+                {
+                    if section.contains("(NDB)") {
+                        names.data_nodes.push(id);
+                    } else if section.contains("(API)") {
+                        names.api_nodes.push(id);
+                    }
+                }
+            }
+        }
+        let Some(d) = self.data.as_mut() else {
+            return names;
+        };
+        let cells = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.starts_with("| "))
+                .skip(1)
+                .map(|l| l.trim_matches('|').trim().to_string())
+                .collect()
+        };
+        let databases = d
+            .execute(&self.database, "SHOW DATABASES")
+            .map(|t| cells(&t))
+            .unwrap_or_default();
+        for db in databases
+            .into_iter()
+            .filter(|db| !rndb::sql::is_virtual_database(db))
+            .take(MAX_COMPLETION_DATABASES)
+        {
+            let tables = d
+                .execute(
+                    &db,
+                    &format!("SHOW TABLES FROM `{}`", db.replace('`', "``")),
+                )
+                .map(|t| cells(&t))
+                .unwrap_or_default();
+            names
+                .tables
+                .insert(db, tables.into_iter().map(|t| (t, Vec::new())).collect());
+        }
+        names
+    }
+}
+
+/// Databases whose tables completion asks for.
+const MAX_COMPLETION_DATABASES: usize = 64;

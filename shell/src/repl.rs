@@ -9,7 +9,7 @@
 //! cannot be cancelled, so it completes and a note says so.
 
 use crate::input::{SQL_WORDS, Splitter};
-use crate::shell::{Outcome, Shell};
+use crate::shell::{Outcome, Runner};
 use rndb::api::ClusterInner;
 use rndb::config::{Section, params_of};
 use rndb::mgm::parse::{FIRST_WORDS, NODE_VERBS, REPORTS};
@@ -21,9 +21,9 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{CompletionType, Config, Context, Editor, Helper};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// Continuation prompt: the arrow ends where `rndb_mgm> ` ends.
 pub const CONTINUATION: &str = "       -> ";
@@ -69,42 +69,82 @@ const SEVERITIES: &[&str] = &[
     "ALERT", "CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG", "ALL",
 ];
 
+/// What completion knows of the cluster: node ids, the current database, and each
+/// database's tables with their indexes. A shell gives them again after each command
+/// ([`Interactive::names`]).
+#[derive(Debug, Clone, Default)]
+pub struct Names {
+    pub data_nodes: Vec<u32>,
+    pub api_nodes: Vec<u32>,
+    pub current_db: String,
+    /// Database -> its tables, each with its index names.
+    pub tables: BTreeMap<String, Vec<(String, Vec<String>)>>,
+}
+
+impl Names {
+    /// The names of a cluster whose dictionary is in this process.
+    pub fn of_cluster(cluster: &ClusterInner, current_db: &str) -> Names {
+        let mut tables: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
+        for t in cluster.dict.read().all().iter().filter(|t| !t.hidden) {
+            tables.entry(t.database.clone()).or_default().push((
+                t.def.name.clone(),
+                t.def.indexes.iter().map(|i| i.name.clone()).collect(),
+            ));
+        }
+        Names {
+            data_nodes: cluster.data_nodes.iter().map(|n| n.node_id).collect(),
+            api_nodes: cluster.api_node_ids().to_vec(),
+            current_db: current_db.to_string(),
+            tables,
+        }
+    }
+
+    fn tables_of(&self, db: &str) -> &[(String, Vec<String>)] {
+        self.tables
+            .iter()
+            .find(|(d, _)| d.eq_ignore_ascii_case(db))
+            .map_or(&[], |(_, t)| t.as_slice())
+    }
+}
+
+/// A shell the interactive loop runs: embedded, or against a management server.
+pub trait Interactive: Runner {
+    /// The lines printed before the first prompt.
+    fn banner(&self) -> String;
+    /// What completion knows now.
+    fn names(&mut self) -> Names;
+    /// The prompt (`PROMPT` changes it).
+    fn prompt(&self) -> String;
+    /// Called once before the first prompt.
+    fn set_interactive(&mut self) {}
+}
+
 /// Completion, hints and hint colour for the editor.
 pub struct MgmHelper {
-    cluster: Arc<ClusterInner>,
-    db: Arc<Mutex<String>>,
+    names: Names,
     history_hints: HistoryHinter,
 }
 
 impl MgmHelper {
-    pub fn new(cluster: Arc<ClusterInner>, db: Arc<Mutex<String>>) -> MgmHelper {
+    pub fn new(names: Names) -> MgmHelper {
         MgmHelper {
-            cluster,
-            db,
+            names,
             history_hints: HistoryHinter::new(),
         }
     }
 
-    /// Completes against `cluster` from now on (after ALL RESTART -i replaced it).
-    pub fn set_cluster(&mut self, cluster: &Arc<ClusterInner>) {
-        if !Arc::ptr_eq(&self.cluster, cluster) {
-            self.cluster = cluster.clone();
-        }
+    /// Completes with `names` from now on.
+    pub fn set_names(&mut self, names: Names) {
+        self.names = names;
     }
 
     fn data_ids(&self) -> Vec<String> {
-        self.cluster
-            .data_nodes
-            .iter()
-            .map(|n| n.node_id.to_string())
-            .collect()
+        self.names.data_nodes.iter().map(u32::to_string).collect()
     }
 
     /// Table, index and database names for SQL completion (`db.` prefix: that database's).
     fn sql_names(&self, word: &str) -> Vec<String> {
-        let current = self.db.lock().map(|d| d.clone()).unwrap_or_default();
-        let dict = self.cluster.dict.read();
-        let all = dict.all();
+        let current = self.names.current_db.clone();
         let mut out = Vec::new();
         if let Some((db, _)) = word.split_once('.') {
             if db.eq_ignore_ascii_case("ndbinfo") {
@@ -114,13 +154,18 @@ impl MgmHelper {
                         .map(|t| format!("{db}.{t}")),
                 );
             } else {
-                out.extend(dict.list(db).iter().map(|t| format!("{db}.{}", t.def.name)));
+                out.extend(
+                    self.names
+                        .tables_of(db)
+                        .iter()
+                        .map(|(t, _)| format!("{db}.{t}")),
+                );
             }
             return out;
         }
-        for t in dict.list(&current) {
-            out.push(t.def.name.clone());
-            out.extend(t.def.indexes.iter().map(|i| i.name.clone()));
+        for (t, indexes) in self.names.tables_of(&current) {
+            out.push(t.clone());
+            out.extend(indexes.iter().cloned());
         }
         if current.eq_ignore_ascii_case("ndbinfo") {
             out.extend(rndb::ndbinfo::table_names().iter().map(|t| t.to_string()));
@@ -130,11 +175,7 @@ impl MgmHelper {
                 .iter()
                 .map(|t| format!("ndbinfo.{t}")),
         );
-        let mut dbs: Vec<String> = all
-            .iter()
-            .filter(|t| !t.hidden)
-            .map(|t| t.database.clone())
-            .collect();
+        let mut dbs: Vec<String> = self.names.tables.keys().cloned().collect();
         dbs.extend(["ndbinfo".to_string(), "information_schema".to_string()]);
         if !current.is_empty() {
             dbs.push(current);
@@ -170,12 +211,9 @@ impl MgmHelper {
             ["ENTER" | "EXIT"] => s(&["SINGLE"]),
             ["ENTER" | "EXIT", "SINGLE"] => s(&["USER"]),
             ["ENTER" | "EXIT", "SINGLE", "USER"] => s(&["MODE"]),
-            ["ENTER", "SINGLE", "USER", "MODE"] => self
-                .cluster
-                .api_node_ids()
-                .iter()
-                .map(u32::to_string)
-                .collect(),
+            ["ENTER", "SINGLE", "USER", "MODE"] => {
+                self.names.api_nodes.iter().map(u32::to_string).collect()
+            }
             ["ROLLING"] => s(&["RESTART"]),
             ["PURGE"] => s(&["STALE"]),
             ["PURGE", "STALE"] => s(&["SESSIONS"]),
@@ -327,7 +365,7 @@ pub fn history_path(explicit: Option<PathBuf>, data_dir: &std::path::Path) -> Pa
 }
 
 /// The interactive loop; the exit status.
-pub fn run_interactive(shell: &mut Shell, history: PathBuf) -> i32 {
+pub fn run_interactive<S: Interactive>(shell: &mut S, history: PathBuf) -> i32 {
     let config = Config::builder()
         .max_history_size(1000)
         .and_then(|b| b.history_ignore_dups(true))
@@ -345,32 +383,18 @@ pub fn run_interactive(shell: &mut Shell, history: PathBuf) -> i32 {
             return 1;
         }
     };
-    rl.set_helper(Some(MgmHelper::new(
-        shell.cluster().inner().clone(),
-        shell.current_db.clone(),
-    )));
+    rl.set_helper(Some(MgmHelper::new(shell.names())));
     let _ = rl.load_history(&history);
-    shell.interactive = true;
+    shell.set_interactive();
     catch_sigint();
-    println!("-- rndb Cluster -- Management Client --");
-    println!(
-        "Embedded cluster: data nodes {} ({}). Type HELP for help; SQL statements end with ';'.",
-        shell
-            .cluster()
-            .data_node_ids()
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        rndb::mgm::VERSION
-    );
+    println!("{}", shell.banner());
     let mut sp = Splitter::new();
     let mut lines: Vec<String> = Vec::new();
     loop {
         let prompt = if sp.pending() {
             CONTINUATION.to_string()
         } else {
-            shell.prompt.clone()
+            shell.prompt()
         };
         match rl.readline(&prompt) {
             Ok(line) => {
@@ -388,8 +412,9 @@ pub fn run_interactive(shell: &mut Shell, history: PathBuf) -> i32 {
                 for cmd in cmds {
                     INTERRUPTED.store(false, Ordering::Relaxed);
                     let outcome = shell.run(&cmd);
+                    let names = shell.names();
                     if let Some(h) = rl.helper_mut() {
-                        h.set_cluster(shell.cluster().inner());
+                        h.set_names(names);
                     }
                     if INTERRUPTED.swap(false, Ordering::Relaxed) {
                         eprintln!(
@@ -458,12 +483,11 @@ mod tests {
     #[test]
     fn completion_follows_a_replaced_cluster() {
         let c = Cluster::embedded_default().expect("start");
-        let db = Arc::new(Mutex::new("test".to_string()));
-        let mut h = MgmHelper::new(c.inner().clone(), db);
+        let mut h = MgmHelper::new(Names::of_cluster(c.inner(), "test"));
         assert!(!names(&h, "").contains(&"5".to_string()));
         let cfg = rndb::config::ClusterConfig::embedded(4, 2).expect("config");
         let c4 = Cluster::embedded(cfg).expect("start 4");
-        h.set_cluster(c4.inner());
+        h.set_names(Names::of_cluster(c4.inner(), "test"));
         let all = names(&h, "");
         for id in ["2", "3", "4", "5"] {
             assert!(all.contains(&id.to_string()), "{id}: {all:?}");
@@ -476,8 +500,7 @@ mod tests {
         let mut s = rndb::sql::Session::new(c.ndb("test"));
         s.execute("CREATE TABLE t1 (id INT PRIMARY KEY, a INT, INDEX ix_a (a)) ENGINE=ndbcluster")
             .expect("create");
-        let db = Arc::new(Mutex::new("test".to_string()));
-        let h = MgmHelper::new(c.inner().clone(), db.clone());
+        let mut h = MgmHelper::new(Names::of_cluster(c.inner(), "test"));
         assert_eq!(
             names(&h, "ALL STA"),
             vec!["STATUS", "START"]
@@ -510,7 +533,7 @@ mod tests {
             names(&h, "SELECT * FROM ndbinfo.mem"),
             vec!["ndbinfo.memory_per_fragment", "ndbinfo.memoryusage"]
         );
-        *db.lock().expect("db") = "ndbinfo".into();
+        h.set_names(Names::of_cluster(c.inner(), "ndbinfo"));
         assert_eq!(names(&h, "SELECT * FROM no"), vec!["nodes"]);
         assert!(names(&h, "").contains(&"2".to_string()), "node ids");
         assert_eq!(

@@ -77,6 +77,38 @@ impl Runner for Shell {
     }
 }
 
+impl crate::repl::Interactive for Shell {
+    fn banner(&self) -> String {
+        format!(
+            "-- rndb Cluster -- Management Client --\nEmbedded cluster (--direct): data nodes {} ({}). Type HELP for help; SQL statements end with ';'.",
+            self.cluster()
+                .data_node_ids()
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            rndb::mgm::VERSION
+        )
+    }
+
+    fn names(&mut self) -> crate::repl::Names {
+        let db = self
+            .current_db
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_default();
+        crate::repl::Names::of_cluster(self.cluster().inner(), &db)
+    }
+
+    fn prompt(&self) -> String {
+        self.prompt.clone()
+    }
+
+    fn set_interactive(&mut self) {
+        self.interactive = true;
+    }
+}
+
 /// One shell: the cluster, its SQL session, and output settings.
 pub struct Shell {
     cluster: Cluster,
@@ -440,47 +472,7 @@ impl Shell {
     }
 
     fn help(&mut self, topic: Option<&str>) -> Outcome {
-        match topic.map(|t| t.trim().to_ascii_uppercase()) {
-            None => {
-                print_out(&format!("{}\n{SHELL_HELP}", mgm::help::GENERAL));
-                Outcome::Ok
-            }
-            Some(t) if t == "SQL" => {
-                print_out(SQL_HELP);
-                Outcome::Ok
-            }
-            Some(t) if ["QUIT", "EXIT"].contains(&t.as_str()) => {
-                print_out(
-                    "QUIT | EXIT | Ctrl-D\nLeave the client (the embedded cluster stops with it).\nEXIT SINGLE USER MODE is the management command: HELP ENTER.",
-                );
-                Outcome::Ok
-            }
-            Some(t) if t == "SOURCE" => {
-                print_out(
-                    "SOURCE <file>\nRun the commands and SQL statements in <file>, as if typed; errors are\nprinted and the file goes on.",
-                );
-                Outcome::Ok
-            }
-            Some(t) if t == "PROMPT" => {
-                print_out(
-                    "PROMPT [<prompt>]\nSet the prompt, or back to \"rndb_mgm> \" without an argument.",
-                );
-                Outcome::Ok
-            }
-            Some(t) => match mgm::help::topic(&t) {
-                Some(text) => {
-                    print_out(text);
-                    Outcome::Ok
-                }
-                None => {
-                    print_err(&format!(
-                        "No help for {}. Type HELP for the list of commands.",
-                        mgm::parse::shorten(&t)
-                    ));
-                    Outcome::Failed
-                }
-            },
-        }
+        print_help(topic)
     }
 
     /// Runs a file of commands; a failing command does not stop the file.
@@ -503,6 +495,29 @@ impl Shell {
         self.depth -= 1;
         outcome
     }
+}
+
+/// `HELP [<topic>]` of either shell (embedded, or against a management server).
+pub fn print_help(topic: Option<&str>) -> Outcome {
+    let text = match topic.map(|t| t.trim().to_ascii_uppercase()) {
+        None => format!("{}\n{SHELL_HELP}", mgm::help::GENERAL),
+        Some(t) if t == "SQL" => SQL_HELP.to_string(),
+        Some(t) if ["QUIT", "EXIT"].contains(&t.as_str()) => "QUIT | EXIT | Ctrl-D\nLeave the client (a cluster it started in this process stops with it).\nEXIT SINGLE USER MODE is the management command: HELP ENTER.".to_string(),
+        Some(t) if t == "SOURCE" => "SOURCE <file>\nRun the commands and SQL statements in <file>, as if typed; errors are\nprinted and the file goes on.".to_string(),
+        Some(t) if t == "PROMPT" => "PROMPT [<prompt>]\nSet the prompt, or back to \"rndb_mgm> \" without an argument.".to_string(),
+        Some(t) => match mgm::help::topic(&t) {
+            Some(text) => text.to_string(),
+            None => {
+                print_err(&format!(
+                    "No help for {}. Type HELP for the list of commands.",
+                    mgm::parse::shorten(&t)
+                ));
+                return Outcome::Failed;
+            }
+        },
+    };
+    print_out(&text);
+    Outcome::Ok
 }
 
 const SHELL_HELP: &str = "\

@@ -392,8 +392,11 @@ impl ClusterInner {
             .unwrap_or(32768)
             .max(1024) as usize;
         let api_ids: Vec<u32> = config.api_nodes.iter().map(|a| a.node_id).collect();
-        let log_dir = data_dir.as_deref().filter(|_| !local.no_cluster_log_file);
+        let log_dir = data_dir.as_deref().filter(|_| !local.data_node_engine);
         let mgm = crate::mgm::MgmState::new(&config, log_dir);
+        if local.data_node_engine {
+            mgm.log.start_forwarding();
+        }
         let inner = Arc::new(ClusterInner {
             config: RwLock::new(config),
             data_nodes,
@@ -458,7 +461,9 @@ impl ClusterInner {
         if inner.durable() {
             *inner.lcp_driver.lock() = Some(super::durability::spawn_lcp_driver(&inner)?);
         }
-        crate::mgm::on_cluster_start(&inner);
+        if !local.data_node_engine {
+            crate::mgm::on_cluster_start(&inner);
+        }
         // NDB's system restart ends with a node restart of each node that could not
         // take part in it.
         for id in &plan.excluded {
@@ -712,10 +717,12 @@ pub struct LocalEngineStart {
     /// Checkpoints are cut and saved by the data path's global checkpoint protocol,
     /// not by the engine's timer (`log::gcp`, external mode).
     pub external_gcp: bool,
-    /// A data node's local engine: its management server keeps the cluster log, so the
-    /// engine writes no `ndb_<id>_cluster.log` of its own into the data directory
-    /// (which the management server's may share); its events stay in memory.
-    pub no_cluster_log_file: bool,
+    /// A data node's local engine (`rndbd`): its management server keeps the cluster
+    /// log. The engine writes no `ndb_<id>_cluster.log` of its own into the data
+    /// directory (which the management server's may share) and logs no start of its
+    /// own (the node does); its events (checkpoints, restart steps) are kept for the
+    /// node to send to the management server (`ClusterLog::take_forwarded`).
+    pub data_node_engine: bool,
 }
 
 /// How often the page cleaner of each data node writes a batch of dirty pages.

@@ -140,11 +140,18 @@ fn io_error(what: &str, e: std::io::Error) -> NdbError {
     )
 }
 
+/// How long a client waits for the answer of ROLLING RESTART, which comes when every
+/// data node restarted (the management server gives each node 10 minutes), or of
+/// SHUTDOWN, which comes when they have ended.
+pub const LONG_COMMAND_REPLY_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// A request/response connection to a management server.
 #[derive(Debug)]
 pub struct MgmConnection {
     stream: Stream,
     buf: Vec<u8>,
+    /// The read timeout of an answer (longer for ROLLING RESTART).
+    timeout: Duration,
     /// The management server's node id (from its `Hello`).
     pub server_node_id: u32,
 }
@@ -174,6 +181,7 @@ impl MgmConnection {
         Ok(MgmConnection {
             stream,
             buf,
+            timeout,
             server_node_id,
         })
     }
@@ -191,9 +199,27 @@ impl MgmConnection {
     }
 
     /// Runs a management command (`SHOW`, `ALL STATUS`, ...) and returns its output;
-    /// a command the server refuses is an error with its text.
+    /// a command the server refuses is an error with its text. ROLLING RESTART is
+    /// answered once every data node restarted, SHUTDOWN once they have ended: their
+    /// answers may take up to [`LONG_COMMAND_REPLY_TIMEOUT`].
     pub fn command(&mut self, text: &str) -> Result<String> {
-        match self.request(&Message::MgmCommand { text: text.into() })? {
+        use crate::mgm::parse::Command;
+        let long = matches!(
+            crate::mgm::parse::parse(text),
+            Ok(Some(Command::RollingRestart | Command::Shutdown))
+        );
+        if long {
+            self.stream
+                .set_read_timeout(Some(LONG_COMMAND_REPLY_TIMEOUT))
+                .map_err(|e| io_error("set timeout", e))?;
+        }
+        let reply = self.request(&Message::MgmCommand { text: text.into() });
+        if long {
+            self.stream
+                .set_read_timeout(Some(self.timeout))
+                .map_err(|e| io_error("set timeout", e))?;
+        }
+        match reply? {
             Message::MgmReply { ok: true, text } => Ok(text),
             Message::MgmReply { ok: false, text } => Err(crate::mgm::mgm_error(text)),
             _ => Err(codes::internal("management server: unexpected reply")),

@@ -16,9 +16,9 @@
 //! directory with files is a system restart; a node killed and started again is a node
 //! restart from its own files (`--initial`: from its peer).
 //!
-//! Every node runs on this host: each HostName of the configuration is taken as
-//! 127.0.0.1 (a config.ini written for several hosts starts here as it is, and its
-//! host names need not resolve).
+//! Every node runs on this host: each HostName of the configuration that is not this
+//! host's (`localhost`, `127.0.0.1`) is taken as 127.0.0.1 (a config.ini written for
+//! several hosts starts here as it is, and its host names need not resolve).
 //!
 //! Ownership: the cluster owns its nodes and its management server; dropping it kills
 //! the nodes (as a crash: committed data is in their redo and checkpoints) and stops
@@ -57,18 +57,31 @@ pub struct LocalCluster {
     scratch_dir: Option<PathBuf>,
 }
 
-/// `config` with every HostName 127.0.0.1 (see the module notes).
+/// `config` with every HostName of another host 127.0.0.1 (see the module notes), and
+/// a management server when it names none: on this host, with the lowest node id no
+/// other node uses (as the embedded cluster's takes).
 fn on_this_host(config: &ClusterConfig) -> Result<ClusterConfig> {
-    let text: Vec<String> = config
+    let mut text: Vec<String> = config
         .to_ini()
         .lines()
         .map(|l| match l.split_once('=') {
-            Some((k, _)) if k.trim().eq_ignore_ascii_case("HostName") => {
+            Some((k, v))
+                if k.trim().eq_ignore_ascii_case("HostName")
+                    && !matches!(v.trim(), "localhost" | "127.0.0.1" | "") =>
+            {
                 "HostName=127.0.0.1".to_string()
             }
             _ => l.to_string(),
         })
         .collect();
+    if config.mgm_nodes.is_empty() {
+        let used = |id: u32| {
+            config.data_nodes.iter().any(|n| n.node_id == id)
+                || config.api_nodes.iter().any(|n| n.node_id == id)
+        };
+        let id = (1..=255).find(|&id| !used(id)).unwrap_or(255);
+        text.push(format!("[ndb_mgmd]\nNodeId={id}\nHostName=localhost"));
+    }
     ClusterConfig::parse(&text.join("\n"), "<local cluster>")
         .map_err(|e| codes::bad_config(e.to_string()))
 }
@@ -186,7 +199,23 @@ impl LocalCluster {
 
     /// Ids of the data nodes whose process runs.
     pub fn running_nodes(&self) -> Vec<NodeId> {
-        self.nodes.keys().copied().collect()
+        self.nodes
+            .iter()
+            .filter(|(_, n)| !n.has_ended())
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// Ids of the configuration's data nodes whose process does not run: never
+    /// started, killed, or ended (STOP, ALL STOP, a forced shutdown).
+    pub fn stopped_nodes(&self) -> Vec<NodeId> {
+        let running = self.running_nodes();
+        self.config
+            .data_nodes
+            .iter()
+            .map(|n| n.node_id)
+            .filter(|id| !running.contains(id))
+            .collect()
     }
 
     /// Prints the nodes' log lines on standard output too (for nodes started from now).
@@ -200,8 +229,17 @@ impl LocalCluster {
         if self.config.data_node(id).is_none() {
             return Err(codes::bad_argument(format!("node {id} is not a data node")));
         }
-        if self.nodes.contains_key(&id) {
-            return Err(codes::bad_argument(format!("node {id} is running already")));
+        match self.nodes.get(&id) {
+            Some(n) if !n.has_ended() => {
+                return Err(codes::bad_argument(format!("node {id} is running already")));
+            }
+            // A process that ended (STOP): its thread is joined, a new one starts.
+            Some(_) => {
+                if let Some(ended) = self.nodes.remove(&id) {
+                    ended.wait();
+                }
+            }
+            None => {}
         }
         let node = DataNodeProcess::start(DataNodeOptions {
             connectstring: ConnectString::parse(&self.connectstring())?,
@@ -264,9 +302,14 @@ impl LocalCluster {
     /// Stops the cluster gracefully (SHUTDOWN: each node saves a last global
     /// checkpoint, then ends); returns the nodes' exit statuses.
     pub fn shutdown(mut self) -> Result<BTreeMap<NodeId, i32>> {
-        let asked = self
-            .mgm_client(Duration::from_secs(5))
-            .and_then(|mut c| c.command("SHUTDOWN"));
+        // After a client's SHUTDOWN the management server answers nothing more.
+        let already = self.mgm.as_ref().is_some_and(|m| m.shutdown_requested());
+        let asked = if already {
+            Ok(String::new())
+        } else {
+            self.mgm_client(Duration::from_secs(5))
+                .and_then(|mut c| c.command("SHUTDOWN"))
+        };
         let nodes = std::mem::take(&mut self.nodes);
         let codes: BTreeMap<NodeId, i32> = nodes
             .into_iter()

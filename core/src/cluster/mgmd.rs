@@ -14,15 +14,16 @@
 //!
 //! A STOP or RESTART shows the node as stopping at once: a status it sent before the
 //! command arrived does not show it started again (a client that waits for it to be
-//! started again after `3 RESTART` waits for the restart). After SHUTDOWN the loop
-//! keeps reading its inbox, without acting on it, until the owner stops the server:
-//! a reader whose inbox is gone closes its connection, which would lose a STOP still
-//! queued behind it.
+//! started again after `3 RESTART` waits for the restart). SHUTDOWN is answered once
+//! the data nodes have ended (`shutdown`); from then on the loop keeps reading its
+//! inbox, without acting on it, until the owner stops the server: a reader whose
+//! inbox is gone closes its connection, which would lose a STOP still queued behind it.
 //!
 //! Lock order: `nodes` and the cluster log's lock are leaves (never held together).
 
 mod api_nodes;
 mod commands;
+mod shutdown;
 
 use super::Outbox;
 use super::arbit::Arbitrator;
@@ -178,6 +179,7 @@ impl MgmServer {
             restart: RestartPlanning::default(),
             commands: commands::NodeCommands::default(),
             api: api_nodes::ApiSessions::default(),
+            shutting_down: None,
         };
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -192,6 +194,7 @@ impl MgmServer {
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
                     server.expire_node_commands();
+                    server.shutdown_progress();
                 }
             })
             .map_err(|e| codes::internal(format!("management server thread: {e}")))?;
@@ -278,6 +281,8 @@ struct Server {
     commands: commands::NodeCommands,
     /// API nodes connected, and single user mode (`api_nodes`).
     api: api_nodes::ApiSessions,
+    /// A SHUTDOWN waiting for the data nodes to end (`shutdown`).
+    shutting_down: Option<shutdown::ShutdownWait>,
 }
 
 /// The data nodes' start reports while no data node is started, and the decision once
@@ -500,7 +505,11 @@ impl Server {
                     self.send_single_user(from);
                 }
                 if changed_state && state == NodeState::Started {
-                    self.log(Severity::Info, from, "Started");
+                    self.log(
+                        Severity::Info,
+                        from,
+                        &format!("Started (version {})", crate::mgm::VERSION),
+                    );
                     // The cluster runs: a node starting from now on copies.
                     self.restart = RestartPlanning::default();
                 }
@@ -622,7 +631,12 @@ impl Server {
             }
         };
         if let Some(e) = nodes.get_mut(&id) {
-            e.reserved_until_ms = now + RESERVE_MS;
+            // Held until the node connects; a node connected already (a restart inside
+            // its process asks again) holds it by its connection, and a reservation
+            // would outlive that connection, refusing the next process for a while.
+            if !e.connected {
+                e.reserved_until_ms = now + RESERVE_MS;
+            }
             e.token = token;
         }
         Ok(id)
@@ -666,8 +680,54 @@ impl Server {
             Command::Dump(t, codes) => self.dump(from, data_targets(t)?, &codes, &nodes),
             Command::Set { name, value } => self.set_param(from, &name, &value, &nodes),
             Command::ClusterLog(c) => Ok(Some(crate::mgm::clusterlog(&self.shared.log, &c))),
+            Command::RollingRestart => self.rolling_restart_start(from, &nodes).map(|()| None),
+            Command::Shutdown => {
+                self.shutdown_start(from, &nodes);
+                Ok(None)
+            }
             other => self.command_now(other, nodes).map(Some),
         }
+    }
+
+    /// ROLLING RESTART: one data node at a time, on a thread of its own; `from` gets
+    /// the answer when every node has started again (or the restart stopped), a line
+    /// per node as the embedded cluster prints them. A client waits up to
+    /// `client::LONG_COMMAND_REPLY_TIMEOUT` for it.
+    fn rolling_restart_start(
+        &mut self,
+        from: NodeId,
+        nodes: &BTreeMap<NodeId, NodeEntry>,
+    ) -> Result<()> {
+        if self.api.single_user.is_some() {
+            return Err(crate::mgm::mgm_error(
+                "Cannot restart nodes: single user mode",
+            ));
+        }
+        let ids: Vec<NodeId> = nodes
+            .iter()
+            .filter(|(_, e)| e.connected)
+            .map(|(&n, _)| n)
+            .collect();
+        if !nodes
+            .values()
+            .any(|e| e.connected && e.state == Some(NodeState::Started))
+        {
+            return Err(crate::mgm::mgm_error(
+                "Every data node is stopped (ALL STOP or ALL RESTART -n); start them with ALL START",
+            ));
+        }
+        let (shared, transport, me) = (self.shared.clone(), self.transport.clone(), self.me);
+        std::thread::Builder::new()
+            .name("rndb-mgmd-rolling".into())
+            .spawn(move || {
+                let (ok, text) = match rolling_restart(&shared, &transport, me, &ids) {
+                    Ok(lines) => (true, lines.join("\n")),
+                    Err(text) => (false, text),
+                };
+                transport.send(from, &Message::MgmReply { ok, text });
+            })
+            .map_err(|e| codes::internal(format!("rolling restart thread: {e}")))?;
+        Ok(())
     }
 
     /// The commands the server answers from what it knows.
@@ -695,24 +755,36 @@ impl Server {
                 .join("\n")),
             Command::Start(t) => {
                 let ids = data_targets(t)?;
+                if let Some(id) = ids.iter().find(|id| !nodes[*id].connected) {
+                    return Err(crate::mgm::mgm_error(format!(
+                        "Start failed: node {id} is not connected"
+                    )));
+                }
+                let waiting: Vec<NodeId> = ids
+                    .iter()
+                    .copied()
+                    .filter(|id| nodes[id].state == Some(NodeState::NotStarted))
+                    .collect();
+                if waiting.is_empty() {
+                    return Err(crate::mgm::mgm_error(format!(
+                        "Start failed: data node(s) {} already started",
+                        super::qmgr::join(&ids)
+                    )));
+                }
                 let mut out = Vec::new();
-                for id in ids {
-                    let e = &nodes[&id];
-                    if e.connected && e.state == Some(NodeState::NotStarted) {
-                        self.transport.send(
-                            id,
-                            &Message::MgmCommand {
-                                text: "START".into(),
-                            },
-                        );
+                for &id in &waiting {
+                    self.transport.send(
+                        id,
+                        &Message::MgmCommand {
+                            text: "START".into(),
+                        },
+                    );
+                    if t != Target::All {
                         out.push(format!("Database node {id} is being started."));
-                    } else if !e.connected {
-                        return Err(crate::mgm::mgm_error(format!(
-                            "Start failed: node {id} is not connected"
-                        )));
-                    } else {
-                        out.push(format!("Node {id}: already started"));
                     }
+                }
+                if t == Target::All {
+                    out.push("NDB Cluster is being started.".into());
                 }
                 Ok(out.join("\n"))
             }
@@ -720,14 +792,29 @@ impl Server {
                 let ids = data_targets(t)?;
                 if let Target::Node(id) = t {
                     refuse_last_of_group(&nodes, id, "Shutdown")?;
+                } else if self.api.single_user.is_some() {
+                    return Err(crate::mgm::mgm_error("Cannot stop nodes: single user mode"));
+                }
+                if let Target::Node(id) = t
+                    && !nodes[&id].connected
+                {
+                    return Err(crate::mgm::mgm_error(format!("Node {id}: already stopped")));
                 }
                 let mut out = Vec::new();
+                // ALL STOP stops the whole cluster: the nodes do not take each other
+                // for failed.
+                let verb = if t == Target::All {
+                    out.push("Executing STOP on all nodes.".to_string());
+                    "STOP CLUSTER"
+                } else {
+                    "STOP"
+                };
                 for id in &ids {
                     if nodes[id].connected {
-                        send_going_down(&self.shared, &self.transport, *id, "STOP");
-                        out.push(format!("Node {id}: Node shutdown initiated"));
-                    } else {
-                        out.push(format!("Node {id}: not connected"));
+                        send_going_down(&self.shared, &self.transport, *id, verb);
+                        if t != Target::All {
+                            out.push(format!("Node {id}: Node shutdown initiated"));
+                        }
                     }
                 }
                 if t == Target::All {
@@ -735,24 +822,6 @@ impl Server {
                 } else {
                     out.push(format!("Node {} has shutdown.", super::qmgr::join(&ids)));
                 }
-                Ok(out.join("\n"))
-            }
-            Command::Shutdown => {
-                // NDB's words, as the embedded cluster prints them: the count
-                // includes this management server.
-                let mut out = Vec::new();
-                for (id, e) in &nodes {
-                    if e.connected {
-                        send_going_down(&self.shared, &self.transport, *id, "STOP");
-                        self.log(Severity::Info, *id, "Cluster shutdown initiated");
-                        out.push(format!("Node {id}: Cluster shutdown initiated"));
-                    }
-                }
-                self.shared.shutdown.store(true, Ordering::Release);
-                out.push(format!(
-                    "{} NDB Cluster node(s) have shutdown.\nDisconnecting to allow management server to shutdown.",
-                    out.len() + 1
-                ));
                 Ok(out.join("\n"))
             }
             Command::Restart(t, flags) => {
@@ -773,6 +842,10 @@ impl Server {
                 }
                 if let Target::Node(id) = t {
                     refuse_last_of_group(&nodes, id, "Restart")?;
+                } else if self.api.single_user.is_some() {
+                    return Err(crate::mgm::mgm_error(
+                        "Cannot restart nodes: single user mode",
+                    ));
                 }
                 if t == Target::All {
                     // NDB's words for a restart of every data node (a system restart).
@@ -807,22 +880,8 @@ impl Server {
                 Some(t) => t.to_string(),
                 None => REMOTE_HELP.to_string(),
             }),
-            Command::RollingRestart => {
-                let ids: Vec<NodeId> = nodes
-                    .iter()
-                    .filter(|(_, e)| e.connected)
-                    .map(|(&n, _)| n)
-                    .collect();
-                let (shared, transport, me) =
-                    (self.shared.clone(), self.transport.clone(), self.me);
-                std::thread::Builder::new()
-                    .name("rndb-mgmd-rolling".into())
-                    .spawn(move || rolling_restart(&shared, &transport, me, &ids))
-                    .map_err(|e| codes::internal(format!("rolling restart thread: {e}")))?;
-                Ok(format!(
-                    "Rolling restart of data nodes {} initiated: one node at a time, each once another node of its group is started; progress in the cluster log",
-                    super::qmgr::join(nodes.keys())
-                ))
+            Command::Backup(ref text) | Command::NodeGroup(ref text) => {
+                Err(crate::mgm::mgm_error(crate::mgm::not_in_rndb(&cmd, text)))
             }
             other => Err(crate::mgm::mgm_error(format!(
                 "{}: not available against a management server (SHOW, STATUS, START, STOP, RESTART, ROLLING RESTART, REPORT, DUMP 1000, CLUSTERLOG, SET, ENTER/EXIT SINGLE USER MODE and SHUTDOWN are; tables and rows go through an API connection to the data nodes)",
@@ -1060,9 +1119,17 @@ const ROLLING_NODE_TIMEOUT: Duration = Duration::from_secs(600);
 /// ROLLING RESTART against a management server: each node in turn is restarted once
 /// another node of its group is started, and the next waits until it is started again
 /// (its copy done) in a newer view.
-fn rolling_restart(shared: &Shared, transport: &TcpTransport, me: NodeId, ids: &[NodeId]) {
+/// Restarts `ids` one at a time, each once another node of its group is started; the
+/// lines for the client (a line per node), or why it stopped.
+fn rolling_restart(
+    shared: &Shared,
+    transport: &TcpTransport,
+    me: NodeId,
+    ids: &[NodeId],
+) -> std::result::Result<Vec<String>, String> {
     let log = |sev: Severity, text: &str| shared.log.event(sev, me, text);
     let t0 = Instant::now();
+    let mut lines = vec!["Rolling restart of the data nodes, one at a time:".to_string()];
     for &id in ids {
         let deadline = Instant::now() + ROLLING_NODE_TIMEOUT;
         // Another node of its group must be started first.
@@ -1075,13 +1142,11 @@ fn rolling_restart(shared: &Shared, transport: &TcpTransport, me: NodeId, ids: &
                 break;
             }
             if Instant::now() >= deadline {
-                log(
-                    Severity::Alert,
-                    &format!(
-                        "Rolling restart stopped: node {id} is the last started node of its group"
-                    ),
+                let why = format!(
+                    "Rolling restart stopped: node {id} is the last started node of its group"
                 );
-                return;
+                log(Severity::Alert, &why);
+                return Err(why);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -1100,11 +1165,9 @@ fn rolling_restart(shared: &Shared, transport: &TcpTransport, me: NodeId, ids: &
                 break;
             }
             if Instant::now() >= deadline || shared.shutdown.load(Ordering::Acquire) {
-                log(
-                    Severity::Alert,
-                    &format!("Rolling restart stopped: node {id} did not start again"),
-                );
-                return;
+                let why = format!("Rolling restart stopped: node {id} did not start again");
+                log(Severity::Alert, &why);
+                return Err(why);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -1115,6 +1178,10 @@ fn rolling_restart(shared: &Shared, transport: &TcpTransport, me: NodeId, ids: &
                 t.elapsed().as_secs_f64()
             ),
         );
+        lines.push(format!(
+            "Node {id}: restarted in {} ms",
+            t.elapsed().as_millis()
+        ));
     }
     log(
         Severity::Info,
@@ -1123,4 +1190,6 @@ fn rolling_restart(shared: &Shared, transport: &TcpTransport, me: NodeId, ids: &
             t0.elapsed().as_secs_f64()
         ),
     );
+    lines.push("Rolling restart completed.".to_string());
+    Ok(lines)
 }

@@ -507,7 +507,7 @@ impl DataNodeProcess {
                             Incoming::Message {
                                 from,
                                 msg: Message::MgmCommand { ref text },
-                            } if from == mgm_id && text == "STOP" => {
+                            } if from == mgm_id && (text == "STOP" || text == "STOP CLUSTER") => {
                                 stop2.store(true, Ordering::Release);
                             }
                             Incoming::Message { .. } => {}
@@ -560,6 +560,11 @@ impl DataNodeProcess {
 
     pub fn status(&self) -> NodeStatus {
         self.status.lock().clone()
+    }
+
+    /// Whether the node's process has ended (STOP, SHUTDOWN, a forced shutdown).
+    pub fn has_ended(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     /// The node's data path (its local engine holds the node's replicas), once the
@@ -678,7 +683,10 @@ impl NodeLoop {
             super::start_plan::random_u64(),
             now,
         ));
-        self.log(Severity::Info, "Start initiated (rndb)");
+        self.log(
+            Severity::Info,
+            &format!("Start initiated (version {})", crate::mgm::VERSION),
+        );
         self.next_status_ms = 0;
     }
 
@@ -861,6 +869,10 @@ impl NodeLoop {
                 q.on_tick(now, &mut out);
             }
             self.data.on_tick(now);
+            // The engine's events (checkpoints, restart steps) go to the cluster log.
+            for (severity, text) in self.data.engine.inner().mgm.log.take_forwarded() {
+                self.log(severity, &text);
+            }
             if let (Some(q), Some(why)) = (&mut self.qmgr, self.data.fatal_error()) {
                 q.force_stop(&mut out, super::qmgr::ARBITRATION_LOST, why);
             }
@@ -944,6 +956,14 @@ impl NodeLoop {
                         self.send_status();
                     }
                     "STOP" => stop.store(true, Ordering::Release),
+                    // SHUTDOWN, ALL STOP: every node stops; the peers leaving are not
+                    // failures.
+                    "STOP CLUSTER" => {
+                        if let Some(q) = &mut self.qmgr {
+                            q.set_cluster_stopping();
+                        }
+                        stop.store(true, Ordering::Release);
+                    }
                     "SINGLE USER OFF" => self.data.set_single_user(None),
                     t if t.starts_with("SINGLE USER ") => {
                         if let Ok(api) = t["SINGLE USER ".len()..].trim().parse::<NodeId>() {

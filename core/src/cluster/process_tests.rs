@@ -274,10 +274,14 @@ fn a_restarting_node_is_not_shown_started_and_a_shutdown_amid_it_stops_it() {
         "{}",
         e.message
     );
+    // Answered once both nodes have ended, as ndb_mgm prints it.
     let r = c.command("SHUTDOWN").expect("shutdown");
-    assert!(
-        r.starts_with("Node 2: Cluster shutdown initiated\nNode 3: Cluster shutdown initiated\n3 NDB Cluster node(s) have shutdown."),
-        "{r}"
+    assert_eq!(
+        r,
+        "Node 2: Cluster shutdown initiated\nNode 3: Cluster shutdown initiated\n\
+         Node 2: Node shutdown completed.\nNode 3: Node shutdown completed.\n\
+         3 NDB Cluster node(s) have shutdown.\n\
+         Disconnecting to allow management server to shutdown.\nNDB Cluster has shutdown."
     );
     assert!(m.shutdown_requested());
     assert_eq!(a.wait(), 0, "node 2 stops gracefully");

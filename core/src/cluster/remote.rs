@@ -503,10 +503,15 @@ impl RemoteCluster {
         })
     }
 
+    /// A connected data node for a request any of them answers: one not known to be
+    /// starting, if there is one.
     pub(super) fn any_node(&self) -> Result<NodeId> {
-        self.connected_nodes()
-            .into_iter()
-            .next()
+        let nodes = self.connected_nodes();
+        nodes
+            .iter()
+            .copied()
+            .find(|&n| self.usable(n))
+            .or_else(|| nodes.first().copied())
             .ok_or_else(|| codes::node_group_down("no data node is connected"))
     }
 
@@ -534,13 +539,6 @@ impl RemoteCluster {
         {
             return self.select_over(&q.with_vars(vars), None, None);
         }
-        let node = self.any_node()?;
-        let p = self.submit(node, false, |req| DataMsg::SqlReq {
-            req,
-            database: database.into(),
-            sql: sql.into(),
-            vars: vars.clone(),
-        })?;
         let upper = sql.trim_start().to_ascii_uppercase();
         if ["DROP", "ALTER", "TRUNCATE", "RENAME", "CREATE"]
             .iter()
@@ -548,6 +546,37 @@ impl RemoteCluster {
         {
             self.tables.lock().clear();
         }
+        // A node that is starting answers 4035 (its replicas are not up to date): the
+        // next connected node is asked, the last answer stands.
+        let nodes = self.connected_nodes();
+        if nodes.is_empty() {
+            return Err(codes::node_group_down("no data node is connected"));
+        }
+        let mut last = Err(codes::internal("no answer to SQL"));
+        for node in nodes {
+            last = self.sql_at(node, database, sql, vars);
+            match &last {
+                Err(e) if e.code == 4035 => self.note_not_ready(e),
+                _ => break,
+            }
+        }
+        last
+    }
+
+    /// One SQL statement at data node `node`.
+    fn sql_at(
+        &self,
+        node: NodeId,
+        database: &str,
+        sql: &str,
+        vars: &mut SessionVars,
+    ) -> Result<String> {
+        let p = self.submit(node, false, |req| DataMsg::SqlReq {
+            req,
+            database: database.into(),
+            sql: sql.into(),
+            vars: vars.clone(),
+        })?;
         match p.wait()? {
             DataMsg::SqlConf {
                 code: 0,

@@ -199,9 +199,14 @@ impl RemoteCluster {
                 text,
                 mysql_code,
                 ..
-            } => Err(super::datapath::sql_err_from(
-                code, class, &text, mysql_code,
-            )),
+            } => {
+                let e = super::datapath::sql_err_from(code, class, &text, mysql_code);
+                // A starting node: the retry asks another.
+                if e.code == 4035 {
+                    self.note_not_ready(&e);
+                }
+                Err(e)
+            }
             _ => Err(codes::internal("unexpected answer to a captured statement")),
         }
     }

@@ -135,6 +135,10 @@ impl RemoteCluster {
             match p.wait().and_then(|m| group_conf(g, m)) {
                 Ok(c) => confs.push(c),
                 Err(e) => {
+                    // A starting node: the retry asks another of its group.
+                    if e.code == 4035 {
+                        self.note_not_ready(&e);
+                    }
                     if error
                         .as_ref()
                         .is_none_or(|old| old.is_temporary() && !e.is_temporary())

@@ -90,7 +90,13 @@ struct Inner {
     file_error: Option<String>,
     enabled: bool,
     severities: [bool; 6],
+    /// Events kept for the owner to send on (a data node's engine: to its management
+    /// server), at most [`MAX_FORWARDED`]; None: not forwarding.
+    forwarded: Option<VecDeque<(Severity, String)>>,
 }
+
+/// Events a forwarding log keeps until taken (the oldest go first beyond it).
+pub const MAX_FORWARDED: usize = 1000;
 
 /// The cluster log of one cluster.
 pub struct ClusterLog {
@@ -116,6 +122,7 @@ impl ClusterLog {
                 file_error,
                 enabled: true,
                 severities: [false, true, true, true, true, true],
+                forwarded: None,
             }),
             path,
         }
@@ -147,6 +154,30 @@ impl ClusterLog {
             }
         }
         g.ring.push_back(Entry { node, line });
+        if let Some(q) = g.forwarded.as_mut() {
+            if q.len() >= MAX_FORWARDED {
+                q.pop_front();
+            }
+            q.push_back((severity, text.to_string()));
+        }
+    }
+
+    /// From now on every event is also kept for [`ClusterLog::take_forwarded`].
+    pub fn start_forwarding(&self) {
+        self.inner
+            .lock()
+            .forwarded
+            .get_or_insert_with(VecDeque::new);
+    }
+
+    /// The events kept for forwarding since the last call, oldest first.
+    pub fn take_forwarded(&self) -> Vec<(Severity, String)> {
+        self.inner
+            .lock()
+            .forwarded
+            .as_mut()
+            .map(|q| q.drain(..).collect())
+            .unwrap_or_default()
     }
 
     /// The events kept in memory about `node` (all nodes when None), oldest first.

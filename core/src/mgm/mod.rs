@@ -150,16 +150,23 @@ pub fn run(cluster: &ClusterInner, cmd: &Command) -> Result<String> {
         Command::RollingRestart => rolling_restart(cluster),
         Command::Shutdown => Ok(shutdown(cluster)),
         Command::Set { name, value } => set(cluster, name, value),
-        Command::Backup(text) => Err(mgm_error(format!(
-            "{}: backups are not implemented in rndb yet (they need the disk formats of the persistence issue).",
-            parse::shorten(text)
-        ))),
-        Command::NodeGroup(text) => Err(mgm_error(format!(
-            "{}: adding or dropping node groups online needs the distributed cluster (issue 7).",
-            parse::shorten(text)
-        ))),
+        Command::Backup(text) | Command::NodeGroup(text) => Err(mgm_error(not_in_rndb(cmd, text))),
         Command::PurgeStaleSessions => Ok("No sessions purged".to_string()),
     }
+}
+
+/// Why `START BACKUP` and `CREATE NODEGROUP` (`cmd`, typed as `text`) are refused, in
+/// every kind of cluster.
+pub fn not_in_rndb(cmd: &Command, text: &str) -> String {
+    let what = match cmd {
+        Command::Backup(_) => {
+            "online backups (START BACKUP, ndb_restore) are not implemented in rndb; a restart recovers from the data directory's checkpoints and redo"
+        }
+        _ => {
+            "adding or dropping node groups online is not implemented in rndb; the node groups are the configuration's [ndbd] sections"
+        }
+    };
+    format!("{}: {what}.", parse::shorten(text))
 }
 
 fn join_ids(ids: &[u32]) -> String {

@@ -73,6 +73,12 @@ pub(crate) use select::TableRead;
 pub(crate) use select_over::{TableSelect, selects_ndb_table, table_select};
 pub use session_vars::{MAX_SESSION_VARS, SessionVars};
 
+/// Whether `db` is one of the virtual databases (ndbinfo, information_schema), whose
+/// tables no data node stores.
+pub fn is_virtual_database(db: &str) -> bool {
+    meta::is_virtual(db)
+}
+
 use crate::api::{AbortOption, ExecType, Ndb, TableRuntime, Transaction, TxState};
 use crate::error::{NdbError, Result};
 use crate::schema::{Datetime, Value};

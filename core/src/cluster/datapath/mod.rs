@@ -425,7 +425,7 @@ impl DataPath {
                 &crate::api::LocalEngineStart {
                     restore_cap: start.restore_cap,
                     external_gcp: threading == Threading::Threads,
-                    no_cluster_log_file: true,
+                    data_node_engine: true,
                 },
             )?,
         };

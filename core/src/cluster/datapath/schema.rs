@@ -121,10 +121,33 @@ impl DataPath {
 
     /// SQL from an API node (on worker 0: DDL is serialized).
     pub(super) fn sql(&self, api: NodeId, req: u64, database: &str, sql: &str, vars: &SessionVars) {
-        if let Err(e) = self.check_api_access(api) {
+        let kind = kind_of(sql);
+        // Monitoring (ndbinfo, information_schema) stays open to every API node in
+        // single user mode, as in the embedded cluster: it reads no table's rows.
+        let monitoring = kind == Kind::ReadOnly
+            && !crate::sql::selects_ndb_table(sql, database)
+            && !crate::ndbinfo::tables_named_in(database, sql).is_empty();
+        if !monitoring && let Err(e) = self.check_api_access(api) {
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
-        let kind = kind_of(sql);
+        // Only a node whose replicas are up to date answers from them or changes the
+        // schema (a node waiting for START, or starting, would answer stale: 4035, and
+        // the client asks another).
+        let ready = match kind {
+            Kind::Session => Ok(()),
+            Kind::ReadOnly => {
+                if self.is_ready() {
+                    self.check_serving()
+                } else {
+                    Err(super::not_ready(self.me))
+                }
+            }
+            _ if self.is_ready() => Ok(()),
+            _ => Err(super::not_ready(self.me)),
+        };
+        if let Err(e) = ready {
+            return self.send(api, Self::sql_reply(req, &Err(e)));
+        }
         if kind == Kind::ReadOnly
             && self.groups.len() > 1
             && crate::sql::selects_ndb_table(sql, database)

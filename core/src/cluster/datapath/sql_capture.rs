@@ -50,6 +50,11 @@ impl DataPath {
         if let Err(e) = self.check_api_access(api) {
             return self.send(api, capture_error(req, &e));
         }
+        // A statement captured over replicas that are not up to date would change rows
+        // from stale images (4035, temporary: the client asks again).
+        if !self.is_ready() {
+            return self.send(api, capture_error(req, &super::not_ready(self.me)));
+        }
         if self.captures_running.fetch_add(1, Ordering::AcqRel) >= MAX_CAPTURES {
             self.captures_running.fetch_sub(1, Ordering::AcqRel);
             let e = codes::out_of_transactions(format!(

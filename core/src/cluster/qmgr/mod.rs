@@ -194,6 +194,9 @@ pub struct Qmgr {
     last_heard: BTreeMap<NodeId, u64>,
     /// Members this node has given up on (missed heartbeats, or restarted).
     suspected: BTreeSet<NodeId>,
+    /// The whole cluster is stopping (SHUTDOWN, ALL STOP): a peer whose connection
+    /// closes is stopping too, not failing, and is not reported as declared dead.
+    cluster_stopping: bool,
     /// Members whose heartbeat arrived since this node installed the view that admitted
     /// them: their life is a member's. A join request from one of them comes from a new
     /// life (a restart); one from a member not heard as such may be its own last
@@ -235,6 +238,7 @@ impl Qmgr {
             next_heartbeat_ms: now_ms,
             last_heard: BTreeMap::new(),
             suspected: BTreeSet::new(),
+            cluster_stopping: false,
             beat_as_member: BTreeSet::new(),
             joiners: BTreeMap::new(),
             starting_peers: BTreeMap::new(),
@@ -287,6 +291,11 @@ impl Qmgr {
             severity,
             text,
         });
+    }
+
+    /// The whole cluster is stopping (see the field): peers that leave are not failures.
+    pub fn set_cluster_stopping(&mut self) {
+        self.cluster_stopping = true;
     }
 
     /// The node must stop for a reason outside membership (the data path lost every
@@ -424,6 +433,7 @@ impl Qmgr {
             || peer == self.me
             || !self.view.contains(peer)
             || !self.suspected.insert(peer)
+            || self.cluster_stopping
         {
             return;
         }
