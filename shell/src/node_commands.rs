@@ -180,9 +180,13 @@ impl RemoteShell {
                 return Some(Outcome::Failed);
             }
         }
-        print_out(&match target {
-            Target::All => "NDB Cluster is being started.".to_string(),
-            Target::Node(id) => format!("Database node {id} is being started."),
+        print_out(&if every {
+            "NDB Cluster is being started.".to_string()
+        } else {
+            ids.iter()
+                .map(|id| format!("Database node {id} is being started."))
+                .collect::<Vec<_>>()
+                .join("\n")
         });
         let node = match target {
             Target::All => None,

@@ -241,12 +241,58 @@ impl Shell {
         match mgm::run(self.cluster.inner(), &cmd) {
             Ok(out) => {
                 print_out(&out);
-                if shutdown { Outcome::Quit } else { Outcome::Ok }
+                if shutdown {
+                    return Outcome::Quit;
+                }
+                // As against a management server (`node_commands`): the next command
+                // finds the node started.
+                match cmd {
+                    Command::Start(t) | Command::Restart(t, Flags { nostart: false, .. }) => {
+                        self.wait_started(t)
+                    }
+                    _ => Outcome::Ok,
+                }
             }
             Err(e) => {
                 print_err(&e.message);
                 Outcome::Failed
             }
+        }
+    }
+
+    /// Waits until the data nodes of `target` that are starting are started (at most
+    /// `node_commands::NODE_WAIT_TIMEOUT`); a node that stops again meanwhile (its
+    /// restart failed: the cluster log says why) fails the command.
+    fn wait_started(&self, target: Target) -> Outcome {
+        use rndb::api::node_restart::NodeRunState;
+        let inner = self.cluster.inner().clone();
+        let ids: Vec<u32> = match target {
+            Target::All => inner.data_nodes.iter().map(|n| n.node_id).collect(),
+            Target::Node(id) => vec![id],
+        };
+        let deadline = Instant::now() + crate::node_commands::NODE_WAIT_TIMEOUT;
+        loop {
+            let states: Vec<(u32, NodeRunState)> = ids
+                .iter()
+                .filter_map(|&id| inner.node(id).map(|n| (id, n.run_state())))
+                .collect();
+            if let Some((id, _)) = states.iter().find(|(_, s)| *s == NodeRunState::Stopped) {
+                print_err(&format!(
+                    "Node {id}: its restart failed and it is stopped again (the cluster log says why)"
+                ));
+                return Outcome::Failed;
+            }
+            if states.iter().all(|(_, s)| *s == NodeRunState::Started) {
+                return Outcome::Ok;
+            }
+            if Instant::now() >= deadline {
+                print_err(&format!(
+                    "Node(s) not started within {} s: ALL STATUS shows where they are",
+                    crate::node_commands::NODE_WAIT_TIMEOUT.as_secs()
+                ));
+                return Outcome::Failed;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 

@@ -147,6 +147,7 @@ transcripts!(
     config_file,
     unknown_commands,
     initial_restart,
+    direct_mode,
 );
 
 #[test]
@@ -168,6 +169,7 @@ fn every_script_has_a_test() {
         "config_file",
         "unknown_commands",
         "initial_restart",
+        "direct_mode",
     ];
     for e in std::fs::read_dir(transcripts_dir()).expect("dir") {
         let p = e.expect("entry").path();
