@@ -27,8 +27,10 @@
 //! ratio of the medians.
 //!
 //! Usage (after `cargo build --release -p rndb-shell`):
-//! `cargo run --release -p rndb-benches --bin tcp_sql -- [statements] [range_rows] [groups]`
-//! (defaults 2000, 500, 1).
+//! `cargo run --release -p rndb-benches --bin tcp_sql -- [statements] [range_rows] [groups] [--local]`
+//! (defaults 2000, 500, 1). `--local`: the same nodes inside this process over the
+//! in-process network (`cluster::local`, what `rndb_mgm` and C's `embedded` start),
+//! instead of processes over loopback TCP.
 
 use rndb::cluster::remote::RemoteCluster;
 use rndb::cluster::remote_scan::RemoteScanSpec;
@@ -84,15 +86,35 @@ fn line(what: &str, sql: (f64, f64), key_ops: (f64, f64)) {
 }
 
 fn main() -> AnyResult<()> {
-    let mut args = std::env::args().skip(1);
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let local = all.iter().any(|a| a == "--local");
+    let mut args = all.into_iter().filter(|a| a != "--local");
     let statements: usize = args.next().map_or(Ok(2000), |s| s.parse())?;
     let range_rows: i64 = args.next().map_or(Ok(500), |s| s.parse())?;
     let groups: u32 = args.next().map_or(Ok(1), |s| s.parse())?;
     let mut cluster = ProcCluster::start_groups("tcp-sql", 256, groups)?;
-    let api = std::sync::Arc::new(RemoteCluster::connect(
-        &cluster.connectstring(),
-        Duration::from_secs(10),
-    )?);
+    // --local: the processes only lend their configuration and directory.
+    let in_process = if local {
+        let text = std::fs::read_to_string(cluster.procs.dir.join("config.ini"))?;
+        let cfg = rndb::config::ClusterConfig::parse(&text, "tcp_sql.ini")?;
+        for n in 2..2 + 2 * groups {
+            cluster.procs.kill(&format!("n{n}"))?;
+        }
+        cluster.procs.kill("mgmd")?;
+        let dir = cluster.procs.dir.join("local");
+        Some(rndb::cluster::local::LocalCluster::start(
+            cfg,
+            Some(&dir),
+            false,
+        )?)
+    } else {
+        None
+    };
+    let cs = match &in_process {
+        Some(lc) => lc.connectstring(),
+        None => cluster.connectstring(),
+    };
+    let api = std::sync::Arc::new(RemoteCluster::connect(&cs, Duration::from_secs(10))?);
     api.sql(
         DB,
         "CREATE TABLE kv (id BIGINT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=NDB",
@@ -102,8 +124,13 @@ fn main() -> AnyResult<()> {
         api.sql(DB, &format!("INSERT INTO kv VALUES {}", values.join(", ")))?;
     }
     println!(
-        "tcp_sql: {groups} node group(s) of 2 rndbd; {KEYS} rows loaded by SQL over TCP; \
-         {statements} statements per figure, one at a time"
+        "tcp_sql: {groups} node group(s) of 2 rndbd{}; {KEYS} rows loaded by SQL; \
+         {statements} statements per figure, one at a time",
+        if local {
+            " inside this process (in-process network)"
+        } else {
+            " processes (loopback TCP)"
+        }
     );
     println!("| figure | SQL: median / p99 µs | key operations: median / p99 µs | SQL / key ops |");
     println!("|---|---:|---:|---:|");
@@ -262,6 +289,69 @@ fn main() -> AnyResult<()> {
         without,
     );
     api.close();
+    if let Some(lc) = in_process {
+        let cfg = lc.config().clone();
+        drop(lc);
+        direct_engines(cfg, &cluster.procs.dir.join("direct"), statements)?;
+    }
     cluster.procs.keep = false;
+    Ok(())
+}
+
+/// `--local`: the same statements on the direct engines (`api::Cluster`, the data
+/// nodes' engines on this thread, what `rndb_mgm --direct` and Python's
+/// `Cluster.embedded` run), against the same statements over the in-process nodes
+/// (measured again here, after the other figures).
+fn direct_engines(
+    cfg: rndb::config::ClusterConfig,
+    dir: &std::path::Path,
+    statements: usize,
+) -> AnyResult<()> {
+    let keys = |i: usize| (i as i64 * 7919) % KEYS;
+    let run = |sql: &mut dyn FnMut(&str) -> AnyResult<()>| -> AnyResult<[(f64, f64); 2]> {
+        sql("CREATE TABLE kv2 (id BIGINT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=NDB")?;
+        for chunk in (0..KEYS).collect::<Vec<_>>().chunks(500) {
+            let values: Vec<String> = chunk.iter().map(|k| format!("({k}, 0)")).collect();
+            sql(&format!("INSERT INTO kv2 VALUES {}", values.join(", ")))?;
+        }
+        let upd = timed(statements, |i| {
+            sql(&format!("UPDATE kv2 SET n = n + 1 WHERE id = {}", keys(i)))
+        })?;
+        let sel = timed(statements, |i| {
+            sql(&format!("SELECT n FROM kv2 WHERE id = {}", keys(i)))
+        })?;
+        Ok([upd, sel])
+    };
+    let nodes = {
+        let lc = rndb::cluster::local::LocalCluster::start(
+            cfg.clone(),
+            Some(&dir.join("nodes")),
+            false,
+        )?;
+        let api = std::sync::Arc::new(lc.connect(Duration::from_secs(10))?);
+        let r = run(&mut |q: &str| {
+            api.sql(DB, q)?;
+            Ok(())
+        })?;
+        api.close();
+        r
+    };
+    let direct = {
+        let c = rndb::api::Cluster::embedded_in(cfg, dir.join("engines"))?;
+        let mut session = rndb::sql::Session::new(c.ndb(DB));
+        let r = run(&mut |q: &str| {
+            session.execute(q)?;
+            Ok(())
+        })?;
+        c.shutdown();
+        r
+    };
+    println!();
+    println!(
+        "| statement | in-process nodes: median / p99 µs | direct engines: median / p99 µs | ratio |"
+    );
+    println!("|---|---:|---:|---:|");
+    line("UPDATE of one row by key", nodes[0], direct[0]);
+    line("SELECT of one row by key", nodes[1], direct[1]);
     Ok(())
 }
