@@ -604,7 +604,8 @@ fn an_initial_start_removes_the_disk_data_files_of_the_earlier_run() {
 
 /// The cluster log file in the data directory is the management server's alone: the
 /// data nodes' engines, whose files share the directory, write none of their own into
-/// it (their lines used to be appended to the same file); a SET is logged once.
+/// it (their lines used to be appended to the same file); a SET is logged once; a
+/// SHUTDOWN's lines are there once each.
 #[test]
 fn the_cluster_log_file_is_the_management_servers_alone() {
     let dir = scratch("one-log");
@@ -620,6 +621,13 @@ fn the_cluster_log_file_is_the_management_servers_alone() {
     assert_eq!(count("Node 2: Started (version"), 1, "{text}");
     assert_eq!(count("Node 1: Started"), 0, "{text}");
     drop(mgm);
-    drop(c);
+    // SHUTDOWN stops the whole cluster: no node takes another's departure for a
+    // failure (each is told `STOP CLUSTER`), and the answer came once both had ended.
+    c.shutdown().expect("shutdown");
+    let text = std::fs::read_to_string(dir.join("ndb_1_cluster.log")).expect("log file");
+    let count = |what: &str| text.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("declared dead"), 0, "{text}");
+    assert_eq!(count("Node shutdown completed."), 2, "{text}");
+    assert_eq!(count("Management server shutdown completed."), 1, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
