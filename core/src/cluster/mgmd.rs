@@ -16,8 +16,9 @@
 //! command arrived does not show it started again (a client that waits for it to be
 //! started again after `3 RESTART` waits for the restart). SHUTDOWN is answered once
 //! the data nodes have ended (`shutdown`); from then on the loop keeps reading its
-//! inbox, without acting on it, until the owner stops the server: a reader whose
-//! inbox is gone closes its connection, which would lose a STOP still queued behind it.
+//! inbox, without acting on it (a client's command is answered with that reason), until
+//! the owner stops the server: a reader whose inbox is gone closes its connection,
+//! which would lose a STOP still queued behind it.
 //!
 //! Lock order: `nodes` and the cluster log's lock are leaves (never held together).
 
@@ -75,6 +76,9 @@ struct Shared {
     log: ClusterLog,
     nodes: Mutex<BTreeMap<NodeId, NodeEntry>>,
     shutdown: AtomicBool,
+    /// A ROLLING RESTART is running (one at a time: two could each take a node of the
+    /// same group down, each seeing the other node started).
+    rolling: AtomicBool,
 }
 
 /// A running management server (see the module notes).
@@ -153,6 +157,7 @@ impl MgmServer {
             log: ClusterLog::new(log_dir, node_id),
             nodes: Mutex::new(nodes),
             shutdown: AtomicBool::new(false),
+            rolling: AtomicBool::new(false),
         });
         let (tx, rx) = sync_channel(INBOX_CAPACITY);
         let transport = TcpTransport::on(net, node_id, Role::Management, tx);
@@ -187,7 +192,21 @@ impl MgmServer {
             .spawn(move || {
                 while !stop2.load(Ordering::Acquire) {
                     match rx.recv_timeout(Duration::from_millis(50)) {
-                        // After SHUTDOWN only drained (see the module notes).
+                        // After SHUTDOWN only drained (see the module notes); a
+                        // client's command gets the reason at once rather than no
+                        // answer.
+                        Ok(Incoming::Message {
+                            from,
+                            msg: Message::MgmCommand { .. },
+                        }) if server.shared.shutdown.load(Ordering::Acquire) => {
+                            server.transport.send(
+                                from,
+                                &Message::MgmReply {
+                                    ok: false,
+                                    text: "The management server has shut down (SHUTDOWN)".into(),
+                                },
+                            );
+                        }
                         Ok(_) if server.shared.shutdown.load(Ordering::Acquire) => {}
                         Ok(ev) => server.on_incoming(ev),
                         Err(RecvTimeoutError::Timeout) => {}
@@ -681,10 +700,7 @@ impl Server {
             Command::Set { name, value } => self.set_param(from, &name, &value, &nodes),
             Command::ClusterLog(c) => Ok(Some(crate::mgm::clusterlog(&self.shared.log, &c))),
             Command::RollingRestart => self.rolling_restart_start(from, &nodes).map(|()| None),
-            Command::Shutdown => {
-                self.shutdown_start(from, &nodes);
-                Ok(None)
-            }
+            Command::Shutdown => self.shutdown_start(from, &nodes).map(|()| None),
             other => self.command_now(other, nodes).map(Some),
         }
     }
@@ -716,17 +732,26 @@ impl Server {
                 "Every data node is stopped (ALL STOP or ALL RESTART -n); start them with ALL START",
             ));
         }
+        if self.shared.rolling.swap(true, Ordering::AcqRel) {
+            return Err(crate::mgm::mgm_error(
+                "A rolling restart is running already; its client gets the answer when it is done",
+            ));
+        }
         let (shared, transport, me) = (self.shared.clone(), self.transport.clone(), self.me);
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("rndb-mgmd-rolling".into())
             .spawn(move || {
                 let (ok, text) = match rolling_restart(&shared, &transport, me, &ids) {
                     Ok(lines) => (true, lines.join("\n")),
                     Err(text) => (false, text),
                 };
+                shared.rolling.store(false, Ordering::Release);
                 transport.send(from, &Message::MgmReply { ok, text });
-            })
-            .map_err(|e| codes::internal(format!("rolling restart thread: {e}")))?;
+            });
+        if let Err(e) = spawned {
+            self.shared.rolling.store(false, Ordering::Release);
+            return Err(codes::internal(format!("rolling restart thread: {e}")));
+        }
         Ok(())
     }
 

@@ -411,3 +411,55 @@ fn connect_scan_client(m: &super::mgmd::MgmServer) -> std::sync::Arc<RemoteClust
     });
     api
 }
+
+/// ROLLING RESTART and SHUTDOWN are answered when done; while one runs, the same
+/// command from another client is refused (two rolling restarts could each take a node
+/// of one group down), and the first client still gets its answer.
+#[test]
+fn one_rolling_restart_and_one_shutdown_at_a_time() {
+    let cfg = config_with(2, 2, "");
+    let m = mgm(&cfg);
+    let n2 = data_node(&m, 2, false);
+    let n3 = data_node(&m, 3, false);
+    wait_until("both started", 20, || {
+        n2.status().state == NodeState::Started && n3.status().state == NodeState::Started
+    });
+    let mut first = shell(&m);
+    let rolling = std::thread::spawn(move || first.command("ROLLING RESTART"));
+    let mut second = shell(&m);
+    wait_until("the rolling restart under way", 20, || {
+        m.log_lines()
+            .iter()
+            .any(|l| l.contains("Rolling restart: restarting node 2"))
+    });
+    let e = second
+        .command("ROLLING RESTART")
+        .expect_err("one at a time");
+    assert!(e.message.contains("running already"), "{e}");
+    let out = rolling
+        .join()
+        .expect("thread")
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", m.log_lines().join("\n")));
+    assert!(out.ends_with("Rolling restart completed."), "{out}");
+    // Over: the next one may run.
+    let out = second.command("ROLLING RESTART").expect("again");
+    assert!(out.ends_with("Rolling restart completed."), "{out}");
+    let mut first = shell(&m);
+    let down = std::thread::spawn(move || first.command("SHUTDOWN"));
+    wait_until("the shutdown under way", 20, || {
+        m.log_lines()
+            .iter()
+            .any(|l| l.contains("Cluster shutdown initiated"))
+    });
+    // Refused while the first waits, or (if the nodes ended already) by a server that
+    // has shut down: never a second shutdown.
+    let e = second.command("SHUTDOWN").expect_err("one shutdown");
+    assert!(
+        e.message.contains("in progress already") || e.message.contains("has shut down"),
+        "{e}"
+    );
+    let out = down.join().expect("thread").expect("shutdown");
+    assert!(out.ends_with("NDB Cluster has shutdown."), "{out}");
+    assert_eq!(n2.wait(), 0);
+    assert_eq!(n3.wait(), 0);
+}

@@ -18,6 +18,7 @@
 //! `client::LONG_COMMAND_REPLY_TIMEOUT` for the answer.
 
 use super::{NodeEntry, Server};
+use crate::error::Result;
 use crate::mgm::log::Severity;
 use crate::transport::{Message, NodeId, Transport};
 use std::collections::BTreeMap;
@@ -36,8 +37,18 @@ pub(super) struct ShutdownWait {
 
 impl Server {
     /// SHUTDOWN from `client`: the data nodes are told; the answer follows
-    /// ([`Server::shutdown_progress`]).
-    pub(super) fn shutdown_start(&mut self, client: NodeId, nodes: &BTreeMap<NodeId, NodeEntry>) {
+    /// ([`Server::shutdown_progress`]). A second SHUTDOWN meanwhile is refused (the
+    /// first client's answer is the one that comes).
+    pub(super) fn shutdown_start(
+        &mut self,
+        client: NodeId,
+        nodes: &BTreeMap<NodeId, NodeEntry>,
+    ) -> Result<()> {
+        if self.shutting_down.is_some() {
+            return Err(crate::mgm::mgm_error(
+                "Shutdown is in progress already; its client gets the answer when the data nodes have ended",
+            ));
+        }
         let mut told = Vec::new();
         for (&id, e) in nodes {
             if e.connected {
@@ -52,6 +63,7 @@ impl Server {
             deadline: Instant::now() + SHUTDOWN_WAIT,
         });
         self.shutdown_progress();
+        Ok(())
     }
 
     /// Answers a SHUTDOWN once its data nodes have ended (or the wait is over), then
