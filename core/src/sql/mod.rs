@@ -152,7 +152,7 @@ impl Vars {
         Vars {
             db,
             user: HashMap::new(),
-            sys: default_sys_vars(),
+            sys: sys_var_defaults().clone(),
             last_insert_id: 0,
             rng: Cell::new(seed | 1),
             connection_id,
@@ -257,6 +257,13 @@ const CACHE_ENTRIES: usize = 256;
 const CACHE_MAX_TEXT: usize = 4096;
 
 /// System variables a session knows, with their defaults.
+/// [`default_sys_vars`], built once: every session starts from a copy, and a client's
+/// variables are compared with it on every statement a data node runs for it.
+pub(crate) fn sys_var_defaults() -> &'static HashMap<String, Value> {
+    static DEFAULTS: std::sync::OnceLock<HashMap<String, Value>> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(default_sys_vars)
+}
+
 fn default_sys_vars() -> HashMap<String, Value> {
     let s = |v: &str| Value::Str(v.to_string());
     let i = Value::Int;
@@ -592,7 +599,7 @@ impl Session {
     }
 
     fn set_sys(&mut self, name: &str, v: Value, is_default: bool) -> Result<()> {
-        let defaults = default_sys_vars();
+        let defaults = sys_var_defaults();
         let Some(default) = defaults.get(name) else {
             return Err(errors::unknown_variable(name));
         };

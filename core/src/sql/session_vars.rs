@@ -13,7 +13,7 @@
 //! [`MAX_VAR_VALUE_BYTES`]; beyond them a SET fails with 1231 before it takes effect.
 
 use super::errors;
-use super::{Session, Vars, default_sys_vars};
+use super::{Session, Vars, sys_var_defaults};
 use crate::error::Result;
 use crate::schema::Value;
 use std::collections::BTreeMap;
@@ -48,7 +48,7 @@ impl SessionVars {
         if pairs.len() > MAX_SESSION_VARS {
             return Err(too_many());
         }
-        let defaults = default_sys_vars();
+        let defaults = sys_var_defaults();
         let mut vars = BTreeMap::new();
         for (name, value) in pairs {
             check_size(&name, &value)?;
@@ -96,7 +96,7 @@ fn check_size(name: &str, value: &Value) -> Result<()> {
 impl Vars {
     /// This connection's variables as [`SessionVars`].
     pub(crate) fn export(&self) -> SessionVars {
-        let defaults = default_sys_vars();
+        let defaults = sys_var_defaults();
         let mut vars = BTreeMap::new();
         for (n, v) in &self.user {
             vars.insert(format!("@{}", n.to_ascii_lowercase()), v.clone());

@@ -124,9 +124,12 @@ impl DataPath {
         let kind = kind_of(sql);
         // Monitoring (ndbinfo, information_schema) stays open to every API node in
         // single user mode, as in the embedded cluster: it reads no table's rows.
-        let monitoring = kind == Kind::ReadOnly
-            && !crate::sql::selects_ndb_table(sql, database)
-            && !crate::ndbinfo::tables_named_in(database, sql).is_empty();
+        let named = if kind == Kind::ReadOnly {
+            crate::ndbinfo::tables_named_in(database, sql)
+        } else {
+            Vec::new()
+        };
+        let monitoring = !named.is_empty() && !crate::sql::selects_ndb_table(sql, database);
         if !monitoring && let Err(e) = self.check_api_access(api) {
             return self.send(api, Self::sql_reply(req, &Err(e)));
         }
@@ -186,11 +189,8 @@ impl DataPath {
         if kind == Kind::Maintenance {
             return self.maintenance_start(api, req, database, sql);
         }
-        if kind == Kind::ReadOnly {
-            let tables = crate::ndbinfo::tables_named_in(database, sql);
-            if !tables.is_empty() && self.gather_ndbinfo(api, req, database, sql, tables) {
-                return;
-            }
+        if !named.is_empty() && self.gather_ndbinfo(api, req, database, sql, named) {
+            return;
         }
         let r = self.run_sql(database, sql, vars);
         if kind != Kind::Ddl {
