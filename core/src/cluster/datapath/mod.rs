@@ -312,6 +312,8 @@ pub struct DataPath {
     me_weak: Mutex<std::sync::Weak<DataPath>>,
     /// SQL statements being captured (`sql_capture`), at most `MAX_CAPTURES`.
     captures_running: AtomicUsize,
+    /// Hands a statement to a capture thread waiting for one (`sql_capture`).
+    capture_threads: sql_capture::CaptureThreads,
     /// Table maintenance statements running (`maintenance`), at most
     /// `MAX_MAINTENANCE`.
     maintenance_running: AtomicUsize,
@@ -505,6 +507,7 @@ impl DataPath {
             threads: Mutex::new(Vec::new()),
             me_weak: Mutex::new(std::sync::Weak::new()),
             captures_running: AtomicUsize::new(0),
+            capture_threads: sql_capture::CaptureThreads::new(),
             maintenance_running: AtomicUsize::new(0),
         });
         *dp.me_weak.lock() = Arc::downgrade(&dp);

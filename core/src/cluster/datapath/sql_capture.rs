@@ -9,8 +9,11 @@
 //! partitions are empty here): the API node captures the statement on one node of each
 //! group and keeps from each what that group owns (`remote_sql.rs`), so the answer
 //! carries the result's counts and the first AUTO_INCREMENT value generated, and the
-//! request a floor for those values. A statement runs on a thread of its own, never on a worker:
-//! it may wait for a row lock that a worker's transaction holds. At most
+//! request a floor for those values. A statement runs on a capture thread, never on a
+//! worker: it may wait for a row lock that a worker's transaction holds. A capture
+//! thread, its statement done, waits [`CAPTURE_THREAD_IDLE`] for the next one before it
+//! ends ([`CaptureThreads`]: a statement goes to a waiting thread, else to a new one),
+//! so statements one after another do not pay a thread's creation each. At most
 //! [`MAX_CAPTURES`] run at once (4006, temporary, beyond); an answer larger than a
 //! frame is refused (233: fewer rows per statement).
 
@@ -20,10 +23,61 @@ use crate::sql::{CaptureInputs, CapturedRow, OverlayRow, Session, SqlResult};
 use crate::transport::NodeId;
 use crate::transport::data::{DataMsg, RowChange};
 use crate::transport::frame::MAX_PAYLOAD_BYTES;
+use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 /// Statements captured at once on one data node.
 pub const MAX_CAPTURES: usize = 4;
+/// How long a capture thread waits for another statement before it ends.
+pub const CAPTURE_THREAD_IDLE: Duration = Duration::from_secs(2);
+
+/// A statement for a capture thread.
+struct CaptureJob {
+    api: NodeId,
+    req: u64,
+    database: String,
+    sql: String,
+    inputs: CaptureRequest,
+}
+
+/// The hand-off to capture threads: a rendezvous channel, so a statement is given to
+/// a thread only if one is waiting for it (one waits at a time, holding the receiver's
+/// lock; the others of an idle moment wait for the lock). Threads hold the data path
+/// weakly while they wait, and end when it is gone.
+pub(super) struct CaptureThreads {
+    tx: SyncSender<CaptureJob>,
+    rx: Arc<Mutex<Receiver<CaptureJob>>>,
+}
+
+impl CaptureThreads {
+    pub(super) fn new() -> CaptureThreads {
+        let (tx, rx) = sync_channel(0);
+        CaptureThreads {
+            tx,
+            rx: Arc::new(Mutex::new(rx)),
+        }
+    }
+}
+
+/// A capture thread: `first`, then each statement handed to it while it waits.
+fn capture_thread(dp: Weak<DataPath>, rx: Arc<Mutex<Receiver<CaptureJob>>>, first: CaptureJob) {
+    let mut job = first;
+    loop {
+        {
+            let Some(me) = dp.upgrade() else { return };
+            let _slot = CaptureSlot(&me);
+            me.capture_and_answer(job.api, job.req, &job.database, &job.sql, job.inputs);
+        }
+        let next = rx.lock().recv_timeout(CAPTURE_THREAD_IDLE);
+        job = match next {
+            Ok(j) => j,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
+        };
+    }
+}
 
 /// One of the [`MAX_CAPTURES`] slots, given back when dropped (also while unwinding).
 struct CaptureSlot<'a>(&'a DataPath);
@@ -63,20 +117,26 @@ impl DataPath {
             ));
             return self.send(api, capture_error(req, &e));
         }
-        let me = match self.threading {
-            Threading::Threads => self.me_arc(),
-            Threading::Inline => None,
-        };
-        let Some(me) = me else {
+        if self.threading == Threading::Inline || self.me_arc().is_none() {
             let _slot = CaptureSlot(self);
             return self.capture_and_answer(api, req, &database, &sql, inputs);
+        }
+        let job = CaptureJob {
+            api,
+            req,
+            database,
+            sql,
+            inputs,
         };
+        // A waiting thread takes it; else a new thread.
+        let job = match self.capture_threads.tx.try_send(job) {
+            Ok(()) => return,
+            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => job,
+        };
+        let (weak, rx) = (self.me_weak.lock().clone(), self.capture_threads.rx.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("sql-capture-{}", self.me))
-            .spawn(move || {
-                let _slot = CaptureSlot(&me);
-                me.capture_and_answer(api, req, &database, &sql, inputs);
-            });
+            .spawn(move || capture_thread(weak, rx, job));
         if let Err(e) = spawned {
             // The closure, and the slot it would have held, never ran.
             self.captures_running.fetch_sub(1, Ordering::AcqRel);
