@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 pub const NODE_WAIT_TIMEOUT: Duration = Duration::from_secs(600);
 /// How often it asks for the nodes' states meanwhile.
 const POLL: Duration = Duration::from_millis(50);
+/// How long START waits for the process of a node shown gone to end.
+const PROCESS_END_WAIT: Duration = Duration::from_secs(10);
 
 /// The state a node command leaves its nodes in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,7 +159,19 @@ impl RemoteShell {
     /// START with the cluster in this process, of nodes whose process ended: started
     /// here again (module notes); None when the management server answers it.
     fn start_in_process(&mut self, target: Target) -> Option<Outcome> {
+        self.local.as_ref()?;
+        // The nodes the management server shows gone have ended, or are about to: their
+        // processes are waited for, so that ALL START sees every stopped node.
+        let gone: Vec<u32> = match self.command("ALL STATUS") {
+            Ok(s) => states(&s)
+                .into_iter()
+                .filter(|(_, state)| Want::Gone.met_by(state))
+                .map(|(id, _)| id)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
         let local = self.local.as_mut()?;
+        local.wait_ended(&gone, PROCESS_END_WAIT);
         let stopped = local.stopped_nodes();
         if stopped.is_empty() {
             return None;

@@ -206,6 +206,22 @@ impl LocalCluster {
             .collect()
     }
 
+    /// Waits until the processes of `ids` have ended (a node the management server
+    /// shows gone may still be leaving its loop), at most `timeout`; whether they have.
+    pub fn wait_ended(&self, ids: &[NodeId], timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let running = self.running_nodes();
+            if !ids.iter().any(|id| running.contains(id)) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Ids of the configuration's data nodes whose process does not run: never
     /// started, killed, or ended (STOP, ALL STOP, a forced shutdown).
     pub fn stopped_nodes(&self) -> Vec<NodeId> {

@@ -700,6 +700,8 @@ impl Server {
             Command::Set { name, value } => self.set_param(from, &name, &value, &nodes),
             Command::ClusterLog(c) => Ok(Some(crate::mgm::clusterlog(&self.shared.log, &c))),
             Command::RollingRestart => self.rolling_restart_start(from, &nodes).map(|()| None),
+            Command::EnterSingleUser(id) => self.enter_single_user(from, id, &nodes),
+            Command::ExitSingleUser => self.exit_single_user(from, &nodes),
             Command::Shutdown => self.shutdown_start(from, &nodes).map(|()| None),
             other => self.command_now(other, nodes).map(Some),
         }
@@ -899,8 +901,7 @@ impl Server {
                 }
                 Ok(out.join("\n"))
             }
-            Command::EnterSingleUser(id) => self.enter_single_user(id, &nodes),
-            Command::ExitSingleUser => self.exit_single_user(&nodes),
+
             Command::Help(topic) => Ok(match topic.as_deref().and_then(crate::mgm::help::topic) {
                 Some(t) => t.to_string(),
                 None => REMOTE_HELP.to_string(),

@@ -1021,6 +1021,28 @@ impl NodeLoop {
     /// `SET`: `mgm::run_on_data_node`), run on a thread of its own so that a long
     /// report never holds up heartbeats; the answer goes back to the management server.
     fn node_command(&self, req: u64, text: String) {
+        // Single user mode is applied here, at once, and answered after: the management
+        // server answers its client once every node has it in force.
+        if let Some(mode) = text.strip_prefix("SINGLE USER ") {
+            let (ok, why) = match mode.trim() {
+                "OFF" => {
+                    self.data.set_single_user(None);
+                    (true, String::new())
+                }
+                id => match id.parse::<NodeId>() {
+                    Ok(api) => {
+                        self.data.set_single_user(Some(api));
+                        (true, String::new())
+                    }
+                    Err(_) => (false, format!("bad single user mode command: {text}")),
+                },
+            };
+            self.transport.send(
+                self.mgm_id,
+                &Message::NodeCommandReply { req, ok, text: why },
+            );
+            return;
+        }
         let (data, transport, mgm) = (self.data.clone(), self.transport.clone(), self.mgm_id);
         let reply = move |r: Result<String>| {
             let (ok, text) = match r {

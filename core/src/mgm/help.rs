@@ -106,9 +106,10 @@ pub fn topic(name: &str) -> Option<&'static str> {
             "<id> STOP [-a] [-f]\n\
              Stop a data node: its replicas are left out and the partitions go on\n\
              with the others; the last live node of a node group is refused. START\n\
-             brings it back. ALL STOP (rndb_mgm, with a data directory) stops every\n\
-             data node until ALL START, a system restart. SHUTDOWN stops the whole\n\
-             cluster and this client."
+             brings it back when rndb_mgm runs the cluster in its own process (an\n\
+             rndbd process that stopped is started again by hand, as ndbd). ALL STOP\n\
+             (rndb_mgm, with a data directory) stops every data node until ALL START,\n\
+             a system restart. SHUTDOWN stops the whole cluster and this client."
         }
         "RESTART" => {
             "<id> RESTART [-n] [-i] [-a] [-f] | ALL RESTART [...]\n\

@@ -11,7 +11,9 @@
 //!   keep working), and such a client is refused by the data nodes in single user mode.
 //! - `ENTER SINGLE USER MODE <id>` (an `[api]`/`[mysqld]` id of the configuration) and
 //!   `EXIT SINGLE USER MODE`: every connected data node is told (`SINGLE USER <id>` /
-//!   `SINGLE USER OFF`), and so is every data node at each state it reports later (its first after it
+//!   `SINGLE USER OFF`, a `NodeCommand` each answers once it applied it: the client's
+//!   answer comes after every node's, so its next statement finds the mode in force),
+//!   and so is every data node at each state it reports later (its first after it
 //!   connects, and each of a restart inside its process), so that a node that restarts
 //!   meanwhile refuses the other API nodes too; the data nodes
 //!   refuse new transactions, reads, scans and SQL from any other API node with 299
@@ -117,9 +119,10 @@ impl Server {
     /// `ENTER SINGLE USER MODE <id>`.
     pub(super) fn enter_single_user(
         &mut self,
+        client: NodeId,
         id: NodeId,
         nodes: &BTreeMap<NodeId, NodeEntry>,
-    ) -> Result<String> {
+    ) -> Result<Option<String>> {
         let fail = |why: String| Err(mgm_error(text::enter_failed(id, &why)));
         if !self.cfg.api_nodes.iter().any(|a| a.node_id == id) {
             return fail(text::not_api(id));
@@ -129,27 +132,58 @@ impl Server {
             _ => {}
         }
         self.api.single_user = Some(id);
-        for &n in nodes.iter().filter(|(_, e)| e.connected).map(|(n, _)| n) {
-            self.send_single_user(n);
+        let connected: Vec<NodeId> = nodes
+            .iter()
+            .filter(|(_, e)| e.connected)
+            .map(|(&n, _)| n)
+            .collect();
+        for &n in &connected {
             self.log(Severity::Info, n, text::ENTERING_EVENT);
             self.log(Severity::Info, n, &text::entered_event(id));
         }
-        Ok(text::entered(id))
+        self.tell_single_user(client, &connected, nodes, text::entered(id))
     }
 
     /// `EXIT SINGLE USER MODE`.
     pub(super) fn exit_single_user(
         &mut self,
+        client: NodeId,
         nodes: &BTreeMap<NodeId, NodeEntry>,
-    ) -> Result<String> {
+    ) -> Result<Option<String>> {
         let Some(was) = self.api.single_user.take() else {
             return Err(mgm_error(text::NOT_IN_MODE));
         };
-        for &n in nodes.iter().filter(|(_, e)| e.connected).map(|(n, _)| n) {
-            self.send_single_user(n);
+        let connected: Vec<NodeId> = nodes
+            .iter()
+            .filter(|(_, e)| e.connected)
+            .map(|(&n, _)| n)
+            .collect();
+        for &n in &connected {
             self.log(Severity::Info, n, &text::exiting_event(was));
         }
-        Ok(text::EXITING.to_string())
+        self.tell_single_user(client, &connected, nodes, text::EXITING.to_string())
+    }
+
+    /// Tells `targets` the current mode and answers `client` with `answer` once each
+    /// has applied it (a node that has reported no state yet hears it with its first
+    /// report, `send_single_user`).
+    fn tell_single_user(
+        &mut self,
+        client: NodeId,
+        targets: &[NodeId],
+        nodes: &BTreeMap<NodeId, NodeEntry>,
+        answer: String,
+    ) -> Result<Option<String>> {
+        let text = match self.api.single_user {
+            Some(id) => format!("SINGLE USER {id}"),
+            None => "SINGLE USER OFF".to_string(),
+        };
+        for &n in targets {
+            if nodes.get(&n).is_some_and(|e| e.state.is_none()) {
+                self.send_single_user(n);
+            }
+        }
+        self.ask_nodes_then(client, &text, targets, nodes, answer)
     }
 
     /// Tells data node `n` the current mode (at the command, and at each state change

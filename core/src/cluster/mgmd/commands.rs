@@ -60,6 +60,8 @@ enum Finish {
         header: Vec<String>,
         log: bool,
     },
+    /// `text` once every target answered (a node that did not is named).
+    Fixed(String),
     /// A SET that running nodes apply at once: `what` changed; which nodes have it.
     Set {
         what: String,
@@ -175,6 +177,18 @@ impl Server {
              of each node group at a time, as NDB does (<id> RESTART for one node). The \
              change lasts until this management server stops."
         )))
+    }
+
+    /// [`Server::ask_nodes`] answering `answer` once the nodes have.
+    pub(super) fn ask_nodes_then(
+        &mut self,
+        client: NodeId,
+        text: &str,
+        targets: &[NodeId],
+        nodes: &BTreeMap<NodeId, NodeEntry>,
+        answer: String,
+    ) -> Result<Option<String>> {
+        self.ask_nodes(client, text, targets, nodes, Finish::Fixed(answer))
     }
 
     /// Sends `text` to every target that is connected and has reported a state, and
@@ -298,6 +312,17 @@ impl Server {
             }
         };
         match p.finish {
+            Finish::Fixed(text) => {
+                let mut out = vec![text];
+                for &n in &p.asked {
+                    match p.answers.get(&n) {
+                        Some(Ok(_)) => {}
+                        Some(Err(why)) => out.push(format!("Node {n}: {why}")),
+                        None => out.push(missing(n)),
+                    }
+                }
+                out.join("\n")
+            }
             Finish::Lines {
                 targets,
                 header,
