@@ -14,8 +14,8 @@
 
 use crate::remote::RemoteShell;
 use crate::shell::{Outcome, print_err, print_out};
+use rndb::cluster::client::node_states as states;
 use rndb::mgm::parse::{Command, Target};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long the shell waits for a node command's effect.
@@ -66,20 +66,6 @@ fn effect_of(cmd: &Command) -> Option<(Option<u32>, Want)> {
         Command::Restart(t, _) => Some((node(t), Want::Started)),
         _ => None,
     }
-}
-
-/// The data nodes' states in `ALL STATUS`'s answer (`Node 2: started (rndb-0.1.0)`:
-/// 2 → "started").
-fn states(all_status: &str) -> BTreeMap<u32, String> {
-    all_status
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("Node ")?;
-            let (id, state) = rest.split_once(": ")?;
-            let state = state.split(" (").next().unwrap_or(state);
-            Some((id.parse().ok()?, state.trim().to_string()))
-        })
-        .collect()
 }
 
 /// The files named by the cluster log's "Initial start: removed N files created by an

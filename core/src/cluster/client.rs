@@ -140,6 +140,21 @@ fn io_error(what: &str, e: std::io::Error) -> NdbError {
     )
 }
 
+/// The data nodes' states in an `ALL STATUS` answer, as the management server words
+/// them (`Node 2: started (rndb-0.1.0)`: 2 → "started"; `Node 3: starting (Last
+/// completed phase 4) (rndb-0.1.0)`: 3 → "starting"; `Node 4: not connected`).
+pub fn node_states(all_status: &str) -> std::collections::BTreeMap<u32, String> {
+    all_status
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("Node ")?;
+            let (id, state) = rest.split_once(": ")?;
+            let state = state.split(" (").next().unwrap_or(state);
+            Some((id.parse().ok()?, state.trim().to_string()))
+        })
+        .collect()
+}
+
 /// How long a client waits for the answer of ROLLING RESTART, which comes when every
 /// data node restarted (the management server gives each node 10 minutes), or of
 /// SHUTDOWN, which comes when they have ended.

@@ -721,11 +721,7 @@ impl Server {
                 "Cannot restart nodes: single user mode",
             ));
         }
-        let ids: Vec<NodeId> = nodes
-            .iter()
-            .filter(|(_, e)| e.connected)
-            .map(|(&n, _)| n)
-            .collect();
+        let ids = connected_ids(nodes);
         if !nodes
             .values()
             .any(|e| e.connected && e.state == Some(NodeState::Started))
@@ -1065,18 +1061,22 @@ fn status_line(id: NodeId, e: &NodeEntry, single_user: bool) -> String {
     }
 }
 
+/// The name of a command the management server does not run (the others are
+/// answered in `command` and `command_now`).
 fn command_name(c: &Command) -> &'static str {
     match c {
-        Command::Report(..) => "REPORT",
-        Command::Dump(..) => "DUMP",
-        Command::ClusterLog(..) => "CLUSTERLOG",
-        Command::RollingRestart => "ROLLING RESTART",
-        Command::Set { .. } => "SET",
-        Command::Backup(_) => "BACKUP",
-        Command::NodeGroup(_) => "NODEGROUP",
         Command::PurgeStaleSessions => "PURGE STALE SESSIONS",
         _ => "this command",
     }
+}
+
+/// The data nodes that are connected, in id order.
+fn connected_ids(nodes: &BTreeMap<NodeId, NodeEntry>) -> Vec<NodeId> {
+    nodes
+        .iter()
+        .filter(|(_, e)| e.connected)
+        .map(|(&n, _)| n)
+        .collect()
 }
 
 const REMOTE_HELP: &str =

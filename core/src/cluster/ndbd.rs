@@ -964,11 +964,8 @@ impl NodeLoop {
                         }
                         stop.store(true, Ordering::Release);
                     }
-                    "SINGLE USER OFF" => self.data.set_single_user(None),
                     t if t.starts_with("SINGLE USER ") => {
-                        if let Ok(api) = t["SINGLE USER ".len()..].trim().parse::<NodeId>() {
-                            self.data.set_single_user(Some(api));
-                        }
+                        let _ = self.apply_single_user(&t["SINGLE USER ".len()..]);
                     }
                     t if t == "RESTART" || t.starts_with("RESTART ") => {
                         let flags: Vec<&str> = t.split_whitespace().skip(1).collect();
@@ -1020,22 +1017,25 @@ impl NodeLoop {
     /// A management command for this node's own replicas (`REPORT ...`, `DUMP 1000`,
     /// `SET`: `mgm::run_on_data_node`), run on a thread of its own so that a long
     /// report never holds up heartbeats; the answer goes back to the management server.
+    /// `SINGLE USER <api id>` / `SINGLE USER OFF` (`mode`: what follows `SINGLE USER `).
+    fn apply_single_user(&self, mode: &str) -> std::result::Result<(), String> {
+        match mode.trim() {
+            "OFF" => self.data.set_single_user(None),
+            id => match id.parse::<NodeId>() {
+                Ok(api) => self.data.set_single_user(Some(api)),
+                Err(_) => return Err(format!("bad single user mode: {mode}")),
+            },
+        }
+        Ok(())
+    }
+
     fn node_command(&self, req: u64, text: String) {
         // Single user mode is applied here, at once, and answered after: the management
         // server answers its client once every node has it in force.
         if let Some(mode) = text.strip_prefix("SINGLE USER ") {
-            let (ok, why) = match mode.trim() {
-                "OFF" => {
-                    self.data.set_single_user(None);
-                    (true, String::new())
-                }
-                id => match id.parse::<NodeId>() {
-                    Ok(api) => {
-                        self.data.set_single_user(Some(api));
-                        (true, String::new())
-                    }
-                    Err(_) => (false, format!("bad single user mode command: {text}")),
-                },
+            let (ok, why) = match self.apply_single_user(mode) {
+                Ok(()) => (true, String::new()),
+                Err(why) => (false, why),
             };
             self.transport.send(
                 self.mgm_id,

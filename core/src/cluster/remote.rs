@@ -406,13 +406,10 @@ impl RemoteCluster {
         let mut mgm = MgmConnection::open(&self.connectstring, Role::Api, timeout)?;
         let status = mgm.command("ALL STATUS")?;
         let connected = self.connected_nodes();
-        Ok(status
-            .lines()
-            .filter_map(|l| {
-                let (node, state) = l.strip_prefix("Node ")?.split_once(": ")?;
-                let n = node.parse::<NodeId>().ok()?;
-                (state.starts_with("started") && connected.contains(&n)).then_some(n)
-            })
+        Ok(super::client::node_states(&status)
+            .into_iter()
+            .filter(|(n, state)| state == "started" && connected.contains(n))
+            .map(|(n, _)| n)
             .collect())
     }
 

@@ -132,11 +132,7 @@ impl Server {
             _ => {}
         }
         self.api.single_user = Some(id);
-        let connected: Vec<NodeId> = nodes
-            .iter()
-            .filter(|(_, e)| e.connected)
-            .map(|(&n, _)| n)
-            .collect();
+        let connected = super::connected_ids(nodes);
         for &n in &connected {
             self.log(Severity::Info, n, text::ENTERING_EVENT);
             self.log(Severity::Info, n, &text::entered_event(id));
@@ -153,11 +149,7 @@ impl Server {
         let Some(was) = self.api.single_user.take() else {
             return Err(mgm_error(text::NOT_IN_MODE));
         };
-        let connected: Vec<NodeId> = nodes
-            .iter()
-            .filter(|(_, e)| e.connected)
-            .map(|(&n, _)| n)
-            .collect();
+        let connected = super::connected_ids(nodes);
         for &n in &connected {
             self.log(Severity::Info, n, &text::exiting_event(was));
         }
