@@ -17,12 +17,18 @@
 //! thread per connection writes it out (`TCP_NODELAY`); a failed write closes the
 //! connection. An API node's transport waits for room instead (up to
 //! [`API_SEND_WAIT`]). Every close is reported to the inbox once as
-//! [`Incoming::Disconnected`], with the reason (a full send buffer names itself).
+//! [`Incoming::Disconnected`], with the reason (a full send buffer names itself). A
+//! connection from a peer that already has one replaces it: the old one is reported
+//! closed, after the last message it delivered and before the new one's `Connected`,
+//! as if its end had been read first (a peer restarted in its process can dial again
+//! before this side reads the old connection's end).
 //! [`TcpTransport::shut`] gives the writers up to [`FLUSH_TIMEOUT`] to write what was
 //! sent before it.
 //!
 //! Lock order: `conns` before a connection's `stream` lock is never needed (send takes
-//! the `Arc<Conn>` out of the map, then uses its send buffer); `limits` is a leaf.
+//! the `Arc<Conn>` out of the map, then uses its send buffer); `limits` is a leaf; a
+//! connection's `delivering` is taken with no other lock held (its holder may wait for
+//! room in the owner's inbox).
 
 use super::frame::{FRAME_HEADER_BYTES, FrameHeader, verify_payload};
 use super::net::{Listener, Net, Stream};
@@ -109,6 +115,14 @@ struct Conn {
     out: SendBuffer,
     /// Why the connection was closed from this side, if it was.
     close_reason: Mutex<Option<String>>,
+    /// A newer connection from the same peer took this one's place (the peer's new
+    /// life dialed before this side read the old connection's end).
+    replaced: AtomicBool,
+    /// Held by the reader while it hands a message to the owner: the new connection's
+    /// reader takes it once, after setting `replaced`, so the owner gets every message
+    /// of the old connection before the old connection's close and the new one's
+    /// `Connected`.
+    delivering: Mutex<()>,
 }
 
 impl Conn {
@@ -542,6 +556,8 @@ fn run_connection(inner: &Arc<Inner>, mut stream: Stream) {
         stream: Mutex::new(stream),
         out: SendBuffer::new(inner.limits_of(peer)),
         close_reason: Mutex::new(None),
+        replaced: AtomicBool::new(false),
+        delivering: Mutex::new(()),
     });
     let writer = {
         let conn = conn.clone();
@@ -564,12 +580,32 @@ fn run_connection(inner: &Arc<Inner>, mut stream: Stream) {
 /// connection ends; returns why it ended.
 fn read_connection(inner: &Arc<Inner>, conn: &Arc<Conn>, role: Role, read_half: Stream) -> String {
     let peer = conn.peer;
-    if let Some(old) = inner.conns.lock().insert(peer, conn.clone()) {
+    let replaced = inner.conns.lock().insert(peer, conn.clone());
+    if let Some(old) = &replaced {
+        old.replaced.store(true, Ordering::Release);
         old.fail("replaced by a new connection".into());
+        // Whatever the old reader is handing over goes first; it hands over nothing
+        // after this (it sees `replaced`), and its own end is not reported (the map
+        // holds this connection).
+        drop(old.delivering.lock());
     }
     inner.history.lock().entry(peer).or_default().connect_count += 1;
     if inner.closed.load(Ordering::Acquire) {
         return "transport closed".into();
+    }
+    // The old connection ended as surely as if its end had been read first: the owner
+    // hears it (a peer that restarted is a node failure, not a member whose heartbeats
+    // must be missed).
+    if replaced.is_some()
+        && inner
+            .inbox
+            .send(Incoming::Disconnected {
+                peer,
+                reason: "replaced by a new connection".into(),
+            })
+            .is_err()
+    {
+        return owner_gone(conn);
     }
     if inner
         .inbox
@@ -586,6 +622,10 @@ fn read_connection(inner: &Arc<Inner>, conn: &Arc<Conn>, role: Role, read_half: 
     loop {
         match read_message(&mut reader) {
             Ok(msg) => {
+                let _delivering = conn.delivering.lock();
+                if conn.replaced.load(Ordering::Acquire) {
+                    break "replaced by a new connection".to_string();
+                }
                 if inner
                     .inbox
                     .send(Incoming::Message { from: peer, msg })
@@ -716,6 +756,75 @@ mod tests {
             }
         }
         a.close();
+    }
+
+    #[test]
+    fn a_new_life_dialing_before_the_old_connection_ends_is_reported_as_its_end() {
+        let (b, brx) = node(3);
+        let addr = b.listen(loopback()).expect("listen");
+        // Node 2's old life: a bare connection that keeps sending while its new life
+        // dials (as a node restarted in its process can, before its old sockets close).
+        let mut old_life = Stream::Tcp(TcpStream::connect(addr).expect("connect"));
+        handshake(&mut old_life, 2, Role::DataNode).expect("handshake");
+        assert_eq!(
+            next(&brx),
+            Incoming::Connected {
+                peer: 2,
+                role: Role::DataNode
+            }
+        );
+        // It sends until its connection is shut (by the replacement).
+        let sender = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let mut view_id = 0;
+            while Instant::now() < deadline {
+                let beat = Message::Heartbeat { view_id };
+                if write_message(&mut old_life, &beat, &mut buf).is_err() {
+                    return;
+                }
+                view_id += 1;
+            }
+            panic!("the old life's connection was never shut");
+        });
+        std::thread::sleep(Duration::from_millis(1));
+        let (new_life, new_rx) = node(2);
+        new_life.dial(3, addr).expect("dial");
+        let mut last_view = None;
+        let reason = loop {
+            match next(&brx) {
+                Incoming::Message {
+                    from: 2,
+                    msg: Message::Heartbeat { view_id },
+                } => {
+                    assert!(last_view < Some(view_id), "out of order: {view_id}");
+                    last_view = Some(view_id);
+                }
+                Incoming::Disconnected { peer: 2, reason } => break reason,
+                other => panic!("before the old connection's end: {other:?}"),
+            }
+        };
+        assert_eq!(reason, "replaced by a new connection");
+        assert_eq!(
+            next(&brx),
+            Incoming::Connected {
+                peer: 2,
+                role: Role::DataNode
+            }
+        );
+        assert!(matches!(next(&new_rx), Incoming::Connected { peer: 3, .. }));
+        assert!(new_life.send(3, &Message::JoinReq { incarnation: 2 }));
+        // Nothing of the old life after its end: the new life's request comes next.
+        assert_eq!(
+            next(&brx),
+            Incoming::Message {
+                from: 2,
+                msg: Message::JoinReq { incarnation: 2 }
+            }
+        );
+        sender.join().expect("sender");
+        new_life.close();
+        b.close();
     }
 
     #[test]
