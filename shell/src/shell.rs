@@ -272,9 +272,18 @@ impl Shell {
         };
         let deadline = Instant::now() + crate::node_commands::NODE_WAIT_TIMEOUT;
         loop {
+            // Started as ALL STATUS says it: serving, and with a data directory the
+            // restart's local checkpoint after the copy done too.
             let states: Vec<(u32, NodeRunState)> = ids
                 .iter()
-                .filter_map(|&id| inner.node(id).map(|n| (id, n.run_state())))
+                .filter_map(|&id| {
+                    inner.node(id).map(|n| match n.run_state() {
+                        NodeRunState::Started if !n.restart_complete() => {
+                            (id, NodeRunState::Starting)
+                        }
+                        s => (id, s),
+                    })
+                })
                 .collect();
             if let Some((id, _)) = states.iter().find(|(_, s)| *s == NodeRunState::Stopped) {
                 print_err(&format!(
