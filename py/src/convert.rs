@@ -218,6 +218,28 @@ pub fn names<'py>(py: Python<'py>, def: &TableDef, cols: &[usize]) -> Vec<Bound<
 }
 
 /// A row as a dict keyed by the interned column names.
+/// What `execute` returns for a statement's outcome: its rows as a list of dicts, the
+/// number of rows affected, or None.
+pub fn outcome_to_py<'py>(
+    py: Python<'py>,
+    outcome: crate::sqlglue::SqlOutcome,
+) -> PyResult<Bound<'py, PyAny>> {
+    use crate::sqlglue::SqlOutcome;
+    match outcome {
+        SqlOutcome::Rows { columns, rows } => {
+            let names: Vec<Bound<'py, PyString>> =
+                columns.iter().map(|c| PyString::intern(py, c)).collect();
+            let out: Vec<Bound<'py, PyDict>> = rows
+                .into_iter()
+                .map(|r| row_to_dict(py, &names, r))
+                .collect::<PyResult<_>>()?;
+            Ok(pyo3::types::PyList::new(py, out)?.into_any())
+        }
+        SqlOutcome::Affected(n) => value_to_py(py, Value::UInt(n)),
+        SqlOutcome::Nothing => Ok(py.None().into_bound(py)),
+    }
+}
+
 pub fn row_to_dict<'py>(
     py: Python<'py>,
     names: &[Bound<'py, PyString>],

@@ -14,10 +14,11 @@
 //! a mutex, taken detached from the interpreter, so a slow server never holds the
 //! GIL); data requests run detached too; a closed client refuses every call.
 
-use crate::convert::{extract_columns, key_values, names, py_to_value, row_to_dict};
+use crate::convert::{extract_columns, key_values, names, outcome_to_py, py_to_value, row_to_dict};
 use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
 use crate::remote_scan::{IndexArgs, RemoteScanIterator};
+use crate::sqlglue::SqlOutcome;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rndb::cluster::client::{ConnectString, MgmConnection};
@@ -25,6 +26,7 @@ use rndb::cluster::remote::RemoteCluster;
 use rndb::cluster::remote_session::RemoteSession;
 use rndb::error::codes;
 use rndb::schema::{TableDef, Value};
+use rndb::sql::{SessionVars, SqlResult};
 use rndb::transport::Role;
 use rndb::transport::data::{KeyOp, OpType};
 use std::sync::{Arc, Mutex};
@@ -43,6 +45,25 @@ pub struct MgmClient {
 }
 
 impl MgmClient {
+    /// Runs SQL in this client's session when it needs it (an open transaction,
+    /// variables), else on the cluster connection at once; each statement's result.
+    fn sql_results(&self, py: Python<'_>, sql: &str, database: &str) -> PyResult<Vec<SqlResult>> {
+        py.detach(|| {
+            guard(|| {
+                let data = self.data()?;
+                let mut session = lock_detached(&self.session);
+                let s = session.get_or_insert_with(|| RemoteSession::new(data.clone()));
+                if s.needs_session(sql) {
+                    s.execute_results(database, sql)
+                } else {
+                    drop(session);
+                    data.sql_results_in(database, sql, &mut SessionVars::default())
+                }
+            })
+        })
+        .map_err(|e| to_pyerr(py, e))
+    }
+
     /// The data nodes' connection, opened at the first use.
     fn data(&self) -> R<Arc<RemoteCluster>> {
         if lock_detached(&self.conn).is_none() {
@@ -186,20 +207,23 @@ impl MgmClient {
     /// sessions").
     #[pyo3(signature = (sql, database="test"))]
     fn sql(&self, py: Python<'_>, sql: &str, database: &str) -> PyResult<String> {
-        py.detach(|| {
-            guard(|| {
-                let data = self.data()?;
-                let mut session = lock_detached(&self.session);
-                let s = session.get_or_insert_with(|| RemoteSession::new(data.clone()));
-                if s.needs_session(sql) {
-                    s.execute(database, sql)
-                } else {
-                    drop(session);
-                    data.sql(database, sql)
-                }
-            })
-        })
-        .map_err(|e| to_pyerr(py, e))
+        let t0 = std::time::Instant::now();
+        let results = self.sql_results(py, sql, database)?;
+        Ok(rndb::sql::render_all(&results, t0.elapsed()))
+    }
+
+    /// Runs SQL as `sql` does, and returns the last statement's result as `Ndb.execute`
+    /// does: its rows as a list of dicts (values as Python types), or the number of
+    /// rows affected (None when the statements returned neither).
+    #[pyo3(signature = (sql, database="test"))]
+    fn execute<'py>(
+        &self,
+        py: Python<'py>,
+        sql: &str,
+        database: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let results = self.sql_results(py, sql, database)?;
+        outcome_to_py(py, SqlOutcome::of_last(results))
     }
 
     /// Blocks until the commit with GCI `gci` (`RemoteTransaction.gci`) is on disk on

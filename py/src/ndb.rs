@@ -2,14 +2,14 @@
 //! and SQL through one session per object.
 
 use crate::convert::{
-    column_positions, extract_columns, key_values_into, py_to_value, row_to_dict, value_to_py,
+    column_positions, extract_columns, key_values_into, outcome_to_py, py_to_value, value_to_py,
 };
 use crate::errors::{R, bad_argument, err, guard, py_result, to_pyerr};
 use crate::lock_detached;
 use crate::prepared::{ColumnCache, Prepared};
 use crate::reader::Reader;
 use crate::scan::{Owner, ScanArgs, ScanIterator};
-use crate::sqlglue::{Session, SqlOutcome};
+use crate::sqlglue::Session;
 use crate::transaction::Transaction;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -211,19 +211,7 @@ impl Ndb {
                 session.execute(sql)
             })
         });
-        match r.map_err(|e| to_pyerr(py, e))? {
-            SqlOutcome::Rows { columns, rows } => {
-                let names: Vec<Bound<'py, PyString>> =
-                    columns.iter().map(|c| PyString::intern(py, c)).collect();
-                let out: Vec<Bound<'py, PyDict>> = rows
-                    .into_iter()
-                    .map(|r| row_to_dict(py, &names, r))
-                    .collect::<PyResult<_>>()?;
-                Ok(PyList::new(py, out)?.into_any())
-            }
-            SqlOutcome::Affected(n) => value_to_py(py, Value::UInt(n)),
-            SqlOutcome::Nothing => Ok(py.None().into_bound(py)),
-        }
+        outcome_to_py(py, r.map_err(|e| to_pyerr(py, e))?)
     }
 
     /// The access path SQL would use for a statement, e.g. "t1: primary key lookup

@@ -21,6 +21,17 @@ pub enum SqlOutcome {
     Nothing,
 }
 
+impl SqlOutcome {
+    /// The outcome of the last of several statements' results (what `execute` returns).
+    pub fn of_last(results: Vec<SqlResult>) -> SqlOutcome {
+        match results.into_iter().last() {
+            Some(SqlResult::Rows { columns, rows }) => SqlOutcome::Rows { columns, rows },
+            Some(SqlResult::Affected { rows, .. }) => SqlOutcome::Affected(rows),
+            None => SqlOutcome::Nothing,
+        }
+    }
+}
+
 impl Session {
     pub fn new(ndb: rndb::Ndb) -> Session {
         Session {
@@ -30,12 +41,7 @@ impl Session {
 
     /// Runs `;`-separated statements; the outcome of the last one.
     pub fn execute(&mut self, sql: &str) -> R<SqlOutcome> {
-        let results = self.inner.execute(sql)?;
-        Ok(match results.into_iter().last() {
-            Some(SqlResult::Rows { columns, rows }) => SqlOutcome::Rows { columns, rows },
-            Some(SqlResult::Affected { rows, .. }) => SqlOutcome::Affected(rows),
-            None => SqlOutcome::Nothing,
-        })
+        Ok(SqlOutcome::of_last(self.inner.execute(sql)?))
     }
 
     /// The access path of a statement (EXPLAIN's one-line form).

@@ -42,7 +42,7 @@ use crate::config::ClusterConfig;
 use crate::error::{NdbError, Result, codes};
 use crate::schema::layout::key_hash;
 use crate::schema::{TableDef, Value};
-use crate::sql::SessionVars;
+use crate::sql::{SessionVars, SqlResult};
 use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{Incoming, Message, NodeId, Role, Transport, View};
@@ -513,8 +513,9 @@ impl RemoteCluster {
     }
 
     /// Runs SQL on a data node (DDL reaches every data node; a statement that changes
-    /// rows is captured there and applied through a TC, `remote_sql`); the rendered
-    /// results. No variables: each statement starts from the defaults.
+    /// rows is captured there and applied through a TC, `remote_sql`); the results
+    /// rendered as the mysql client prints them. No variables: each statement starts
+    /// from the defaults.
     pub fn sql(self: &Arc<Self>, database: &str, sql: &str) -> Result<String> {
         self.sql_in(database, sql, &mut SessionVars::default())
     }
@@ -528,13 +529,25 @@ impl RemoteCluster {
         sql: &str,
         vars: &mut SessionVars,
     ) -> Result<String> {
+        let t0 = Instant::now();
+        let results = self.sql_results_in(database, sql, vars)?;
+        Ok(crate::sql::render_all(&results, t0.elapsed()))
+    }
+
+    /// [`RemoteCluster::sql_in`]'s results with their values, one per statement.
+    pub fn sql_results_in(
+        self: &Arc<Self>,
+        database: &str,
+        sql: &str,
+        vars: &mut SessionVars,
+    ) -> Result<Vec<SqlResult>> {
         if crate::sql::changes_rows(sql) {
-            return self.sql_change(database, sql, vars);
+            return Ok(vec![self.sql_change(database, sql, vars)?]);
         }
         if self.groups.len() > 1
             && let Some(q) = crate::sql::table_select(sql, database)
         {
-            return self.select_over(&q.with_vars(vars), None, None);
+            return Ok(vec![self.select_result(&q.with_vars(vars), None, None)?]);
         }
         let upper = sql.trim_start().to_ascii_uppercase();
         if ["DROP", "ALTER", "TRUNCATE", "RENAME", "CREATE"]
@@ -567,7 +580,7 @@ impl RemoteCluster {
         database: &str,
         sql: &str,
         vars: &mut SessionVars,
-    ) -> Result<String> {
+    ) -> Result<Vec<SqlResult>> {
         let p = self.submit(node, false, |req| DataMsg::SqlReq {
             req,
             database: database.into(),
@@ -577,14 +590,14 @@ impl RemoteCluster {
         match p.wait()? {
             DataMsg::SqlConf {
                 code: 0,
-                text,
                 vars: after,
+                results,
                 ..
             } => {
                 if let Some(after) = after {
                     *vars = after;
                 }
-                Ok(text)
+                Ok(results)
             }
             DataMsg::SqlConf {
                 code,

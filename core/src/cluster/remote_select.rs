@@ -30,22 +30,10 @@ pub const SCAN_BATCH_ROWS: u32 = 512;
 const KEYS_PER_READ: usize = 1000;
 
 impl RemoteCluster {
-    /// Runs a SELECT of an NDB table over every node group; the rendered result. `own`:
-    /// an open session transaction's rows, read in place of the committed ones.
+    /// Runs a SELECT of an NDB table over every node group; its result set. `own`: an
+    /// open session transaction's rows, read in place of the committed ones.
     /// `read_set`: every committed row the statement read is added to it, every column
     /// (a session's FOR UPDATE / LOCK IN SHARE MODE, checked at its COMMIT).
-    pub(super) fn select_over(
-        self: &Arc<Self>,
-        q: &TableSelect,
-        own: Option<&SessionRows>,
-        read_set: Option<&mut Vec<RowChange>>,
-    ) -> Result<String> {
-        let t0 = std::time::Instant::now();
-        let result = self.select_result(q, own, read_set)?;
-        Ok(crate::sql::render(&result, t0.elapsed()))
-    }
-
-    /// [`RemoteCluster::select_over`]'s result set, not rendered.
     pub(super) fn select_result(
         self: &Arc<Self>,
         q: &TableSelect,

@@ -40,7 +40,7 @@
 use super::remote::RemoteCluster;
 use super::remote_txn::Rounds;
 use crate::error::{NdbError, Result, codes};
-use crate::sql::SessionVars;
+use crate::sql::{SessionVars, SqlResult};
 use crate::transport::data::RowChange;
 use crate::transport::data_scan::value_bytes;
 use std::collections::HashMap;
@@ -211,20 +211,31 @@ impl RemoteSession {
             })
     }
 
-    /// Runs `;`-separated statements in `database`; the rendered results, one per
-    /// statement, stopping at the first error.
+    /// Runs `;`-separated statements in `database`; the results rendered as the mysql
+    /// client prints them, one per statement, stopping at the first error.
     pub fn execute(&mut self, database: &str, sql: &str) -> Result<String> {
         let mut out = Vec::new();
         for st in crate::sql::statement_texts(sql) {
-            out.push(self.statement(database, st?)?);
+            let t0 = std::time::Instant::now();
+            let results = self.statement(database, st?)?;
+            out.push(crate::sql::render_all(&results, t0.elapsed()));
         }
         Ok(out.join("\n"))
     }
 
-    fn statement(&mut self, database: &str, sql: &str) -> Result<String> {
+    /// [`RemoteSession::execute`]'s results with their values, one per statement.
+    pub fn execute_results(&mut self, database: &str, sql: &str) -> Result<Vec<SqlResult>> {
+        let mut out = Vec::new();
+        for st in crate::sql::statement_texts(sql) {
+            out.extend(self.statement(database, st?)?);
+        }
+        Ok(out)
+    }
+
+    fn statement(&mut self, database: &str, sql: &str) -> Result<Vec<SqlResult>> {
         let word = crate::sql::leading_keyword(sql);
         let upper = sql.trim().to_ascii_uppercase();
-        let ok = || ok_text(std::time::Instant::now());
+        let ok = || vec![SqlResult::ok(0)];
         match word.as_str() {
             "BEGIN" => {
                 self.commit()?;
@@ -264,13 +275,13 @@ impl RemoteSession {
             self.txn = Some(SessionRows::default());
         }
         let Some(rows) = self.txn.as_mut() else {
-            return self.rc.sql_in(database, sql, &mut self.vars);
+            return self.rc.sql_results_in(database, sql, &mut self.vars);
         };
         if crate::sql::changes_rows(sql) {
             let captured = self.rc.capture_statement(database, sql, rows, &self.vars);
-            let merged = captured.and_then(|(text, changes)| {
+            let merged = captured.and_then(|(result, changes)| {
                 rows.merge(&self.rc, changes)?;
-                Ok(text)
+                Ok(vec![result])
             });
             if merged.as_ref().is_err_and(ends_transaction) {
                 self.txn = None;
@@ -280,18 +291,18 @@ impl RemoteSession {
         if let Some(q) = crate::sql::table_select(sql, database) {
             let q = q.with_vars(&self.vars);
             if !q.locks() {
-                return self.rc.select_over(&q, Some(rows), None);
+                return Ok(vec![self.rc.select_result(&q, Some(rows), None)?]);
             }
             // A locking read: the rows it read are checked at COMMIT.
             let mut read = Vec::new();
-            let out = self.rc.select_over(&q, Some(rows), Some(&mut read))?;
+            let out = vec![self.rc.select_result(&q, Some(rows), Some(&mut read))?];
             if let Err(e) = rows.note_reads(&self.rc, read) {
                 self.txn = None;
                 return Err(e);
             }
             return Ok(out);
         }
-        self.rc.sql_in(database, sql, &mut self.vars)
+        self.rc.sql_results_in(database, sql, &mut self.vars)
     }
 
     /// Commits the open transaction (nothing when none is open). It is over either
@@ -360,10 +371,6 @@ fn autocommit_setting(sql: &str) -> Option<bool> {
 /// bad value, a lock wait) leaves the transaction open, as in MySQL with NDB.
 fn ends_transaction(e: &NdbError) -> bool {
     matches!(e.code, 233 | 4012)
-}
-
-fn ok_text(t0: std::time::Instant) -> String {
-    crate::sql::render(&crate::sql::SqlResult::ok(0), t0.elapsed())
 }
 
 #[cfg(test)]

@@ -80,19 +80,33 @@ fn same_as_embedded(data_nodes: u32) {
         "SELECT * FROM t ORDER BY id",
     ];
     for q in script {
-        let expected = match local.execute(q) {
-            Ok(r) => crate::sql::render(&r[0], std::time::Duration::ZERO),
-            Err(e) => panic!("{q} (embedded): {e}"),
-        };
+        let expected = local
+            .execute(q)
+            .unwrap_or_else(|e| panic!("{q} (embedded): {e}"));
+        // The values themselves (types included), not only how they print.
         let got = session
-            .execute(DB, q)
+            .execute_results(DB, q)
             .unwrap_or_else(|e| panic!("{q}: {e}"));
+        assert_eq!(got, expected, "{data_nodes} data nodes: {q}");
         assert_eq!(
-            untimed(&got),
-            untimed(&expected),
+            untimed(&crate::sql::render_all(&got, std::time::Duration::ZERO)),
+            untimed(&crate::sql::render(&expected[0], std::time::Duration::ZERO)),
             "{data_nodes} data nodes: {q}"
         );
     }
+    // The rendered form of the same session.
+    let got = session
+        .execute(DB, "SELECT id, v, w FROM t WHERE id < 3 ORDER BY id")
+        .expect("rendered");
+    assert_eq!(
+        untimed(&got),
+        untimed(
+            &local
+                .execute("SELECT id, v, w FROM t WHERE id < 3 ORDER BY id")
+                .map(|r| crate::sql::render(&r[0], std::time::Duration::ZERO))
+                .expect("embedded")
+        )
+    );
     // A statement's own error leaves the transaction open and changes nothing.
     session.execute(DB, "BEGIN").expect("begin");
     session

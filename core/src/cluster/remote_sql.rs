@@ -24,14 +24,14 @@
 //! unknown column) end the statement at once. A commit whose outcome is unknown (4012)
 //! is not retried: the statement may have taken effect.
 //!
-//! The answer is the statement's own result as the data node rendered it (the row
-//! counts of the capture, which the applied transaction made true).
+//! The answer is the statement's own result as the data node's capture gave it (the
+//! row counts of the capture, which the applied transaction made true).
 
 use super::remote::RemoteCluster;
 use super::remote_session::SessionRows;
 use super::remote_txn::Rounds;
 use crate::error::{NdbError, Result, codes};
-use crate::sql::SessionVars;
+use crate::sql::{SessionVars, SqlResult};
 use crate::transport::data::{DataMsg, KeyOp, OpType, RowChange, TcExec};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +57,16 @@ pub(super) fn backoff(n: u32, salt: u64) -> Duration {
     Duration::from_micros(base_us * factor_per_mille / 1000)
 }
 
+/// A capture's statement result from `SqlCaptureConf`'s fields (its info line "" and
+/// AUTO_INCREMENT value 0 stand for none).
+pub(super) fn captured_result(affected: u64, info: String, last_insert_id: u64) -> SqlResult {
+    SqlResult::Affected {
+        rows: affected,
+        last_insert_id: (last_insert_id != 0).then_some(last_insert_id),
+        info: (!info.is_empty()).then_some(info),
+    }
+}
+
 /// A failure applying captured rows that another attempt may not meet: a temporary
 /// error (a lock wait, a node failure, a lost race), or a row that appeared (630) or
 /// went (626) since the capture.
@@ -65,14 +75,13 @@ fn retryable(e: &NdbError) -> bool {
 }
 
 impl RemoteCluster {
-    /// Runs one statement that changes rows (see the module notes); its rendered
-    /// result.
+    /// Runs one statement that changes rows (see the module notes); its result.
     pub(super) fn sql_change(
         self: &Arc<Self>,
         database: &str,
         sql: &str,
         vars: &SessionVars,
-    ) -> Result<String> {
+    ) -> Result<SqlResult> {
         let began = std::time::Instant::now();
         let spread = self.spread_of(sql)?;
         let mut auto_increment_floor = 0;
@@ -84,7 +93,7 @@ impl RemoteCluster {
             let last = attempt >= MAX_ATTEMPTS || began.elapsed() >= RETRY_BUDGET;
             let captured =
                 self.capture_once(database, sql, spread, &mut auto_increment_floor, None, vars);
-            let (text, changes) = match captured {
+            let (result, changes) = match captured {
                 Ok(c) => c,
                 Err(e) if e.is_temporary() && e.code != 4012 && !last => {
                     std::thread::sleep(backoff(attempt, salt));
@@ -93,13 +102,13 @@ impl RemoteCluster {
                 Err(e) => return Err(e),
             };
             if changes.is_empty() {
-                return Ok(text);
+                return Ok(result);
             }
             let mut rounds = Rounds::default();
             let applied = self.apply_changes(&mut rounds, &changes);
             rounds.abandon(self);
             match applied {
-                Ok(()) => return Ok(text),
+                Ok(()) => return Ok(result),
                 Err(e) if retryable(&e) && !last => std::thread::sleep(backoff(attempt, salt)),
                 Err(e) => return Err(e),
             }
@@ -125,7 +134,7 @@ impl RemoteCluster {
         auto_increment_floor: &mut u64,
         own: Option<&SessionRows>,
         vars: &SessionVars,
-    ) -> Result<(String, Vec<RowChange>)> {
+    ) -> Result<(SqlResult, Vec<RowChange>)> {
         match spread {
             None => self.capture(database, sql, own.map_or(&[], |o| o.overlay()), vars),
             Some(how) => self.capture_groups(database, sql, how, auto_increment_floor, own, vars),
@@ -133,7 +142,7 @@ impl RemoteCluster {
     }
 
     /// Captures a statement over `own` without applying it (a session transaction's
-    /// statement, `remote_session.rs`): its rendered result and every row the capture
+    /// statement, `remote_session.rs`): its result and every row the capture
     /// wrote, the transaction's rows included. Temporary errors are retried as
     /// [`RemoteCluster::sql`]'s are.
     pub(super) fn capture_statement(
@@ -142,7 +151,7 @@ impl RemoteCluster {
         sql: &str,
         own: &SessionRows,
         vars: &SessionVars,
-    ) -> Result<(String, Vec<RowChange>)> {
+    ) -> Result<(SqlResult, Vec<RowChange>)> {
         let began = std::time::Instant::now();
         let spread = self.spread_of(sql)?;
         let mut auto_increment_floor = 0;
@@ -175,7 +184,7 @@ impl RemoteCluster {
         sql: &str,
         overlay: &[RowChange],
         vars: &SessionVars,
-    ) -> Result<(String, Vec<RowChange>)> {
+    ) -> Result<(SqlResult, Vec<RowChange>)> {
         let node = self.any_node()?;
         let p = self.submit(node, false, |req| DataMsg::SqlCaptureReq {
             req,
@@ -189,10 +198,12 @@ impl RemoteCluster {
         match p.wait()? {
             DataMsg::SqlCaptureConf {
                 code: 0,
-                text,
                 changes,
+                affected,
+                info,
+                last_insert_id,
                 ..
-            } => Ok((text, changes)),
+            } => Ok((captured_result(affected, info, last_insert_id), changes)),
             DataMsg::SqlCaptureConf {
                 code,
                 class,

@@ -59,7 +59,7 @@ struct GroupConf {
 
 impl RemoteCluster {
     /// Captures `sql` on one node of each node group and merges the answers (module
-    /// notes): the rendered result and the rows to change. `floor` is the
+    /// notes): the statement's result and the rows to change. `floor` is the
     /// AUTO_INCREMENT floor to ask for, raised when the groups' values differed.
     pub(super) fn capture_groups(
         self: &Arc<Self>,
@@ -69,8 +69,7 @@ impl RemoteCluster {
         floor: &mut u64,
         own: Option<&SessionRows>,
         vars: &SessionVars,
-    ) -> Result<(String, Vec<RowChange>)> {
-        let t0 = std::time::Instant::now();
+    ) -> Result<(SqlResult, Vec<RowChange>)> {
         let overlay = own.map_or(&[][..], |o| o.overlay());
         // A group is given the session's rows it owns: a row of another group written
         // there too would be changed by the statement twice.
@@ -180,7 +179,7 @@ impl RemoteCluster {
             last_insert_id: (first_ids[0] != 0).then_some(first_ids[0]),
             info: merge_info(&infos, dups),
         };
-        Ok((crate::sql::render(&result, t0.elapsed()), changes))
+        Ok((result, changes))
     }
 
     /// The node groups that capture `sql`: every one, but when the keys it can change

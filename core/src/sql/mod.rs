@@ -67,7 +67,7 @@ pub fn statement_texts(sql: &str) -> Vec<std::result::Result<&str, NdbError>> {
         .map(|st| st.map(|st| st.text))
         .collect()
 }
-pub use render::render;
+pub use render::{render, render_all};
 pub use row_filter::RowFilter;
 pub(crate) use select::TableRead;
 pub(crate) use select_over::{TableSelect, selects_ndb_table, table_select};

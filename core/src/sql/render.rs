@@ -38,6 +38,16 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     }
 }
 
+/// Renders the results of statements run together (`elapsed` for all of them), one
+/// after the other.
+pub fn render_all(results: &[SqlResult], elapsed: Duration) -> String {
+    results
+        .iter()
+        .map(|r| render(r, elapsed))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Renders a result as the mysql client prints it.
 pub fn render(result: &SqlResult, elapsed: Duration) -> String {
     let secs = format!("({:.2} sec)", elapsed.as_secs_f64());

@@ -8,6 +8,7 @@
 //! allocation of that size. Decoding never panics.
 
 pub use super::data_scan::{ScanConf, ScanReq};
+use super::data_sql::{dec_sql_results, enc_sql_results};
 use super::frame::WireError;
 use crate::schema::codec::{self, Decoder, Encoder};
 use crate::schema::{TableDef, Value};
@@ -151,8 +152,8 @@ pub enum DataMsg {
         sql: String,
         vars: SessionVars,
     },
-    /// Answer to `SqlReq` / `SchemaReq`: code 0 and the rendered results, or NDB's
-    /// error.
+    /// Answer to `SqlReq` / `SchemaReq`: code 0 and the results (an API node's
+    /// `SqlReq`: `results`; a data node's `SchemaReq`: `text`), or NDB's error.
     SqlConf {
         req: u64,
         code: u32,
@@ -164,6 +165,8 @@ pub enum DataMsg {
         /// The session's variables after the statement (None: it did not run in a
         /// session of variables, so they are unchanged).
         vars: Option<SessionVars>,
+        /// Each statement's result, with its values (`data_sql`).
+        results: Vec<crate::sql::SqlResult>,
     },
     /// Data node → data node: apply this DDL locally (in a session of the client's
     /// variables: `ndb_table_no_logging` makes the table on every node alike).
@@ -587,7 +590,7 @@ pub(super) fn bad(_: crate::error::NdbError) -> WireError {
     WireError::BadValue("data message field")
 }
 
-fn count(d: &mut Decoder<'_>, what: &'static str) -> Result<usize, WireError> {
+pub(super) fn count(d: &mut Decoder<'_>, what: &'static str) -> Result<usize, WireError> {
     let n = d.u32().map_err(|_| WireError::Truncated(what))? as usize;
     // Every entry takes at least one byte.
     if n > MAX_LIST || n > d.remaining() {
@@ -863,6 +866,7 @@ impl DataMsg {
                 text,
                 mysql_code,
                 vars,
+                results,
             } => {
                 e.u64(*req);
                 e.u32(*code);
@@ -876,6 +880,7 @@ impl DataMsg {
                         enc_vars(&mut e, v);
                     }
                 }
+                enc_sql_results(&mut e, results);
             }
             DataMsg::SqlCaptureConf {
                 req,
@@ -1303,6 +1308,7 @@ impl DataMsg {
                     1 => Some(dec_vars(d)?),
                     _ => return Err(WireError::BadValue("session variables flag")),
                 },
+                results: dec_sql_results(d)?,
             },
             SQL_CAPTURE_REQ => {
                 let (req, database, sql, auto_increment_floor) = (u64_(d)?, s(d)?, s(d)?, u64_(d)?);

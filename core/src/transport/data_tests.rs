@@ -40,9 +40,28 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             req: 1,
             code: 0,
             class: 0,
-            text: "Query OK".into(),
+            text: String::new(),
             mysql_code: 0,
             vars: Some(vars()),
+            results: vec![
+                crate::sql::SqlResult::Rows {
+                    columns: vec!["id".into(), "b".into()],
+                    rows: vec![
+                        vec![Value::UInt(1), Value::Null],
+                        vec![Value::UInt(2), Value::Str("x".into())],
+                    ],
+                },
+                crate::sql::SqlResult::Affected {
+                    rows: 3,
+                    last_insert_id: Some(7),
+                    info: Some("Records: 3  Duplicates: 0  Warnings: 0".into()),
+                },
+                crate::sql::SqlResult::Affected {
+                    rows: 0,
+                    last_insert_id: None,
+                    info: None,
+                },
+            ],
         },
         DataMsg::SqlConf {
             req: 2,
@@ -51,6 +70,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             text: "no such table".into(),
             mysql_code: 1146,
             vars: None,
+            results: Vec::new(),
         },
         DataMsg::SchemaReq {
             req: 1,

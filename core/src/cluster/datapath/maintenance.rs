@@ -237,7 +237,10 @@ mod tests {
         }
         node2.maintenance_running.store(0, Ordering::Release);
         match optimize(&h) {
-            DataMsg::SqlConf { code: 0, text, .. } => {
+            DataMsg::SqlConf {
+                code: 0, results, ..
+            } => {
+                let text = crate::sql::render_all(&results, std::time::Duration::ZERO);
                 for n in [2, 3, 4, 5] {
                     assert!(text.contains(&format!("Node {n}: ")), "{text}");
                 }

@@ -149,7 +149,7 @@ impl DataPath {
                     crate::ndbinfo::MAX_GATHERED_ROWS
                 ),
             );
-            return self.send(q.api, Self::sql_reply(q.req, &Err(e)));
+            return self.send(q.api, Self::error_reply(q.req, &e));
         }
         let mut by_table: BTreeMap<String, Vec<Vec<Value>>> = BTreeMap::new();
         // Node-id order (the map's), so rows come as NDB lists them.
@@ -160,9 +160,9 @@ impl DataPath {
         }
         let r = self.engine.inner().ndbinfo_gathered.with(by_table, || {
             self.run_sql(&q.database, &q.sql, &crate::sql::SessionVars::default())
-                .map(|(text, _)| text)
+                .map(|(results, _)| results)
         });
-        self.send(q.api, Self::sql_reply(q.req, &r));
+        self.send(q.api, Self::sql_reply(q.req, r));
     }
 
     /// These nodes left the view: their answers will not come (worker 0 completes).

@@ -17,7 +17,7 @@
 use super::maintenance::{self, NodeRows};
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
-use crate::sql::SessionVars;
+use crate::sql::{SessionVars, SqlResult};
 use crate::transport::NodeId;
 use crate::transport::data::DataMsg;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +27,8 @@ pub(crate) struct SchemaWait {
     api: NodeId,
     api_req: u64,
     waiting: BTreeSet<NodeId>,
-    text: String,
+    /// This node's results, the API node's answer once every peer applied the DDL.
+    results: Vec<SqlResult>,
     failures: Vec<String>,
     /// Table maintenance: each node's result rows (its own included).
     maintenance: Option<NodeRows>,
@@ -59,63 +60,79 @@ fn kind_of(sql: &str) -> Kind {
 }
 
 impl DataPath {
-    /// Runs `sql` in a session that starts from `vars`: the rendered results and the
-    /// session's variables after it.
+    /// Runs `sql` in a session that starts from `vars`: the statements' results and
+    /// the session's variables after it.
     pub(super) fn run_sql(
         &self,
         database: &str,
         sql: &str,
         vars: &SessionVars,
-    ) -> Result<(String, SessionVars)> {
+    ) -> Result<(Vec<SqlResult>, SessionVars)> {
         let mut session = crate::sql::Session::new(self.engine.ndb(database));
         session.set_session_vars(vars);
-        let t0 = std::time::Instant::now();
         let results = session.execute(sql)?;
-        let elapsed = t0.elapsed();
-        let text = results
-            .iter()
-            .map(|r| crate::sql::render(r, elapsed))
-            .collect::<Vec<_>>()
-            .join("\n");
-        Ok((text, session.checked_session_vars()?))
+        Ok((results, session.checked_session_vars()?))
     }
 
     /// The answer to a statement that ran in a session of variables: they go back.
-    fn sql_reply_with_vars(req: u64, r: Result<(String, SessionVars)>) -> DataMsg {
+    fn sql_reply_with_vars(req: u64, r: Result<(Vec<SqlResult>, SessionVars)>) -> DataMsg {
         match r {
-            Ok((text, vars)) => DataMsg::SqlConf {
+            Ok((results, vars)) => DataMsg::SqlConf {
                 req,
                 code: 0,
                 class: 0,
-                text,
+                text: String::new(),
                 mysql_code: 0,
                 vars: Some(vars),
+                results,
             },
-            Err(e) => Self::sql_reply(req, &Err(e)),
+            Err(e) => Self::sql_reply(req, Err(e)),
         }
     }
 
-    pub(super) fn sql_reply(req: u64, r: &Result<String>) -> DataMsg {
+    /// The answer to an API node's `SqlReq`: the results, or the error.
+    pub(super) fn sql_reply(req: u64, r: Result<Vec<SqlResult>>) -> DataMsg {
+        match r {
+            Ok(results) => DataMsg::SqlConf {
+                req,
+                code: 0,
+                class: 0,
+                text: String::new(),
+                mysql_code: 0,
+                vars: None,
+                results,
+            },
+            Err(e) => Self::error_reply(req, &e),
+        }
+    }
+
+    /// The answer to another data node's `SchemaReq`: `text` (table maintenance's
+    /// rows, `maintenance::encode_rows`), or the error.
+    fn schema_reply(req: u64, r: Result<String>) -> DataMsg {
         match r {
             Ok(text) => DataMsg::SqlConf {
                 req,
                 code: 0,
                 class: 0,
-                text: text.clone(),
+                text,
                 mysql_code: 0,
                 vars: None,
+                results: Vec::new(),
             },
-            Err(e) => {
-                let (code, class, text) = err_parts(e);
-                DataMsg::SqlConf {
-                    req,
-                    code,
-                    class,
-                    text,
-                    mysql_code: e.mysql_code,
-                    vars: None,
-                }
-            }
+            Err(e) => Self::error_reply(req, &e),
+        }
+    }
+
+    pub(super) fn error_reply(req: u64, e: &NdbError) -> DataMsg {
+        let (code, class, text) = err_parts(e);
+        DataMsg::SqlConf {
+            req,
+            code,
+            class,
+            text,
+            mysql_code: e.mysql_code,
+            vars: None,
+            results: Vec::new(),
         }
     }
 
@@ -131,7 +148,7 @@ impl DataPath {
         };
         let monitoring = !named.is_empty() && !crate::sql::selects_ndb_table(sql, database);
         if !monitoring && let Err(e) = self.check_api_access(api) {
-            return self.send(api, Self::sql_reply(req, &Err(e)));
+            return self.send(api, Self::error_reply(req, &e));
         }
         // Only a node whose replicas are up to date answers from them or changes the
         // schema (a node waiting for START, or starting, would answer stale: 4035, and
@@ -149,7 +166,7 @@ impl DataPath {
             _ => Err(super::not_ready(self.me)),
         };
         if let Err(e) = ready {
-            return self.send(api, Self::sql_reply(req, &Err(e)));
+            return self.send(api, Self::error_reply(req, &e));
         }
         if kind == Kind::ReadOnly
             && self.groups.len() > 1
@@ -158,7 +175,7 @@ impl DataPath {
             let e = codes::unsupported(
                 "a SELECT of a table at one data node would read one node group's replicas; with several node groups the API node runs it over every group (a client of this version does)",
             );
-            return self.send(api, Self::sql_reply(req, &Err(e)));
+            return self.send(api, Self::error_reply(req, &e));
         }
         let head = || sql.trim().chars().take(40).collect::<String>();
         if kind == Kind::Dml {
@@ -166,7 +183,7 @@ impl DataPath {
                 "'{}' as SqlReq: statements that change rows are sent as SqlCaptureReq (a client of this version does), or as key operations",
                 head()
             ));
-            return self.send(api, Self::sql_reply(req, &Err(e)));
+            return self.send(api, Self::error_reply(req, &e));
         }
         if kind == Kind::Refused {
             let e = codes::unsupported(format!(
@@ -176,7 +193,7 @@ impl DataPath {
                  transaction of key operations in rounds)",
                 head()
             ));
-            return self.send(api, Self::sql_reply(req, &Err(e)));
+            return self.send(api, Self::error_reply(req, &e));
         }
         if kind == Kind::Ddl && self.restart_in_progress() {
             let e = NdbError::new(
@@ -184,7 +201,7 @@ impl DataPath {
                 crate::error::ErrorClassification::TemporaryResourceError,
                 "System busy with node restart, schema operations not allowed",
             );
-            return self.send(api, Self::sql_reply(req, &Err(e)));
+            return self.send(api, Self::error_reply(req, &e));
         }
         if kind == Kind::Maintenance {
             return self.maintenance_start(api, req, database, sql);
@@ -196,16 +213,17 @@ impl DataPath {
         if kind != Kind::Ddl {
             return self.send(api, Self::sql_reply_with_vars(req, r));
         }
-        let r = r.map(|(text, _)| text);
+        let r = r.map(|(results, _)| results);
         let peers = self.other_live_nodes();
-        let (Ok(text), false) = (&r, peers.is_empty()) else {
-            return self.send(api, Self::sql_reply(req, &r));
+        let (Ok(results), false) = (&r, peers.is_empty()) else {
+            return self.send(api, Self::sql_reply(req, r));
         };
-        self.schema_to_peers(peers, api, req, database, sql, vars, text.clone(), None);
+        let results = results.clone();
+        self.schema_to_peers(peers, api, req, database, sql, vars, results, None);
     }
 
     /// Sends `sql` to `peers` (`SchemaReq`) and keeps the wait that answers `api` once
-    /// each answered (`text`: this node's DDL answer; `maintenance`: this node's
+    /// each answered (`results`: this node's DDL answer; `maintenance`: this node's
     /// maintenance rows).
     #[allow(clippy::too_many_arguments)]
     fn schema_to_peers(
@@ -216,7 +234,7 @@ impl DataPath {
         database: &str,
         sql: &str,
         vars: &SessionVars,
-        text: String,
+        results: Vec<SqlResult>,
         maintenance: Option<NodeRows>,
     ) {
         let id = self.next_req();
@@ -226,7 +244,7 @@ impl DataPath {
                 api,
                 api_req: req,
                 waiting: peers.clone(),
-                text,
+                results,
                 failures: Vec::new(),
                 maintenance,
             },
@@ -249,7 +267,7 @@ impl DataPath {
     fn maintenance_start(&self, api: NodeId, req: u64, database: &str, sql: &str) {
         let (database, sql) = (database.to_string(), sql.to_string());
         self.in_maintenance_thread(
-            move |dp, e| dp.send(api, Self::sql_reply(req, &Err(e))),
+            move |dp, e| dp.send(api, Self::error_reply(req, &e)),
             move |dp| dp.maintenance_here_then_peers(api, req, &database, &sql),
         );
     }
@@ -270,14 +288,14 @@ impl DataPath {
             database,
             sql,
             &SessionVars::default(),
-            String::new(),
+            Vec::new(),
             Some(per_node),
         );
     }
 
     fn maintenance_reply(&self, api: NodeId, req: u64, per_node: &NodeRows) {
-        let text = crate::sql::render(&maintenance::merge(per_node), std::time::Duration::ZERO);
-        self.send(api, Self::sql_reply(req, &Ok(text)));
+        let result = maintenance::merge(per_node);
+        self.send(api, Self::sql_reply(req, Ok(vec![result])));
     }
 
     /// DDL or table maintenance from another data node.
@@ -293,23 +311,24 @@ impl DataPath {
         if kind == Kind::Maintenance {
             let (database, sql) = (database.to_string(), sql.to_string());
             return self.in_maintenance_thread(
-                move |dp, e| dp.send(from, Self::sql_reply(req, &Err(e))),
+                move |dp, e| dp.send(from, Self::error_reply(req, &e)),
                 move |dp| {
                     let r = dp
                         .maintenance_rows(&database, &sql)
                         .map(|rows| maintenance::encode_rows(&rows));
-                    dp.send(from, Self::sql_reply(req, &r));
+                    dp.send(from, Self::schema_reply(req, r));
                 },
             );
         }
+        // The peer reads only whether the DDL was applied.
         let r = if kind == Kind::Ddl {
-            self.run_sql(database, sql, vars).map(|(text, _)| text)
+            self.run_sql(database, sql, vars).map(|_| String::new())
         } else {
             Err(codes::bad_argument(
                 "only DDL is applied from another data node",
             ))
         };
-        self.send(from, Self::sql_reply(req, &r));
+        self.send(from, Self::schema_reply(req, r));
     }
 
     /// A data node's answer to our `SchemaReq` (or its loss, with `failed`).
@@ -343,7 +362,7 @@ impl DataPath {
                 return self.maintenance_reply(w.api, w.api_req, per_node);
             }
             let r = if w.failures.is_empty() {
-                Ok(w.text)
+                Ok(w.results)
             } else {
                 Err(NdbError::new(
                     4009,
@@ -352,7 +371,7 @@ impl DataPath {
                 )
                 .detail(w.failures.join("; ")))
             };
-            self.send(w.api, Self::sql_reply(w.api_req, &r));
+            self.send(w.api, Self::sql_reply(w.api_req, r));
         }
     }
 

@@ -169,7 +169,6 @@ impl DataPath {
     ) -> Result<DataMsg> {
         let mut session = Session::new(self.engine.ndb(database));
         session.set_session_vars(&inputs.vars);
-        let t0 = std::time::Instant::now();
         let (result, rows) = session.capture(
             sql,
             CaptureInputs {
@@ -178,7 +177,6 @@ impl DataPath {
                 given_rows: inputs.given_rows,
             },
         )?;
-        let text = crate::sql::render(&result, t0.elapsed());
         let (affected, info, last_insert_id) = match result {
             SqlResult::Affected {
                 rows,
@@ -191,7 +189,7 @@ impl DataPath {
             req,
             code: 0,
             class: 0,
-            text,
+            text: String::new(),
             changes: rows.into_iter().map(row_change).collect(),
             affected,
             info,
