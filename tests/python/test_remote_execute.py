@@ -90,3 +90,22 @@ def test_execute_raises_ndb_and_mysql_errors_and_keeps_a_transaction(tmp_path: P
         assert "| 20 |" in c.sql("SELECT v FROM kv WHERE id = 1")
         other.close()
         c.close()
+
+
+def test_a_result_larger_than_one_answer_is_refused_and_the_connection_stays() -> None:
+    with rndb.LocalCluster.start(DataMemory="128M") as local:
+        c = local.connect()
+        c.execute("CREATE TABLE wide (id INT PRIMARY KEY, v VARCHAR(1000)) ENGINE=NDB")
+        assert c.insert_many("wide", ({"id": i, "v": "w" * 1000} for i in range(20_000))) == 20_000
+        # ~20 MB of values: more than one answer (16 MiB) carries. Before, the data
+        # node's answer could not be sent and its connection to the client closed.
+        with pytest.raises(rndb.NdbError) as big:
+            c.execute("SELECT * FROM wide")
+        assert big.value.mysql_code == 1153, big.value
+        assert "LIMIT" in str(big.value)
+        # The same connection goes on; parts of the result come back.
+        assert c.execute("SELECT COUNT(*) AS n FROM wide") == [{"n": 20_000}]
+        part = c.execute("SELECT id, v FROM wide WHERE id < 5000 ORDER BY id")
+        assert isinstance(part, list) and len(part) == 5000 and part[4999]["id"] == 4999
+        assert sum(1 for _ in c.scan("wide")) == 20_000
+        c.close()

@@ -43,6 +43,17 @@ impl Encoder {
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
+    /// Bytes appended so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+    /// Forgets what was appended (the buffer is kept for reuse).
+    pub fn clear(&mut self) {
+        self.buf.clear();
+    }
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }

@@ -55,8 +55,8 @@ pub use capture::{CaptureInputs, CapturedRow, OverlayRow, changes_rows, leading_
 pub use capture_groups::{
     GroupCapture, changed_table, group_capture, insert_select, keys_select, pinned_keys,
 };
-pub(crate) use errors::no_database;
 pub use errors::render_error;
+pub(crate) use errors::{no_database, too_big};
 pub(crate) use plan::Access;
 
 /// The texts of `sql`'s `;`-separated statements (empty ones skipped); a lexing error

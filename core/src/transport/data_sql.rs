@@ -13,6 +13,42 @@ use super::frame::WireError;
 use crate::schema::codec::{Decoder, Encoder};
 use crate::sql::SqlResult;
 
+/// Bytes of `SqlConf`'s frame left for its results: the rest (request, error,
+/// variables: a variable is at most 64 KiB, and few are set) stays far below this.
+pub const MAX_SQL_RESULTS_BYTES: usize = super::frame::MAX_PAYLOAD_BYTES - (1 << 20);
+
+/// The bytes `results` take on the wire, or None past [`MAX_SQL_RESULTS_BYTES`]
+/// (counted row by row, in a scratch buffer of one row; it stops there).
+pub fn sql_results_wire_bytes(results: &[SqlResult]) -> Option<usize> {
+    let mut e = Encoder::new();
+    let mut total = 4usize;
+    for r in results {
+        match r {
+            SqlResult::Rows { columns, rows } => {
+                total += 1 + 4 + 4;
+                total += columns.iter().map(|c| 4 + c.len()).sum::<usize>();
+                for row in rows {
+                    enc_values(&mut e, row);
+                    total += e.len();
+                    e.clear();
+                    if total > MAX_SQL_RESULTS_BYTES {
+                        return None;
+                    }
+                }
+            }
+            SqlResult::Affected { .. } => {
+                enc_sql_results(&mut e, std::slice::from_ref(r));
+                total += e.len() - 4;
+                e.clear();
+            }
+        }
+        if total > MAX_SQL_RESULTS_BYTES {
+            return None;
+        }
+    }
+    Some(total)
+}
+
 const ROWS: u8 = 0;
 const AFFECTED: u8 = 1;
 
@@ -109,4 +145,67 @@ pub(super) fn dec_sql_results(d: &mut Decoder<'_>) -> Result<Vec<SqlResult>, Wir
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Value;
+
+    fn encoded(results: &[SqlResult]) -> Vec<u8> {
+        let mut e = Encoder::new();
+        enc_sql_results(&mut e, results);
+        e.into_bytes()
+    }
+
+    #[test]
+    fn the_counted_size_is_the_encoded_size_and_stops_past_the_limit() {
+        let results = vec![
+            SqlResult::Rows {
+                columns: vec!["id".into(), "name".into()],
+                rows: (0..50)
+                    .map(|i| vec![Value::Int(i), Value::Str(format!("row {i}"))])
+                    .collect(),
+            },
+            SqlResult::Affected {
+                rows: 2,
+                last_insert_id: Some(9),
+                info: Some("Rows matched: 2  Changed: 2  Warnings: 0".into()),
+            },
+            SqlResult::Rows {
+                columns: vec!["x".into()],
+                rows: Vec::new(),
+            },
+        ];
+        let bytes = encoded(&results);
+        assert_eq!(sql_results_wire_bytes(&results), Some(bytes.len()));
+        let mut d = Decoder::new(&bytes);
+        assert_eq!(dec_sql_results(&mut d).expect("decode"), results);
+        assert_eq!(d.remaining(), 0);
+        assert_eq!(sql_results_wire_bytes(&[]), Some(encoded(&[]).len()));
+        // 17 rows of 1 MiB: past what one answer carries.
+        let big = vec![SqlResult::Rows {
+            columns: vec!["v".into()],
+            rows: (0..17)
+                .map(|_| vec![Value::Str("x".repeat(1 << 20))])
+                .collect(),
+        }];
+        assert_eq!(sql_results_wire_bytes(&big), None);
+    }
+
+    #[test]
+    fn a_bad_tag_or_flag_is_refused() {
+        let mut bytes = encoded(&[SqlResult::Affected {
+            rows: 1,
+            last_insert_id: None,
+            info: None,
+        }]);
+        bytes[4] = 7;
+        assert!(dec_sql_results(&mut Decoder::new(&bytes)).is_err());
+        bytes[4] = AFFECTED;
+        bytes[13] = 2;
+        assert!(dec_sql_results(&mut Decoder::new(&bytes)).is_err());
+        // Truncated.
+        assert!(dec_sql_results(&mut Decoder::new(&bytes[..10])).is_err());
+    }
 }

@@ -24,7 +24,7 @@
 
 pub mod data;
 pub mod data_scan;
-mod data_sql;
+pub(crate) mod data_sql;
 pub mod frame;
 pub mod message;
 pub mod net;

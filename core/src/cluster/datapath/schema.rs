@@ -59,6 +59,23 @@ fn kind_of(sql: &str) -> Kind {
     }
 }
 
+/// `results` if they fit in one `SqlConf`; else MySQL's 1153 (a frame is 16 MiB, as a
+/// mysqld answers a packet past max_allowed_packet), which names the ways to read
+/// such a result. The session's variables are not sent then: the statement changed
+/// none that matter (a SELECT's assignments are lost with its result).
+fn fits_one_answer(results: Vec<SqlResult>) -> Result<Vec<SqlResult>> {
+    use crate::transport::data_sql::{MAX_SQL_RESULTS_BYTES, sql_results_wire_bytes};
+    match sql_results_wire_bytes(&results) {
+        Some(_) => Ok(results),
+        None => Err(crate::sql::too_big().detail(format!(
+            "the statement's result is more than {} MiB, what one answer from a data node \
+             carries: read it in parts (LIMIT, or WHERE ranges of the key) or scan the \
+             table (Python's MgmClient.scan, NdbScanOperation in C)",
+            MAX_SQL_RESULTS_BYTES >> 20
+        ))),
+    }
+}
+
 impl DataPath {
     /// Runs `sql` in a session that starts from `vars`: the statements' results and
     /// the session's variables after it.
@@ -76,7 +93,7 @@ impl DataPath {
 
     /// The answer to a statement that ran in a session of variables: they go back.
     fn sql_reply_with_vars(req: u64, r: Result<(Vec<SqlResult>, SessionVars)>) -> DataMsg {
-        match r {
+        match r.and_then(|(results, vars)| Ok((fits_one_answer(results)?, vars))) {
             Ok((results, vars)) => DataMsg::SqlConf {
                 req,
                 code: 0,
@@ -90,9 +107,10 @@ impl DataPath {
         }
     }
 
-    /// The answer to an API node's `SqlReq`: the results, or the error.
+    /// The answer to an API node's `SqlReq`: the results, or the error (1153 for
+    /// results larger than one answer carries).
     pub(super) fn sql_reply(req: u64, r: Result<Vec<SqlResult>>) -> DataMsg {
-        match r {
+        match r.and_then(fits_one_answer) {
             Ok(results) => DataMsg::SqlConf {
                 req,
                 code: 0,
