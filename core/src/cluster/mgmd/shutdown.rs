@@ -103,6 +103,9 @@ impl Server {
             self.me,
             "Management server shutdown completed.",
         );
+        // Set before the answer goes: a client that has the answer finds the server
+        // shutting down (the answer still goes out; only the inbox stops being read).
+        self.shared.shutdown.store(true, Ordering::Release);
         self.transport.send(
             client,
             &Message::MgmReply {
@@ -110,6 +113,5 @@ impl Server {
                 text: lines.join("\n"),
             },
         );
-        self.shared.shutdown.store(true, Ordering::Release);
     }
 }
