@@ -49,6 +49,7 @@ use rndb_core::cluster::remote::RemoteCluster;
 use rndb_core::cluster::remote_session::RemoteSession;
 use rndb_core::error::{Result, codes};
 use rndb_core::schema::{IndexKind, UNIQUE_INDEX_SUFFIX};
+use rndb_core::sql::SqlResult;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -165,52 +166,12 @@ impl RemoteNdb {
         Ok(())
     }
 
-    /// Runs SQL on a data node: (the rendered result, the row count of its last
-    /// line: "N rows in set" or "N rows affected").
-    pub fn sql(&mut self, database: &str, text: &str) -> Result<(String, i32)> {
+    /// Runs SQL in the Ndb object's session over the cluster (BEGIN ... COMMIT kept
+    /// at this API node): each statement's result.
+    pub fn sql(&mut self, database: &str, text: &str) -> Result<Vec<SqlResult>> {
         let session = self
             .session
             .get_or_insert_with(|| RemoteSession::new(self.cluster.clone()));
-        let out = session.execute(database, text)?;
-        let count = row_count_of(&out);
-        Ok((out, count))
-    }
-}
-
-/// The count a mysql client prints last ("3 rows in set", "Query OK, 1 row affected").
-fn row_count_of(text: &str) -> i32 {
-    for line in text.lines().rev() {
-        let l = line.trim_start_matches("Query OK, ");
-        for tail in [
-            " rows in set",
-            " row in set",
-            " rows affected",
-            " row affected",
-        ] {
-            if let Some(at) = l.find(tail)
-                && let Ok(n) = l[..at].trim().parse::<i32>()
-            {
-                return n;
-            }
-        }
-        if line.contains("Empty set") {
-            return 0;
-        }
-    }
-    0
-}
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn row_counts_as_the_mysql_client_prints_them() {
-        assert_eq!(
-            row_count_of("+----+\n| id |\n+----+\n| 1  |\n+----+\n1 row in set (0.00 sec)"),
-            1
-        );
-        assert_eq!(row_count_of("Query OK, 3 rows affected (0.01 sec)"), 3);
-        assert_eq!(row_count_of("Empty set (0.00 sec)"), 0);
-        assert_eq!(row_count_of("Query OK, 0 rows affected"), 0);
+        session.execute_results(database, text)
     }
 }

@@ -35,30 +35,18 @@ pub unsafe extern "C" fn rndb_execute_sql(
             Ok(r) => r.is_some(),
             Err(e) => return Err(n.fail(e)),
         };
-        if let (true, Some(r)) = (remote, n.remote.as_mut()) {
-            let result = r.sql(&db, text);
-            let (rendered, res) = match result {
-                Ok((out, count)) => (out, Ok(count)),
-                Err(e) => (render_error(&e), Err(e)),
-            };
-            match &res {
-                Ok(_) => n.error.clear(),
-                Err(e) => {
-                    n.fail(e.clone());
+        let result = match (remote, n.remote.as_mut()) {
+            (true, Some(r)) => r.sql(&db, text),
+            _ => match n.core() {
+                Ok(c) => {
+                    let core = c.clone();
+                    n.session
+                        .get_or_insert_with(|| Session::new(core))
+                        .execute(text)
                 }
-            }
-            if !output.is_null() {
-                // SAFETY: as below; the string is freed by rndb_string_free.
-                unsafe { *output = c_string(&rendered).into_raw() };
-            }
-            return res;
-        }
-        let core = match n.core() {
-            Ok(c) => c.clone(),
-            Err(e) => return Err(n.fail(e)),
+                Err(e) => return Err(n.fail(e)),
+            },
         };
-        let session = n.session.get_or_insert_with(|| Session::new(core));
-        let result = session.execute(text);
         let (rendered, r) = match result {
             Ok(results) => {
                 let shown: Vec<String> =
@@ -74,7 +62,8 @@ pub unsafe extern "C" fn rndb_execute_sql(
             Err(e) => (render_error(&e), Err(n.fail(e))),
         };
         if !output.is_null() {
-            // SAFETY: as above; the string is freed by rndb_string_free.
+            // SAFETY: a writable pointer from the caller (checked not NULL); the string
+            // is freed by rndb_string_free.
             unsafe { *output = c_string(&rendered).into_raw() };
         }
         r
