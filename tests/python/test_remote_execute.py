@@ -108,4 +108,12 @@ def test_a_result_larger_than_one_answer_is_refused_and_the_connection_stays() -
         part = c.execute("SELECT id, v FROM wide WHERE id < 5000 ORDER BY id")
         assert isinstance(part, list) and len(part) == 5000 and part[4999]["id"] == 4999
         assert sum(1 for _ in c.scan("wide")) == 20_000
+        # A statement changing more rows than one transaction holds: 233, nothing
+        # changed (NDB's MaxNoOfConcurrentOperations, 32768 by default).
+        c.execute("CREATE TABLE many (id INT PRIMARY KEY, v INT) ENGINE=NDB")
+        assert c.insert_many("many", ({"id": i, "v": 0} for i in range(40_000))) == 40_000
+        with pytest.raises(rndb.NdbError) as ops:
+            c.execute("UPDATE many SET v = 1")
+        assert ops.value.code == 233, ops.value
+        assert c.execute("SELECT COUNT(*) AS n FROM many WHERE v = 1") == [{"n": 0}]
         c.close()

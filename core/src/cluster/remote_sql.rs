@@ -21,8 +21,10 @@
 //! the statement began (or [`MAX_ATTEMPTS`]); the last error (a temporary one) is the
 //! caller's then. A temporary error of the capture (a lock wait
 //! there, a node lost) is retried the same way; its permanent errors (a bad value, an
-//! unknown column) end the statement at once. A commit whose outcome is unknown (4012)
-//! is not retried: the statement may have taken effect.
+//! unknown column) end the statement at once, and so does 233 (the statement changes
+//! more rows than one transaction holds: another attempt meets it again). A commit
+//! whose outcome is unknown (4012) is not retried: the statement may have taken
+//! effect.
 //!
 //! The answer is the statement's own result as the data node's capture gave it (the
 //! row counts of the capture, which the applied transaction made true).
@@ -67,6 +69,14 @@ pub(super) fn captured_result(affected: u64, info: String, last_insert_id: u64) 
     }
 }
 
+/// A capture's error that another attempt may not meet: a temporary one, but not an
+/// unknown outcome (4012) nor a statement that changes more rows than one transaction
+/// or answer holds (233: temporary in NDB's list, yet the same statement meets it
+/// again).
+fn capture_retryable(e: &NdbError) -> bool {
+    e.is_temporary() && !matches!(e.code, 233 | 4012)
+}
+
 /// A failure applying captured rows that another attempt may not meet: a temporary
 /// error (a lock wait, a node failure, a lost race), or a row that appeared (630) or
 /// went (626) since the capture.
@@ -95,7 +105,7 @@ impl RemoteCluster {
                 self.capture_once(database, sql, spread, &mut auto_increment_floor, None, vars);
             let (result, changes) = match captured {
                 Ok(c) => c,
-                Err(e) if e.is_temporary() && e.code != 4012 && !last => {
+                Err(e) if capture_retryable(&e) && !last => {
                     std::thread::sleep(backoff(attempt, salt));
                     continue;
                 }
@@ -169,7 +179,7 @@ impl RemoteCluster {
                 vars,
             );
             match captured {
-                Err(e) if e.is_temporary() && e.code != 4012 && !last => {
+                Err(e) if capture_retryable(&e) && !last => {
                     std::thread::sleep(backoff(attempt, salt));
                 }
                 r => return r,
