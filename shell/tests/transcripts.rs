@@ -11,8 +11,9 @@
 //!   nodes run on threads of their own, so the order in which two nodes' lines reach
 //!   the log varies between runs, and so does the number of the global checkpoint a
 //!   restart finds (one every TimeBetweenGlobalCheckpoints); which lines there are
-//!   does not. Dropped too: a node's lines about another leaving (declared dead, lost
-//!   contact, arbitration, a view without it), which `ALL RESTART` of every node
+//!   does not. Dropped too: a node's lines about another leaving (left in a graceful
+//!   stop, declared dead, lost contact, arbitration, a view without it), which
+//!   `ALL RESTART` of every node
 //!   produces or not depending on which node leaves first (`cluster::local_tests`
 //!   checks that SHUTDOWN produces none).
 //!
@@ -101,6 +102,7 @@ fn transcript(name: &str) {
 fn departure_race(line: &str) -> bool {
     [
         " declared dead",
+        "left the cluster (a graceful stop)",
         "Lost contact with node",
         "Arbitration: ",
         "Arbitrator (node",

@@ -631,3 +631,44 @@ fn the_cluster_log_file_is_the_management_servers_alone() {
     assert_eq!(count("Management server shutdown completed."), 1, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A node restarted on a command leaves as a planned departure (`Leaving`): its peer
+/// takes it out without declaring it dead or asking the arbitrator, and the restart
+/// completes; a node killed is a failure, arbitrated.
+#[test]
+fn a_graceful_restart_is_no_failure_and_a_kill_is() {
+    let mut c = LocalCluster::start(config(2, 2), None, false).expect("start");
+    let mut mgm = c.mgm_client(Duration::from_secs(5)).expect("mgm");
+    mgm.command("2 RESTART").expect("restart");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while count_now(&c, "Node 2: Node restart completed") == 0 {
+        assert!(std::time::Instant::now() < deadline, "{:#?}", c.log_lines());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.wait_started(&[2, 3], Duration::from_secs(60))
+        .expect("restarted");
+    let lines = c.log_lines();
+    let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(
+        count("Node 3: Node 2 left the cluster (a graceful stop); continuing"),
+        1,
+        "{lines:#?}"
+    );
+    for failure in ["declared dead", "Lost contact", "Arbitration", "Arbitrator"] {
+        assert_eq!(count(failure), 0, "{failure}: {lines:#?}");
+    }
+    c.kill_node(2).expect("kill");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count_now(&c, "Node 3: Node 2 declared dead") == 0 {
+        assert!(std::time::Instant::now() < deadline, "{:#?}", c.log_lines());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    while count_now(&c, "Arbitration: nodes 3") == 0 {
+        assert!(std::time::Instant::now() < deadline, "{:#?}", c.log_lines());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn count_now(c: &LocalCluster, what: &str) -> usize {
+    c.log_lines().iter().filter(|l| l.contains(what)).count()
+}

@@ -906,8 +906,12 @@ impl NodeLoop {
         if let Some(q) = &self.qmgr
             && q.phase() == Phase::Member
         {
-            let mut s = self.status.lock();
-            s.state = NodeState::Stopping;
+            self.status.lock().state = NodeState::Stopping;
+            // The peers take this node out as a planned departure (its connections
+            // close after this goes out).
+            let mut out = Outbox::default();
+            q.announce_leaving(&mut out);
+            let _ = self.flush(out);
         }
         self.log(Severity::Info, text);
         self.qmgr = None;

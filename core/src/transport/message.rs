@@ -245,6 +245,12 @@ pub enum Message {
     NotMember {
         view_id: u64,
     },
+    /// A data node stopping gracefully (STOP, RESTART) tells the other members of its
+    /// view `view_id`, before its connections close: its departure is planned, not a
+    /// failure to arbitrate over (NDB's graceful stop, STOP_REQ).
+    Leaving {
+        view_id: u64,
+    },
     /// A data node tells an API node (a client) the view it installed, when it installs
     /// it (before anything commits in it) and when the API node connects: NDB's
     /// NODE_FAILREP to API nodes. The client stops sending to nodes a newer view left
@@ -352,6 +358,7 @@ mod kind {
     pub const NOT_MEMBER: u16 = 27;
     pub const LOCK_QUERY: u16 = 28;
     pub const VIEW_REP: u16 = 29;
+    pub const LEAVING: u16 = 30;
     pub const ARBIT_REQ: u16 = 31;
     pub const ARBIT_CONF: u16 = 32;
     pub const ARBIT_REF: u16 = 33;
@@ -385,6 +392,7 @@ impl Message {
             Message::ViewCommit { .. } => VIEW_COMMIT,
             Message::NotMember { .. } => NOT_MEMBER,
             Message::ViewRep { .. } => VIEW_REP,
+            Message::Leaving { .. } => LEAVING,
             Message::ArbitReq { .. } => ARBIT_REQ,
             Message::ArbitConf { .. } => ARBIT_CONF,
             Message::ArbitRef { .. } => ARBIT_REF,
@@ -499,6 +507,7 @@ impl Message {
                 e.u32(*attempt);
             }
             Message::NotMember { view_id } => e.u64(*view_id),
+            Message::Leaving { view_id } => e.u64(*view_id),
             Message::ViewRep { view } => view.encode(e),
             Message::ArbitReq {
                 ticket,
@@ -659,6 +668,9 @@ impl Message {
             NOT_MEMBER => Message::NotMember {
                 view_id: d.u64("view id")?,
             },
+            LEAVING => Message::Leaving {
+                view_id: d.u64("view id")?,
+            },
             VIEW_REP => Message::ViewRep {
                 view: View::decode(&mut d)?,
             },
@@ -802,6 +814,7 @@ mod tests {
                 attempt: 3,
             },
             Message::NotMember { view_id: 8 },
+            Message::Leaving { view_id: 9 },
             Message::ViewRep { view: view() },
             Message::ArbitReq {
                 ticket: 1,

@@ -6,7 +6,7 @@ use super::{Arbitration, MembershipConfig, Phase, Qmgr};
 use crate::cluster::{Event, Outbox};
 use crate::transport::{Message, NodeId};
 
-fn cfg() -> MembershipConfig {
+pub(super) fn cfg() -> MembershipConfig {
     MembershipConfig {
         data_nodes: vec![(2, 0), (3, 0)],
         heartbeat_interval_ms: 100,
@@ -19,7 +19,7 @@ fn cfg() -> MembershipConfig {
 
 /// Delivers every message between the two until none is left, at `now_ms`; the
 /// messages of `held` (from, predicate) are kept back and returned.
-fn pump(
+pub(super) fn pump(
     nodes: &mut [Qmgr; 2],
     mut queue: Vec<(NodeId, NodeId, Message)>,
     now_ms: u64,
@@ -45,7 +45,7 @@ fn pump(
     held
 }
 
-fn collect(
+pub(super) fn collect(
     me: NodeId,
     out: Outbox,
     queue: &mut Vec<(NodeId, NodeId, Message)>,
@@ -59,7 +59,7 @@ fn collect(
     queue.extend(out.sends.into_iter().map(|(to, m)| (me, to, m)));
 }
 
-fn tick(
+pub(super) fn tick(
     nodes: &mut [Qmgr; 2],
     now_ms: u64,
     logs: &mut Vec<String>,

@@ -197,6 +197,9 @@ pub struct Qmgr {
     /// The whole cluster is stopping (SHUTDOWN, ALL STOP): a peer whose connection
     /// closes is stopping too, not failing, and is not reported as declared dead.
     cluster_stopping: bool,
+    /// Members that said they stop gracefully (`Leaving`): gone from the next view
+    /// without arbitration, and their closed connection is no failure.
+    leaving: BTreeSet<NodeId>,
     /// Members whose heartbeat arrived since this node installed the view that admitted
     /// them: their life is a member's. A join request from one of them comes from a new
     /// life (a restart); one from a member not heard as such may be its own last
@@ -239,6 +242,7 @@ impl Qmgr {
             last_heard: BTreeMap::new(),
             suspected: BTreeSet::new(),
             cluster_stopping: false,
+            leaving: BTreeSet::new(),
             beat_as_member: BTreeSet::new(),
             joiners: BTreeMap::new(),
             starting_peers: BTreeMap::new(),
@@ -296,6 +300,25 @@ impl Qmgr {
     /// The whole cluster is stopping (see the field): peers that leave are not failures.
     pub fn set_cluster_stopping(&mut self) {
         self.cluster_stopping = true;
+    }
+
+    /// This node stops gracefully (STOP, RESTART): the other members are told, so that
+    /// they take it out of the view as a planned departure (no arbitration, no node
+    /// declared dead). Sent before the node's connections close.
+    pub fn announce_leaving(&self, out: &mut Outbox) {
+        if self.phase != Phase::Member {
+            return;
+        }
+        for n in self.view.node_ids() {
+            if n != self.me {
+                out.send(
+                    n,
+                    Message::Leaving {
+                        view_id: self.view.id,
+                    },
+                );
+            }
+        }
     }
 
     /// The node must stop for a reason outside membership (the data path lost every
@@ -533,6 +556,20 @@ impl Qmgr {
             .filter(|n| !self.suspected.contains(n))
             .collect();
         let lost = join(&failed);
+        // Only planned departures: no side can be running without us, nothing to
+        // arbitrate (a graceful stop that would leave a node group empty is refused
+        // before it begins; if one happens anyway, the checks below stop this side).
+        if failed.iter().all(|n| self.leaving.contains(n))
+            && self.cfg.covers_every_group(&survivors)
+        {
+            self.log(
+                out,
+                Severity::Info,
+                format!("Node {lost} left the cluster (a graceful stop); continuing"),
+            );
+            self.propose(view, failed, now_ms, out);
+            return;
+        }
         if !self.cfg.covers_every_group(&survivors) {
             let missing: Vec<u32> = self
                 .cfg
@@ -647,6 +684,7 @@ impl Qmgr {
         self.proposal = None;
         self.arbit_wait = None;
         self.suspected.retain(|n| self.view.contains(*n));
+        self.leaving.retain(|n| self.view.contains(*n));
         self.joiners.retain(|n, _| !self.view.contains(*n));
         for m in self.view.node_ids() {
             // A member gets a full interval of grace from the moment of the change.
@@ -761,6 +799,17 @@ impl Qmgr {
                         },
                     );
                 }
+            }
+            // A member stopping gracefully: out at the next view change (see
+            // `tick_member`); when the whole cluster stops, nothing changes.
+            Message::Leaving { .. }
+                if self.phase == Phase::Member
+                    && self.view.contains(from)
+                    && from != self.me
+                    && !self.cluster_stopping =>
+            {
+                self.leaving.insert(from);
+                self.suspected.insert(from);
             }
             Message::NotMember { view_id }
                 if self.phase == Phase::Member && view_id > self.view.id =>
@@ -903,3 +952,5 @@ pub(crate) fn join<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> 
 
 #[cfg(test)]
 mod join_tests;
+#[cfg(test)]
+mod leave_tests;
