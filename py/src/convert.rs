@@ -217,7 +217,6 @@ pub fn names<'py>(py: Python<'py>, def: &TableDef, cols: &[usize]) -> Vec<Bound<
         .collect()
 }
 
-/// A row as a dict keyed by the interned column names.
 /// What `execute` returns for a statement's outcome: its rows as a list of dicts, the
 /// number of rows affected, or None.
 pub fn outcome_to_py<'py>(
@@ -240,6 +239,7 @@ pub fn outcome_to_py<'py>(
     }
 }
 
+/// A row as a dict keyed by the interned column names.
 pub fn row_to_dict<'py>(
     py: Python<'py>,
     names: &[Bound<'py, PyString>],
