@@ -897,7 +897,6 @@ impl Server {
                 }
                 Ok(out.join("\n"))
             }
-
             Command::Help(topic) => Ok(match topic.as_deref().and_then(crate::mgm::help::topic) {
                 Some(t) => t.to_string(),
                 None => REMOTE_HELP.to_string(),

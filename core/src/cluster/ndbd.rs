@@ -1018,9 +1018,6 @@ impl NodeLoop {
         None
     }
 
-    /// A management command for this node's own replicas (`REPORT ...`, `DUMP 1000`,
-    /// `SET`: `mgm::run_on_data_node`), run on a thread of its own so that a long
-    /// report never holds up heartbeats; the answer goes back to the management server.
     /// `SINGLE USER <api id>` / `SINGLE USER OFF` (`mode`: what follows `SINGLE USER `).
     fn apply_single_user(&self, mode: &str) -> std::result::Result<(), String> {
         match mode.trim() {
@@ -1033,6 +1030,9 @@ impl NodeLoop {
         Ok(())
     }
 
+    /// A management command for this node's own replicas (`REPORT ...`, `DUMP 1000`,
+    /// `SET`: `mgm::run_on_data_node`), run on a thread of its own so that a long
+    /// report never holds up heartbeats; the answer goes back to the management server.
     fn node_command(&self, req: u64, text: String) {
         // Single user mode is applied here, at once, and answered after: the management
         // server answers its client once every node has it in force.

@@ -256,7 +256,6 @@ pub struct Session {
 const CACHE_ENTRIES: usize = 256;
 const CACHE_MAX_TEXT: usize = 4096;
 
-/// System variables a session knows, with their defaults.
 /// [`default_sys_vars`], built once: every session starts from a copy, and a client's
 /// variables are compared with it on every statement a data node runs for it.
 pub(crate) fn sys_var_defaults() -> &'static HashMap<String, Value> {
@@ -264,6 +263,7 @@ pub(crate) fn sys_var_defaults() -> &'static HashMap<String, Value> {
     DEFAULTS.get_or_init(default_sys_vars)
 }
 
+/// System variables a session knows, with their defaults.
 fn default_sys_vars() -> HashMap<String, Value> {
     let s = |v: &str| Value::Str(v.to_string());
     let i = Value::Int;

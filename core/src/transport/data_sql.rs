@@ -98,14 +98,6 @@ pub(super) fn enc_sql_results(e: &mut Encoder, results: &[SqlResult]) {
     }
 }
 
-fn flag(d: &mut Decoder<'_>, what: &'static str) -> Result<bool, WireError> {
-    match d.u8().map_err(bad)? {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(WireError::BadValue(what)),
-    }
-}
-
 pub(super) fn dec_sql_results(d: &mut Decoder<'_>) -> Result<Vec<SqlResult>, WireError> {
     let n = count(d, "SQL results")?;
     let mut out = Vec::with_capacity(n);
@@ -125,12 +117,12 @@ pub(super) fn dec_sql_results(d: &mut Decoder<'_>) -> Result<Vec<SqlResult>, Wir
             }
             AFFECTED => {
                 let rows = d.u64().map_err(bad)?;
-                let last_insert_id = if flag(d, "last insert id flag")? {
+                let last_insert_id = if d.bool().map_err(bad)? {
                     Some(d.u64().map_err(bad)?)
                 } else {
                     None
                 };
-                let info = if flag(d, "info flag")? {
+                let info = if d.bool().map_err(bad)? {
                     Some(d.str().map_err(bad)?)
                 } else {
                     None
