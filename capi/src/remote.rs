@@ -48,7 +48,7 @@ use rndb_core::api::dict::TableSpec;
 use rndb_core::cluster::remote::RemoteCluster;
 use rndb_core::cluster::remote_session::RemoteSession;
 use rndb_core::error::{Result, codes};
-use rndb_core::schema::{IndexKind, UNIQUE_INDEX_SUFFIX};
+use rndb_core::schema::IndexKind;
 use rndb_core::sql::SqlResult;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -97,12 +97,7 @@ impl RemoteNdb {
     /// The position of index `name` in `rt` (SQL names a unique hash index
     /// `NAME$unique`: looked up by the NDB API name too).
     pub fn index_of(rt: &TableRuntime, name: &str) -> Option<usize> {
-        rt.def.index(name).map(|(i, _)| i).or_else(|| {
-            rt.def
-                .index(&format!("{name}{UNIQUE_INDEX_SUFFIX}"))
-                .filter(|(_, x)| x.kind == IndexKind::UniqueHashIndex)
-                .map(|(i, _)| i)
-        })
+        rt.def.index_by_api_name(name).map(|(i, _)| i)
     }
 
     fn forget(&mut self, database: &str, name: &str) {

@@ -194,6 +194,30 @@ impl std::error::Error for NdbError {}
 
 pub type Result<T, E = NdbError> = std::result::Result<T, E>;
 
+/// The MySQL error number mysqld reports for an NDB error code (its `ndb_to_mysql_error`
+/// map), 0 for codes it shows as NDB's own. What a client gives an error that came
+/// over the wire with its NDB code only; the constructors below set the same numbers
+/// (a test holds them to it).
+pub fn mysql_code_of(ndb_code: u32) -> u32 {
+    match ndb_code {
+        626 => 1032,
+        630 | 893 => 1062,
+        266 => 1205,
+        625 | 827 | 902 | 1601 => 1114,
+        723 => 1146,
+        4243 => 1176,
+        721 => 1050,
+        4244 => 1061,
+        4004 => 1054,
+        4209 => 1406,
+        4217 => 1366,
+        839 => 1048,
+        4003 => 1235,
+        851 => 1118,
+        _ => 0,
+    }
+}
+
 /// Constructors for the NDB errors the engine raises, with NDB's codes and texts.
 pub mod codes {
     use super::ErrorClassification::*;
@@ -363,6 +387,11 @@ pub mod codes {
     pub fn cluster_closed() -> NdbError {
         NdbError::new(4009, UnknownResultError, "Cluster Failure")
             .detail("the cluster has been shut down")
+    }
+    /// A request on a cluster connection the client closed.
+    pub fn connection_closed() -> NdbError {
+        NdbError::new(4009, UnknownResultError, "Cluster Failure")
+            .detail("the connection to the cluster was closed")
     }
     /// 4006: a data node's TC holds MaxNoOfConcurrentTransactions transactions.
     pub fn out_of_transactions(detail: impl std::fmt::Display) -> NdbError {
@@ -596,6 +625,35 @@ pub mod codes {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_constructors_give_the_mysql_code_of_their_ndb_code() {
+        use super::codes::*;
+        for e in [
+            tuple_not_found(),
+            tuple_already_exists(),
+            unique_violation(),
+            deadlock_timeout(),
+            out_of_data_memory(),
+            out_of_hash_index_memory(),
+            out_of_ordered_index_memory(),
+            no_such_table("t"),
+            no_such_index("i"),
+            table_exists("t"),
+            index_exists("i"),
+            no_such_column("c"),
+            value_too_large("v"),
+            wrong_type("v"),
+            null_in_not_null("c"),
+            unsupported("x"),
+            row_too_big("r"),
+            out_of_extents("t"),
+        ] {
+            assert_eq!(e.mysql_code, super::mysql_code_of(e.code), "{e}");
+            assert_ne!(e.mysql_code, 0, "{e}");
+        }
+        assert_eq!(super::mysql_code_of(4010), 0);
+    }
+
     use super::*;
 
     #[test]

@@ -439,6 +439,9 @@ impl RemoteCluster {
         commit: bool,
         make: impl FnOnce(u64) -> DataMsg,
     ) -> Result<Pending> {
+        if self.is_closed() {
+            return Err(codes::connection_closed());
+        }
         let req = self.next_id();
         let (tx, rx) = sync_channel(1);
         {
@@ -615,13 +618,33 @@ impl RemoteCluster {
     /// (`cluster/datapath/gcp.rs`). 4008 after `timeout`; a data node lost meanwhile
     /// is replaced by another.
     pub fn wait_durable(&self, gci: u64, timeout: Duration) -> Result<()> {
+        if gci == 0 {
+            return Ok(());
+        }
+        self.durable(gci, timeout).map(|_| ())
+    }
+
+    /// Runs a global checkpoint now: returns once every commit acknowledged before
+    /// the call is durable on every data node, with the number of the checkpoint then
+    /// saved on every node (NDB's GCI, its high 32 bits). 4008 after `timeout`.
+    pub fn checkpoint(&self, timeout: Duration) -> Result<u32> {
+        self.durable(0, timeout)
+    }
+
+    /// `DurableReq` for `gci` (0: the checkpoint open at the node asked), retried on
+    /// another node after a node failure; the checkpoint saved on every node.
+    fn durable(&self, gci: u64, timeout: Duration) -> Result<u32> {
         let deadline = Instant::now() + timeout;
         loop {
             let node = self.any_node()?;
             let mut p = self.submit(node, false, |req| DataMsg::DurableReq { req, gci })?;
             p.deadline = deadline;
             let r = match p.wait() {
-                Ok(DataMsg::DurableConf { code: 0, .. }) => return Ok(()),
+                Ok(DataMsg::DurableConf {
+                    code: 0,
+                    durable_hi,
+                    ..
+                }) => return Ok(durable_hi),
                 Ok(DataMsg::DurableConf {
                     code,
                     class,
@@ -820,6 +843,11 @@ impl RemoteCluster {
             self.note_not_ready(e);
         }
         r
+    }
+
+    /// Whether [`RemoteCluster::close`] ran: every request is refused with 4009 since.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
     }
 
     /// Closes every connection.

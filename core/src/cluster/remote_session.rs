@@ -151,6 +151,24 @@ impl SessionRows {
     }
 }
 
+/// The database a `USE name` statement names (a virtual one in lower case, as MySQL
+/// shows it).
+fn use_target(sql: &str) -> String {
+    let name = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("")
+        .trim_matches('`')
+        .to_string();
+    if crate::sql::is_virtual_database(&name) {
+        name.to_ascii_lowercase()
+    } else {
+        name
+    }
+}
+
 /// The bytes of a row image (what it adds to each capture's request).
 fn image_bytes(row: &Option<Vec<crate::schema::Value>>) -> usize {
     row.as_ref()
@@ -167,6 +185,8 @@ pub struct RemoteSession {
     autocommit: bool,
     /// User variables and changed system variables.
     vars: SessionVars,
+    /// The database `USE` selected (None: each call's own).
+    database: Option<String>,
 }
 
 impl RemoteSession {
@@ -176,6 +196,7 @@ impl RemoteSession {
             txn: None,
             autocommit: true,
             vars: SessionVars::default(),
+            database: None,
         }
     }
 
@@ -189,35 +210,47 @@ impl RemoteSession {
         &self.rc
     }
 
+    /// The database `USE` selected, if a statement did.
+    pub fn database(&self) -> Option<&str> {
+        self.database.as_deref()
+    }
+
     /// Whether a transaction is open.
     pub fn in_transaction(&self) -> bool {
         self.txn.is_some()
     }
 
     /// Whether `sql` needs this session: a transaction is open, the session has
-    /// variables, or a statement of it begins or ends a transaction or sets a variable.
+    /// variables or a database, or a statement of it begins or ends a transaction, sets
+    /// a variable or selects a database.
     /// Other statements may run on the cluster connection at once
     /// ([`RemoteCluster::sql`]), concurrently with others.
     pub fn needs_session(&self, sql: &str) -> bool {
         self.in_transaction()
             || !self.autocommit
             || !self.vars.is_empty()
+            || self.database.is_some()
             || crate::sql::statement_texts(sql).iter().flatten().any(|st| {
                 let w = crate::sql::leading_keyword(st);
                 matches!(
                     w.as_str(),
-                    "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SET"
+                    "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SET" | "USE"
                 ) || st.contains(":=")
             })
     }
 
-    /// Runs `;`-separated statements in `database`; the results rendered as the mysql
-    /// client prints them, one per statement, stopping at the first error.
+    /// Runs `;`-separated statements in `database` (or the one `USE` selected); the
+    /// results rendered as the mysql client prints them, one per statement, stopping at
+    /// the first error.
     pub fn execute(&mut self, database: &str, sql: &str) -> Result<String> {
         let mut out = Vec::new();
         for st in crate::sql::statement_texts(sql) {
             let t0 = std::time::Instant::now();
-            let results = self.statement(database, st?)?;
+            let db = self
+                .database
+                .clone()
+                .unwrap_or_else(|| database.to_string());
+            let results = self.statement(&db, st?)?;
             out.push(crate::sql::render_all(&results, t0.elapsed()));
         }
         Ok(out.join("\n"))
@@ -227,7 +260,11 @@ impl RemoteSession {
     pub fn execute_results(&mut self, database: &str, sql: &str) -> Result<Vec<SqlResult>> {
         let mut out = Vec::new();
         for st in crate::sql::statement_texts(sql) {
-            out.extend(self.statement(database, st?)?);
+            let db = self
+                .database
+                .clone()
+                .unwrap_or_else(|| database.to_string());
+            out.extend(self.statement(&db, st?)?);
         }
         Ok(out)
     }
@@ -268,6 +305,12 @@ impl RemoteSession {
             "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" => {
                 // DDL commits the open transaction first, as in MySQL.
                 self.commit()?;
+            }
+            "USE" => {
+                // A data node checks that the database exists (1049 if not).
+                self.rc.sql_results_in(database, sql, &mut self.vars)?;
+                self.database = Some(use_target(sql));
+                return Ok(ok());
             }
             _ => {}
         }

@@ -319,6 +319,15 @@ impl TableDef {
             .find(|(_, i)| i.name.eq_ignore_ascii_case(name))
     }
 
+    /// [`TableDef::index`] by the name an NDB API client gave: SQL names a unique hash
+    /// index `NAME$unique` ([`UNIQUE_INDEX_SUFFIX`]), found by `NAME` too.
+    pub fn index_by_api_name(&self, name: &str) -> Option<(usize, &IndexDef)> {
+        self.index(name).or_else(|| {
+            self.index(&format!("{name}{UNIQUE_INDEX_SUFFIX}"))
+                .filter(|(_, x)| x.kind == IndexKind::UniqueHashIndex)
+        })
+    }
+
     pub fn has_hidden_pk(&self) -> bool {
         self.primary_key.len() == 1 && self.columns[self.primary_key[0]].hidden
     }

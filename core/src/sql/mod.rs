@@ -59,6 +59,47 @@ pub use errors::render_error;
 pub(crate) use errors::{no_database, too_big};
 pub(crate) use plan::Access;
 
+/// Parses one statement.
+fn parse_statement(st: &lexer::Statement<'_>) -> Result<Stmt> {
+    let Some(first) = st.tokens.first() else {
+        return Err(errors::empty_query());
+    };
+    let is_explain = first.is_kw("EXPLAIN") || first.is_kw("DESCRIBE") || first.is_kw("DESC");
+    if is_explain && st.tokens.len() > 1 && convert::handles(&st.tokens[1]) {
+        let start = st.tokens[1].start;
+        let sub = lexer::Statement {
+            text: &st.text[start..],
+            tokens: st.tokens[1..]
+                .iter()
+                .map(|t| lexer::Token {
+                    tok: t.tok.clone(),
+                    start: t.start - start,
+                    end: t.end - start,
+                })
+                .collect(),
+        };
+        return Ok(Stmt::Explain(Box::new(convert::parse(&sub)?)));
+    }
+    if convert::handles(first) {
+        convert::parse(st)
+    } else {
+        match ddl::parse(st)? {
+            Some(c) => Ok(Stmt::Command(c)),
+            None => Err(lexer::syntax_at(st.text, 0)),
+        }
+    }
+}
+
+/// MySQL's error for the first statement of `sql` that does not parse (1064), else Ok:
+/// what a data node answers a statement it would refuse to run, when the statement is
+/// not SQL at all.
+pub(crate) fn check_syntax(sql: &str) -> Result<()> {
+    for st in lexer::statements(sql) {
+        parse_statement(&st?)?;
+    }
+    Ok(())
+}
+
 /// The texts of `sql`'s `;`-separated statements (empty ones skipped); a lexing error
 /// in place of the statement where it occurs.
 pub fn statement_texts(sql: &str) -> Vec<std::result::Result<&str, NdbError>> {
@@ -451,36 +492,10 @@ impl Session {
 
     /// Parses one statement (with the per-session cache of parsed statements).
     fn parse(&mut self, st: &lexer::Statement<'_>) -> Result<Stmt> {
-        let Some(first) = st.tokens.first() else {
-            return Err(errors::empty_query());
-        };
         if let Some(s) = self.cache.get(st.text) {
             return Ok(s.clone());
         }
-        let is_explain = first.is_kw("EXPLAIN") || first.is_kw("DESCRIBE") || first.is_kw("DESC");
-        if is_explain && st.tokens.len() > 1 && convert::handles(&st.tokens[1]) {
-            let start = st.tokens[1].start;
-            let sub = lexer::Statement {
-                text: &st.text[start..],
-                tokens: st.tokens[1..]
-                    .iter()
-                    .map(|t| lexer::Token {
-                        tok: t.tok.clone(),
-                        start: t.start - start,
-                        end: t.end - start,
-                    })
-                    .collect(),
-            };
-            return Ok(Stmt::Explain(Box::new(convert::parse(&sub)?)));
-        }
-        let stmt = if convert::handles(first) {
-            convert::parse(st)?
-        } else {
-            match ddl::parse(st)? {
-                Some(c) => Stmt::Command(c),
-                None => return Err(lexer::syntax_at(st.text, 0)),
-            }
-        };
+        let stmt = parse_statement(st)?;
         if st.text.len() <= CACHE_MAX_TEXT && !matches!(stmt, Stmt::Command(_)) {
             if self.cache.len() >= CACHE_ENTRIES {
                 self.cache.clear();

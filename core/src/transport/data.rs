@@ -501,7 +501,8 @@ pub enum DataMsg {
     /// A node → the master: a client waits for durability, run a checkpoint now.
     GcpAsk,
     /// API → data node: answer once the commit with GCI `gci` is durable on every
-    /// data node (NDB API has none; `docs/cluster.md` §6).
+    /// data node (NDB API has none; `docs/cluster.md` §6). GCI 0 asks for the
+    /// checkpoint open at the node when it reads the request (a checkpoint now).
     DurableReq {
         req: u64,
         gci: u64,
@@ -511,6 +512,9 @@ pub enum DataMsg {
         code: u32,
         class: u8,
         message: String,
+        /// The highest checkpoint saved on every data node when answered (0 with an
+        /// error).
+        durable_hi: u32,
     },
 }
 
@@ -1253,11 +1257,13 @@ impl DataMsg {
                 code,
                 class,
                 message,
+                durable_hi,
             } => {
                 e.u64(*req);
                 e.u32(*code);
                 e.u8(*class);
                 e.str(message);
+                e.u32(*durable_hi);
             }
         }
         e.into_bytes()
@@ -1714,6 +1720,7 @@ impl DataMsg {
                 code: u32_(d)?,
                 class: d.u8().map_err(bad)?,
                 message: s(d)?,
+                durable_hi: u32_(d)?,
             },
             k => return Err(WireError::UnknownKind(k)),
         };

@@ -430,6 +430,14 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             code: 4008,
             class: 7,
             message: "timed out".into(),
+            durable_hi: 0,
+        },
+        DataMsg::DurableConf {
+            req: 5,
+            code: 0,
+            class: 0,
+            message: String::new(),
+            durable_hi: 13,
         },
     ]
 }

@@ -237,22 +237,24 @@ impl DataPath {
 
     /// `gci_hi` is saved on every node of a round: answer the clients waiting for it.
     fn gcp_durable(&self, hi: u32) {
-        let done: Vec<(NodeId, u64)> = {
+        let (done, durable): (Vec<(NodeId, u64)>, u32) = {
             let mut g = self.gcp.lock();
             g.durable_hi = g.durable_hi.max(hi);
             let durable = g.durable_hi;
             let (done, wait): (Vec<_>, Vec<_>) =
                 g.waiters.drain(..).partition(|&(_, _, h)| h <= durable);
             g.waiters = wait;
-            done.into_iter().map(|(api, req, _)| (api, req)).collect()
+            let done = done.into_iter().map(|(api, req, _)| (api, req)).collect();
+            (done, durable)
         };
         for (api, req) in done {
-            self.send(api, durable_conf(req, Ok(())));
+            self.send(api, durable_conf(req, Ok(durable)));
         }
     }
 
     /// `DurableReq` from an API node: answered once the checkpoint holding `gci` is
-    /// saved on every node (a checkpoint is asked for at once).
+    /// saved on every node (a checkpoint is asked for at once); GCI 0 means the
+    /// checkpoint open here now (commits already acknowledged are in it or earlier).
     pub(super) fn on_durable_req(&self, api: NodeId, req: u64, gci: u64) {
         if !self.gcp_enabled() {
             let e = codes::unsupported(
@@ -260,11 +262,15 @@ impl DataPath {
             );
             return self.send(api, durable_conf(req, Err(e)));
         }
-        let want = gci_hi(gci);
+        let want = if gci == 0 {
+            self.gcp_current_hi()
+        } else {
+            gci_hi(gci)
+        };
         let ask = {
             let mut g = self.gcp.lock();
             if want <= g.durable_hi {
-                None
+                Some(Ok(g.durable_hi))
             } else if g.waiters.len() >= DURABLE_WAITERS_MAX {
                 Some(Err(codes::out_of_transactions(format!(
                     "more than {DURABLE_WAITERS_MAX} requests wait for durability at data node {}",
@@ -272,13 +278,12 @@ impl DataPath {
                 ))))
             } else {
                 g.waiters.push((api, req, want));
-                Some(Ok(()))
+                None
             }
         };
         match ask {
-            None => self.send(api, durable_conf(req, Ok(()))),
-            Some(Err(e)) => self.send(api, durable_conf(req, Err(e))),
-            Some(Ok(())) => self.gcp_ask(),
+            Some(answer) => self.send(api, durable_conf(req, answer)),
+            None => self.gcp_ask(),
         }
     }
 
@@ -485,13 +490,15 @@ impl DataPath {
     }
 }
 
-fn durable_conf(req: u64, r: Result<()>) -> DataMsg {
+/// The answer to a `DurableReq`: the checkpoint saved on every node, or the error.
+fn durable_conf(req: u64, r: Result<u32>) -> DataMsg {
     match r {
-        Ok(()) => DataMsg::DurableConf {
+        Ok(durable_hi) => DataMsg::DurableConf {
             req,
             code: 0,
             class: 0,
             message: String::new(),
+            durable_hi,
         },
         Err(e) => {
             let (code, class, message) = super::err_parts(&e);
@@ -500,6 +507,7 @@ fn durable_conf(req: u64, r: Result<()>) -> DataMsg {
                 code,
                 class,
                 message,
+                durable_hi: 0,
             }
         }
     }

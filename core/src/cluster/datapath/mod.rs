@@ -362,13 +362,15 @@ pub fn sql_err_from(code: u32, class: u8, message: &str, mysql_code: u32) -> Ndb
     err_from(code, class, message).with_mysql_code(mysql_code)
 }
 
-/// The error a data message carried.
+/// The error a data message carried, with the MySQL error number mysqld reports for
+/// its code (`error::mysql_code_of`).
 pub fn err_from(code: u32, class: u8, message: &str) -> NdbError {
     NdbError::new(
         code,
         crate::error::ErrorClassification::from_u8(class),
         message.to_string(),
     )
+    .with_mysql_code(crate::error::mysql_code_of(code))
 }
 
 impl DataPath {

@@ -204,6 +204,9 @@ impl DataPath {
             return self.send(api, Self::error_reply(req, &e));
         }
         if kind == Kind::Refused {
+            if let Err(e) = crate::sql::check_syntax(sql) {
+                return self.send(api, Self::error_reply(req, &e));
+            }
             let e = codes::unsupported(format!(
                 "'{}' at a data node: each statement runs on its own (a transaction of \
                  several statements is kept by the client's SQL session — rndb_mgm -c, \
