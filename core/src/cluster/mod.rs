@@ -27,6 +27,7 @@ pub mod mgmd;
 #[cfg(test)]
 mod mgmd_commands_tests;
 pub mod ndbd;
+pub mod node_commands;
 #[cfg(test)]
 mod process_tests;
 pub mod qmgr;

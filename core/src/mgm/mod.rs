@@ -47,7 +47,7 @@ use crate::error::{ErrorClassification, NdbError, Result, codes};
 /// NDB version string the nodes report.
 pub const VERSION: &str = concat!("rndb-", env!("CARGO_PKG_VERSION"));
 
-pub(crate) fn mgm_error(msg: impl Into<String>) -> NdbError {
+pub fn mgm_error(msg: impl Into<String>) -> NdbError {
     NdbError::new(5001, ErrorClassification::ApplicationError, msg)
 }
 
