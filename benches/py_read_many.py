@@ -56,7 +56,7 @@ def main() -> int:
     print(f"rows={n_rows:,} batch={batch} python={sys.version.split()[0]} rndb={rndb.__version__}")
 
     # ---- rndb -------------------------------------------------------------------
-    with tempfile.TemporaryDirectory() as tmp, rndb.Cluster.embedded(
+    with tempfile.TemporaryDirectory() as tmp, rndb.Cluster.direct(
         data_dir=tmp, DataMemory=args.data_memory
     ) as cluster:
         ndb = cluster.ndb("test")

@@ -47,7 +47,7 @@ def main() -> None:
     value = b"a" * 100
     out: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory() as d:
-        c = rndb.Cluster.embedded(data_dir=f"{d}/py", DataMemory="256M")
+        c = rndb.Cluster.direct(data_dir=f"{d}/py", DataMemory="256M")
         ndb = c.ndb("test")
         ndb.create_table("kv", {"id": "BIGINT NOT NULL", "v": "VARBINARY(1024) NOT NULL"},
                          primary_key="id")

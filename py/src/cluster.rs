@@ -1,8 +1,16 @@
 //! `rndb.Cluster`: an embedded cluster (Ndb_cluster_connection plus its data nodes).
+//!
+//! `Cluster.embedded` (the default) runs the node code of `rndb_mgmd` and `rndbd` in
+//! this process (`nodes.rs`); `Cluster.direct` runs the data nodes' engines on the
+//! caller's threads, without the protocols between nodes (what the benchmarks of the
+//! engines themselves measure). Both take the same arguments and give the same
+//! objects; each call dispatches to the engine the cluster has.
 
 use crate::convert::row_to_dict;
 use crate::errors::{bad_argument, guard, py_result, to_pyerr};
-use crate::ndb::Ndb;
+use crate::ndb::{Engine as NdbEngine, Ndb};
+use crate::ndb_direct::DirectNdb;
+use crate::nodes::NodesCluster;
 use crate::sqlglue;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
@@ -12,7 +20,12 @@ use std::path::PathBuf;
 
 #[pyclass(frozen, module = "rndb")]
 pub struct Cluster {
-    pub(crate) inner: rndb::Cluster,
+    engine: Engine,
+}
+
+enum Engine {
+    Direct(rndb::Cluster),
+    Nodes(Box<NodesCluster>),
 }
 
 /// A keyword argument value as config.ini text: str, int or bool.
@@ -98,10 +111,45 @@ impl Layout {
     }
 }
 
+fn closed_err() -> PyErr {
+    crate::errors::err(codes::cluster_closed())
+}
+
+/// Starts the direct engines of `layout` (module notes).
+fn start_direct(
+    py: Python<'_>,
+    layout: Layout,
+    data_dir: Option<PathBuf>,
+    initial: bool,
+) -> PyResult<rndb::Cluster> {
+    let r = py.detach(|| {
+        guard(|| {
+            let config = layout.config()?;
+            match &data_dir {
+                Some(dir) => {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        codes::bad_config(format!(
+                            "cannot create data directory {}: {e}",
+                            dir.display()
+                        ))
+                    })?;
+                    if initial {
+                        rndb::Cluster::embedded_initial(config, dir.clone())
+                    } else {
+                        rndb::Cluster::embedded_in(config, dir.clone())
+                    }
+                }
+                None => rndb::Cluster::embedded(config),
+            }
+        })
+    });
+    py_result(r)
+}
+
 impl Cluster {
     fn check_open(&self) -> PyResult<()> {
-        if self.inner.is_closed() {
-            Err(crate::errors::err(codes::cluster_closed()))
+        if self.closed() {
+            Err(closed_err())
         } else {
             Ok(())
         }
@@ -110,10 +158,15 @@ impl Cluster {
 
 #[pymethods]
 impl Cluster {
-    /// Starts an embedded cluster. NDB data-node parameters are keyword arguments
+    /// Starts an embedded cluster: the management server and the data nodes of
+    /// `rndb_mgmd` and `rndbd` in this process (heartbeats, the TCs' prepare chain
+    /// over the replicas, global and local checkpoints), NDB's default layout of two
+    /// data nodes with NoOfReplicas=2 unless `data_nodes`/`no_of_replicas` or a
+    /// `config_file` say otherwise. NDB data-node parameters are keyword arguments
     /// (`DataMemory="256M"`), set on every data node. On a `data_dir` that holds an
     /// earlier run's files this is a system restart that recovers every durable
-    /// commit; `initial=True` (ndbd --initial) removes those files first.
+    /// commit; `initial=True` (ndbd --initial) removes those files first. Without a
+    /// `data_dir` the nodes' files go to a scratch directory removed at `close()`.
     #[staticmethod]
     #[pyo3(signature = (*, data_dir=None, config_file=None, data_nodes=None, no_of_replicas=None, initial=false, **params))]
     #[allow(clippy::too_many_arguments)]
@@ -134,56 +187,77 @@ impl Cluster {
             &data_dir,
             params,
         )?;
-        let r = py.detach(|| {
-            guard(|| {
-                let config = layout.config()?;
-                match &data_dir {
-                    Some(dir) => {
-                        std::fs::create_dir_all(dir).map_err(|e| {
-                            codes::bad_config(format!(
-                                "cannot create data directory {}: {e}",
-                                dir.display()
-                            ))
-                        })?;
-                        if initial {
-                            rndb::Cluster::embedded_initial(config, dir.clone())
-                        } else {
-                            rndb::Cluster::embedded_in(config, dir.clone())
-                        }
-                    }
-                    None => rndb::Cluster::embedded(config),
-                }
-            })
-        });
+        let nodes = NodesCluster::start(py, &layout, data_dir, initial)?;
         Ok(Cluster {
-            inner: py_result(r)?,
+            engine: Engine::Nodes(Box::new(nodes)),
+        })
+    }
+
+    /// The data nodes' engines on the caller's threads (same arguments as
+    /// `embedded`): each write applied to every replica in the caller's call, no
+    /// messages between nodes, no heartbeats or node failures. What the engines'
+    /// own benchmarks measure; `embedded` is the cluster.
+    #[staticmethod]
+    #[pyo3(signature = (*, data_dir=None, config_file=None, data_nodes=None, no_of_replicas=None, initial=false, **params))]
+    #[allow(clippy::too_many_arguments)]
+    fn direct(
+        py: Python<'_>,
+        data_dir: Option<PathBuf>,
+        config_file: Option<PathBuf>,
+        data_nodes: Option<u32>,
+        no_of_replicas: Option<u32>,
+        initial: bool,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Cluster> {
+        let layout = Layout::from_args(
+            config_file,
+            data_nodes,
+            no_of_replicas,
+            initial,
+            &data_dir,
+            params,
+        )?;
+        Ok(Cluster {
+            engine: Engine::Direct(start_direct(py, layout, data_dir, initial)?),
         })
     }
 
     /// An `Ndb` object for a database, like `Ndb(&cluster_connection, "test")`.
     #[pyo3(signature = (database="test"))]
-    fn ndb(&self, database: &str) -> PyResult<Ndb> {
+    fn ndb(&self, py: Python<'_>, database: &str) -> PyResult<Ndb> {
         self.check_open()?;
-        Ok(Ndb::new(self.inner.ndb(database)))
+        Ok(Ndb::new(match &self.engine {
+            Engine::Direct(c) => NdbEngine::Direct(Box::new(DirectNdb::new(c.ndb(database)))),
+            Engine::Nodes(n) => NdbEngine::Nodes(n.ndb(py, database)?),
+        }))
     }
 
     /// Runs a management-client command (the ndb_mgm language); returns its output.
     fn mgm(&self, py: Python<'_>, command: &str) -> PyResult<String> {
         self.check_open()?;
-        let inner = self.inner.inner().clone();
-        let r = py.detach(|| guard(|| sqlglue::mgm(&inner, command)));
-        r.map_err(|e| to_pyerr(py, e))
+        match &self.engine {
+            Engine::Direct(c) => {
+                let inner = c.inner().clone();
+                let r = py.detach(|| guard(|| sqlglue::mgm(&inner, command)));
+                r.map_err(|e| to_pyerr(py, e))
+            }
+            Engine::Nodes(n) => n.mgm(py, command),
+        }
     }
 
     /// The rows of an ndbinfo table (`"memoryusage"` or `"ndbinfo.memoryusage"`).
     fn ndbinfo<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyList>> {
         self.check_open()?;
-        let inner = self.inner.inner().clone();
         let table = name
             .strip_prefix("ndbinfo.")
             .or_else(|| name.strip_prefix("NDBINFO."))
             .unwrap_or(name)
             .to_string();
+        let c = match &self.engine {
+            Engine::Direct(c) => c,
+            Engine::Nodes(n) => return n.ndbinfo(py, &table),
+        };
+        let inner = c.inner().clone();
         let r = py.detach(|| guard(|| sqlglue::ndbinfo(&inner, &table)));
         let (columns, rows) = r.map_err(|e| to_pyerr(py, e))?;
         let names: Vec<Bound<'py, PyString>> =
@@ -195,16 +269,22 @@ impl Cluster {
         Ok(out)
     }
 
-    /// Shuts the cluster down: every page of DataMemory is released; later use of the
-    /// cluster, its Ndb objects and transactions raises NdbError 4009.
+    /// Shuts the cluster down (the data nodes first save a last global checkpoint);
+    /// later use of the cluster, its Ndb objects and transactions raises NdbError
+    /// 4009. Closing twice does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = self.inner.clone();
-        py_result(py.detach(|| {
-            guard(|| {
-                inner.shutdown();
-                Ok(())
-            })
-        }))
+        match &self.engine {
+            Engine::Direct(c) => {
+                let inner = c.clone();
+                py_result(py.detach(|| {
+                    guard(|| {
+                        inner.shutdown();
+                        Ok(())
+                    })
+                }))
+            }
+            Engine::Nodes(n) => n.close(py),
+        }
     }
 
     /// Blocks until the commit with GCI `gci` (`Transaction.gci`) is on disk on every
@@ -218,40 +298,73 @@ impl Cluster {
                 "timeout must be a non-negative number of seconds",
             ));
         }
-        let inner = self.inner.clone();
         let wait = std::time::Duration::from_secs_f64(timeout.min(1e9));
-        py_result(py.detach(|| guard(|| inner.wait_durable(gci, wait))))
+        match &self.engine {
+            Engine::Direct(c) => {
+                let inner = c.clone();
+                py_result(py.detach(|| guard(|| inner.wait_durable(gci, wait))))
+            }
+            Engine::Nodes(n) => n.wait_durable(py, gci, wait),
+        }
     }
 
     /// Runs a global checkpoint now and returns the GCI (checkpoint number) made
     /// durable on every data node.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<u32> {
         self.check_open()?;
-        let inner = self.inner.clone();
-        py_result(py.detach(|| guard(|| inner.inner().force_gcp())))
+        match &self.engine {
+            Engine::Direct(c) => {
+                let inner = c.clone();
+                py_result(py.detach(|| guard(|| inner.inner().force_gcp())))
+            }
+            Engine::Nodes(n) => n.checkpoint(py),
+        }
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_closed()
+        match &self.engine {
+            Engine::Direct(c) => c.is_closed(),
+            Engine::Nodes(n) => n.is_closed(),
+        }
     }
 
     /// Node ids of the data nodes.
     #[getter]
     fn data_node_ids(&self) -> Vec<u32> {
-        self.inner.data_node_ids()
+        match &self.engine {
+            Engine::Direct(c) => c.data_node_ids(),
+            Engine::Nodes(n) => n.data_node_ids(),
+        }
     }
 
     /// The configuration in effect, as config.ini text.
     #[getter]
     fn config_ini(&self) -> String {
-        self.inner.inner().config.read().to_ini()
+        match &self.engine {
+            Engine::Direct(c) => c.inner().config.read().to_ini(),
+            Engine::Nodes(n) => n.config_ini(),
+        }
     }
 
     /// The data directory given at start, if any.
     #[getter]
     fn data_dir(&self) -> Option<PathBuf> {
-        self.inner.inner().data_dir.clone()
+        match &self.engine {
+            Engine::Direct(c) => c.inner().data_dir.clone(),
+            Engine::Nodes(n) => n.data_dir(),
+        }
+    }
+
+    /// The connectstring that reaches this cluster's management server from this
+    /// process (`rndb.connect(cluster.connectstring)`); None for `direct`, which has
+    /// none.
+    #[getter]
+    fn connectstring(&self) -> Option<String> {
+        match &self.engine {
+            Engine::Direct(_) => None,
+            Engine::Nodes(n) => Some(n.connectstring().to_string()),
+        }
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -266,13 +379,13 @@ impl Cluster {
 
     fn __repr__(&self) -> String {
         format!(
-            "<rndb.Cluster data_nodes={:?}{}>",
-            self.inner.data_node_ids(),
-            if self.inner.is_closed() {
-                " closed"
-            } else {
-                ""
-            }
+            "<rndb.Cluster {}data_nodes={:?}{}>",
+            match &self.engine {
+                Engine::Direct(_) => "direct ",
+                Engine::Nodes(_) => "",
+            },
+            self.data_node_ids(),
+            if self.closed() { " closed" } else { "" }
         )
     }
 }

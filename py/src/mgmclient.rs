@@ -14,7 +14,9 @@
 //! a mutex, taken detached from the interpreter, so a slow server never holds the
 //! GIL); data requests run detached too; a closed client refuses every call.
 
-use crate::convert::{extract_columns, key_values, names, outcome_to_py, py_to_value, row_to_dict};
+use crate::convert::{
+    column_positions, extract_columns, key_values, names, outcome_to_py, py_to_value, row_to_dict,
+};
 use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
 use crate::remote_scan::{IndexArgs, RemoteScanIterator};
@@ -42,6 +44,9 @@ pub struct MgmClient {
     data: Mutex<Option<Arc<RemoteCluster>>>,
     /// The SQL session (an open BEGIN ... COMMIT transaction), once one was begun.
     session: Mutex<Option<RemoteSession>>,
+    /// The client of an embedded cluster (`Cluster.embedded`): once closed, calls
+    /// raise what the embedded cluster's do (4009) instead of a closed client's error.
+    embedded: bool,
 }
 
 impl MgmClient {
@@ -64,10 +69,47 @@ impl MgmClient {
         .map_err(|e| to_pyerr(py, e))
     }
 
+    /// Opens a client of the management server `connectstring` names; `embedded`: the
+    /// client of an embedded cluster (see the field).
+    pub(crate) fn open(connectstring: &str, timeout: f64, embedded: bool) -> R<MgmClient> {
+        if !(timeout.is_finite() && timeout > 0.0 && timeout <= 3600.0) {
+            return Err(codes::bad_argument(format!(
+                "timeout {timeout}: give seconds in (0, 3600]"
+            )));
+        }
+        let cs = ConnectString::parse(connectstring)?;
+        let conn = MgmConnection::open(&cs, Role::Api, Duration::from_secs_f64(timeout))?;
+        Ok(MgmClient {
+            connectstring: connectstring.to_string(),
+            server_node_id: conn.server_node_id,
+            timeout: Duration::from_secs_f64(timeout),
+            conn: Mutex::new(Some(conn)),
+            data: Mutex::new(None),
+            session: Mutex::new(None),
+            embedded,
+        })
+    }
+
+    /// The error of a call after `close()`.
+    fn closed(&self) -> rndb::NdbError {
+        if self.embedded {
+            codes::cluster_closed()
+        } else {
+            codes::bad_argument("the management client is closed")
+        }
+    }
+
+    /// Sends a management command; the server's output.
+    pub(crate) fn command(&self, command: &str) -> R<String> {
+        let mut g = lock_detached(&self.conn);
+        let c = g.as_mut().ok_or_else(|| self.closed())?;
+        c.command(command)
+    }
+
     /// The data nodes' connection, opened at the first use.
-    fn data(&self) -> R<Arc<RemoteCluster>> {
+    pub(crate) fn data(&self) -> R<Arc<RemoteCluster>> {
         if lock_detached(&self.conn).is_none() {
-            return Err(closed());
+            return Err(self.closed());
         }
         let mut g = lock_detached(&self.data);
         if let Some(d) = g.as_ref() {
@@ -145,8 +187,150 @@ pub(crate) fn key_of(def: &TableDef, values: &[(u32, Value)]) -> R<Vec<Value>> {
         .collect()
 }
 
-fn closed() -> rndb::NdbError {
-    codes::bad_argument("the management client is closed")
+/// Committed reads of `keys` of a table, one request per data node: a dict per key
+/// (of `columns`, default every visible column), None where no row has that key.
+pub(crate) fn read_rows<'py>(
+    py: Python<'py>,
+    d: &RemoteCluster,
+    def: &TableDef,
+    database: &str,
+    keys: &Bound<'py, PyAny>,
+    columns: Option<&[String]>,
+) -> PyResult<Bound<'py, PyList>> {
+    let pk = names(py, def, &def.primary_key);
+    let mut ks = Vec::new();
+    for k in keys.try_iter()? {
+        ks.push(key_values(def, &pk, &k?).map_err(|e| to_pyerr(py, e))?);
+    }
+    let cols = column_positions(def, columns).map_err(|e| to_pyerr(py, e))?;
+    let wire = read_columns(def, &cols);
+    let rows = py
+        .detach(|| guard(|| d.read_batch(database, &def.name, &ks, &wire)))
+        .map_err(|e| to_pyerr(py, e))?;
+    let col_names = names(py, def, &cols);
+    let out = PyList::empty(py);
+    for r in rows {
+        match r {
+            Some(vals) => out.append(row_to_dict(py, &col_names, vals)?)?,
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
+}
+
+/// The columns a read of `cols` asks the data nodes for: `cols`, or the primary key
+/// when none (an empty list on the wire means every column; the row's existence is
+/// what is asked, and the values read are dropped).
+pub(crate) fn read_columns(def: &TableDef, cols: &[usize]) -> Vec<u32> {
+    let cols = if cols.is_empty() {
+        &def.primary_key[..]
+    } else {
+        cols
+    };
+    cols.iter().map(|&c| c as u32).collect()
+}
+
+/// Inserts rows (dicts, or sequences of the values of `columns` in order) in
+/// transactions of `batch_size` rows through a TC; returns the count. A failing batch
+/// is rolled back; the earlier ones stay committed.
+pub(crate) fn insert_rows(
+    py: Python<'_>,
+    d: &RemoteCluster,
+    def: &TableDef,
+    database: &str,
+    rows: &Bound<'_, PyAny>,
+    columns: Option<&[String]>,
+    batch_size: usize,
+) -> PyResult<u64> {
+    if batch_size == 0 {
+        return Err(to_pyerr(
+            py,
+            codes::bad_argument("batch_size must be at least 1"),
+        ));
+    }
+    let seq_cols = match columns {
+        Some(c) => Some(column_positions(def, Some(c)).map_err(|e| to_pyerr(py, e))?),
+        None => None,
+    };
+    let mut batch = Vec::with_capacity(batch_size.min(4096));
+    let mut n = 0u64;
+    let flush = |batch: &mut Vec<KeyOp>| -> PyResult<u64> {
+        let ops = std::mem::take(batch);
+        let k = ops.len() as u64;
+        py.detach(|| guard(|| d.execute(ops)))
+            .map_err(|e| to_pyerr(py, e))?;
+        Ok(k)
+    };
+    let iter = rows.try_iter().map_err(|_| {
+        to_pyerr(
+            py,
+            codes::bad_argument("rows must be an iterable of dicts or sequences"),
+        )
+    })?;
+    for row in iter {
+        let row = row?;
+        let values = if row.cast::<PyDict>().is_ok() {
+            row_values(def, &row)
+        } else {
+            seq_values(def, seq_cols.as_deref(), &row)
+        }
+        .map_err(|e| to_pyerr(py, e))?;
+        let key = key_of(def, &values).map_err(|e| to_pyerr(py, e))?;
+        let values = values
+            .into_iter()
+            .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
+            .collect();
+        batch.push(KeyOp {
+            op: OpType::Insert,
+            database: database.to_string(),
+            table: def.name.clone(),
+            key,
+            values,
+            columns: Vec::new(),
+        });
+        if batch.len() >= batch_size {
+            n += flush(&mut batch)?;
+        }
+    }
+    if !batch.is_empty() {
+        n += flush(&mut batch)?;
+    }
+    Ok(n)
+}
+
+/// A row given as a sequence: its values as (position, value) pairs of `cols`.
+fn seq_values(
+    def: &TableDef,
+    cols: Option<&[usize]>,
+    row: &Bound<'_, PyAny>,
+) -> R<Vec<(u32, Value)>> {
+    let Some(cols) = cols else {
+        let kind = row
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(codes::bad_argument(format!(
+            "a row that is not a dict ({kind}) needs columns=[...]"
+        )));
+    };
+    let n = row.len().map_err(|_| {
+        codes::bad_argument("rows must be dicts or sequences (tuple, list) of values")
+    })?;
+    if n != cols.len() {
+        return Err(codes::bad_argument(format!(
+            "row has {n} values for {} columns",
+            cols.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(n);
+    for (i, &c) in cols.iter().enumerate() {
+        let v = row
+            .get_item(i)
+            .map_err(|e| codes::bad_argument(e.to_string()))?;
+        out.push((c as u32, py_to_value(&v, &def.columns[c].name)?));
+    }
+    Ok(out)
 }
 
 #[pymethods]
@@ -169,25 +353,19 @@ impl MgmClient {
 
     /// The connectstring it was opened with.
     #[getter]
-    fn connectstring(&self) -> &str {
+    pub(crate) fn connectstring(&self) -> &str {
         &self.connectstring
     }
 
     /// Runs a management command on the server; returns its output. A command the
     /// server refuses raises `NdbError` with the server's reason.
-    fn mgm(&self, py: Python<'_>, command: &str) -> PyResult<String> {
-        let r = py.detach(|| {
-            guard(|| {
-                let mut g = lock_detached(&self.conn);
-                let c = g.as_mut().ok_or_else(closed)?;
-                c.command(command)
-            })
-        });
-        r.map_err(|e| to_pyerr(py, e))
+    pub(crate) fn mgm(&self, py: Python<'_>, command: &str) -> PyResult<String> {
+        py.detach(|| guard(|| self.command(command)))
+            .map_err(|e| to_pyerr(py, e))
     }
 
     /// Closes the connections (later calls raise); closing twice does nothing.
-    fn close(&self, py: Python<'_>) {
+    pub(crate) fn close(&self, py: Python<'_>) {
         py.detach(|| {
             lock_detached(&self.conn).take();
             lock_detached(&self.session).take();
@@ -230,7 +408,7 @@ impl MgmClient {
     /// every data node: the data nodes run a global checkpoint at once. 4008 after
     /// `timeout` seconds.
     #[pyo3(signature = (gci, timeout=60.0))]
-    fn wait_durable(&self, py: Python<'_>, gci: u64, timeout: f64) -> PyResult<()> {
+    pub(crate) fn wait_durable(&self, py: Python<'_>, gci: u64, timeout: f64) -> PyResult<()> {
         if !timeout.is_finite() || timeout < 0.0 {
             return Err(crate::errors::bad_argument(
                 "timeout must be a non-negative number of seconds",
@@ -254,32 +432,7 @@ impl MgmClient {
         database: &str,
     ) -> PyResult<Bound<'py, PyList>> {
         let (d, def) = self.table_def(py, database, table)?;
-        let pk = names(py, &def, &def.primary_key);
-        let mut ks = Vec::new();
-        for k in keys.try_iter()? {
-            ks.push(key_values(&def, &pk, &k?).map_err(|e| to_pyerr(py, e))?);
-        }
-        let cols: Vec<usize> = match &columns {
-            None => def.visible_columns().map(|(i, _)| i).collect(),
-            Some(c) => c
-                .iter()
-                .map(|n| def.column(n).map(|(p, _)| p))
-                .collect::<R<_>>()
-                .map_err(|e| to_pyerr(py, e))?,
-        };
-        let wire: Vec<u32> = cols.iter().map(|&c| c as u32).collect();
-        let rows = py
-            .detach(|| guard(|| d.read_batch(database, table, &ks, &wire)))
-            .map_err(|e| to_pyerr(py, e))?;
-        let col_names = names(py, &def, &cols);
-        let out = PyList::empty(py);
-        for r in rows {
-            match r {
-                Some(vals) => out.append(row_to_dict(py, &col_names, vals)?)?,
-                None => out.append(py.None())?,
-            }
-        }
-        Ok(out)
+        read_rows(py, &d, &def, database, keys, columns.as_deref())
     }
 
     /// Key operations committed together (or not at all): each a tuple
@@ -382,8 +535,9 @@ impl MgmClient {
         ))
     }
 
-    /// Inserts rows (dicts) in transactions of `batch_size` rows; returns the count.
-    #[pyo3(signature = (table, rows, database="test", batch_size=500))]
+    /// Inserts rows (dicts, or sequences in the order of `columns`) in transactions of
+    /// `batch_size` rows; returns the count.
+    #[pyo3(signature = (table, rows, database="test", batch_size=500, columns=None))]
     fn insert_many(
         &self,
         py: Python<'_>,
@@ -391,46 +545,11 @@ impl MgmClient {
         rows: &Bound<'_, PyAny>,
         database: &str,
         batch_size: usize,
+        columns: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
-        if batch_size == 0 {
-            return Err(to_pyerr(
-                py,
-                codes::bad_argument("batch_size must be at least 1"),
-            ));
-        }
+        let columns = extract_columns(columns).map_err(|e| to_pyerr(py, e))?;
         let (d, def) = self.table_def(py, database, table)?;
-        let mut batch = Vec::with_capacity(batch_size);
-        let mut n = 0u64;
-        let flush = |batch: &mut Vec<KeyOp>| -> PyResult<u64> {
-            let ops = std::mem::take(batch);
-            let k = ops.len() as u64;
-            py.detach(|| guard(|| d.execute(ops)))
-                .map_err(|e| to_pyerr(py, e))?;
-            Ok(k)
-        };
-        for row in rows.try_iter()? {
-            let values = row_values(&def, &row?).map_err(|e| to_pyerr(py, e))?;
-            let key = key_of(&def, &values).map_err(|e| to_pyerr(py, e))?;
-            let values = values
-                .into_iter()
-                .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
-                .collect();
-            batch.push(KeyOp {
-                op: OpType::Insert,
-                database: database.to_string(),
-                table: table.to_string(),
-                key,
-                values,
-                columns: Vec::new(),
-            });
-            if batch.len() >= batch_size {
-                n += flush(&mut batch)?;
-            }
-        }
-        if !batch.is_empty() {
-            n += flush(&mut batch)?;
-        }
-        Ok(n)
+        insert_rows(py, &d, &def, database, rows, columns.as_deref(), batch_size)
     }
 
     /// A committed-read scan of every row of a table, over every node group: an
@@ -510,24 +629,6 @@ impl MgmClient {
 #[pyfunction]
 #[pyo3(signature = (connectstring, timeout=5.0))]
 pub fn connect(py: Python<'_>, connectstring: &str, timeout: f64) -> PyResult<MgmClient> {
-    let r: R<MgmClient> = py.detach(|| {
-        guard(|| {
-            if !(timeout.is_finite() && timeout > 0.0 && timeout <= 3600.0) {
-                return Err(codes::bad_argument(format!(
-                    "timeout {timeout}: give seconds in (0, 3600]"
-                )));
-            }
-            let cs = ConnectString::parse(connectstring)?;
-            let conn = MgmConnection::open(&cs, Role::Api, Duration::from_secs_f64(timeout))?;
-            Ok(MgmClient {
-                connectstring: connectstring.to_string(),
-                server_node_id: conn.server_node_id,
-                timeout: Duration::from_secs_f64(timeout),
-                conn: Mutex::new(Some(conn)),
-                data: Mutex::new(None),
-                session: Mutex::new(None),
-            })
-        })
-    });
+    let r: R<MgmClient> = py.detach(|| guard(|| MgmClient::open(connectstring, timeout, false)));
     r.map_err(|e| to_pyerr(py, e))
 }

@@ -1,71 +1,121 @@
-//! `rndb.Ndb`: a database handle — transactions, batched key reads and inserts, scans,
-//! and SQL through one session per object.
+//! `rndb.Ndb`: a database handle, as NDB API's `Ndb` — transactions, batched key reads
+//! and inserts, prepared readers, scans, and SQL through one session per object.
+//!
+//! One class for both engines a `Cluster` can run: the embedded default's data nodes
+//! (`nodes_ndb.rs`: the node code of `rndbd` in this process, reached as a client of a
+//! cluster of processes is) and the direct engines on the caller's threads
+//! (`ndb_direct.rs`, `Cluster.direct`). Each call is documented here and dispatched;
+//! where the two differ, the call's note says so.
 
-use crate::convert::{
-    column_positions, extract_columns, key_values_into, outcome_to_py, py_to_value, value_to_py,
-};
-use crate::errors::{R, bad_argument, err, guard, py_result, to_pyerr};
-use crate::lock_detached;
-use crate::prepared::{ColumnCache, Prepared};
-use crate::reader::Reader;
-use crate::scan::{Owner, ScanArgs, ScanIterator};
-use crate::sqlglue::Session;
-use crate::transaction::Transaction;
+use crate::convert::extract_columns;
+use crate::errors::{bad_argument, err};
+use crate::ndb_direct::DirectNdb;
+use crate::nodes_ndb::NodesNdb;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
-use rndb::Value;
-use rndb::api::TableRuntime;
-use std::sync::{Arc, Mutex};
+use pyo3::types::{PyDict, PyList};
+use rndb::api::TableSpec;
 
-/// Rows converted per trip into the engine by `insert_many` and keys by `read_many`:
-/// the GIL is released for the engine work of each chunk, and memory stays bounded
-/// however long the input is.
-const CHUNK_ROWS: usize = 32_768;
+/// The engine an `Ndb` works on.
+pub(crate) enum Engine {
+    Direct(Box<DirectNdb>),
+    Nodes(NodesNdb),
+}
 
 #[pyclass(frozen, module = "rndb")]
 pub struct Ndb {
-    pub(crate) ndb: rndb::Ndb,
-    session: Mutex<Option<Session>>,
-    /// Resolved column lists of `read_many` and `reader`, per (table, column names).
-    columns: ColumnCache,
+    engine: Engine,
 }
 
 impl Ndb {
-    pub(crate) fn new(ndb: rndb::Ndb) -> Ndb {
-        Ndb {
-            ndb,
-            session: Mutex::new(None),
-            columns: ColumnCache::default(),
-        }
-    }
-
-    fn table(&self, name: &str) -> PyResult<Arc<TableRuntime>> {
-        py_result(self.ndb.table(name))
+    pub(crate) fn new(engine: Engine) -> Ndb {
+        Ndb { engine }
     }
 }
 
-/// Rows of one column set, waiting to be inserted.
-struct Segment {
-    cols: Vec<usize>,
-    rows: Vec<Vec<Value>>,
+/// Runs `$call` on whichever engine the `Ndb` has.
+macro_rules! on_engine {
+    ($self:ident, $e:ident => $call:expr) => {
+        match &$self.engine {
+            Engine::Direct($e) => $call,
+            Engine::Nodes($e) => $call,
+        }
+    };
 }
 
-/// Inserts segments in transactions of `batch_size` rows; returns the rows inserted.
-fn insert_segments(
-    ndb: &rndb::Ndb,
-    table: &Arc<TableRuntime>,
-    segments: Vec<Segment>,
-    batch_size: usize,
-) -> R<u64> {
-    let mut done = 0;
-    for seg in segments {
-        let mut rows = seg.rows.into_iter().peekable();
-        while rows.peek().is_some() {
-            let batch: Vec<Vec<Value>> = rows.by_ref().take(batch_size).collect();
-            done += ndb.insert_batch(table, &seg.cols, batch)?;
+/// The `TableSpec` of `Ndb.create_table`'s arguments.
+#[allow(clippy::too_many_arguments)]
+fn table_spec(
+    name: &str,
+    columns: &Bound<'_, PyAny>,
+    primary_key: Option<&Bound<'_, PyAny>>,
+    indexes: Option<&Bound<'_, PyDict>>,
+    unique_indexes: Option<&Bound<'_, PyDict>>,
+    if_not_exists: bool,
+    logging: bool,
+    tablespace: Option<String>,
+    storage: Option<&str>,
+) -> PyResult<TableSpec> {
+    let table_disk = match storage.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("memory") => false,
+        Some("disk") => true,
+        Some(other) => {
+            return Err(err(rndb::error::codes::bad_argument(format!(
+                "storage must be 'disk' or 'memory', not '{other}'"
+            ))));
+        }
+    };
+    let pairs: Vec<(String, String)> = if let Ok(d) = columns.cast::<PyDict>() {
+        d.iter()
+            .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+            .collect::<PyResult<_>>()?
+    } else {
+        columns
+            .try_iter()?
+            .map(|item| item?.extract::<(String, String)>())
+            .collect::<PyResult<_>>()?
+    };
+    let mut cols = Vec::with_capacity(pairs.len());
+    let mut explicit = Vec::with_capacity(pairs.len());
+    for (n, decl) in &pairs {
+        let (c, st) = crate::ddl::column(n, decl).map_err(err)?;
+        cols.push(c);
+        explicit.push(st);
+    }
+    let name_list = |o: &Bound<'_, PyAny>| -> PyResult<Vec<String>> {
+        if let Ok(s) = o.extract::<String>() {
+            Ok(vec![s])
+        } else {
+            extract_columns(Some(o))
+                .map_err(err)
+                .map(|c| c.unwrap_or_default())
+        }
+    };
+    let pk = match primary_key {
+        Some(p) if !p.is_none() => name_list(p)?,
+        _ => Vec::new(),
+    };
+    let mut idx = Vec::new();
+    for (dict, kind) in [
+        (indexes, rndb::schema::IndexKind::OrderedIndex),
+        (unique_indexes, rndb::schema::IndexKind::UniqueHashIndex),
+    ] {
+        if let Some(d) = dict {
+            for (k, v) in d.iter() {
+                idx.push((k.extract::<String>()?, kind, name_list(&v)?));
+            }
         }
     }
-    Ok(done)
+    let mut spec = TableSpec {
+        name: name.to_string(),
+        columns: cols,
+        primary_key: pk,
+        indexes: idx,
+        logging,
+        if_not_exists,
+        tablespace,
+    };
+    spec.place_columns(&explicit, table_disk).map_err(err)?;
+    Ok(spec)
 }
 
 #[pymethods]
@@ -73,23 +123,24 @@ impl Ndb {
     /// The database this object works in.
     #[getter]
     fn database(&self) -> &str {
-        self.ndb.database()
+        on_engine!(self, e => e.database())
     }
 
-    /// Starts a transaction (usable as a context manager).
-    fn transaction(&self) -> PyResult<Transaction> {
-        Transaction::start(self.ndb.clone())
+    /// Starts a transaction (usable as a context manager): `Transaction` on the direct
+    /// engines, `RemoteTransaction` (the same calls) on the data nodes.
+    fn transaction(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.engine {
+            Engine::Direct(d) => Ok(Py::new(py, d.transaction()?)?.into_any()),
+            Engine::Nodes(n) => Ok(Py::new(py, n.transaction(py)?)?.into_any()),
+        }
     }
 
     /// Names of the tables of this database.
-    fn tables(&self) -> PyResult<Vec<String>> {
-        py_result(self.ndb.cluster().check_open())?;
-        Ok(self
-            .ndb
-            .tables()
-            .iter()
-            .map(|t| t.def.name.clone())
-            .collect())
+    fn tables(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        match &self.engine {
+            Engine::Direct(d) => d.tables(),
+            Engine::Nodes(n) => n.tables(py),
+        }
     }
 
     /// Creates a table (NdbDictionary createTable). `columns` maps names to MySQL type
@@ -99,6 +150,8 @@ impl Ndb {
     /// `unique_indexes` map index names to their columns. Disk data: `tablespace` names
     /// the tablespace and `storage="disk"` puts every column no index uses on disk (as
     /// `TABLESPACE ts STORAGE DISK`); a declaration's own `STORAGE DISK|MEMORY` wins.
+    /// `logging=False` is NDB's NoLogging table (no redo, no checkpoint: empty after a
+    /// system restart).
     #[pyo3(signature = (name, columns, primary_key=None, indexes=None, unique_indexes=None, if_not_exists=false, logging=true, tablespace=None, storage=None))]
     #[allow(clippy::too_many_arguments)]
     fn create_table(
@@ -114,136 +167,62 @@ impl Ndb {
         tablespace: Option<String>,
         storage: Option<&str>,
     ) -> PyResult<()> {
-        let table_disk = match storage.map(str::to_ascii_lowercase).as_deref() {
-            None | Some("memory") => false,
-            Some("disk") => true,
-            Some(other) => {
-                return Err(err(rndb::error::codes::bad_argument(format!(
-                    "storage must be 'disk' or 'memory', not '{other}'"
-                ))));
-            }
-        };
-        let pairs: Vec<(String, String)> = if let Ok(d) = columns.cast::<PyDict>() {
-            d.iter()
-                .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
-                .collect::<PyResult<_>>()?
-        } else {
-            columns
-                .try_iter()?
-                .map(|item| item?.extract::<(String, String)>())
-                .collect::<PyResult<_>>()?
-        };
-        let mut cols = Vec::with_capacity(pairs.len());
-        let mut explicit = Vec::with_capacity(pairs.len());
-        for (n, decl) in &pairs {
-            let (c, st) = crate::ddl::column(n, decl).map_err(err)?;
-            cols.push(c);
-            explicit.push(st);
-        }
-        let name_list = |o: &Bound<'_, PyAny>| -> PyResult<Vec<String>> {
-            if let Ok(s) = o.extract::<String>() {
-                Ok(vec![s])
-            } else {
-                extract_columns(Some(o))
-                    .map_err(err)
-                    .map(|c| c.unwrap_or_default())
-            }
-        };
-        let pk = match primary_key {
-            Some(p) if !p.is_none() => name_list(p)?,
-            _ => Vec::new(),
-        };
-        let mut idx = Vec::new();
-        for (dict, kind) in [
-            (indexes, rndb::schema::IndexKind::OrderedIndex),
-            (unique_indexes, rndb::schema::IndexKind::UniqueHashIndex),
-        ] {
-            if let Some(d) = dict {
-                for (k, v) in d.iter() {
-                    idx.push((k.extract::<String>()?, kind, name_list(&v)?));
-                }
-            }
-        }
-        let mut spec = rndb::api::TableSpec {
-            name: name.to_string(),
-            columns: cols,
-            primary_key: pk,
-            indexes: idx,
-            logging,
+        let spec = table_spec(
+            name,
+            columns,
+            primary_key,
+            indexes,
+            unique_indexes,
             if_not_exists,
+            logging,
             tablespace,
-        };
-        spec.place_columns(&explicit, table_disk).map_err(err)?;
-        let ndb = &self.ndb;
-        py_result(py.detach(|| guard(|| ndb.create_table(spec).map(|_| ()))))
+            storage,
+        )?;
+        on_engine!(self, e => e.create_table(py, spec))
     }
 
     /// Drops a table; returns whether it existed (error 723 without `if_exists`).
     #[pyo3(signature = (name, if_exists=false))]
     fn drop_table(&self, py: Python<'_>, name: &str, if_exists: bool) -> PyResult<bool> {
-        let ndb = &self.ndb;
-        py_result(py.detach(|| guard(|| ndb.drop_table(name, if_exists))))
+        on_engine!(self, e => e.drop_table(py, name, if_exists))
     }
 
     /// Deletes every row of a table (pages go back to DataMemory).
     fn truncate_table(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        let ndb = &self.ndb;
-        py_result(py.detach(|| guard(|| ndb.truncate_table(name))))
+        on_engine!(self, e => e.truncate_table(py, name))
     }
 
     /// Column names of a table (visible columns, in table order).
-    fn columns(&self, table: &str) -> PyResult<Vec<String>> {
-        let t = self.table(table)?;
-        Ok(t.def
-            .visible_columns()
-            .map(|(_, c)| c.name.clone())
-            .collect())
+    fn columns(&self, py: Python<'_>, table: &str) -> PyResult<Vec<String>> {
+        match &self.engine {
+            Engine::Direct(d) => d.columns(table),
+            Engine::Nodes(n) => n.columns(py, table),
+        }
     }
 
     /// Runs SQL. Returns the rows of the last statement as a list of dicts, or the
     /// number of affected rows for DML/DDL (None when the statement returns neither).
     fn execute<'py>(&self, py: Python<'py>, sql: &str) -> PyResult<Bound<'py, PyAny>> {
-        let r = py.detach(|| {
-            guard(|| {
-                self.ndb.cluster().check_open()?;
-                let mut s = lock_detached(&self.session);
-                let session = s.get_or_insert_with(|| Session::new(self.ndb.clone()));
-                session.execute(sql)
-            })
-        });
-        outcome_to_py(py, r.map_err(|e| to_pyerr(py, e))?)
+        on_engine!(self, e => e.execute(py, sql))
     }
 
     /// The access path SQL would use for a statement, e.g. "t1: primary key lookup
     /// (1 key)".
     fn explain(&self, py: Python<'_>, sql: &str) -> PyResult<String> {
-        py_result(py.detach(|| {
-            guard(|| {
-                self.ndb.cluster().check_open()?;
-                let mut s = lock_detached(&self.session);
-                s.get_or_insert_with(|| Session::new(self.ndb.clone()))
-                    .explain(sql)
-            })
-        }))
+        on_engine!(self, e => e.explain(py, sql))
     }
 
     /// The SQL session's current database (what USE selected; the NDB API calls of
     /// this object keep working in `database`).
     #[getter]
     fn sql_database(&self, py: Python<'_>) -> String {
-        let s = crate::lock(py, &self.session);
-        match s.as_ref() {
-            Some(s) => s.database().to_string(),
-            None => self.ndb.database().to_string(),
-        }
+        on_engine!(self, e => e.sql_database(py))
     }
 
     /// Whether the SQL session has an open transaction (BEGIN, or autocommit=0).
     #[getter]
     fn sql_in_transaction(&self, py: Python<'_>) -> bool {
-        crate::lock(py, &self.session)
-            .as_ref()
-            .is_some_and(|s| s.in_transaction())
+        on_engine!(self, e => e.sql_in_transaction(py))
     }
 
     /// Inserts rows (dicts, or sequences in the order of `columns`), committing every
@@ -261,106 +240,7 @@ impl Ndb {
         if batch_size == 0 {
             return Err(bad_argument("batch_size must be at least 1"));
         }
-        let t = self.table(table)?;
-        let def = t.def.clone();
-        let seq_cols = match extract_columns(columns).map_err(err)? {
-            Some(c) => Some(column_positions(&def, Some(&c)).map_err(err)?),
-            None => None,
-        };
-        let chunk = CHUNK_ROWS.div_ceil(batch_size).max(1) * batch_size;
-        let mut segments: Vec<Segment> = Vec::new();
-        let mut pending = 0usize;
-        let mut total = 0u64;
-        // the key objects of the current dict segment (looked up in each following row)
-        let mut dict_keys: Vec<Bound<'_, PyAny>> = Vec::new();
-        let mut in_dict_segment = false;
-        let iter = rows
-            .try_iter()
-            .map_err(|_| bad_argument("rows must be an iterable of dicts or sequences"))?;
-        for item in iter {
-            let item = item?;
-            let mut values: Vec<Value>;
-            if let Ok(d) = item.cast::<PyDict>() {
-                let mut same = in_dict_segment && d.len() == dict_keys.len();
-                values = Vec::with_capacity(d.len());
-                if same {
-                    let cols = &segments.last().map(|s| &s.cols[..]).unwrap_or(&[]);
-                    for (k, &c) in dict_keys.iter().zip(cols.iter()) {
-                        match d.get_item(k)? {
-                            Some(v) => {
-                                values.push(py_to_value(&v, &def.columns[c].name).map_err(err)?)
-                            }
-                            None => {
-                                same = false;
-                                break;
-                            }
-                        }
-                    }
-                }
-                if !same {
-                    values.clear();
-                    dict_keys.clear();
-                    let mut cols = Vec::with_capacity(d.len());
-                    for (k, v) in d.iter() {
-                        let c = crate::convert::check_column_name(&def, &k).map_err(err)?;
-                        values.push(py_to_value(&v, &def.columns[c].name).map_err(err)?);
-                        cols.push(c);
-                        dict_keys.push(k);
-                    }
-                    segments.push(Segment {
-                        cols,
-                        rows: Vec::new(),
-                    });
-                    in_dict_segment = true;
-                }
-            } else {
-                let Some(cols) = &seq_cols else {
-                    return Err(bad_argument(format!(
-                        "a row that is not a dict ({}) needs columns=[...]",
-                        item.get_type().name()?
-                    )));
-                };
-                let n = item.len().map_err(|_| {
-                    bad_argument("rows must be dicts or sequences (tuple, list) of values")
-                })?;
-                if n != cols.len() {
-                    return Err(bad_argument(format!(
-                        "row has {n} values for {} columns",
-                        cols.len()
-                    )));
-                }
-                values = Vec::with_capacity(n);
-                for (i, &c) in cols.iter().enumerate() {
-                    let v = item.get_item(i)?;
-                    values.push(py_to_value(&v, &def.columns[c].name).map_err(err)?);
-                }
-                if in_dict_segment || segments.is_empty() {
-                    segments.push(Segment {
-                        cols: cols.clone(),
-                        rows: Vec::new(),
-                    });
-                    in_dict_segment = false;
-                }
-            }
-            if let Some(s) = segments.last_mut() {
-                s.rows.push(values);
-            }
-            pending += 1;
-            if pending >= chunk {
-                let segs = std::mem::take(&mut segments);
-                in_dict_segment = false;
-                pending = 0;
-                let ndb = &self.ndb;
-                let r = py.detach(|| guard(|| insert_segments(ndb, &t, segs, batch_size)));
-                total += r.map_err(|e| to_pyerr(py, e))?;
-            }
-        }
-        if !segments.is_empty() {
-            let ndb = &self.ndb;
-            let r = py.detach(|| guard(|| insert_segments(ndb, &t, segments, batch_size)));
-            total += r.map_err(|e| to_pyerr(py, e))?;
-        }
-        Ok(total)
+        on_engine!(self, e => e.insert_many(py, table, rows, columns, batch_size))
     }
 
     /// Committed reads of many primary keys (scalars for a one-column key, tuples in key
@@ -373,56 +253,7 @@ impl Ndb {
         keys: &Bound<'py, PyAny>,
         columns: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let p = self.columns.get(py, &self.ndb, table, columns)?;
-        let (t, cols) = (&p.table, &p.cols);
-        let def = &t.def;
-        let col_names: Vec<&Bound<'py, PyString>> = p.names.iter().map(|n| n.bind(py)).collect();
-        let pk_names: Vec<Bound<'py, PyString>> =
-            p.pk_names.iter().map(|n| n.bind(py).clone()).collect();
-        let npk = def.primary_key.len();
-        let ncols = cols.len();
-        let hint = keys.len().unwrap_or(0);
-        let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(hint);
-        let mut flat_keys: Vec<Value> = Vec::with_capacity(hint.min(CHUNK_ROWS) * npk);
-        let mut values: Vec<Value> = Vec::new();
-        let mut found: Vec<bool> = Vec::new();
-        let none = py.None().into_bound(py);
-        let iter = keys
-            .try_iter()
-            .map_err(|_| bad_argument("keys must be an iterable"))?;
-        let mut flush = |flat_keys: &mut Vec<Value>, out: &mut Vec<Bound<'py, PyAny>>| {
-            let ndb = &self.ndb;
-            let (k, c) = (&*flat_keys, cols);
-            let (v, f) = (&mut values, &mut found);
-            let res = py.detach(|| guard(|| ndb.read_batch_into(t, k, c, v, f)));
-            flat_keys.clear();
-            res.map_err(|e| to_pyerr(py, e))?;
-            let mut vals = values.drain(..);
-            for &f in found.iter() {
-                if f {
-                    let d = PyDict::new(py);
-                    for (n, v) in col_names.iter().zip(vals.by_ref().take(ncols)) {
-                        d.set_item(n, value_to_py(py, v)?)?;
-                    }
-                    out.push(d.into_any());
-                } else {
-                    vals.by_ref().take(ncols).for_each(drop);
-                    out.push(none.clone());
-                }
-            }
-            PyResult::Ok(())
-        };
-        for key in iter {
-            let key = key?;
-            key_values_into(def, &pk_names, &key, &mut flat_keys).map_err(err)?;
-            if flat_keys.len() >= CHUNK_ROWS * npk {
-                flush(&mut flat_keys, &mut out)?;
-            }
-        }
-        if !flat_keys.is_empty() {
-            flush(&mut flat_keys, &mut out)?;
-        }
-        PyList::new(py, out)
+        on_engine!(self, e => e.read_many(py, table, keys, columns))
     }
 
     /// A prepared committed read by primary key of `columns` (default: every column)
@@ -436,13 +267,14 @@ impl Ndb {
         py: Python<'_>,
         table: &str,
         columns: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Reader> {
+    ) -> PyResult<crate::reader::Reader> {
         let wanted = extract_columns(columns).map_err(err)?;
-        let p = Prepared::resolve(py, &self.ndb, table, wanted.as_deref()).map_err(err)?;
-        Ok(Reader::new(self.ndb.clone(), table, wanted, Arc::new(p)))
+        on_engine!(self, e => e.reader(py, table, wanted))
     }
 
-    /// A full-table scan: an iterator of dicts.
+    /// A full-table scan: an iterator of dicts. On the data nodes a scan outside a
+    /// transaction reads committed rows whatever `lock_mode` (a scan that locks is
+    /// `transaction().scan(..., lock_mode=rndb.LM_Exclusive)`).
     #[pyo3(signature = (table, columns=None, lock_mode=2, batch_size=256))]
     fn scan(
         &self,
@@ -451,21 +283,17 @@ impl Ndb {
         columns: Option<&Bound<'_, PyAny>>,
         lock_mode: i32,
         batch_size: usize,
-    ) -> PyResult<ScanIterator> {
-        let args = ScanArgs {
-            table: self.table(table)?,
-            index: None,
-            low: None,
-            high: None,
-            low_inclusive: true,
-            high_inclusive: true,
-            descending: false,
-            columns: extract_columns(columns).map_err(err)?,
-            lock_mode,
-            batch_size,
-        };
-        let tx = py_result(self.ndb.start_transaction())?;
-        ScanIterator::open(py, Owner::Own(Box::new(tx)), args)
+    ) -> PyResult<Py<PyAny>> {
+        match &self.engine {
+            Engine::Direct(d) => {
+                Ok(Py::new(py, d.scan(py, table, columns, lock_mode, batch_size)?)?.into_any())
+            }
+            Engine::Nodes(n) => Ok(Py::new(
+                py,
+                n.scan(py, table, columns, lock_mode, batch_size, None)?,
+            )?
+            .into_any()),
+        }
     }
 
     /// An ordered-index range scan, in index order: an iterator of dicts. Bounds are
@@ -485,26 +313,43 @@ impl Ndb {
         columns: Option<&Bound<'_, PyAny>>,
         lock_mode: i32,
         batch_size: usize,
-    ) -> PyResult<ScanIterator> {
-        let t = self.table(table)?;
-        let args = ScanArgs::index(
-            t,
-            index,
-            low,
-            high,
-            low_inclusive,
-            high_inclusive,
-            descending,
-            extract_columns(columns).map_err(err)?,
-            lock_mode,
-            batch_size,
-        )
-        .map_err(err)?;
-        let tx = py_result(self.ndb.start_transaction())?;
-        ScanIterator::open(py, Owner::Own(Box::new(tx)), args)
+    ) -> PyResult<Py<PyAny>> {
+        match &self.engine {
+            Engine::Direct(d) => {
+                let it = d.index_scan(
+                    py,
+                    table,
+                    index,
+                    low,
+                    high,
+                    low_inclusive,
+                    high_inclusive,
+                    descending,
+                    columns,
+                    lock_mode,
+                    batch_size,
+                )?;
+                Ok(Py::new(py, it)?.into_any())
+            }
+            Engine::Nodes(n) => {
+                let ix = crate::remote_scan::IndexArgs {
+                    index,
+                    low,
+                    high,
+                    low_inclusive,
+                    high_inclusive,
+                    descending,
+                };
+                let it = n.scan(py, table, columns, lock_mode, batch_size, Some(ix))?;
+                Ok(Py::new(py, it)?.into_any())
+            }
+        }
     }
 
     fn __repr__(&self) -> String {
-        format!("<rndb.Ndb database={:?}>", self.ndb.database())
+        format!(
+            "<rndb.Ndb database={:?}>",
+            on_engine!(self, e => e.database())
+        )
     }
 }

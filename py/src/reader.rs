@@ -74,7 +74,7 @@ fn key_into(py: Python<'_>, p: &Prepared, key: &Bound<'_, PyAny>, out: &mut Vec<
 }
 
 /// The columns of one row as Python: the value for one column, else a tuple.
-fn row_to_py<'py>(py: Python<'py>, row: &[Value]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn row_to_py<'py>(py: Python<'py>, row: &[Value]) -> PyResult<Bound<'py, PyAny>> {
     if let [v] = row {
         return value_ref_to_py(py, v);
     }
@@ -85,9 +85,20 @@ fn row_to_py<'py>(py: Python<'py>, row: &[Value]) -> PyResult<Bound<'py, PyAny>>
     Ok(PyTuple::new(py, items)?.into_any())
 }
 
-/// A prepared committed read of `columns` of `table` by primary key (`Ndb.reader`).
+/// A prepared committed read of `columns` of `table` by primary key (`Ndb.reader`), on
+/// the data nodes (`nodes_ndb::NodesReader`) or on the direct engines.
 #[pyclass(frozen, module = "rndb")]
 pub struct Reader {
+    engine: Engine,
+}
+
+enum Engine {
+    Direct(DirectReader),
+    Nodes(crate::nodes_ndb::NodesReader),
+}
+
+/// The direct engines' reader.
+pub(crate) struct DirectReader {
     ndb: rndb::Ndb,
     table: String,
     columns: Option<Vec<String>>,
@@ -95,20 +106,30 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub(crate) fn new(
+    pub(crate) fn direct(
         ndb: rndb::Ndb,
         table: &str,
         columns: Option<Vec<String>>,
         prepared: Arc<Prepared>,
     ) -> Reader {
         Reader {
-            ndb,
-            table: table.to_string(),
-            columns,
-            prepared: Mutex::new(prepared),
+            engine: Engine::Direct(DirectReader {
+                ndb,
+                table: table.to_string(),
+                columns,
+                prepared: Mutex::new(prepared),
+            }),
         }
     }
 
+    pub(crate) fn nodes(r: crate::nodes_ndb::NodesReader) -> Reader {
+        Reader {
+            engine: Engine::Nodes(r),
+        }
+    }
+}
+
+impl DirectReader {
     /// The resolved table and columns, resolved again by name when the table's runtime
     /// was retired (drop, truncate, re-create; or the cluster closed).
     fn current(&self, py: Python<'_>) -> PyResult<Arc<Prepared>> {
@@ -133,11 +154,7 @@ impl Reader {
     }
 }
 
-#[pymethods]
-impl Reader {
-    /// The row of `key` (a bare value for a one-column primary key, a tuple in key order
-    /// or a dict): the value of the one column read, a tuple of the columns read, or
-    /// None when no row has that key.
+impl DirectReader {
     fn get<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let p = self.current(py)?;
         with_scratch(|s| {
@@ -152,8 +169,6 @@ impl Reader {
         })
     }
 
-    /// `get` for every key of an iterable, in one engine call per 32,768 keys: a list
-    /// with one entry per key (value, tuple or None).
     fn get_many<'py>(
         &self,
         py: Python<'py>,
@@ -192,25 +207,66 @@ impl Reader {
         PyList::new(py, res)
     }
 
+    fn columns(&self, py: Python<'_>) -> PyResult<Vec<Py<PyString>>> {
+        let p = self.current(py)?;
+        Ok(p.names.iter().map(|n| n.clone_ref(py)).collect())
+    }
+}
+
+#[pymethods]
+impl Reader {
+    /// The row of `key` (a bare value for a one-column primary key, a tuple in key order
+    /// or a dict): the value of the one column read, a tuple of the columns read, or
+    /// None when no row has that key.
+    fn get<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.engine {
+            Engine::Direct(d) => d.get(py, key),
+            Engine::Nodes(n) => n.get(py, key),
+        }
+    }
+
+    /// `get` for every key of an iterable, in one engine call per 32,768 keys (on the
+    /// data nodes: one request per node per 32,768 keys): a list with one entry per
+    /// key (value, tuple or None).
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        match &self.engine {
+            Engine::Direct(d) => d.get_many(py, keys),
+            Engine::Nodes(n) => n.get_many(py, keys),
+        }
+    }
+
     /// The table read.
     #[getter]
     fn table(&self) -> &str {
-        &self.table
+        match &self.engine {
+            Engine::Direct(d) => &d.table,
+            Engine::Nodes(n) => n.table(),
+        }
     }
 
     /// The columns read, as the table names them.
     #[getter]
     fn columns(&self, py: Python<'_>) -> PyResult<Vec<Py<PyString>>> {
-        let p = self.current(py)?;
-        Ok(p.names.iter().map(|n| n.clone_ref(py)).collect())
+        match &self.engine {
+            Engine::Direct(d) => d.columns(py),
+            Engine::Nodes(n) => Ok(n.columns(py)),
+        }
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let cols = lock(py, &self.prepared)
-            .names
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let cols = self
+            .columns(py)?
             .iter()
             .map(|n| n.bind(py).to_string())
             .collect::<Vec<_>>();
-        format!("<rndb.Reader table={:?} columns={:?}>", self.table, cols)
+        Ok(format!(
+            "<rndb.Reader table={:?} columns={:?}>",
+            self.table(),
+            cols
+        ))
     }
 }

@@ -20,6 +20,7 @@ use rndb::cluster::remote::RemoteCluster;
 use rndb::cluster::remote_scan::{RemoteScan, RemoteScanSpec};
 use rndb::error::codes;
 use rndb::schema::{IndexKind, TableDef};
+use rndb::transport::data_scan::MAX_SCAN_BATCH_ROWS;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -48,6 +49,8 @@ pub(crate) struct Locker {
 
 #[pyclass(frozen, module = "rndb")]
 pub struct RemoteScanIterator {
+    /// The connection (a closed one ends the scan with 4009, buffered rows or not).
+    data: Arc<RemoteCluster>,
     names: Vec<Py<PyString>>,
     batch: usize,
     state: Mutex<State>,
@@ -68,18 +71,18 @@ impl RemoteScanIterator {
         lock_in: Option<Py<crate::remote_txn::RemoteTransaction>>,
     ) -> PyResult<RemoteScanIterator> {
         let spec = (|| -> R<(RemoteScanSpec, Vec<usize>)> {
-            if batch_size == 0 || batch_size > 992 {
-                return Err(codes::bad_argument(format!(
-                    "batch_size {batch_size}: give 1..=992 rows"
-                )));
+            if batch_size == 0 {
+                return Err(codes::bad_argument("batch_size must be at least 1"));
             }
+            // As NDB caps a scan's batch at its maximum (MaxScanBatchSize) silently.
+            let batch_size = batch_size.min(MAX_SCAN_BATCH_ROWS as usize);
             let cols = column_positions(&def, columns.as_deref())?;
             let mut spec = RemoteScanSpec::table(database, &def.name);
             spec.columns = cols.iter().map(|&c| c as u32).collect();
             spec.batch_rows = batch_size as u32;
             if let Some(ix) = index {
                 let (_, idx) = def
-                    .index(ix.index)
+                    .index_by_api_name(ix.index)
                     .ok_or_else(|| codes::no_such_index(ix.index))?;
                 if idx.kind != IndexKind::OrderedIndex {
                     return Err(codes::bad_argument(format!(
@@ -111,11 +114,12 @@ impl RemoteScanIterator {
             .detach(|| guard(|| data.scan(spec)))
             .map_err(|e| to_pyerr(py, e))?;
         Ok(RemoteScanIterator {
+            data,
             names: names(py, &def, &cols)
                 .into_iter()
                 .map(|n| n.unbind())
                 .collect(),
-            batch: batch_size,
+            batch: batch_size.min(MAX_SCAN_BATCH_ROWS as usize),
             state: Mutex::new(State {
                 scan: Some(scan),
                 buffer: VecDeque::new(),
@@ -132,6 +136,9 @@ impl RemoteScanIterator {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        if self.data.is_closed() {
+            return Err(to_pyerr(py, codes::connection_closed()));
+        }
         let mut st = lock(py, &self.state);
         if st.buffer.is_empty()
             && let Some(mut scan) = st.scan.take()

@@ -33,8 +33,9 @@ use std::sync::Mutex;
 
 struct Inner {
     tx: CoreTxn,
-    /// Operations defined since the last execute.
-    pending: Vec<(KeyOp, Py<Operation>)>,
+    /// Operations defined since the last execute (a write without its full primary
+    /// key is kept with its error, raised at execute as NDB API does).
+    pending: Vec<(Result<KeyOp, rndb::NdbError>, Py<Operation>)>,
     gci: Option<u64>,
     /// "Open", "Committed", "Aborted" or "Closed".
     state: &'static str,
@@ -47,14 +48,21 @@ pub struct RemoteTransaction {
     /// The client it came from (table definitions).
     client: Py<MgmClient>,
     database: String,
+    /// This process's number for the transaction (`id`), given at its start as NDB
+    /// API gives transaction ids on the API side.
+    id: u64,
     inner: Mutex<Inner>,
 }
+
+/// The next transaction's `id`.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl RemoteTransaction {
     pub(crate) fn start(client: Py<MgmClient>, tx: CoreTxn, database: &str) -> RemoteTransaction {
         RemoteTransaction {
             client,
             database: database.to_string(),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             inner: Mutex::new(Inner {
                 tx,
                 pending: Vec::new(),
@@ -91,11 +99,16 @@ impl RemoteTransaction {
                     LockMode::Read | LockMode::SimpleRead => OpType::ReadShared,
                 };
                 let cols = cols.iter().map(|&c| c as u32).collect();
-                (op, key, Vec::new(), cols, op_names)
+                (op, Ok(key), Vec::new(), cols, op_names)
             }
             _ => {
                 let values = row_values(&def, data).map_err(err)?;
-                let key = key_of(&def, &values).map_err(err)?;
+                // An insert without its full key fails at execute (the key may be
+                // given by other means in NDB API); other writes at once.
+                let key = match key_of(&def, &values) {
+                    Err(e) if kind != OpKind::Insert => return Err(err(e)),
+                    key => key,
+                };
                 let op = match kind {
                     OpKind::Insert => OpType::Insert,
                     OpKind::Update => OpType::Update,
@@ -126,15 +139,17 @@ impl RemoteTransaction {
         if g.state != "Open" {
             return Err(to_pyerr(py, codes::transaction_closed()));
         }
+        let database = self.database.clone();
+        let table = def.name.clone();
         g.pending.push((
-            KeyOp {
+            key.map(|key| KeyOp {
                 op,
-                database: self.database.clone(),
-                table: def.name.clone(),
+                database,
+                table,
                 key,
                 values,
                 columns: cols,
-            },
+            }),
             handle.clone_ref(py),
         ));
         Ok(handle)
@@ -146,22 +161,40 @@ impl RemoteTransaction {
             ExecType::Commit => TcExec::Commit,
             ExecType::Rollback => TcExec::Rollback,
         };
+        let client = self.client.get();
         let (r, handles) = py.detach(|| {
             let mut g = lock_detached(&self.inner);
             if g.state != "Open" {
                 return (Err(codes::transaction_closed()), Vec::new());
             }
+            // A closed client's error (4009 for an embedded cluster's) before any round.
+            if let Err(e) = client.data() {
+                return (Err(e), Vec::new());
+            }
             let pending = std::mem::take(&mut g.pending);
-            let (ops, handles): (Vec<KeyOp>, Vec<Py<Operation>>) = if exec == TcExec::Rollback {
+            let (ops, handles): (Vec<_>, Vec<Py<Operation>>) = if exec == TcExec::Rollback {
                 (Vec::new(), Vec::new())
             } else {
                 pending.into_iter().unzip()
             };
-            let reads: Vec<bool> = ops.iter().map(|o| o.op.is_read()).collect();
-            let abort = ao == AbortOption::AbortOnError;
-            let r = guard(|| g.tx.execute_checked(ops, exec, abort));
+            let ops: Result<Vec<KeyOp>, rndb::NdbError> = ops.into_iter().collect();
+            let r = match ops {
+                Ok(ops) => {
+                    let reads: Vec<bool> = ops.iter().map(|o| o.op.is_read()).collect();
+                    let abort = ao == AbortOption::AbortOnError;
+                    guard(|| g.tx.execute_checked(ops, exec, abort)).map(|c| (c, reads))
+                }
+                Err(e) => {
+                    // The round is refused before it is sent: the transaction is rolled
+                    // back, as a refused round is at the TC.
+                    if g.tx.is_open() {
+                        let _ = guard(|| g.tx.execute(Vec::new(), TcExec::Rollback));
+                    }
+                    Err(e)
+                }
+            };
             match &r {
-                Ok(c) => {
+                Ok((c, _)) => {
                     if exec == TcExec::Commit {
                         g.state = "Committed";
                         g.gci = Some(c.gci);
@@ -174,7 +207,7 @@ impl RemoteTransaction {
                     g.error = Some(e.clone());
                 }
             }
-            (r.map(|c| (c.results, reads)), handles)
+            (r.map(|(c, reads)| (c.results, reads)), handles)
         });
         match r {
             Ok((results, reads)) => {
@@ -399,6 +432,12 @@ impl RemoteTransaction {
         e.map(|e| to_pyerr(py, e).into_value(py).into_any())
     }
 
+    /// This process's number for the transaction (unique among its transactions).
+    #[getter]
+    fn id(&self) -> u64 {
+        self.id
+    }
+
     /// The data node coordinating the transaction (None before its first round).
     #[getter]
     fn tc_node(&self) -> Option<u32> {
@@ -426,8 +465,11 @@ impl RemoteTransaction {
     fn __repr__(&self) -> String {
         let g = lock_detached(&self.inner);
         match g.tx.tc_node() {
-            Some(n) => format!("<rndb.RemoteTransaction at node {n} {}>", g.state),
-            None => format!("<rndb.RemoteTransaction {}>", g.state),
+            Some(n) => format!(
+                "<rndb.RemoteTransaction id={} at node {n} {}>",
+                self.id, g.state
+            ),
+            None => format!("<rndb.RemoteTransaction id={} {}>", self.id, g.state),
         }
     }
 }

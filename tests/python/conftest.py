@@ -1,4 +1,6 @@
-"""Fixtures of the rndb Python suite: an embedded cluster per test (in tmp_path)."""
+"""Fixtures of the rndb Python suite: an embedded cluster per test (in tmp_path): the
+node code of rndb_mgmd and rndbd in this process (`rndb.Cluster.embedded`); and the
+direct engines (`rndb.Cluster.direct`) for the semantics only they have so far."""
 
 from __future__ import annotations
 
@@ -27,6 +29,19 @@ def cluster(tmp_path: Path) -> Iterator[rndb.Cluster]:
 @pytest.fixture
 def ndb(cluster: rndb.Cluster) -> rndb.Ndb:
     return cluster.ndb("test")
+
+
+@pytest.fixture
+def direct_ndb(tmp_path: Path) -> Iterator[rndb.Ndb]:
+    """`ndb` on the direct engines (same layout and parameters), with t1 created."""
+    with rndb.Cluster.direct(
+        data_dir=tmp_path / "direct",
+        DataMemory="64M",
+        TransactionDeadlockDetectionTimeout="200",
+    ) as c:
+        ndb = c.ndb("test")
+        create_t1(ndb)
+        yield ndb
 
 
 def create_t1(ndb: rndb.Ndb, name: str = "t1") -> None:

@@ -52,7 +52,7 @@ def test_data_memory_changes_by_rolling_restart() -> None:
         ndb.insert_many("t1", ({"id": i, "a": i, "b": f"r{i}"} for i in range(2_000)))
         assert "of total 1024)" in cluster.mgm("ALL REPORT MEMORYUSAGE")
         out = cluster.mgm("SET DataMemory=48M")
-        assert "each data node takes it when it restarts" in out
+        assert "each data node takes it when it next starts" in out
         assert "of total 1024)" in cluster.mgm("ALL REPORT MEMORYUSAGE")
         out = cluster.mgm("ROLLING RESTART")
         assert out.endswith("Rolling restart completed."), out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import rndb
+from conftest import create_t1
 
 
 def row(i: int, a: int | None = None, b: str | None = None) -> dict[str, object]:
@@ -111,7 +112,10 @@ def test_read_with_key_forms_and_columns(ndb: rndb.Ndb, t1: str) -> None:
     ]
 
 
-def test_missing_row_abort_on_error_and_ignore_error(ndb: rndb.Ndb, t1: str) -> None:
+def test_missing_row_abort_on_error_and_ignore_error(direct_ndb: rndb.Ndb) -> None:
+    # On the direct engines: over the data nodes a failed write aborts the whole
+    # transaction whatever the abort option (rndb.RemoteTransaction's notes).
+    ndb, t1 = direct_ndb, "t1"
     ndb.insert_many(t1, [row(1, 1)])
     tx = ndb.transaction()
     missing = tx.read(t1, {"id": 404})
@@ -166,10 +170,16 @@ def test_operations_in_several_executes(ndb: rndb.Ndb, t1: str) -> None:
     assert ndb.read_many(t1, [1]) == [row(1, 2)]
 
 
-def test_transaction_repr_and_id(ndb: rndb.Ndb, t1: str) -> None:
+@pytest.mark.parametrize("engine", ["embedded", "direct"])
+def test_transaction_repr_and_id(engine: str, request: pytest.FixtureRequest) -> None:
+    ndb: rndb.Ndb = request.getfixturevalue("direct_ndb" if engine == "direct" else "ndb")
+    if engine == "embedded":
+        create_t1(ndb)
+    t1 = "t1"
     a, b = ndb.transaction(), ndb.transaction()
     assert a.id != b.id
-    assert repr(a).startswith("<rndb.Transaction id=") and "Open" in repr(a)
+    kind = "Transaction" if engine == "direct" else "RemoteTransaction"
+    assert repr(a).startswith(f"<rndb.{kind} id=") and "Open" in repr(a)
     op = a.insert(t1, row(1))
     assert repr(op) == "<rndb.Operation insert t1 pending>"
     a.close()
@@ -177,7 +187,10 @@ def test_transaction_repr_and_id(ndb: rndb.Ndb, t1: str) -> None:
     assert "Closed" in repr(a)
 
 
-def test_scans_inside_a_transaction(ndb: rndb.Ndb, t1: str) -> None:
+def test_scans_inside_a_transaction(direct_ndb: rndb.Ndb) -> None:
+    # On the direct engines: over the data nodes a scan reads committed rows and does
+    # not see the transaction's own uncommitted changes (RemoteTransaction.scan).
+    ndb, t1 = direct_ndb, "t1"
     ndb.insert_many(t1, [row(i, i % 5) for i in range(50)])
     with ndb.transaction() as tx:
         tx.insert(t1, row(100, 3))

@@ -8,6 +8,10 @@
             tx.insert("t1", {"id": 1, "a": 10})
         print(ndb.read_many("t1", [1, 2]))
 
+``Cluster.embedded`` runs the management server and the data nodes of ``rndb_mgmd`` and
+``rndbd`` in this process (over an in-process network); ``Cluster.direct`` runs the data
+nodes' engines on the caller's threads (no transport, no failover).
+
 Objects follow the NDB API: ``Cluster`` (Ndb_cluster_connection with its data nodes),
 ``Ndb``, ``Transaction`` (NdbTransaction), ``Operation``, ``ScanIterator``, ``Reader``
 (``ndb.reader("kv", columns=["v"]).get(key)``: a prepared primary-key read). Errors are
