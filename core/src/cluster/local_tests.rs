@@ -591,12 +591,18 @@ fn an_initial_start_removes_the_disk_data_files_of_the_earlier_run() {
         !datafile.exists(),
         "the data file outside the node's directory is gone"
     );
-    let log = c.log_lines().join("\n");
-    assert!(
+    // The node's event reaches the management server's log shortly after the start.
+    let removed = |log: &str| {
         log.contains("Initial start: removed 2 files created by an earlier run:")
-            && log.contains(&datafile.display().to_string()),
-        "{log}"
-    );
+            && log.contains(&datafile.display().to_string())
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut log = c.log_lines().join("\n");
+    while !removed(&log) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        log = c.log_lines().join("\n");
+    }
+    assert!(removed(&log), "{log}");
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&elsewhere);
