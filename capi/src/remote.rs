@@ -64,9 +64,7 @@ pub(crate) struct RemoteNdb {
     session: Option<RemoteSession>,
 }
 
-fn ident(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
-}
+use rndb_core::sql::quote_ident as ident;
 
 impl RemoteNdb {
     pub fn new(cluster: Arc<RemoteCluster>) -> RemoteNdb {

@@ -23,6 +23,8 @@ use std::sync::{Arc, Mutex};
 /// however long the input is.
 const CHUNK_ROWS: usize = 32_768;
 
+/// An `Ndb` on the direct engines: the engine's handle, the object's SQL session, and
+/// its resolved column lists.
 pub(crate) struct DirectNdb {
     pub(crate) ndb: rndb::Ndb,
     session: Mutex<Option<Session>>,
@@ -155,9 +157,6 @@ impl DirectNdb {
         columns: Option<&Bound<'_, PyAny>>,
         batch_size: usize,
     ) -> PyResult<u64> {
-        if batch_size == 0 {
-            return Err(bad_argument("batch_size must be at least 1"));
-        }
         let t = self.table(table)?;
         let def = t.def.clone();
         let seq_cols = match extract_columns(columns).map_err(err)? {

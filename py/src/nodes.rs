@@ -128,7 +128,7 @@ impl NodesCluster {
         table: &str,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_open().map_err(|e| to_pyerr(py, e))?;
-        let sql = format!("SELECT * FROM ndbinfo.`{}`", table.replace('`', "``"));
+        let sql = format!("SELECT * FROM ndbinfo.{}", rndb::sql::quote_ident(table));
         let client = self.client.get();
         let results = py
             .detach(|| {

@@ -28,7 +28,7 @@ use rndb::api::TableSpec;
 use rndb::cluster::remote::RemoteCluster;
 use rndb::cluster::remote_session::RemoteSession;
 use rndb::schema::{TableDef, Value};
-use rndb::sql::{SessionVars, SqlResult};
+use rndb::sql::{SessionVars, SqlResult, quote_ident as ident};
 use std::sync::{Arc, Mutex};
 
 /// Keys per request of `Reader.get_many`.
@@ -40,10 +40,6 @@ pub(crate) struct NodesNdb {
     database: String,
     /// This object's SQL session (USE, variables, BEGIN ... COMMIT).
     session: Mutex<Option<RemoteSession>>,
-}
-
-fn ident(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 impl NodesNdb {

@@ -1,5 +1,8 @@
 //! `rndb.Reader`: a prepared committed read by primary key of a fixed column list of one
 //! table — `ndb.reader("kv", columns=["v"])`, then `get(key)` and `get_many(keys)`.
+//! On the embedded cluster's data nodes it is `nodes_ndb::NodesReader` (a committed
+//! read through the data node of the key's primary replica, without the GIL); what
+//! follows is the direct engines' reader.
 //!
 //! What `read_many` does per call is done once here: the table and the column positions
 //! are resolved when the reader is made (and again only when the table is dropped,
@@ -98,7 +101,7 @@ enum Engine {
 }
 
 /// The direct engines' reader.
-pub(crate) struct DirectReader {
+struct DirectReader {
     ndb: rndb::Ndb,
     table: String,
     columns: Option<Vec<String>>,
@@ -152,9 +155,7 @@ impl DirectReader {
         keys.clear();
         r.map_err(|e| to_pyerr(py, e))
     }
-}
 
-impl DirectReader {
     fn get<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let p = self.current(py)?;
         with_scratch(|s| {

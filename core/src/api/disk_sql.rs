@@ -8,9 +8,7 @@
 
 use super::disk::DiskDict;
 
-fn ident(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
-}
+use crate::sql::quote_ident as ident;
 
 fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))

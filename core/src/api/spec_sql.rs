@@ -18,9 +18,7 @@ use crate::error::{NdbError, codes};
 use crate::schema::UNIQUE_INDEX_SUFFIX;
 use crate::schema::{ColumnType, IndexKind, StorageType};
 
-fn ident(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
-}
+use crate::sql::quote_ident as ident;
 
 fn idents(names: &[String]) -> String {
     names.iter().map(|n| ident(n)).collect::<Vec<_>>().join(",")

@@ -59,6 +59,13 @@ pub use errors::render_error;
 pub(crate) use errors::{no_database, too_big};
 pub(crate) use plan::Access;
 
+/// `name` as a MySQL quoted identifier (`` `a``b` `` for a``b): how the clients that
+/// speak SQL to the data nodes name tables, indexes and files in the statements they
+/// make.
+pub fn quote_ident(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
 /// Parses one statement.
 fn parse_statement(st: &lexer::Statement<'_>) -> Result<Stmt> {
     let Some(first) = st.tokens.first() else {
