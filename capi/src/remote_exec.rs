@@ -242,7 +242,13 @@ impl TxObj {
             .get_or_insert_with(|| Box::new(rn.cluster.transaction()));
         let fresh = txn.tc_node().is_none();
         let Round { ops, at, scans } = round;
-        let answer = match txn.execute(ops, first) {
+        // AO_IgnoreError: a write that fails on its row fails alone at the TC.
+        let sent = if abort == AbortOption::IgnoreError {
+            txn.execute_ignoring_errors(ops, first)
+        } else {
+            txn.execute(ops, first)
+        };
+        let answer = match sent {
             Ok(c) => c,
             Err(e) if Self::only_the_operation_failed(abort, &at, fresh, &e) => {
                 self.ignore_failed_operation(at[0], &e);
@@ -251,10 +257,16 @@ impl TxObj {
                 Committed {
                     gci: 0,
                     results: vec![None],
+                    failed: Vec::new(),
                 }
             }
             Err(e) => return Err(self.round_failed(&at, e)),
         };
+        for (k, e) in &answer.failed {
+            if let Some(&i) = at.get(*k) {
+                self.ignore_failed_operation(i, e);
+            }
+        }
         let missing = self.apply_round(&at, &answer.results);
         let mut gci = answer.gci;
         if let Some(i) = missing {

@@ -5,11 +5,12 @@
 //! `rndb::cluster::remote_txn::RemoteTransaction`.
 //!
 //! Semantics over TCP: the TC on a data node keeps the transaction open between
-//! rounds with its row locks held. A failed write (630, 626 for an update or delete,
-//! ...) aborts the whole transaction whatever the abort option, and every operation of
-//! that round carries the error; a read that finds no row is 626 on its operation,
-//! which with AbortOnError (the default) aborts the transaction and with
-//! AO_IgnoreError does not. LM_SimpleRead takes a shared lock held to the end of the
+//! rounds with its row locks held. With AbortOnError (the default) a failed operation
+//! (630 duplicate key, 626 no such row) aborts the whole transaction and every
+//! operation of that round carries the error. With AO_IgnoreError an operation that
+//! fails on its row fails alone — its `error` is set, it changed nothing — and the
+//! round's other operations go on (the TC's `ignore_errors`); other errors still
+//! abort. LM_SimpleRead takes a shared lock held to the end of the
 //! transaction (as LM_Read). A node failure under the transaction is 4010
 //! (temporary: run it again); 4012 means the commit's outcome is unknown.
 //!
@@ -207,14 +208,19 @@ impl RemoteTransaction {
                     g.error = Some(e.clone());
                 }
             }
-            (r.map(|(c, reads)| (c.results, reads)), handles)
+            (r.map(|(c, reads)| (c.results, c.failed, reads)), handles)
         });
         match r {
-            Ok((results, reads)) => {
-                for ((res, is_read), h) in results.into_iter().zip(reads).zip(&handles) {
-                    let o = match (res, is_read) {
-                        (Some(row), true) => Outcome::Row(row),
-                        (None, true) => Outcome::Failed(codes::tuple_not_found()),
+            Ok((results, mut failed, reads)) => {
+                for (i, ((res, is_read), h)) in
+                    results.into_iter().zip(reads).zip(&handles).enumerate()
+                {
+                    // AO_IgnoreError: a write that failed alone carries its error.
+                    let alone = failed.iter().position(|(k, _)| *k == i);
+                    let o = match (res, is_read, alone) {
+                        (_, _, Some(at)) => Outcome::Failed(failed.swap_remove(at).1),
+                        (Some(row), true, None) => Outcome::Row(row),
+                        (None, true, None) => Outcome::Failed(codes::tuple_not_found()),
                         _ => Outcome::Done,
                     };
                     h.get().set(py, o)?;

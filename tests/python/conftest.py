@@ -1,6 +1,7 @@
 """Fixtures of the rndb Python suite: an embedded cluster per test (in tmp_path): the
 node code of rndb_mgmd and rndbd in this process (`rndb.Cluster.embedded`); and the
-direct engines (`rndb.Cluster.direct`) for the semantics only they have so far."""
+direct engines (`rndb.Cluster.direct`), for the semantics only they have so far and
+for tests run on both."""
 
 from __future__ import annotations
 

@@ -112,10 +112,12 @@ def test_read_with_key_forms_and_columns(ndb: rndb.Ndb, t1: str) -> None:
     ]
 
 
-def test_missing_row_abort_on_error_and_ignore_error(direct_ndb: rndb.Ndb) -> None:
-    # On the direct engines: over the data nodes a failed write aborts the whole
-    # transaction whatever the abort option (rndb.RemoteTransaction's notes).
-    ndb, t1 = direct_ndb, "t1"
+@pytest.mark.parametrize("engine", ["embedded", "direct"])
+def test_missing_row_abort_on_error_and_ignore_error(engine: str, request: pytest.FixtureRequest) -> None:
+    ndb: rndb.Ndb = request.getfixturevalue("direct_ndb" if engine == "direct" else "ndb")
+    if engine == "embedded":
+        create_t1(ndb)
+    t1 = "t1"
     ndb.insert_many(t1, [row(1, 1)])
     tx = ndb.transaction()
     missing = tx.read(t1, {"id": 404})

@@ -43,7 +43,7 @@ use crate::error::{NdbError, Result, codes};
 use crate::schema::layout::key_hash;
 use crate::schema::{TableDef, Value};
 use crate::sql::{SessionVars, SqlResult};
-use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec};
+use crate::transport::data::{DataMsg, KeyOp, OpFailure, OpResult, TcExec};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{Incoming, Message, NodeId, Role, Transport, View};
 use parking_lot::{Condvar, Mutex};
@@ -214,6 +214,23 @@ impl ReadPending {
 pub struct Committed {
     pub gci: u64,
     pub results: Vec<OpResult>,
+    /// Operations of a round run with AO_IgnoreError that failed alone, by their index
+    /// in the round (their results are None).
+    pub failed: Vec<(usize, NdbError)>,
+}
+
+impl Committed {
+    /// The answer of a round: its results, and its failed operations' errors.
+    pub(crate) fn of(gci: u64, results: Vec<OpResult>, failed: Vec<OpFailure>) -> Committed {
+        Committed {
+            gci,
+            results,
+            failed: failed
+                .into_iter()
+                .map(|f| (f.op as usize, err_from(f.code, f.class, &f.message)))
+                .collect(),
+        }
+    }
 }
 
 /// See the module notes.
@@ -817,13 +834,19 @@ impl RemoteCluster {
             txn: 0,
             exec: TcExec::Commit,
             ops,
+            ignore_errors: false,
         })
     }
 
     /// The answer to [`RemoteCluster::execute_submit`].
     pub fn execute_wait(p: Pending) -> Result<Committed> {
         match p.wait()? {
-            DataMsg::TcKeyConf { gci, results, .. } => Ok(Committed { gci, results }),
+            DataMsg::TcKeyConf {
+                gci,
+                results,
+                failed,
+                ..
+            } => Ok(Committed::of(gci, results, failed)),
             DataMsg::TcKeyRef {
                 code,
                 class,

@@ -250,7 +250,7 @@ impl RemoteCluster {
                     }
                 })
                 .collect();
-            let locked = rounds.execute(self, reads, TcExec::NoCommit)?;
+            let locked = rounds.execute(self, reads, TcExec::NoCommit, false)?;
             for (c, now) in existed.iter().zip(&locked.results) {
                 if now.as_ref() != c.before.as_ref() {
                     return Err(codes::deadlock_timeout().detail(format!(
@@ -262,18 +262,18 @@ impl RemoteCluster {
         }
         let writes: Vec<KeyOp> = changes.iter().filter_map(write_of).collect();
         if writes.is_empty() {
-            rounds.execute(self, Vec::new(), TcExec::Rollback)?;
+            rounds.execute(self, Vec::new(), TcExec::Rollback, false)?;
             return Ok(());
         }
         let (deletes, others): (Vec<KeyOp>, Vec<KeyOp>) =
             writes.into_iter().partition(|w| w.op == OpType::Delete);
         if deletes.is_empty() || others.is_empty() {
             let all = if deletes.is_empty() { others } else { deletes };
-            rounds.execute(self, all, TcExec::Commit)?;
+            rounds.execute(self, all, TcExec::Commit, false)?;
             return Ok(());
         }
-        rounds.execute(self, deletes, TcExec::NoCommit)?;
-        rounds.execute(self, others, TcExec::Commit)?;
+        rounds.execute(self, deletes, TcExec::NoCommit, false)?;
+        rounds.execute(self, others, TcExec::Commit, false)?;
         Ok(())
     }
 }

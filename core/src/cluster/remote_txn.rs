@@ -66,7 +66,15 @@ impl RemoteTransaction {
     /// (Commit: the GCI is in the answer) or rolls it back (Rollback, with no
     /// operations). One result per operation of the round.
     pub fn execute(&mut self, ops: Vec<KeyOp>, exec: TcExec) -> Result<Committed> {
-        self.rounds.execute(&self.cluster, ops, exec)
+        self.rounds.execute(&self.cluster, ops, exec, false)
+    }
+
+    /// [`RemoteTransaction::execute`] with NDB API's AO_IgnoreError: a write that fails
+    /// on its row (626 no such row, 630 duplicate key, 893 duplicate unique value)
+    /// changes nothing and fails alone (`Committed::failed`); the round's other
+    /// operations go on and the transaction stays as the round's `exec` says.
+    pub fn execute_ignoring_errors(&mut self, ops: Vec<KeyOp>, exec: TcExec) -> Result<Committed> {
+        self.rounds.execute(&self.cluster, ops, exec, true)
     }
 }
 
@@ -77,6 +85,7 @@ impl Rounds {
         cluster: &RemoteCluster,
         ops: Vec<KeyOp>,
         exec: TcExec,
+        ignore_errors: bool,
     ) -> Result<Committed> {
         if self.ended {
             return Err(codes::transaction_closed());
@@ -91,10 +100,7 @@ impl Rounds {
             None if ops.is_empty() => {
                 // Nothing was done: committing or rolling back is a no-op.
                 self.ended = exec != TcExec::NoCommit;
-                return Ok(Committed {
-                    gci: 0,
-                    results: Vec::new(),
-                });
+                return Ok(Committed::of(0, Vec::new(), Vec::new()));
             }
             None => {
                 let first = &ops[0];
@@ -109,18 +115,23 @@ impl Rounds {
             txn,
             exec,
             ops,
+            ignore_errors,
         });
         let answer = sent.and_then(|p| p.wait());
         match answer {
             Ok(DataMsg::TcKeyConf {
-                txn, gci, results, ..
+                txn,
+                gci,
+                results,
+                failed,
+                ..
             }) => {
                 if exec == TcExec::NoCommit {
                     self.at = Some((node, txn));
                 } else {
                     self.ended = true;
                 }
-                Ok(Committed { gci, results })
+                Ok(Committed::of(gci, results, failed))
             }
             Ok(DataMsg::TcKeyRef {
                 code,
@@ -148,13 +159,13 @@ impl Rounds {
 }
 
 impl RemoteTransaction {
-    /// [`RemoteTransaction::execute`] with NDB API's AbortOnError for reads: a read
-    /// that finds no row fails the transaction with 626 and rolls it back. A Commit
-    /// round with reads then runs as NoCommit first and commits only when every read
-    /// found its row (so nothing commits that the caller would have aborted). With
-    /// `abort_on_error` false a missing row is a None result and the round goes on.
-    /// Failed writes (626 for an update, 630 for an insert, ...) abort the whole
-    /// transaction either way.
+    /// [`RemoteTransaction::execute`] with NDB API's abort option. AbortOnError
+    /// (`abort_on_error`): a read that finds no row fails the transaction with 626
+    /// and rolls it back (a Commit round with reads then runs as NoCommit first and
+    /// commits only when every read found its row, so nothing commits that the caller
+    /// would have aborted), and so does any failed write. AO_IgnoreError: a missing row
+    /// is a None result, a write that fails on its row fails alone
+    /// ([`RemoteTransaction::execute_ignoring_errors`]), and the round goes on.
     pub fn execute_checked(
         &mut self,
         ops: Vec<KeyOp>,
@@ -162,7 +173,10 @@ impl RemoteTransaction {
         abort_on_error: bool,
     ) -> Result<Committed> {
         let reads: Vec<bool> = ops.iter().map(|o| o.op.is_read()).collect();
-        if !abort_on_error || !reads.contains(&true) {
+        if !abort_on_error {
+            return self.execute_ignoring_errors(ops, exec);
+        }
+        if !reads.contains(&true) {
             return self.execute(ops, exec);
         }
         let first = self.execute(ops, TcExec::NoCommit)?;
@@ -183,6 +197,7 @@ impl RemoteTransaction {
                 Ok(Committed {
                     gci: done.gci,
                     results: first.results,
+                    failed: Vec::new(),
                 })
             }
         }
@@ -244,6 +259,7 @@ impl Rounds {
                 txn,
                 exec: TcExec::Rollback,
                 ops: Vec::new(),
+                ignore_errors: false,
             });
         }
         self.ended = true;

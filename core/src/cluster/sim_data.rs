@@ -787,6 +787,7 @@ impl DataLayer {
                         txn: 0,
                         exec,
                         ops,
+                        ignore_errors: false,
                     };
                     self.new_req_then(now_ms, node, ReqKind::Txn(plan), msg, next);
                 }
@@ -817,6 +818,7 @@ impl DataLayer {
                 txn: o.txn,
                 exec,
                 ops,
+                ignore_errors: false,
             };
             let next = Next::Final {
                 prefix: o.prefix,

@@ -74,6 +74,42 @@ pub struct KeyOp {
 /// What one operation returned: a read's row (None: no row with that key).
 pub type OpResult = Option<Vec<Value>>;
 
+/// An operation of a round run with AO_IgnoreError that failed on its row (626 no such
+/// row, 630 duplicate key, ...): it changed nothing, the round's other operations went
+/// on. `op` is its index in the round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpFailure {
+    pub op: u32,
+    pub code: u32,
+    /// The error's `ErrorClassification`.
+    pub class: u8,
+    pub message: String,
+}
+
+fn enc_failures(e: &mut Encoder, failed: &[OpFailure]) {
+    e.u32(failed.len() as u32);
+    for f in failed {
+        e.u32(f.op);
+        e.u32(f.code);
+        e.u8(f.class);
+        e.str(&f.message);
+    }
+}
+
+fn dec_failures(d: &mut Decoder<'_>) -> Result<Vec<OpFailure>, WireError> {
+    let n = count(d, "failed operations")?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(OpFailure {
+            op: d.u32().map_err(bad)?,
+            code: d.u32().map_err(bad)?,
+            class: d.u8().map_err(bad)?,
+            message: d.str().map_err(bad)?,
+        });
+    }
+    Ok(out)
+}
+
 /// One value of a unique hash index a transaction wrote, for a primary's check of
 /// the other node groups (`UniqueCheckReq`).
 #[derive(Debug, Clone, PartialEq)]
@@ -197,6 +233,9 @@ pub enum DataMsg {
         txn: u64,
         exec: TcExec,
         ops: Vec<KeyOp>,
+        /// NDB API's AO_IgnoreError: an operation that fails on its row (no such row,
+        /// duplicate key) fails alone, reported in `TcKeyConf::failed`; the others go on.
+        ignore_errors: bool,
     },
     /// The round ran (NoCommit: the transaction stays open as `txn`), committed at
     /// every live replica (Commit: `gci`), or was rolled back; one result per op of
@@ -206,6 +245,8 @@ pub enum DataMsg {
         txn: u64,
         gci: u64,
         results: Vec<OpResult>,
+        /// The round's operations that failed alone (`TcKeyReq::ignore_errors`).
+        failed: Vec<OpFailure>,
     },
     TcKeyRef {
         req: u64,
@@ -256,6 +297,9 @@ pub enum DataMsg {
         backup: bool,
         round: u32,
         ops: Vec<(u32, KeyOp)>,
+        /// The TC's round was sent with AO_IgnoreError (a primary's operations that
+        /// fail on their row fail alone: `LqhPrepared::failed`); never for a backup.
+        ignore_errors: bool,
     },
     /// Prepared (code 0, with the reads' results by op index) or refused; `backup`:
     /// a backup answers its primary (else a primary answers the TC).
@@ -272,6 +316,8 @@ pub enum DataMsg {
         /// the round wrote, for the TC to check in the other groups
         /// (`datapath::unique_check`).
         checks: Vec<UniqueCheck>,
+        /// A primary's operations that failed alone (`LqhPrepare::ignore_errors`).
+        failed: Vec<OpFailure>,
     },
     /// Commit (`backup`: a primary to its backup; else from the TC). The answer
     /// carries the same `backup`.
@@ -947,6 +993,7 @@ impl DataMsg {
                 txn,
                 exec,
                 ops,
+                ignore_errors,
             } => {
                 e.u64(*req);
                 e.u64(*txn);
@@ -955,12 +1002,14 @@ impl DataMsg {
                 for op in ops {
                     enc_op(&mut e, op);
                 }
+                e.bool(*ignore_errors);
             }
             DataMsg::TcKeyConf {
                 req,
                 txn,
                 gci,
                 results,
+                failed,
             } => {
                 e.u64(*req);
                 e.u64(*txn);
@@ -969,6 +1018,7 @@ impl DataMsg {
                 for r in results {
                     enc_result(&mut e, r);
                 }
+                enc_failures(&mut e, failed);
             }
             DataMsg::TcKeyRef {
                 req,
@@ -1024,6 +1074,7 @@ impl DataMsg {
                 backup,
                 round,
                 ops,
+                ignore_errors,
             } => {
                 enc_txn(&mut e, txn);
                 e.bool(*backup);
@@ -1033,6 +1084,7 @@ impl DataMsg {
                     e.u32(*i);
                     enc_op(&mut e, op);
                 }
+                e.bool(*ignore_errors);
             }
             DataMsg::LqhPrepared {
                 txn,
@@ -1043,6 +1095,7 @@ impl DataMsg {
                 message,
                 reads,
                 checks,
+                failed,
             } => {
                 enc_txn(&mut e, txn);
                 e.bool(*backup);
@@ -1056,6 +1109,7 @@ impl DataMsg {
                     enc_result(&mut e, r);
                 }
                 enc_unique_checks(&mut e, checks);
+                enc_failures(&mut e, failed);
             }
             DataMsg::LqhCommit {
                 txn,
@@ -1409,6 +1463,7 @@ impl DataMsg {
                     txn,
                     exec,
                     ops,
+                    ignore_errors: d.bool().map_err(bad)?,
                 }
             }
             TC_KEY_CONF => {
@@ -1423,6 +1478,7 @@ impl DataMsg {
                     txn,
                     gci,
                     results,
+                    failed: dec_failures(d)?,
                 }
             }
             TC_KEY_REF => DataMsg::TcKeyRef {
@@ -1476,6 +1532,7 @@ impl DataMsg {
                     backup,
                     round,
                     ops,
+                    ignore_errors: d.bool().map_err(bad)?,
                 }
             }
             LQH_PREPARED => {
@@ -1498,6 +1555,7 @@ impl DataMsg {
                     message,
                     reads,
                     checks: dec_unique_checks(d)?,
+                    failed: dec_failures(d)?,
                 }
             }
             LQH_COMMIT => DataMsg::LqhCommit {

@@ -165,24 +165,40 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             txn: 0,
             exec: TcExec::Commit,
             ops: vec![op(OpType::Insert), op(OpType::ReadCommitted)],
+            ignore_errors: false,
         },
         DataMsg::TcKeyReq {
             req: 5,
             txn: 12,
             exec: TcExec::NoCommit,
             ops: vec![op(OpType::ReadExclusive)],
+            ignore_errors: true,
         },
         DataMsg::TcKeyReq {
             req: 6,
             txn: 12,
             exec: TcExec::Rollback,
             ops: Vec::new(),
+            ignore_errors: false,
         },
         DataMsg::TcKeyConf {
             req: 4,
             txn: 12,
             gci: 17,
             results: vec![None, Some(vec![Value::UInt(3), Value::Double(1.5)])],
+            failed: Vec::new(),
+        },
+        DataMsg::TcKeyConf {
+            req: 5,
+            txn: 12,
+            gci: 0,
+            results: vec![None, None],
+            failed: vec![crate::transport::data::OpFailure {
+                op: 1,
+                code: 630,
+                class: 1,
+                message: "Tuple already existed when attempting to insert".into(),
+            }],
         },
         DataMsg::TcKeyRef {
             req: 4,
@@ -286,6 +302,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             backup: true,
             round: 3,
             ops: vec![(3, op(OpType::Write))],
+            ignore_errors: true,
         },
         DataMsg::LqhPrepared {
             txn,
@@ -300,6 +317,12 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
                 table: "t".into(),
                 index: 0,
                 values: vec![Value::Int(9)],
+            }],
+            failed: vec![crate::transport::data::OpFailure {
+                op: 4,
+                code: 626,
+                class: 2,
+                message: "Tuple did not exist".into(),
             }],
         },
         DataMsg::LqhCommit {
@@ -530,6 +553,7 @@ fn an_unknown_execute_type_is_refused() {
         txn: 9,
         exec: TcExec::NoCommit,
         ops: Vec::new(),
+        ignore_errors: false,
     }
     .encode_body();
     // u64 request, u64 transaction, then the execute type.

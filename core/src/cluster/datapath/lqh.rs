@@ -2,12 +2,13 @@
 //! a local transaction of the node's engine that holds their row locks until commit or
 //! abort.
 //!
-//! - As **primary**: run the operations (reads give their rows), read back the
-//!   after-image of every row written (its full values, or "deleted"), send those to
-//!   the partitions' live backups, answer the TC once every backup prepared (with,
-//!   when there are several node groups, the unique values written, which the TC
-//!   checks in the other groups: `unique_check`). At
-//!   `LqhCommit`: the backups commit first, then this node; then the TC is answered.
+//! - As **primary**: run the operations (reads give their rows; with AO_IgnoreError an
+//!   operation that fails on its row is listed for the answer and changed nothing),
+//!   read back the after-image of every row written (its full values, or "deleted"),
+//!   send those to the partitions' live backups, answer the TC once every backup
+//!   prepared (with, when there are several node groups, the unique values written,
+//!   which the TC checks in the other groups: `unique_check`). At `LqhCommit`: the
+//!   backups commit first, then this node; then the TC is answered.
 //! - As **backup**: apply after-images (a Write of the whole row, or a delete of the
 //!   row if present) and answer the primary; commit when told.
 //! - **Rounds** (NDB API's execute(NoCommit)): the TC may send a primary more
@@ -42,7 +43,9 @@ use crate::api::{AbortOption, ExecType, OpId, OpKind, OpOutcome, Transaction};
 use crate::error::{NdbError, Result, codes};
 use crate::schema::Value;
 use crate::transport::NodeId;
-use crate::transport::data::{DataMsg, KeyOp, OpResult, OpType, TxnKey, TxnState, UniqueCheck};
+use crate::transport::data::{
+    DataMsg, KeyOp, OpFailure, OpResult, OpType, TxnKey, TxnState, UniqueCheck,
+};
 use crate::txn::lock::LockMode;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -71,6 +74,9 @@ pub(super) enum Role {
         /// The round's unique values for the TC to check (`unique_check`), sent with
         /// the answer.
         checks: Vec<UniqueCheck>,
+        /// The round's operations that failed alone (AO_IgnoreError), sent with the
+        /// answer.
+        failed: Vec<OpFailure>,
         error: Option<NdbError>,
         /// Who asked for the commit (the TC, or a takeover).
         commit_to: NodeId,
@@ -106,6 +112,18 @@ pub(super) fn rollback_local(tx: &LocalTx) {
     if tx.state() == crate::api::TxState::Open {
         let _ = tx.execute(ExecType::Rollback, AbortOption::AbortOnError);
     }
+}
+
+/// What a run of operations gives: the reads' results by op index, and the operations
+/// that failed alone.
+type RunOps = (Vec<(u32, OpResult)>, Vec<OpFailure>);
+
+/// Whether an error of an operation under AO_IgnoreError fails that operation alone:
+/// an error of its row (no such row, a duplicate key or unique value), which leaves
+/// the row as it was; any other (a full log or memory, a bad value) fails the round.
+fn fails_alone(e: &NdbError) -> bool {
+    use crate::error::ErrorClassification::{ConstraintViolation, NoDataFound};
+    matches!(e.classification, NoDataFound | ConstraintViolation)
 }
 
 fn op_kind(t: OpType) -> OpKind {
@@ -161,19 +179,24 @@ impl DataPath {
 
     /// Runs `ops` in `tx` (NoCommit): the reads' results, or the first failure (a read
     /// or a backup's delete of a missing row is not one, a full redo log is: 410/1221
-    /// after RedoOverCommitLimit, see `Transaction::prepare_redo_room`).
+    /// after RedoOverCommitLimit, see `Transaction::prepare_redo_room`). With
+    /// `ignore_errors` (AO_IgnoreError, a primary's) a write that fails on its row
+    /// (no such row, duplicate key: it changed nothing) is listed instead, and the
+    /// others go on.
     fn run_ops(
         &self,
         tx: &mut Transaction,
         ops: &[(u32, KeyOp)],
         backup: bool,
-    ) -> Result<Vec<(u32, OpResult)>> {
+        ignore_errors: bool,
+    ) -> Result<RunOps> {
         let first = tx.op_count();
         for (_, op) in ops {
             self.define(tx, op)?;
         }
         tx.execute(ExecType::NoCommit, AbortOption::IgnoreError)?;
         let mut reads = Vec::new();
+        let mut failed = Vec::new();
         for (k, (i, op)) in ops.iter().enumerate() {
             match tx.outcome(OpId(first + k)) {
                 Some(OpOutcome::Row(vals)) => reads.push((*i, Some(vals.clone()))),
@@ -181,6 +204,15 @@ impl DataPath {
                     reads.push((*i, None))
                 }
                 Some(OpOutcome::Failed(e)) if e.code == 626 && backup => {}
+                Some(OpOutcome::Failed(e)) if ignore_errors && !backup && fails_alone(e) => {
+                    let (code, class, message) = err_parts(e);
+                    failed.push(OpFailure {
+                        op: *i,
+                        code,
+                        class,
+                        message,
+                    });
+                }
                 Some(OpOutcome::Failed(e)) => return Err(e.clone()),
                 _ => {}
             }
@@ -190,7 +222,7 @@ impl DataPath {
         // briefly only: the node's loop hands it work, and a loop held up misses
         // heartbeats; the client gets 410 (temporary) and retries.
         tx.prepare_redo_room(PREPARE_REDO_WAIT_MS)?;
-        Ok(reads)
+        Ok((reads, failed))
     }
 
     /// The after-images of the rows `ops` wrote, per backup node; and, with several
@@ -291,7 +323,9 @@ impl DataPath {
         r: &Result<Vec<(u32, OpResult)>>,
     ) -> DataMsg {
         match r {
-            Ok(reads) => Self::prepared_with(txn, backup, round, reads.clone(), Vec::new()),
+            Ok(reads) => {
+                Self::prepared_with(txn, backup, round, reads.clone(), Vec::new(), Vec::new())
+            }
             Err(e) => {
                 let (code, class, message) = err_parts(e);
                 DataMsg::LqhPrepared {
@@ -303,6 +337,7 @@ impl DataPath {
                     message,
                     reads: Vec::new(),
                     checks: Vec::new(),
+                    failed: Vec::new(),
                 }
             }
         }
@@ -334,7 +369,7 @@ impl DataPath {
         } else {
             self.note_touched(&mut rec.tx.lock(), &ops)
         }
-        .and_then(|()| self.run_ops(&mut rec.tx.lock(), &ops, true));
+        .and_then(|()| self.run_ops(&mut rec.tx.lock(), &ops, true, false));
         if r.is_ok() && !self.is_ready() {
             rec.tombs.extend(
                 ops.iter()
@@ -351,6 +386,7 @@ impl DataPath {
     }
 
     /// LQHKEYREQ: see the module notes.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn lqh_prepare(
         &self,
         worker: usize,
@@ -359,6 +395,7 @@ impl DataPath {
         backup: bool,
         round: u32,
         ops: Vec<(u32, KeyOp)>,
+        ignore_errors: bool,
     ) {
         if backup {
             let existing = self.lqh.lock().remove(&(txn, true));
@@ -409,6 +446,7 @@ impl DataPath {
                         phase: Phase::Prepared,
                         reads: Vec::new(),
                         checks: Vec::new(),
+                        failed: Vec::new(),
                         error: None,
                         commit_to: from,
                     },
@@ -424,11 +462,11 @@ impl DataPath {
         rec.round = round;
         let r = self
             .primary_admits(from, &ops)
-            .and_then(|()| self.run_ops(&mut rec.tx.lock(), &ops, false));
+            .and_then(|()| self.run_ops(&mut rec.tx.lock(), &ops, false, ignore_errors));
         // From choosing the backups to holding the record: a copy's mark either sees
         // this transaction's record or this transaction sees the mark (`copy`).
         let gate = self.chain_gate.read();
-        let images = r.and_then(|reads| {
+        let images = r.and_then(|(reads, failed)| {
             let joining = self.members.read().joining.clone();
             if first_round {
                 rec.joining_at_start = joining;
@@ -438,11 +476,16 @@ impl DataPath {
                     self.me
                 )));
             }
-            let (images, unique_rows) = self.after_images(&mut rec.tx.lock(), &ops)?;
+            // An operation that failed alone changed nothing: no after-image of it.
+            let written: Vec<(u32, KeyOp)> = ops
+                .into_iter()
+                .filter(|(i, _)| !failed.iter().any(|f| f.op == *i))
+                .collect();
+            let (images, unique_rows) = self.after_images(&mut rec.tx.lock(), &written)?;
             let checks = self.unique_checks_of(&unique_rows)?;
-            Ok((reads, images, checks))
+            Ok((reads, images, checks, failed))
         });
-        let (reads, images, checks) = match images {
+        let (reads, images, checks, failed) = match images {
             Ok(v) => v,
             Err(e) => {
                 drop(gate);
@@ -459,6 +502,7 @@ impl DataPath {
             phase,
             reads: pending_reads,
             checks: pending_checks,
+            failed: pending_failed,
             error,
             commit_to,
             ..
@@ -473,6 +517,7 @@ impl DataPath {
             };
             *pending_reads = if done { Vec::new() } else { reads.clone() };
             *pending_checks = if done { Vec::new() } else { checks.clone() };
+            *pending_failed = if done { Vec::new() } else { failed.clone() };
             *error = None;
             *commit_to = from;
         }
@@ -482,7 +527,7 @@ impl DataPath {
             self.send_from(
                 worker,
                 from,
-                Self::prepared_with(txn, false, round, reads, checks),
+                Self::prepared_with(txn, false, round, reads, checks, failed),
             );
             return;
         }
@@ -495,19 +540,21 @@ impl DataPath {
                     backup: true,
                     round,
                     ops,
+                    ignore_errors: false,
                 },
             );
         }
     }
 
     /// The round prepared, with the reads' results and (a primary's answer to its
-    /// TC) the unique values to check.
+    /// TC) the unique values to check and the operations that failed alone.
     fn prepared_with(
         txn: TxnKey,
         backup: bool,
         round: u32,
         reads: Vec<(u32, OpResult)>,
         checks: Vec<UniqueCheck>,
+        failed: Vec<OpFailure>,
     ) -> DataMsg {
         DataMsg::LqhPrepared {
             txn,
@@ -518,6 +565,7 @@ impl DataPath {
             message: String::new(),
             reads,
             checks,
+            failed,
         }
     }
 
@@ -569,7 +617,7 @@ impl DataPath {
         } else {
             self.note_touched(&mut tx.lock(), &ops)
         };
-        if let Err(e) = touched.and_then(|()| self.run_ops(&mut tx.lock(), &ops, true)) {
+        if let Err(e) = touched.and_then(|()| self.run_ops(&mut tx.lock(), &ops, true, false)) {
             // A local transaction shared with this node's primary record stays: the
             // refusal aborts the transaction, and that record's abort rolls it back.
             if std::sync::Arc::strong_count(&tx) == 1 {
@@ -917,7 +965,7 @@ impl DataPath {
     /// record is then aborted everywhere).
     fn lqh_backup_prepared_check(&self, worker: usize, txn: TxnKey) {
         let key = (txn, false);
-        let (tc, round, reads, checks) = {
+        let (tc, round, reads, checks, failed) = {
             let mut map = self.lqh.lock();
             let Some(rec) = map.get_mut(&key) else { return };
             let Role::Primary {
@@ -926,6 +974,7 @@ impl DataPath {
                 phase,
                 reads,
                 checks,
+                failed,
                 error,
                 ..
             } = &mut rec.role
@@ -952,12 +1001,13 @@ impl DataPath {
                 rec.round,
                 std::mem::take(reads),
                 std::mem::take(checks),
+                std::mem::take(failed),
             )
         };
         self.send_from(
             worker,
             tc,
-            Self::prepared_with(txn, false, round, reads, checks),
+            Self::prepared_with(txn, false, round, reads, checks, failed),
         );
     }
 

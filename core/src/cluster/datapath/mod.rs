@@ -1061,6 +1061,7 @@ impl DataPath {
                 txn,
                 exec,
                 ops,
+                ignore_errors,
             } => {
                 let new = txn == 0;
                 let txn = TxnKey {
@@ -1079,6 +1080,7 @@ impl DataPath {
                     req,
                     exec,
                     ops,
+                    ignore_errors,
                 });
                 self.dispatch(Self::worker_of(&txn), job);
             }
@@ -1156,7 +1158,8 @@ impl DataPath {
                 backup,
                 round,
                 ops,
-            } => self.lqh_prepare(worker, from, txn, backup, round, ops),
+                ignore_errors,
+            } => self.lqh_prepare(worker, from, txn, backup, round, ops, ignore_errors),
             DataMsg::LqhPrepared {
                 txn,
                 backup,
@@ -1166,12 +1169,17 @@ impl DataPath {
                 message,
                 reads,
                 checks,
+                failed,
             } => {
                 let err = (code != 0).then(|| err_from(code, class, &message));
                 if backup {
                     self.lqh_backup_prepared(worker, from, txn, round, err);
                 } else {
-                    let answer = tc::RoundAnswer { reads, checks };
+                    let answer = tc::RoundAnswer {
+                        reads,
+                        checks,
+                        failed,
+                    };
                     self.tc_prepared(worker, from, txn, round, err, answer);
                 }
             }

@@ -34,6 +34,7 @@ fn round(h: &Harness, tc: NodeId, txn: u64, exec: TcExec, ops: Vec<KeyOp>) -> Da
             txn,
             exec,
             ops,
+            ignore_errors: false,
         },
     );
     h.answer()
@@ -186,6 +187,7 @@ fn a_duplicate_round_at_a_primary_is_ignored() {
         backup: false,
         round,
         ops: vec![(0, op(OpType::Insert, k, Some("ins")))],
+        ignore_errors: false,
     };
     let fresh = (1000..)
         .find(|&k| h.replicas(k)[0] == primary)
@@ -304,4 +306,68 @@ fn a_copy_mark_ends_an_idle_open_transaction_and_refuses_a_straddling_round() {
     assert_everywhere(&h, a, Some("v0"));
     assert_everywhere(&h, b, Some("v0"));
     h.stop();
+}
+
+/// A round with AO_IgnoreError (`TcKeyReq::ignore_errors`): a duplicate insert and an
+/// update of a missing row fail alone, reported by their index in the round; the
+/// round's other writes, in both node groups, commit on every replica; the failed
+/// operations change nothing. Without the option the same duplicate aborts the whole
+/// transaction.
+#[test]
+fn ignore_errors_fails_the_operations_alone_and_commits_the_others() {
+    let (h, a, b) = setup();
+    let fresh = (1000..)
+        .find(|&k| h.replicas(k) == h.replicas(a))
+        .expect("a key of a's group");
+    let ops = vec![
+        op(OpType::Insert, a, Some("dup")),
+        op(OpType::Update, b, Some("b1")),
+        op(OpType::Update, 777_777, Some("none")),
+        op(OpType::Insert, fresh, Some("new")),
+    ];
+    let send = |h: &Harness, txn: u64, exec: TcExec, ops: Vec<KeyOp>, ignore_errors: bool| {
+        h.node(2).on_message(
+            API,
+            DataMsg::TcKeyReq {
+                req: 8,
+                txn,
+                exec,
+                ops,
+                ignore_errors,
+            },
+        );
+        h.answer()
+    };
+    // A NoCommit round first: the failures are reported, the transaction stays open.
+    let r = send(&h, 0, TcExec::NoCommit, ops, true);
+    let DataMsg::TcKeyConf { txn, failed, .. } = r else {
+        panic!("{r:?}")
+    };
+    let mut failed: Vec<(u32, u32)> = failed.iter().map(|f| (f.op, f.code)).collect();
+    failed.sort_unstable();
+    assert_eq!(failed, vec![(0, 630), (2, 626)]);
+    assert_everywhere(&h, b, Some("v0"));
+    let r = send(&h, txn, TcExec::Commit, Vec::new(), true);
+    let DataMsg::TcKeyConf { gci, failed, .. } = r else {
+        panic!("{r:?}")
+    };
+    assert!(gci > 0 && failed.is_empty(), "{failed:?}");
+    assert_everywhere(&h, a, Some("v0"));
+    assert_everywhere(&h, b, Some("b1"));
+    assert_everywhere(&h, fresh, Some("new"));
+    assert_everywhere(&h, 777_777, None);
+    // Without AO_IgnoreError the duplicate refuses the round and nothing of it stays.
+    let other = fresh + 1_000_000;
+    let r = send(
+        &h,
+        0,
+        TcExec::Commit,
+        vec![
+            op(OpType::Insert, other, Some("x")),
+            op(OpType::Insert, a, Some("dup")),
+        ],
+        false,
+    );
+    assert_eq!(refused(r).0, 630);
+    assert_everywhere(&h, other, None);
 }

@@ -22,6 +22,7 @@ fn begin(h: &Harness, tc: NodeId, ops: Vec<KeyOp>) {
             txn: 0,
             exec: crate::transport::data::TcExec::Commit,
             ops,
+            ignore_errors: false,
         },
     );
 }

@@ -8,7 +8,9 @@
 //! locks) until the API's next round, or `Committing` (an `LqhCommit` to every
 //! participant of every round, waiting for every `LqhCommitted`), then the answer to
 //! the API node and the record is gone. Any refusal in a round aborts at every
-//! replica of the transaction's partitions; so does `Rollback`. With several node
+//! replica of the transaction's partitions; so does `Rollback`. A round sent with
+//! AO_IgnoreError (`ignore_errors`) tells its primaries so: an operation that fails on
+//! its row fails alone there (`lqh::run_ops`), and the answer lists it. With several node
 //! groups, a round whose participants wrote unique values then checks them in the
 //! other groups (`UniqueCheckReq` to their up-to-date nodes, still `Preparing`) before
 //! it ends (`unique_check`); a node lost meanwhile aborts it as a participant would.
@@ -29,7 +31,7 @@
 use super::{DataPath, err_parts};
 use crate::error::{NdbError, Result, codes};
 use crate::transport::NodeId;
-use crate::transport::data::{DataMsg, KeyOp, OpResult, TcExec, TxnKey, UniqueCheck};
+use crate::transport::data::{DataMsg, KeyOp, OpFailure, OpResult, TcExec, TxnKey, UniqueCheck};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Transactions ended while their API node waited for nothing, remembered (oldest
@@ -64,6 +66,9 @@ pub(crate) struct TcTxn {
     checking: BTreeMap<NodeId, usize>,
     /// The round's results.
     results: Vec<OpResult>,
+    /// The round runs with AO_IgnoreError; its operations that failed alone.
+    ignore_errors: bool,
+    failed: Vec<OpFailure>,
     error: Option<NdbError>,
     gci: u64,
     /// A surviving replica asked to commit for a lost participant knew nothing of
@@ -84,6 +89,7 @@ pub(crate) struct TcTxn {
 pub(super) struct RoundAnswer {
     pub reads: Vec<(u32, OpResult)>,
     pub checks: Vec<UniqueCheck>,
+    pub failed: Vec<OpFailure>,
 }
 
 /// A round of a transaction from an API node, as the loop hands it to a worker.
@@ -95,6 +101,8 @@ pub(crate) struct TcRequest {
     pub req: u64,
     pub exec: TcExec,
     pub ops: Vec<KeyOp>,
+    /// AO_IgnoreError for the round (`TcKeyReq::ignore_errors`).
+    pub ignore_errors: bool,
 }
 
 /// Transactions ended under an idle API, with the error its next round gets.
@@ -172,6 +180,7 @@ impl DataPath {
             req,
             exec,
             ops,
+            ignore_errors,
         } = r;
         if new {
             // A node whose replicas are not up to date may lack the schema too: its
@@ -186,7 +195,7 @@ impl DataPath {
                 return self.refuse(worker, api, req, &e);
             }
             if exec == TcExec::Rollback {
-                return self.tc_conf(worker, api, req, 0, 0, Vec::new());
+                return self.tc_conf(worker, api, req, 0, 0, Vec::new(), Vec::new());
             }
             let mut map = self.tc.lock();
             if map.len() >= self.max_transactions {
@@ -210,6 +219,8 @@ impl DataPath {
                     checks: Vec::new(),
                     checking: BTreeMap::new(),
                     results: Vec::new(),
+                    ignore_errors,
+                    failed: Vec::new(),
                     error: None,
                     gci: 0,
                     unknown: false,
@@ -254,16 +265,18 @@ impl DataPath {
                 let Some(t) = map.remove(&txn) else { return };
                 drop(map);
                 self.tc_abort(worker, txn, &t, None, false);
-                return self.tc_conf(worker, api, req, txn.id, 0, Vec::new());
+                return self.tc_conf(worker, api, req, txn.id, 0, Vec::new(), Vec::new());
             }
             if let Some(t) = map.get_mut(&txn) {
                 t.req = req;
                 t.exec = exec;
+                t.ignore_errors = ignore_errors;
             }
         }
         self.tc_round(worker, txn, ops);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn tc_conf(
         &self,
         worker: usize,
@@ -272,6 +285,7 @@ impl DataPath {
         txn: u64,
         gci: u64,
         results: Vec<OpResult>,
+        failed: Vec<OpFailure>,
     ) {
         self.send_from(
             worker,
@@ -281,6 +295,7 @@ impl DataPath {
                 txn,
                 gci,
                 results,
+                failed,
             },
         );
     }
@@ -325,11 +340,13 @@ impl DataPath {
             t.checks.clear();
             t.checking.clear();
             t.results = vec![None; n];
+            t.failed.clear();
             for (node, parts) in partitions {
                 t.partitions.entry(node).or_default().extend(parts);
             }
-            t.round
+            (t.round, t.ignore_errors)
         };
+        let (round, ignore_errors) = round;
         if per_node.is_empty() {
             return self.tc_round_done(worker, txn);
         }
@@ -342,6 +359,7 @@ impl DataPath {
                     backup: false,
                     round,
                     ops,
+                    ignore_errors,
                 },
             );
         }
@@ -381,9 +399,13 @@ impl DataPath {
         }
         if t.exec == TcExec::NoCommit {
             t.phase = Phase::Open;
-            let (api, req, results) = (t.api, t.req, std::mem::take(&mut t.results));
+            let (api, req) = (t.api, t.req);
+            let (results, failed) = (
+                std::mem::take(&mut t.results),
+                std::mem::take(&mut t.failed),
+            );
             drop(map);
-            return self.tc_conf(worker, api, req, txn.id, 0, results);
+            return self.tc_conf(worker, api, req, txn.id, 0, results, failed);
         }
         t.phase = Phase::Committing;
         t.waiting = t.partitions.keys().copied().collect();
@@ -467,7 +489,11 @@ impl DataPath {
         err: Option<NdbError>,
         answer: RoundAnswer,
     ) {
-        let RoundAnswer { reads, checks } = answer;
+        let RoundAnswer {
+            reads,
+            checks,
+            failed,
+        } = answer;
         {
             let mut map = self.tc.lock();
             let Some(t) = map.get_mut(&txn) else { return };
@@ -493,6 +519,7 @@ impl DataPath {
                 }
             }
             t.checks.extend(checks.into_iter().map(|c| (from, c)));
+            t.failed.extend(failed);
             if let Some(e) = err {
                 // A participant aborted by another's refusal says 4350: the refusal
                 // itself is the transaction's error, whichever arrives first.
@@ -609,7 +636,7 @@ impl DataPath {
             );
             return self.refuse(worker, t.api, t.req, &e);
         }
-        self.tc_conf(worker, t.api, t.req, txn.id, t.gci, t.results);
+        self.tc_conf(worker, t.api, t.req, txn.id, t.gci, t.results, t.failed);
     }
 
     /// A surviving replica asked to commit for a lost participant answered that it
