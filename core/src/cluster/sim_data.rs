@@ -85,6 +85,12 @@ pub struct Workload {
     /// whatever node group holds that key. 0: never, and no index (the random stream is
     /// then the same as without it).
     pub contested_per_mille: u64,
+    /// Chance per transaction, per mille, that it runs in one round with NDB API's
+    /// AO_IgnoreError: its deletes may then name keys without a row, and such a delete,
+    /// or a write of a contested value another key holds, fails alone (626, 893)
+    /// while the transaction's other operations commit. 0: never (the random stream is
+    /// then the same as without it).
+    pub ignore_errors_per_mille: u64,
 }
 
 impl Default for Workload {
@@ -97,6 +103,7 @@ impl Default for Workload {
             scan_per_mille: 0,
             rounds_per_mille: 0,
             contested_per_mille: 0,
+            ignore_errors_per_mille: 0,
         }
     }
 }
@@ -215,6 +222,8 @@ pub struct DataStats {
     /// Transactions in two rounds that committed, and that rolled back.
     pub rounds_committed: u64,
     pub rounds_rolled_back: u64,
+    /// Operations of AO_IgnoreError transactions that failed alone.
+    pub failed_alone: u64,
     pub errors: BTreeMap<u32, u64>,
 }
 
@@ -234,6 +243,7 @@ impl DataStats {
         self.scan_rows += o.scan_rows;
         self.rounds_committed += o.rounds_committed;
         self.rounds_rolled_back += o.rounds_rolled_back;
+        self.failed_alone += o.failed_alone;
         for (k, v) in &o.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -738,6 +748,8 @@ impl DataLayer {
                     }
                     let mut ops = Vec::new();
                     let mut plan = Vec::new();
+                    let ignore_errors = self.workload.ignore_errors_per_mille > 0
+                        && self.rng.below(1000) < self.workload.ignore_errors_per_mille;
                     for k in keys {
                         match self.rng.below(10) {
                             0..=5 => {
@@ -751,8 +763,12 @@ impl DataLayer {
                                 ops.push(Self::key_op(OpType::Write, k, Some(&v)));
                                 plan.push((k, Some(Some(v))));
                             }
-                            // Deletes of keys that have a row (else 626 refuses it).
-                            6..=7 if self.model.get(&k).is_some_and(|m| m.base.is_some()) => {
+                            // Deletes of keys that have a row (else 626 refuses it; with
+                            // AO_IgnoreError the delete fails alone).
+                            6..=7
+                                if ignore_errors
+                                    || self.model.get(&k).is_some_and(|m| m.base.is_some()) =>
+                            {
                                 ops.push(Self::key_op(OpType::Delete, k, None));
                                 plan.push((k, Some(None)));
                             }
@@ -769,7 +785,8 @@ impl DataLayer {
                     }
                     let mut next = None;
                     let mut exec = TcExec::Commit;
-                    if self.workload.rounds_per_mille > 0
+                    if !ignore_errors
+                        && self.workload.rounds_per_mille > 0
                         && self.rng.below(1000) < self.workload.rounds_per_mille
                     {
                         // The first half (at least one operation) NoCommit; the rest
@@ -787,7 +804,7 @@ impl DataLayer {
                         txn: 0,
                         exec,
                         ops,
-                        ignore_errors: false,
+                        ignore_errors,
                     };
                     self.new_req_then(now_ms, node, ReqKind::Txn(plan), msg, next);
                 }
@@ -886,8 +903,15 @@ impl DataLayer {
     fn on_reply(&mut self, now_ms: u64, from: NodeId, msg: DataMsg) -> Result<(), String> {
         match msg {
             DataMsg::TcKeyConf {
-                req, txn, results, ..
+                req,
+                txn,
+                mut results,
+                failed,
+                ..
             } => {
+                if !failed.is_empty() {
+                    self.drop_failed(req, &failed, &mut results)?;
+                }
                 if !self.on_first_round(now_ms, req, txn, results.clone()) {
                     self.settle(req, Outcome::Committed(results));
                 }
@@ -941,6 +965,48 @@ impl DataLayer {
                 .push(format!("DATA: client got {other:?} from {from}")),
         }
         self.check_violation()
+    }
+
+    /// The operations of an AO_IgnoreError transaction that failed alone changed
+    /// nothing: they leave its plan (their keys freed) and its results. Only an error
+    /// of the row may fail alone, and only in such a transaction (one round).
+    fn drop_failed(
+        &mut self,
+        req: u64,
+        failed: &[crate::transport::data::OpFailure],
+        results: &mut Vec<Option<Vec<Value>>>,
+    ) -> Result<(), String> {
+        let Some(Req {
+            kind: ReqKind::Txn(plan),
+            next: None,
+            ..
+        }) = self.reqs.get_mut(&req)
+        else {
+            return Err(format!(
+                "request {req}: operations failed alone outside a one-round transaction"
+            ));
+        };
+        let mut at: Vec<usize> = failed.iter().map(|f| f.op as usize).collect();
+        at.sort_unstable();
+        at.dedup();
+        for f in failed {
+            if f.code != 626 && f.code != 893 {
+                return Err(format!(
+                    "request {req}: operation {} failed alone with {} {}",
+                    f.op, f.code, f.message
+                ));
+            }
+        }
+        for &i in at.iter().rev() {
+            if i >= plan.len() || i >= results.len() {
+                return Err(format!("request {req}: failed operation {i} out of range"));
+            }
+            let (k, _) = plan.remove(i);
+            results.remove(i);
+            self.busy.remove(&k);
+            self.stats.failed_alone += 1;
+        }
+        Ok(())
     }
 
     fn settle(&mut self, req: u64, outcome: Outcome) {
