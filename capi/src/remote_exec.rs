@@ -89,6 +89,9 @@ impl TxObj {
             for &p in &def.primary_key {
                 match op.key.iter().find(|(c, _)| *c == p) {
                     Some((_, v)) => key.push(v.clone()),
+                    None if def.columns[p].hidden => {
+                        return Err((i, codes::no_primary_key_over_tc(&def.name)));
+                    }
                     None => {
                         return Err((
                             i,

@@ -178,10 +178,14 @@ pub(crate) fn key_of(def: &TableDef, values: &[(u32, Value)]) -> R<Vec<Value>> {
                 .find(|(c, _)| *c as usize == p)
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| {
-                    codes::key_not_complete(format!(
-                        "primary-key column {} missing",
-                        def.columns[p].name
-                    ))
+                    if def.columns[p].hidden {
+                        codes::no_primary_key_over_tc(&def.name)
+                    } else {
+                        codes::key_not_complete(format!(
+                            "primary-key column {} missing",
+                            def.columns[p].name
+                        ))
+                    }
                 })
         })
         .collect()

@@ -236,11 +236,7 @@ impl Transaction {
             }
             let def = &op.table.def;
             if def.primary_key.iter().any(|&p| def.columns[p].hidden) {
-                return Err(codes::unsupported(format!(
-                    "a change through a TC names its row by its primary key; table '{}' \
-                     has none (its rows are keyed by a hidden column the insert allocates)",
-                    def.name
-                )));
+                return Err(codes::no_primary_key_over_tc(&def.name));
             }
             let mut key = Vec::with_capacity(def.primary_key.len());
             for &p in &def.primary_key {
