@@ -106,6 +106,11 @@ impl MgmClient {
         c.command(command)
     }
 
+    /// The data nodes' connection if it is open (None: not used yet, or closed).
+    pub(crate) fn open_data(&self) -> Option<Arc<RemoteCluster>> {
+        lock_detached(&self.data).clone()
+    }
+
     /// The data nodes' connection, opened at the first use.
     pub(crate) fn data(&self) -> R<Arc<RemoteCluster>> {
         if lock_detached(&self.conn).is_none() {

@@ -108,9 +108,11 @@ impl NodesCluster {
                 let mut g = lock_detached(&self.local);
                 let local = g.as_mut().ok_or_else(codes::cluster_closed)?;
                 let mut out = Vec::new();
+                let data = client.open_data();
                 node_commands::run(
                     command,
                     Some(local),
+                    data.as_deref(),
                     NODE_WAIT_TIMEOUT,
                     &mut |c| client.command(c),
                     &mut |o| out.push(o.to_string()),

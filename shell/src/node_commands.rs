@@ -34,9 +34,11 @@ impl RemoteShell {
         );
         let log_before = self.local.as_ref().map_or(0, |l| l.log_lines().len());
         let mut local = self.local.take();
+        let data = self.data.as_ref().map(|d| d.cluster().clone());
         let r = node_commands::run(
             text,
             local.as_mut(),
+            data.as_deref(),
             NODE_WAIT_TIMEOUT,
             &mut |c| self.command(c).map_err(rndb::mgm::mgm_error),
             &mut |out| print_out(out),

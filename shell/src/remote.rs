@@ -35,7 +35,7 @@ pub struct RemoteShell {
     conn: Option<MgmConnection>,
     /// The SQL session on the data nodes, once a statement needed them (it keeps an
     /// open BEGIN ... COMMIT transaction).
-    data: Option<RemoteSession>,
+    pub(crate) data: Option<RemoteSession>,
     database: String,
     pub prompt: String,
     /// SOURCE files being run (nesting).

@@ -7,12 +7,17 @@
 //! started, RESTART -n until they wait for START. It asks `ALL STATUS` every [`POLL`],
 //! at most the timeout given.
 //!
+//! A client's own data connection, if it has one, is waited for too once its nodes are
+//! started: the next statement then finds them connected instead of meeting 4009 "no
+//! data node is connected" while the connection has not redialed them yet.
+//!
 //! With the cluster in this process ([`LocalCluster`]), the client is also the nodes'
 //! angel: START of a node whose process ended (STOP, ALL STOP) starts it again — a node
 //! restart from its own files, or, for every node at once, a system restart.
 
 use super::client::node_states;
 use super::local::LocalCluster;
+use super::remote::RemoteCluster;
 use crate::error::{NdbError, Result};
 use crate::mgm::parse::{Command, Target};
 use std::time::{Duration, Instant};
@@ -21,6 +26,8 @@ use std::time::{Duration, Instant};
 pub const POLL: Duration = Duration::from_millis(50);
 /// How long START waits for the process of a node shown gone to end.
 const PROCESS_END_WAIT: Duration = Duration::from_secs(10);
+/// How long the client's data connection is given to reach the started nodes.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
 
 /// The state a node command leaves its nodes in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,10 +75,12 @@ pub fn effect_of(cmd: &Command) -> Option<(Option<u32>, Want)> {
 /// Runs management command `text` through `send` (which returns the server's output),
 /// then waits for its effect (module notes), at most `timeout`. START of nodes whose
 /// process ended starts them in `local` instead of sending it. `out` gets the output
-/// as it comes (the server's answer before the wait).
+/// as it comes (the server's answer before the wait). `data`: the client's data
+/// connection, waited for once the nodes are started.
 pub fn run(
     text: &str,
     local: Option<&mut LocalCluster>,
+    data: Option<&RemoteCluster>,
     timeout: Duration,
     send: &mut dyn FnMut(&str) -> Result<String>,
     out: &mut dyn FnMut(&str),
@@ -86,22 +95,39 @@ pub fn run(
             Target::All => None,
             Target::Node(id) => Some(*id),
         };
-        return wait_for(node, Want::Started, timeout, send);
+        let ids = wait_for(node, Want::Started, timeout, send)?;
+        return connected(data, &ids);
     }
     out(&send(text)?);
     match effect {
-        Some((node, want)) => wait_for(node, want, timeout, send),
+        Some((node, want)) => {
+            let ids = wait_for(node, want, timeout, send)?;
+            if want == Want::Started {
+                connected(data, &ids)?;
+            }
+            Ok(())
+        }
         None => Ok(()),
     }
 }
 
-/// Waits until `node` (None: every data node) is in the state `want`.
+/// Gives `data` time to reach the started nodes `ids` (module notes); a connection
+/// that does not is left to its own redial: the command's effect is there.
+fn connected(data: Option<&RemoteCluster>, ids: &[u32]) -> Result<()> {
+    if let Some(d) = data {
+        d.wait_connected(ids, CONNECT_WAIT);
+    }
+    Ok(())
+}
+
+/// Waits until `node` (None: every data node) is in the state `want`; the nodes it
+/// waited for.
 pub fn wait_for(
     node: Option<u32>,
     want: Want,
     timeout: Duration,
     send: &mut dyn FnMut(&str) -> Result<String>,
-) -> Result<()> {
+) -> Result<Vec<u32>> {
     let deadline = Instant::now() + timeout;
     loop {
         let status = node_states(&send("ALL STATUS")?);
@@ -111,7 +137,11 @@ pub fn wait_for(
             .map(|(&id, _)| id)
             .collect();
         if waiting.is_empty() {
-            return Ok(());
+            return Ok(status
+                .keys()
+                .copied()
+                .filter(|&id| node.is_none_or(|n| n == id))
+                .collect());
         }
         if Instant::now() >= deadline {
             return Err(refused(format!(
@@ -238,7 +268,8 @@ mod tests {
                 "Node 2: started (rndb)\nNode 3: not connected".into()
             })
         };
-        wait_for(Some(3), Want::Gone, Duration::from_secs(5), &mut send).expect("gone");
+        let ids = wait_for(Some(3), Want::Gone, Duration::from_secs(5), &mut send).expect("gone");
+        assert_eq!(ids, [3]);
         assert_eq!(polls, 3);
         let mut never = |_: &str| -> Result<String> { Ok("Node 3: stopping (rndb)".into()) };
         let e = wait_for(None, Want::Gone, Duration::ZERO, &mut never).expect_err("timeout");
@@ -254,6 +285,7 @@ mod tests {
         let mut out = Vec::new();
         run(
             "3 STOP",
+            None,
             None,
             Duration::from_secs(5),
             &mut |c| {

@@ -416,6 +416,23 @@ impl RemoteCluster {
             .collect()
     }
 
+    /// Waits until this connection reaches every node of `nodes`, at most `timeout`:
+    /// a node the management server shows started may not have been redialed yet (the
+    /// connection dials the nodes it lacks every so often). Whether it does.
+    pub fn wait_connected(&self, nodes: &[NodeId], timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let connected = self.connected_nodes();
+            if nodes.iter().all(|n| connected.contains(n)) {
+                return true;
+            }
+            if self.is_closed() || Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The data nodes that are connected and that the management server reports
     /// started (`ALL STATUS`: up to date and serving), as NDB API's `wait_until_ready`
     /// counts them.
