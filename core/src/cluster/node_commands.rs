@@ -96,14 +96,15 @@ pub fn run(
             Target::Node(id) => Some(*id),
         };
         let ids = wait_for(node, Want::Started, timeout, send)?;
-        return connected(data, &ids);
+        connected(data, &ids);
+        return Ok(());
     }
     out(&send(text)?);
     match effect {
         Some((node, want)) => {
             let ids = wait_for(node, want, timeout, send)?;
             if want == Want::Started {
-                connected(data, &ids)?;
+                connected(data, &ids);
             }
             Ok(())
         }
@@ -113,11 +114,10 @@ pub fn run(
 
 /// Gives `data` time to reach the started nodes `ids` (module notes); a connection
 /// that does not is left to its own redial: the command's effect is there.
-fn connected(data: Option<&RemoteCluster>, ids: &[u32]) -> Result<()> {
+fn connected(data: Option<&RemoteCluster>, ids: &[u32]) {
     if let Some(d) = data {
         d.wait_connected(ids, CONNECT_WAIT);
     }
-    Ok(())
 }
 
 /// Waits until `node` (None: every data node) is in the state `want`; the nodes it

@@ -10,7 +10,8 @@
 //! the API node and the record is gone. Any refusal in a round aborts at every
 //! replica of the transaction's partitions; so does `Rollback`. A round sent with
 //! AO_IgnoreError (`ignore_errors`) tells its primaries so: an operation that fails on
-//! its row fails alone there (`lqh::run_ops`), and the answer lists it. With several node
+//! its row fails alone there (`lqh::run_ops`), and the answer lists it (a unique value
+//! found taken in another node group still refuses the round). With several node
 //! groups, a round whose participants wrote unique values then checks them in the
 //! other groups (`UniqueCheckReq` to their up-to-date nodes, still `Preparing`) before
 //! it ends (`unique_check`); a node lost meanwhile aborts it as a participant would.
@@ -325,7 +326,7 @@ impl DataPath {
             per_node.entry(primary).or_default().push((i as u32, op));
             partitions.entry(primary).or_default().insert(part);
         }
-        let round = {
+        let (round, ignore_errors) = {
             let mut map = self.tc.lock();
             let Some(t) = map.get_mut(&txn) else { return };
             if let Some(e) = failed {
@@ -346,7 +347,6 @@ impl DataPath {
             }
             (t.round, t.ignore_errors)
         };
-        let (round, ignore_errors) = round;
         if per_node.is_empty() {
             return self.tc_round_done(worker, txn);
         }
