@@ -276,6 +276,42 @@ pub fn column_positions(def: &TableDef, columns: Option<&[String]>) -> R<Vec<usi
     }
 }
 
+/// A row given as a sequence (tuple, list) rather than a dict: its values, in the order
+/// of `cols` (the `columns=` given; None: refused, a sequence needs them).
+pub fn sequence_row(
+    def: &TableDef,
+    cols: Option<&[usize]>,
+    row: &Bound<'_, PyAny>,
+) -> R<Vec<Value>> {
+    let Some(cols) = cols else {
+        let kind = row
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(codes::bad_argument(format!(
+            "a row that is not a dict ({kind}) needs columns=[...]"
+        )));
+    };
+    let n = row.len().map_err(|_| {
+        codes::bad_argument("rows must be dicts or sequences (tuple, list) of values")
+    })?;
+    if n != cols.len() {
+        return Err(codes::bad_argument(format!(
+            "row has {n} values for {} columns",
+            cols.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(n);
+    for (i, &c) in cols.iter().enumerate() {
+        let v = row
+            .get_item(i)
+            .map_err(|e| codes::bad_argument(e.to_string()))?;
+        out.push(py_to_value(&v, &def.columns[c].name)?);
+    }
+    Ok(out)
+}
+
 /// The optional `columns=` argument: a sequence of str (a bare str is refused).
 pub fn extract_columns(obj: Option<&Bound<'_, PyAny>>) -> R<Option<Vec<String>>> {
     let Some(obj) = obj else { return Ok(None) };

@@ -16,6 +16,7 @@
 
 use crate::convert::{
     column_positions, extract_columns, key_values, names, outcome_to_py, py_to_value, row_to_dict,
+    sequence_row,
 };
 use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
@@ -313,33 +314,13 @@ fn seq_values(
     cols: Option<&[usize]>,
     row: &Bound<'_, PyAny>,
 ) -> R<Vec<(u32, Value)>> {
-    let Some(cols) = cols else {
-        let kind = row
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
-        return Err(codes::bad_argument(format!(
-            "a row that is not a dict ({kind}) needs columns=[...]"
-        )));
-    };
-    let n = row.len().map_err(|_| {
-        codes::bad_argument("rows must be dicts or sequences (tuple, list) of values")
-    })?;
-    if n != cols.len() {
-        return Err(codes::bad_argument(format!(
-            "row has {n} values for {} columns",
-            cols.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(n);
-    for (i, &c) in cols.iter().enumerate() {
-        let v = row
-            .get_item(i)
-            .map_err(|e| codes::bad_argument(e.to_string()))?;
-        out.push((c as u32, py_to_value(&v, &def.columns[c].name)?));
-    }
-    Ok(out)
+    let values = sequence_row(def, cols, row)?;
+    Ok(cols
+        .unwrap_or(&[])
+        .iter()
+        .map(|&c| c as u32)
+        .zip(values)
+        .collect())
 }
 
 #[pymethods]

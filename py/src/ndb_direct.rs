@@ -210,27 +210,12 @@ impl DirectNdb {
                     in_dict_segment = true;
                 }
             } else {
-                let Some(cols) = &seq_cols else {
-                    return Err(bad_argument(format!(
-                        "a row that is not a dict ({}) needs columns=[...]",
-                        item.get_type().name()?
-                    )));
-                };
-                let n = item.len().map_err(|_| {
-                    bad_argument("rows must be dicts or sequences (tuple, list) of values")
-                })?;
-                if n != cols.len() {
-                    return Err(bad_argument(format!(
-                        "row has {n} values for {} columns",
-                        cols.len()
-                    )));
-                }
-                values = Vec::with_capacity(n);
-                for (i, &c) in cols.iter().enumerate() {
-                    let v = item.get_item(i)?;
-                    values.push(py_to_value(&v, &def.columns[c].name).map_err(err)?);
-                }
-                if in_dict_segment || segments.is_empty() {
+                values =
+                    crate::convert::sequence_row(&def, seq_cols.as_deref(), &item).map_err(err)?;
+                // (sequence_row refused the row when no columns were given)
+                if let Some(cols) = &seq_cols
+                    && (in_dict_segment || segments.is_empty())
+                {
                     segments.push(Segment {
                         cols: cols.clone(),
                         rows: Vec::new(),
