@@ -14,6 +14,7 @@ use rndb_core::schema::Value;
 use rndb_core::transport::data::{KeyOp, OpType as WireOp, TcExec};
 use rndb_core::transport::data_scan::MAX_SCAN_BATCH_ROWS;
 use rndb_core::{AbortOption, ExecType, LockMode, OpKind};
+use std::sync::Arc;
 
 fn wire_op(kind: OpKind) -> WireOp {
     match kind {
@@ -60,7 +61,14 @@ pub(crate) struct Submitted {
 impl TxObj {
     /// The operations defined since the last execute as a round (the first bad one:
     /// (its index, the error)).
-    fn remote_round(&mut self, database: &str) -> std::result::Result<Round, (usize, NdbError)> {
+    /// An insert or write into a table without a primary key that gave no hidden key
+    /// gets a new one from the data nodes' tuple-id service (`Ndb::getAutoIncrementValue`
+    /// is how an NDB API program would set it).
+    fn remote_round(
+        &mut self,
+        cluster: &Arc<RemoteCluster>,
+        database: &str,
+    ) -> std::result::Result<Round, (usize, NdbError)> {
         let (start, end) = (self.executed, self.n_ops);
         let mut r = Round {
             ops: Vec::with_capacity(end - start),
@@ -89,8 +97,10 @@ impl TxObj {
             for &p in &def.primary_key {
                 match op.key.iter().find(|(c, _)| *c == p) {
                     Some((_, v)) => key.push(v.clone()),
-                    None if def.columns[p].hidden => {
-                        return Err((i, codes::no_primary_key_over_tc(&def.name)));
+                    None if def.columns[p].hidden
+                        && matches!(kind, OpKind::Insert | OpKind::Write) =>
+                    {
+                        key.push(cluster.next_hidden_key(def).map_err(|e| (i, e))?);
                     }
                     None => {
                         return Err((
@@ -217,7 +227,7 @@ impl TxObj {
             return r;
         }
         self.check_executable()?;
-        let round = match self.remote_round(database) {
+        let round = match self.remote_round(&rn.cluster, database) {
             Ok(r) => r,
             Err((i, e)) => {
                 self.executed = self.n_ops;
@@ -334,7 +344,7 @@ impl TxObj {
     /// Sends a `one_round` transaction; its answer is read by `finish_submitted`.
     pub fn submit_remote(&mut self, rn: &RemoteNdb, database: &str) -> Result<Submitted> {
         self.dirty = true;
-        let round = match self.remote_round(database) {
+        let round = match self.remote_round(&rn.cluster, database) {
             Ok(r) => r,
             Err((i, e)) => {
                 self.executed = self.n_ops;

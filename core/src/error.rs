@@ -378,15 +378,6 @@ pub mod codes {
             .detail(detail)
             .with_mysql_code(1235)
     }
-    /// A write of a table without a primary key through a TC (the node code's key
-    /// operations): its rows are keyed by a hidden column the insert allocates, which
-    /// only the direct engines do.
-    pub fn no_primary_key_over_tc(table: &str) -> NdbError {
-        unsupported(format!(
-            "a change through a TC names its row by its primary key; table '{table}' \
-             has none (its rows are keyed by a hidden column the insert allocates)"
-        ))
-    }
     pub fn bad_argument(detail: impl std::fmt::Display) -> NdbError {
         NdbError::new(4118, ApplicationError, "Parameter error in API call").detail(detail)
     }

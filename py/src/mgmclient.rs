@@ -184,17 +184,35 @@ pub(crate) fn key_of(def: &TableDef, values: &[(u32, Value)]) -> R<Vec<Value>> {
                 .find(|(c, _)| *c as usize == p)
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| {
-                    if def.columns[p].hidden {
-                        codes::no_primary_key_over_tc(&def.name)
-                    } else {
-                        codes::key_not_complete(format!(
-                            "primary-key column {} missing",
-                            def.columns[p].name
-                        ))
-                    }
+                    codes::key_not_complete(format!(
+                        "primary-key column {} missing",
+                        def.columns[p].name
+                    ))
                 })
         })
         .collect()
+}
+
+/// The key of a row dict for an operation `op`: an insert or write into a table
+/// without a primary key that names no hidden key gets a new one from the data nodes'
+/// tuple-id service (which may ask them: the GIL is released meanwhile).
+pub(crate) fn key_for(
+    py: Python<'_>,
+    d: &Arc<RemoteCluster>,
+    def: &TableDef,
+    values: &[(u32, Value)],
+    op: OpType,
+) -> R<Vec<Value>> {
+    let hidden_key_missing = def.has_hidden_pk()
+        && !values
+            .iter()
+            .any(|(c, _)| *c as usize == def.primary_key[0]);
+    if hidden_key_missing && matches!(op, OpType::Insert | OpType::Write) {
+        return py
+            .detach(|| guard(|| d.next_hidden_key(def)))
+            .map(|k| vec![k]);
+    }
+    key_of(def, values)
 }
 
 /// Committed reads of `keys` of a table, one request per data node: a dict per key
@@ -245,7 +263,7 @@ pub(crate) fn read_columns(def: &TableDef, cols: &[usize]) -> Vec<u32> {
 /// is rolled back; the earlier ones stay committed.
 pub(crate) fn insert_rows(
     py: Python<'_>,
-    d: &RemoteCluster,
+    d: &Arc<RemoteCluster>,
     def: &TableDef,
     database: &str,
     rows: &Bound<'_, PyAny>,
@@ -285,7 +303,7 @@ pub(crate) fn insert_rows(
             seq_values(def, seq_cols.as_deref(), &row)
         }
         .map_err(|e| to_pyerr(py, e))?;
-        let key = key_of(def, &values).map_err(|e| to_pyerr(py, e))?;
+        let key = key_for(py, d, def, &values, OpType::Insert).map_err(|e| to_pyerr(py, e))?;
         let values = values
             .into_iter()
             .filter(|(c, _)| !def.primary_key.contains(&(*c as usize)))
@@ -456,9 +474,8 @@ impl MgmClient {
             }
             let kind: String = t.get_item(0)?.extract()?;
             let table: String = t.get_item(1)?.extract()?;
-            let (_, def) = self.table_def(py, database, &table)?;
+            let (d, def) = self.table_def(py, database, &table)?;
             let values = row_values(&def, &t.get_item(2)?).map_err(|e| to_pyerr(py, e))?;
-            let key = key_of(&def, &values).map_err(|e| to_pyerr(py, e))?;
             let op = match kind.as_str() {
                 "insert" => OpType::Insert,
                 "update" => OpType::Update,
@@ -474,6 +491,7 @@ impl MgmClient {
                     ));
                 }
             };
+            let key = key_for(py, &d, &def, &values, op).map_err(|e| to_pyerr(py, e))?;
             let (values, columns) = if op.is_read() {
                 let cols: Vec<usize> = def.visible_columns().map(|(i, _)| i).collect();
                 read_names.push(Some(names(py, &def, &cols)));

@@ -20,7 +20,7 @@
 use crate::convert::{extract_columns, key_values, names};
 use crate::errors::{err, guard, to_pyerr};
 use crate::lock_detached;
-use crate::mgmclient::{MgmClient, key_of, row_values, set_values};
+use crate::mgmclient::{MgmClient, key_for, row_values, set_values};
 use crate::remote_scan::RemoteScanIterator;
 use crate::transaction::{Operation, Outcome};
 use pyo3::prelude::*;
@@ -82,7 +82,7 @@ impl RemoteTransaction {
         data: &Bound<'_, PyAny>,
         columns: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<Operation>> {
-        let (_, def) = self.client.get().table_def(py, &self.database, table)?;
+        let (d, def) = self.client.get().table_def(py, &self.database, table)?;
         let (op, key, values, cols, op_names) = match kind {
             OpKind::Read(mode) => {
                 let pk_names = names(py, &def, &def.primary_key);
@@ -106,15 +106,15 @@ impl RemoteTransaction {
                 let values = row_values(&def, data).map_err(err)?;
                 // An insert without its full key fails at execute (the key may be
                 // given by other means in NDB API); other writes at once.
-                let key = match key_of(&def, &values) {
-                    Err(e) if kind != OpKind::Insert => return Err(err(e)),
-                    key => key,
-                };
                 let op = match kind {
                     OpKind::Insert => OpType::Insert,
                     OpKind::Update => OpType::Update,
                     OpKind::Write => OpType::Write,
                     _ => OpType::Delete,
+                };
+                let key = match key_for(py, &d, &def, &values, op) {
+                    Err(e) if kind != OpKind::Insert => return Err(err(e)),
+                    key => key,
                 };
                 (
                     op,

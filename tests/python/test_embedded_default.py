@@ -99,22 +99,3 @@ def test_use_and_errors_over_the_nodes(ndb: rndb.Ndb) -> None:
     with pytest.raises(rndb.NdbError) as ei:
         ndb.insert_many("t1", [{"id": 1}])
     assert (ei.value.code, ei.value.mysql_code) == (630, 1062)
-
-
-def test_a_table_without_primary_key_is_refused_over_the_nodes_with_the_reason(ndb: rndb.Ndb) -> None:
-    # Its rows are keyed by a hidden column the insert allocates: the direct engines
-    # do that, the node code's key operations (through a TC) do not yet.
-    ndb.create_table("h", {"a": "INT"})
-    for write in (
-        lambda: ndb.insert_many("h", [{"a": 1}]),
-        lambda: ndb.execute("INSERT INTO h (a) VALUES (1)"),
-    ):
-        with pytest.raises(rndb.NdbError) as ei:
-            write()
-        assert ei.value.code == 4003 and "table 'h' has none" in ei.value.message, ei.value
-    tx = ndb.transaction()
-    op = tx.insert("h", {"a": 2})
-    with pytest.raises(rndb.NdbError) as ei:
-        tx.execute(rndb.Commit)
-    assert ei.value.code == 4003 and op.error is not None and op.error.code == 4003
-    assert ndb.execute("SELECT COUNT(*) AS n FROM h") == [{"n": 0}]

@@ -222,8 +222,8 @@ impl Transaction {
     /// hidden (blob parts and unique-index entries follow from them), each once, in
     /// the order first written: (table, primary-key values in primary-key order). An
     /// operation that failed is left out. Needs [`Transaction::keep_written_keys`] from
-    /// the start; a table without a primary key (rows keyed by a hidden column the
-    /// insert allocates) is an error.
+    /// the start (an insert's hidden key, of a table without a primary key, is the
+    /// value it was given).
     pub(crate) fn written_rows(&self) -> Result<Vec<(Arc<TableRuntime>, Vec<Value>)>> {
         let mut out: Vec<(Arc<TableRuntime>, Vec<Value>)> = Vec::new();
         let mut seen: std::collections::BTreeSet<(u32, Vec<u8>)> = Default::default();
@@ -235,9 +235,6 @@ impl Transaction {
                 continue;
             }
             let def = &op.table.def;
-            if def.primary_key.iter().any(|&p| def.columns[p].hidden) {
-                return Err(codes::no_primary_key_over_tc(&def.name));
-            }
             let mut key = Vec::with_capacity(def.primary_key.len());
             for &p in &def.primary_key {
                 let Some((_, v)) = op.key.iter().find(|(c, _)| *c == p) else {

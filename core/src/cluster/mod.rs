@@ -49,6 +49,7 @@ mod sim_tests;
 pub mod start_plan;
 #[cfg(test)]
 mod system_restart_tests;
+pub mod tuple_id;
 
 use crate::mgm::log::Severity;
 use crate::transport::{Message, NodeId, View};

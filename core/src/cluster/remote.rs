@@ -248,6 +248,12 @@ pub struct RemoteCluster {
     node_id: Option<NodeId>,
     /// The management connection that holds the node id (closed by `close`).
     mgm_session: Mutex<Option<MgmConnection>>,
+    /// Hidden-key values this connection holds, per table (`tuple_id.rs`).
+    pub(super) tuple_ids: Mutex<super::tuple_id::TupleIds>,
+    /// Held while this connection takes values from `SYSTAB_0`.
+    pub(super) tuple_id_fetch: Mutex<()>,
+    /// `SYSTAB_0` is known to be there.
+    pub(super) systab_ready: AtomicBool,
 }
 
 fn answer_req(m: &DataMsg) -> Option<u64> {
@@ -353,6 +359,9 @@ impl RemoteCluster {
             timeout: timeout.max(Duration::from_secs(1)),
             node_id,
             mgm_session: Mutex::new(Some(mgm)),
+            tuple_ids: Mutex::new(BTreeMap::new()),
+            tuple_id_fetch: Mutex::new(()),
+            systab_ready: AtomicBool::new(false),
         };
         if nodes.is_empty() {
             return Err(NdbError::new(

@@ -135,7 +135,8 @@ impl RemoteCluster {
         }
     }
 
-    /// One capture of a statement over `own` (a session's uncommitted rows).
+    /// One capture of a statement over `own` (a session's uncommitted rows), the rows
+    /// it adds to tables without a primary key given their hidden keys (`tuple_id.rs`).
     fn capture_once(
         self: &Arc<Self>,
         database: &str,
@@ -145,10 +146,12 @@ impl RemoteCluster {
         own: Option<&SessionRows>,
         vars: &SessionVars,
     ) -> Result<(SqlResult, Vec<RowChange>)> {
-        match spread {
+        let (result, mut changes) = match spread {
             None => self.capture(database, sql, own.map_or(&[], |o| o.overlay()), vars),
             Some(how) => self.capture_groups(database, sql, how, auto_increment_floor, own, vars),
-        }
+        }?;
+        self.assign_hidden_keys(&mut changes)?;
+        Ok((result, changes))
     }
 
     /// Captures a statement over `own` without applying it (a session transaction's

@@ -12,6 +12,10 @@
 //!   affected: each group's count less its rows of other groups (each a fresh insert
 //!   there, counted 1); `Records` is the statement's; INSERT IGNORE's duplicates are
 //!   the records not inserted.
+//! - INSERT, REPLACE into a table without a primary key: its new rows have no key of
+//!   their own until this node gives them one (`tuple_id.rs`), so no group owns them,
+//!   and none collides with a row of another group: one group runs the statement and
+//!   all its rows are kept.
 //! - AUTO_INCREMENT: a statement takes its generated values as one consecutive block,
 //!   so captures that start from the same value generate the same ones. Each capture
 //!   answers its first value; when they differ (each group's counter has seen only its
@@ -83,7 +87,7 @@ impl RemoteCluster {
         // group is given its own. INSERT ... SELECT: the SELECT runs here, over every
         // group, and every group is given all its rows.
         let mut given: Vec<Option<Vec<Vec<Value>>>> = vec![None; groups];
-        let asked = match how {
+        let mut asked = match how {
             GroupCapture::RowsByOwner {
                 select_first: true, ..
             } => {
@@ -107,6 +111,11 @@ impl RemoteCluster {
             }
             _ => self.groups_to_ask(database, sql, vars)?,
         };
+        let hidden_key_insert = matches!(how, GroupCapture::RowsByOwner { .. })
+            && self.changes_hidden_key_table(database, sql);
+        if hidden_key_insert {
+            asked = (0..groups).map(|g| g == 0).collect();
+        }
         let mut pending = Vec::with_capacity(groups);
         for (g, nodes) in self.node_groups().iter().enumerate() {
             if !asked[g] {
@@ -159,15 +168,18 @@ impl RemoteCluster {
             )));
         }
         let (affected, changes, inserted) = match how {
-            GroupCapture::EachGroupsRows | GroupCapture::KeysFirst => {
+            GroupCapture::RowsByOwner { .. } if !hidden_key_insert => {
+                self.keep_owned(&mut confs)?
+            }
+            _ => {
                 let affected = confs.iter().map(|c| c.affected).sum();
                 let changes: Vec<RowChange> = confs
                     .iter_mut()
                     .flat_map(|c| std::mem::take(&mut c.changes))
                     .collect();
-                (affected, changes, 0)
+                let inserted = changes.iter().filter(|c| c.before.is_none()).count() as u64;
+                (affected, changes, inserted)
             }
-            GroupCapture::RowsByOwner { .. } => self.keep_owned(&mut confs)?,
         };
         let dups = match how {
             GroupCapture::RowsByOwner { ignore: true, .. } => Some(inserted),
@@ -180,6 +192,13 @@ impl RemoteCluster {
             info: merge_info(&infos, dups),
         };
         Ok((result, changes))
+    }
+
+    /// Whether `sql` changes a table without a primary key.
+    fn changes_hidden_key_table(&self, database: &str, sql: &str) -> bool {
+        crate::sql::changed_table(sql, database)
+            .and_then(|(db, table)| self.table(&db, &table).ok())
+            .is_some_and(|def| def.has_hidden_pk())
     }
 
     /// The node groups that capture `sql`: every one, but when the keys it can change

@@ -27,6 +27,12 @@ use std::sync::Arc;
 /// waiting for a row the other locked) ends at once.
 pub(crate) const CAPTURE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// The hidden keys a capture gives the rows an INSERT adds to a table without a primary
+/// key start here: stand-ins the API node replaces by values of the tuple-id service
+/// (`cluster::tuple_id`), which stays below this. A stand-in never meets a committed
+/// row, whatever the node's own counter for the table says.
+pub const CAPTURE_HIDDEN_KEY_BASE: u64 = 1 << 63;
+
 /// Reads defined per execute while the images are read.
 const IMAGE_READS_PER_EXECUTE: usize = 256;
 
@@ -122,11 +128,17 @@ impl Session {
                 "a statement is not captured inside the session's transaction",
             ));
         }
-        if let (Stmt::Insert(i), 1..) = (&stmt, auto_increment_floor) {
+        if let Stmt::Insert(i) = &stmt {
             let db = self.db_of(&i.table)?;
-            self.table(&db, &i.table.name)?
+            let table = self.table(&db, &i.table.name)?;
+            let floor = if table.def.has_hidden_pk() {
+                CAPTURE_HIDDEN_KEY_BASE
+            } else {
+                auto_increment_floor
+            };
+            table
                 .auto_increment
-                .fetch_max(auto_increment_floor, std::sync::atomic::Ordering::AcqRel);
+                .fetch_max(floor, std::sync::atomic::Ordering::AcqRel);
         }
         self.txn.explicit = true;
         self.txn.capture = true;

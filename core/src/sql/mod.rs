@@ -51,7 +51,9 @@ mod tests_dml;
 #[cfg(test)]
 mod tests_errors;
 
-pub use capture::{CaptureInputs, CapturedRow, OverlayRow, changes_rows, leading_keyword};
+pub use capture::{
+    CAPTURE_HIDDEN_KEY_BASE, CaptureInputs, CapturedRow, OverlayRow, changes_rows, leading_keyword,
+};
 pub use capture_groups::{
     GroupCapture, changed_table, group_capture, insert_select, keys_select, pinned_keys,
 };
