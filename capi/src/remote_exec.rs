@@ -432,8 +432,10 @@ impl TxObj {
         Ok(())
     }
 
-    /// Opens the remote scan of scan operation `i`.
+    /// Opens the remote scan of scan operation `i`: in the transaction once a round of
+    /// it ran (it then sees the rows that round and the earlier ones wrote).
     fn start_remote_scan(&mut self, rn: &RemoteNdb, database: &str, i: usize) -> Result<()> {
+        let txn = self.remote.as_ref().and_then(|t| t.txn_key());
         let op = &mut self.ops[i];
         let table = op.table()?.clone();
         let s = op
@@ -469,6 +471,7 @@ impl TxObj {
                 b => (b as u32).min(MAX_SCAN_BATCH_ROWS),
             },
             filter: None,
+            txn,
         };
         s.remote = Some(Box::new(rn.cluster.scan(spec)?));
         s.buffer.clear();

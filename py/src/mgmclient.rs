@@ -20,7 +20,7 @@ use crate::convert::{
 };
 use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
-use crate::remote_scan::{IndexArgs, RemoteScanIterator};
+use crate::remote_scan::{IndexArgs, RemoteScanIterator, ScanArgs};
 use crate::sqlglue::SqlOutcome;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -573,7 +573,13 @@ impl MgmClient {
     ) -> PyResult<RemoteScanIterator> {
         let columns = extract_columns(columns).map_err(|e| to_pyerr(py, e))?;
         let (d, def) = self.table_def(py, database, table)?;
-        RemoteScanIterator::open(py, d, def, database, columns, None, batch_size, None)
+        RemoteScanIterator::open(
+            py,
+            d,
+            def,
+            database,
+            ScanArgs::committed(columns, None, batch_size),
+        )
     }
 
     /// A committed-read range scan of an ordered index, in index order across every
@@ -605,7 +611,13 @@ impl MgmClient {
             high_inclusive,
             descending,
         };
-        RemoteScanIterator::open(py, d, def, database, columns, Some(ix), batch_size, None)
+        RemoteScanIterator::open(
+            py,
+            d,
+            def,
+            database,
+            ScanArgs::committed(columns, Some(ix), batch_size),
+        )
     }
 
     /// The data nodes this client reaches.

@@ -262,7 +262,13 @@ impl NodesNdb {
         crate::lock_mode(lock_mode).map_err(err)?;
         let columns = crate::convert::extract_columns(columns).map_err(err)?;
         let (d, def) = self.table_def(py, table)?;
-        RemoteScanIterator::open(py, d, def, &self.database, columns, index, batch_size, None)
+        RemoteScanIterator::open(
+            py,
+            d,
+            def,
+            &self.database,
+            crate::remote_scan::ScanArgs::committed(columns, index, batch_size),
+        )
     }
 }
 

@@ -20,6 +20,7 @@ use rndb::cluster::remote::RemoteCluster;
 use rndb::cluster::remote_scan::{RemoteScan, RemoteScanSpec};
 use rndb::error::codes;
 use rndb::schema::{IndexKind, TableDef};
+use rndb::transport::data::TxnKey;
 use rndb::transport::data_scan::MAX_SCAN_BATCH_ROWS;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -57,19 +58,52 @@ pub struct RemoteScanIterator {
     locker: Option<Locker>,
 }
 
+/// What a scan asks for besides its table.
+pub(crate) struct ScanArgs<'a, 'py> {
+    /// The columns to return (None: every visible one).
+    pub columns: Option<Vec<String>>,
+    /// An ordered index's range, in index order; None: a table scan.
+    pub index: Option<IndexArgs<'a, 'py>>,
+    pub batch_size: usize,
+    /// The transaction an LM_Exclusive scan locks its rows in.
+    pub lock_in: Option<Py<crate::remote_txn::RemoteTransaction>>,
+    /// The transaction the scan is part of: it sees its uncommitted changes.
+    pub txn: Option<TxnKey>,
+}
+
+impl<'a, 'py> ScanArgs<'a, 'py> {
+    /// A committed-read scan, outside any transaction.
+    pub(crate) fn committed(
+        columns: Option<Vec<String>>,
+        index: Option<IndexArgs<'a, 'py>>,
+        batch_size: usize,
+    ) -> Self {
+        ScanArgs {
+            columns,
+            index,
+            batch_size,
+            lock_in: None,
+            txn: None,
+        }
+    }
+}
+
 impl RemoteScanIterator {
     /// Checks the arguments and opens the scan.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
         py: Python<'_>,
         data: Arc<RemoteCluster>,
         def: Arc<TableDef>,
         database: &str,
-        columns: Option<Vec<String>>,
-        index: Option<IndexArgs<'_, '_>>,
-        batch_size: usize,
-        lock_in: Option<Py<crate::remote_txn::RemoteTransaction>>,
+        args: ScanArgs<'_, '_>,
     ) -> PyResult<RemoteScanIterator> {
+        let ScanArgs {
+            columns,
+            index,
+            batch_size,
+            lock_in,
+            txn,
+        } = args;
         let spec = (|| -> R<(RemoteScanSpec, Vec<usize>)> {
             if batch_size == 0 {
                 return Err(codes::bad_argument("batch_size must be at least 1"));
@@ -80,6 +114,7 @@ impl RemoteScanIterator {
             let mut spec = RemoteScanSpec::table(database, &def.name);
             spec.columns = cols.iter().map(|&c| c as u32).collect();
             spec.batch_rows = batch_size as u32;
+            spec.txn = txn;
             if let Some(ix) = index {
                 let (_, idx) = def
                     .index_by_api_name(ix.index)

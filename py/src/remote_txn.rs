@@ -260,7 +260,8 @@ impl RemoteTransaction {
         .map_err(|e| to_pyerr(py, e))
     }
 
-    /// A scan for `scan`/`index_scan`: committed reads, locked in this transaction
+    /// A scan for `scan`/`index_scan`: it sees this transaction's changes of the rounds
+    /// executed before, and reads committed rows otherwise; locked in this transaction
     /// for LM_Exclusive.
     fn open_scan(
         slf: &Bound<'_, Self>,
@@ -273,13 +274,24 @@ impl RemoteTransaction {
         let py = slf.py();
         let me = slf.get();
         let mode = crate::lock_mode(lock_mode).map_err(err)?;
-        if lock_detached(&me.inner).state != "Open" {
-            return Err(to_pyerr(py, codes::transaction_closed()));
-        }
+        let txn = {
+            let g = lock_detached(&me.inner);
+            if g.state != "Open" {
+                return Err(to_pyerr(py, codes::transaction_closed()));
+            }
+            g.tx.txn_key()
+        };
         let columns = extract_columns(columns).map_err(err)?;
         let (d, def) = me.client.get().table_def(py, &me.database, table)?;
         let locker = (mode == LockMode::Exclusive).then(|| slf.clone().unbind());
-        RemoteScanIterator::open(py, d, def, &me.database, columns, index, batch_size, locker)
+        let args = crate::remote_scan::ScanArgs {
+            columns,
+            index,
+            batch_size,
+            lock_in: locker,
+            txn,
+        };
+        RemoteScanIterator::open(py, d, def, &me.database, args)
     }
 
     fn close_inner(&self, py: Python<'_>) {

@@ -189,24 +189,41 @@ def test_transaction_repr_and_id(engine: str, request: pytest.FixtureRequest) ->
     assert "Closed" in repr(a)
 
 
-def test_scans_inside_a_transaction(direct_ndb: rndb.Ndb) -> None:
-    # On the direct engines: over the data nodes a scan reads committed rows and does
-    # not see the transaction's own uncommitted changes (RemoteTransaction.scan).
-    ndb, t1 = direct_ndb, "t1"
+@pytest.mark.parametrize("engine", ["embedded", "direct"])
+def test_scans_inside_a_transaction(engine: str, request: pytest.FixtureRequest) -> None:
+    # A scan of a transaction sees its changes of the rounds executed before (over the
+    # data nodes: in its local transaction at each node group's node), and others do
+    # not see them before the commit.
+    ndb: rndb.Ndb = request.getfixturevalue("direct_ndb" if engine == "direct" else "ndb")
+    if engine == "embedded":
+        create_t1(ndb)
+    t1 = "t1"
     ndb.insert_many(t1, [row(i, i % 5) for i in range(50)])
     with ndb.transaction() as tx:
         tx.insert(t1, row(100, 3))
         tx.delete(t1, {"id": 0})
+        tx.update(t1, {"id": 1, "b": "mine"})
         tx.execute(rndb.NoCommit)
-        ids = sorted(r["id"] for r in tx.scan(t1, lock_mode=rndb.LM_Read))
-        # a locking scan sees the transaction's own changes
-        assert 100 in ids and 0 not in ids and len(ids) == 50
+        for mode in (rndb.LM_CommittedRead, rndb.LM_Read, rndb.LM_Exclusive):
+            seen = {r["id"]: r["b"] for r in tx.scan(t1, lock_mode=mode)}
+            assert 100 in seen and 0 not in seen and len(seen) == 50, (mode, sorted(seen))
+            assert seen[1] == "mine", mode
         got = [r["id"] for r in tx.index_scan(t1, "ix_a", low=3, high=3, columns=["id"], lock_mode=rndb.LM_Read)]
         # (whether an ordered-index scan shows the transaction's own uncommitted insert
-        # is the engine's business; the committed rows must all be there)
+        # is the engine's business: its ordered indexes take a row at commit; the
+        # committed rows must all be there)
         assert sorted(set(got) - {100}) == [i for i in range(50) if i % 5 == 3]
+        # outside the transaction: the committed rows
+        assert len(list(ndb.scan(t1))) == 50 and ndb.read_many(t1, [100]) == [None]
+        # a second round, then the scan again
+        tx.delete(t1, {"id": 100})
+        tx.execute(rndb.NoCommit)
+        assert 100 not in {r["id"] for r in tx.scan(t1)}
         tx.rollback()
-    assert ndb.read_many(t1, [0, 100]) == [row(0, 0), None]
+    assert ndb.read_many(t1, [0, 1, 100]) == [row(0, 0), row(1, 1), None]
+    # a scan of a transaction that has run no round reads the committed rows
+    with ndb.transaction() as tx:
+        assert len(list(tx.scan(t1))) == 50
 
 
 def test_exclusive_scan_locks_until_commit(ndb: rndb.Ndb, t1: str) -> None:

@@ -2,8 +2,9 @@
 //! ordered-index range scans of a table spread over two node groups return exactly
 //! the model's rows (sorted ones in index order, both directions, with bounds), every
 //! batch size works, errors come back with NDB's codes, the node's scan limit holds,
-//! scans a client drops or leaves behind are closed at the nodes, and a scan whose
-//! node is killed fails with a temporary error that a new scan gets past.
+//! scans a client drops or leaves behind are closed at the nodes, a scan whose
+//! node is killed fails with a temporary error that a new scan gets past, and a scan of
+//! a transaction sees its uncommitted changes on whichever replica it reads.
 
 use super::datapath_tests::{DB, cluster};
 use super::remote::RemoteCluster;
@@ -392,4 +393,92 @@ fn a_scan_whose_node_is_killed_fails_temporarily_and_a_new_one_succeeds() {
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, model.keys().copied().collect::<Vec<_>>());
+}
+
+/// The rows of a table scan (id → (g, name)), checked to hold no row twice.
+fn scanned(api: &Arc<RemoteCluster>, spec: RemoteScanSpec) -> BTreeMap<i64, (i64, String)> {
+    let rows = api.scan_all(spec).expect("scan");
+    let got: BTreeMap<i64, (i64, String)> = rows
+        .iter()
+        .map(|r| {
+            let Value::Str(s) = &r[2] else {
+                panic!("{r:?}")
+            };
+            (int(&r[0]), (int(&r[1]), s.clone()))
+        })
+        .collect();
+    assert_eq!(got.len(), rows.len(), "no row twice");
+    got
+}
+
+#[test]
+fn a_scan_of_a_transaction_sees_its_changes_on_every_replica() {
+    let (_m, _nodes, api) = cluster(4, 2);
+    let committed = load(&api);
+    let mut tx = api.transaction();
+    let op = |op, id: i64, values: Vec<(u32, Value)>| KeyOp {
+        op,
+        database: DB.into(),
+        table: "t".into(),
+        key: vec![Value::Int(id)],
+        values,
+        columns: Vec::new(),
+    };
+    let mut mine = committed.clone();
+    let mut ops = Vec::new();
+    for id in 1000..1012 {
+        ops.push(op(
+            OpType::Insert,
+            id,
+            vec![
+                (1, Value::Int(grp(id))),
+                (2, Value::Str(format!("new{id}"))),
+            ],
+        ));
+        mine.insert(id, (grp(id), format!("new{id}")));
+    }
+    for id in 0..12 {
+        ops.push(op(OpType::Delete, id, Vec::new()));
+        mine.remove(&id);
+    }
+    ops.push(op(OpType::Update, 20, vec![(2, Value::Str("mine".into()))]));
+    mine.insert(20, (grp(20), "mine".into()));
+    tx.execute(ops, crate::transport::data::TcExec::NoCommit)
+        .expect("round");
+    let key = tx.txn_key().expect("open after a round");
+    // Consecutive scans start at a different node of each group: the primary's and
+    // the backup's records of the transaction both answer.
+    for batch in [1, 5, 992, 3] {
+        let spec = RemoteScanSpec {
+            batch_rows: batch,
+            txn: Some(key),
+            ..RemoteScanSpec::table(DB, "t")
+        };
+        assert_eq!(
+            scanned(&api, spec),
+            mine,
+            "batch {batch}, in the transaction"
+        );
+        assert_eq!(
+            scanned(&api, RemoteScanSpec::table(DB, "t")),
+            committed,
+            "batch {batch}, committed rows"
+        );
+    }
+    // A scan of the transaction still open when it commits ends with an error.
+    let mut open = api
+        .scan(RemoteScanSpec {
+            batch_rows: 1,
+            txn: Some(key),
+            ..RemoteScanSpec::table(DB, "t")
+        })
+        .expect("open");
+    assert!(open.next_row().expect("first row").is_some());
+    tx.execute(Vec::new(), crate::transport::data::TcExec::Commit)
+        .expect("commit");
+    assert_eq!(tx.txn_key(), None, "committed");
+    let ended = (0..ROWS).find_map(|_| open.next_row().err());
+    let e = ended.expect("the scan ends with its transaction");
+    assert_eq!(e.code, 4604, "{e}");
+    assert_eq!(scanned(&api, RemoteScanSpec::table(DB, "t")), mine);
 }

@@ -23,7 +23,7 @@ use crate::api::scan::cmp_keys;
 use crate::error::{NdbError, Result, codes};
 use crate::schema::{IndexKind, TableDef, Value};
 use crate::transport::NodeId;
-use crate::transport::data::DataMsg;
+use crate::transport::data::{DataMsg, TxnKey};
 use crate::transport::data_scan::{MAX_SCAN_BATCH_ROWS, ScanReq, WireBound};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
@@ -48,6 +48,11 @@ pub struct RemoteScanSpec {
     /// A condition the data nodes apply before returning rows (`sql::RowFilter`: a
     /// statement `SELECT * FROM db.t WHERE ...` over the returned columns).
     pub filter: Option<String>,
+    /// The transaction the scan is part of ([`RemoteTransaction::txn_key`]): it then
+    /// sees the transaction's own uncommitted changes. None: committed rows.
+    ///
+    /// [`RemoteTransaction::txn_key`]: super::remote_txn::RemoteTransaction::txn_key
+    pub txn: Option<TxnKey>,
 }
 
 impl RemoteScanSpec {
@@ -64,6 +69,7 @@ impl RemoteScanSpec {
             columns: Vec::new(),
             batch_rows: 256,
             filter: None,
+            txn: None,
         }
     }
 }
@@ -170,6 +176,7 @@ impl RemoteCluster {
             sorted: spec.sorted,
             batch_rows: spec.batch_rows,
             filter: spec.filter.unwrap_or_default(),
+            txn: spec.txn,
         };
         let groups = self
             .node_groups()

@@ -10,7 +10,10 @@
 //! the next round; a commit under way: 4012, outcome unknown). Dropping an open
 //! transaction rolls it back (without waiting for the answer).
 //!
-//! Locking scans: a scan over TCP reads committed rows and takes no locks; an
+//! Scans of a transaction (`RemoteScanSpec::txn`, [`RemoteTransaction::txn_key`]) read
+//! in its local transaction at each node group's node, so they see its uncommitted
+//! changes of the rounds run before (every live replica of a partition holds them
+//! once a round is answered). They take no locks; an
 //! LM_Exclusive scan inside a transaction locks each batch it returns with
 //! [`RemoteTransaction::lock_rows`] — one NoCommit round of exclusive key reads of the
 //! batch's rows, whose values, read under the lock, are the ones returned (a row
@@ -22,7 +25,7 @@ use super::remote::{Committed, RemoteCluster};
 use crate::error::{Result, codes};
 use crate::schema::{TableDef, Value};
 use crate::transport::NodeId;
-use crate::transport::data::{DataMsg, KeyOp, OpType, TcExec};
+use crate::transport::data::{DataMsg, KeyOp, OpType, TcExec, TxnKey};
 use std::sync::Arc;
 
 /// See the module notes.
@@ -60,6 +63,15 @@ impl RemoteTransaction {
     /// The TC's node, once the first round ran.
     pub fn tc_node(&self) -> Option<NodeId> {
         self.rounds.at.map(|(n, _)| n)
+    }
+
+    /// The transaction at its TC while it is open after a round: what a scan of it
+    /// carries (`RemoteScanSpec::txn`) to see its uncommitted changes.
+    pub fn txn_key(&self) -> Option<TxnKey> {
+        match self.rounds.at {
+            Some((tc, id)) if !self.rounds.ended => Some(TxnKey { tc, id }),
+            _ => None,
+        }
     }
 
     /// Runs `ops` as one round, then keeps the transaction open (NoCommit), commits it

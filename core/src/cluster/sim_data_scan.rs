@@ -56,6 +56,7 @@ impl DataLayer {
             sorted: false,
             batch_rows,
             filter: String::new(),
+            txn: None,
         }));
         let st = ScanState {
             scan: req,

@@ -722,12 +722,12 @@ fn dec_unique_checks(d: &mut Decoder<'_>) -> Result<Vec<UniqueCheck>, WireError>
     Ok(checks)
 }
 
-fn enc_txn(e: &mut Encoder, t: &TxnKey) {
+pub(super) fn enc_txn(e: &mut Encoder, t: &TxnKey) {
     e.u32(t.tc);
     e.u64(t.id);
 }
 
-fn dec_txn(d: &mut Decoder<'_>) -> Result<TxnKey, WireError> {
+pub(super) fn dec_txn(d: &mut Decoder<'_>) -> Result<TxnKey, WireError> {
     Ok(TxnKey {
         tc: d.u32().map_err(bad)?,
         id: d.u64().map_err(bad)?,

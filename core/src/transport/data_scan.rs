@@ -1,6 +1,8 @@
 //! Scan messages of the data path (NDB's SCAN_TABREQ / SCAN_NEXTREQ / SCAN_TABCONF):
 //! an API node opens a committed-read scan of one table on one data node of each node
-//! group, and fetches its rows batch by batch. Byte layout: `docs/wire-format.md`
+//! group, and fetches its rows batch by batch. A scan of a transaction (`ScanReq::txn`)
+//! reads in that transaction's local transaction where the node holds one, so it sees
+//! the transaction's own uncommitted changes. Byte layout: `docs/wire-format.md`
 //! "Data path" (kinds 115–118).
 //!
 //! Limits: a batch is at most [`MAX_SCAN_BATCH_ROWS`] rows (NDB's
@@ -8,6 +10,7 @@
 //! [`MAX_SCAN_BATCH_BYTES`] of values, so a batch of wide rows stays far below a
 //! frame's 16 MiB. Decoding never panics.
 
+use super::data::TxnKey;
 use super::frame::WireError;
 use crate::schema::Value;
 use crate::schema::codec::{Decoder, Encoder};
@@ -45,6 +48,10 @@ pub struct ScanReq {
     /// `SELECT * FROM t [AS a] WHERE <condition>` over the requested columns; only
     /// rows for which it is true are returned. Empty: every row.
     pub filter: String,
+    /// The transaction the scan is part of (its TC node and id there): the node reads
+    /// in that transaction's local transaction when it holds one, seeing its
+    /// uncommitted rows. None: committed rows only.
+    pub txn: Option<TxnKey>,
 }
 
 /// Data node → API: a batch of a scan, or its error (the scan is then closed).
@@ -93,9 +100,14 @@ impl ScanReq {
         super::data::enc_u32s(e, &self.columns);
         enc_bound(e, &self.low);
         enc_bound(e, &self.high);
-        e.u8(u8::from(self.descending) | (u8::from(self.sorted) << 1));
+        e.u8(u8::from(self.descending)
+            | (u8::from(self.sorted) << 1)
+            | (u8::from(self.txn.is_some()) << 2));
         e.u32(self.batch_rows);
         e.str(&self.filter);
+        if let Some(t) = &self.txn {
+            super::data::enc_txn(e, t);
+        }
     }
 
     pub(super) fn decode(d: &mut Decoder<'_>) -> Result<ScanReq, WireError> {
@@ -108,9 +120,16 @@ impl ScanReq {
         let low = dec_bound(d)?;
         let high = dec_bound(d)?;
         let flags = d.u8().map_err(bad)?;
-        if flags > 3 {
+        if flags > 7 {
             return Err(WireError::BadValue("scan flags"));
         }
+        let batch_rows = d.u32().map_err(bad)?;
+        let filter = d.str().map_err(bad)?;
+        let txn = if flags & 4 != 0 {
+            Some(super::data::dec_txn(d)?)
+        } else {
+            None
+        };
         Ok(ScanReq {
             req,
             scan,
@@ -122,8 +141,9 @@ impl ScanReq {
             high,
             descending: flags & 1 != 0,
             sorted: flags & 2 != 0,
-            batch_rows: d.u32().map_err(bad)?,
-            filter: d.str().map_err(bad)?,
+            batch_rows,
+            filter,
+            txn,
         })
     }
 }

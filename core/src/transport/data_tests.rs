@@ -234,6 +234,10 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             sorted: true,
             batch_rows: 64,
             filter: "SELECT * FROM `test`.`t` WHERE b LIKE 'z%'".into(),
+            txn: Some(TxnKey {
+                tc: 3,
+                id: 7 << 32 | 5,
+            }),
         })),
         DataMsg::ScanReq(Box::new(ScanReq {
             req: 7,
@@ -248,6 +252,7 @@ pub(crate) fn every_data_message() -> Vec<DataMsg> {
             sorted: false,
             batch_rows: 992,
             filter: String::new(),
+            txn: None,
         })),
         DataMsg::ScanNextReq { req: 8, scan: 11 },
         DataMsg::ScanConf(Box::new(ScanConf {
@@ -524,10 +529,14 @@ fn a_scan_batch_of_broken_rows_or_flags_is_refused() {
         sorted: false,
         batch_rows: 1,
         filter: String::new(),
+        txn: None,
     }));
     let mut body = req.encode_body();
     // flags, batch_rows (u32), filter (u32 length, empty)
     let flags_at = body.len() - 9;
+    body[flags_at] = 8;
+    assert!(DataMsg::decode(kind::SCAN_REQ, &body).is_err());
+    // "in a transaction" without the transaction that follows it
     body[flags_at] = 4;
     assert!(DataMsg::decode(kind::SCAN_REQ, &body).is_err());
 }

@@ -8,7 +8,13 @@
 //! begun after an acknowledged write sees it on whichever replica it reads.
 //!
 //! An open scan is a local committed-read transaction with its [`Scan`], keyed by the
-//! API node and the API's scan id. It runs on the node's loop, one bounded batch per
+//! API node and the API's scan id. A scan of a transaction (`ScanReq::txn`) reads in
+//! that transaction's local transaction instead when this node holds one (`lqh`'s
+//! [`LocalTx`], shared by reference and locked for each batch), so it sees the
+//! transaction's uncommitted rows; every live replica of a partition the transaction
+//! wrote holds them once its round was answered. Once that transaction ends, its open
+//! scans end with the engine's 4604 (the transaction is closed), as NDB closes a
+//! transaction's scans with it. It runs on the node's loop, one bounded batch per
 //! request ([`MAX_SCAN_BATCH_ROWS`] rows, about [`MAX_SCAN_BATCH_BYTES`]), so a scan
 //! never holds a fragment's mutex for longer than a batch.
 //!
@@ -25,15 +31,18 @@
 //!
 //! Limits: at most [`MAX_OPEN_SCANS`] open scans per data node (NDB's
 //! MaxNoOfConcurrentScans default; more is 488 "Too many active scans", temporary).
-//! The scan map's lock is a leaf, never held while the engine is called.
+//! Lock order: the scan map's lock is a leaf, never held while the engine is called;
+//! the LQH map's lock is held only to clone a [`LocalTx`]; a [`LocalTx`]'s lock is
+//! held for one batch and taken before the engine's (as LQH takes it).
 
+use super::lqh::LocalTx;
 use super::{DataPath, err_parts, not_ready};
 use crate::api::{Scan, ScanSpec, Transaction};
 use crate::error::{Result, codes};
 use crate::schema::{IndexKind, Value};
 use crate::sql::RowFilter;
 use crate::transport::NodeId;
-use crate::transport::data::DataMsg;
+use crate::transport::data::{DataMsg, TxnKey};
 use crate::transport::data_scan::{
     MAX_SCAN_BATCH_BYTES, MAX_SCAN_BATCH_ROWS, ScanConf, ScanReq, value_bytes,
 };
@@ -48,8 +57,25 @@ pub const SCAN_IDLE_MS: u64 = 60_000;
 /// batch holds the node's loop for a bounded time.
 pub const MAX_EXAMINED_PER_BATCH: usize = 8 * MAX_SCAN_BATCH_ROWS as usize;
 
+/// The local transaction a scan reads in.
+enum ScanTx {
+    /// Its own committed-read transaction.
+    Own(Transaction),
+    /// A transaction's local transaction here (`ScanReq::txn`).
+    Shared(LocalTx),
+}
+
+impl ScanTx {
+    fn scan(&mut self, spec: ScanSpec) -> Result<Scan> {
+        match self {
+            ScanTx::Own(tx) => tx.scan(spec),
+            ScanTx::Shared(tx) => tx.lock().scan(spec),
+        }
+    }
+}
+
 struct OpenScan {
-    tx: Transaction,
+    tx: ScanTx,
     scan: Scan,
     ncols: u32,
     batch_rows: usize,
@@ -230,7 +256,10 @@ impl DataPath {
         spec.mode = LockMode::CommittedRead;
         spec.columns = Some(columns);
         spec.batch_size = batch_rows;
-        let mut tx = self.engine.ndb(&r.database).start_transaction()?;
+        let mut tx = match r.txn.and_then(|key| self.local_tx_of(key)) {
+            Some(shared) => ScanTx::Shared(shared),
+            None => ScanTx::Own(self.engine.ndb(&r.database).start_transaction()?),
+        };
         let scan = tx.scan(spec)?;
         let mut open = OpenScan {
             tx,
@@ -255,6 +284,15 @@ impl DataPath {
         Ok(conf)
     }
 
+    /// The local transaction this node holds for transaction `key`, if any (either of
+    /// its records here: they share one).
+    fn local_tx_of(&self, key: TxnKey) -> Option<LocalTx> {
+        let lqh = self.lqh.lock();
+        [true, false]
+            .iter()
+            .find_map(|&primary| lqh.get(&(key, primary)).map(|r| r.tx.clone()))
+    }
+
     /// Up to date and holding its read leases (a scan's every batch).
     fn check_scan_serving(&self) -> Result<()> {
         if !self.is_ready() {
@@ -271,11 +309,19 @@ impl DataPath {
         // With a pushed condition a batch also ends after this many rows examined
         // (it may then hold none: the API asks for the next one).
         let mut examined = 0usize;
+        let mut shared_guard;
+        let tx: &mut Transaction = match &mut open.tx {
+            ScanTx::Own(tx) => tx,
+            ScanTx::Shared(shared) => {
+                shared_guard = shared.lock();
+                &mut shared_guard
+            }
+        };
         while rows < open.batch_rows
             && bytes < MAX_SCAN_BATCH_BYTES
             && examined < MAX_EXAMINED_PER_BATCH
         {
-            match open.tx.scan_next(&mut open.scan)? {
+            match tx.scan_next(&mut open.scan)? {
                 Some(row) => {
                     debug_assert_eq!(row.len(), open.ncols as usize);
                     if row.len() != open.ncols as usize {
