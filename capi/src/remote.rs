@@ -14,10 +14,12 @@
 //!   and commits only when every read found its row (as embedded, nothing commits that
 //!   the missing row aborted). A refused round has aborted the whole transaction;
 //!   the error goes to the transaction, and to the operation when the round had one.
-//!   AO_IgnoreError: a read that finds no row fails only its operation; a write that
-//!   fails (626 no row, 630 duplicate key) fails only its operation when it was the
-//!   transaction's only work so far (the TC aborted nothing else), and otherwise
-//!   aborts the transaction (the TC does not go on past a failed write);
+//!   AO_IgnoreError travels with the round (`execute_ignoring_errors`, and
+//!   `execute_submit_with` for `sendPollNdb`): a read that finds no row, and a write
+//!   that fails on its row (626 no row, 630 duplicate key, 893 a unique value taken in
+//!   its node group), fail only their operation and the others go on. A unique value
+//!   found taken in another node group still refuses the round at the TC; when the
+//!   round was the transaction's only work so far, that fails only its operation too;
 //! - `sendPollNdb`: the prepared transactions that commit in one round (no scans, not
 //!   yet executed, no reads that AbortOnError would make wait for a second round) are
 //!   all sent first and then waited for in order, so a batch costs about one round

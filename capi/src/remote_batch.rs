@@ -227,7 +227,7 @@ pub(crate) fn execute_prepared_remote(n: &mut NdbObj, list: &[crate::handle::Han
                     continue;
                 }
             };
-            match tx.submit_remote(rn, &db) {
+            match tx.submit_remote(rn, &db, a.abort) {
                 Ok(sent) => {
                     rows.extend(mine);
                     inflight.push(InFlight {

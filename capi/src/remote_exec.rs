@@ -170,8 +170,9 @@ impl TxObj {
     }
 
     /// Whether a refused round's error fails only its operation: AO_IgnoreError, the
-    /// round's one operation, nothing done before, and an error of the row (see the
-    /// module notes).
+    /// round's one operation, nothing done before, and an error of the row. The TC
+    /// fails a row's error alone under AO_IgnoreError, but refuses the round for a
+    /// unique value found taken in another node group (the `remote` module notes).
     fn only_the_operation_failed(
         abort: AbortOption,
         at: &[usize],
@@ -341,8 +342,14 @@ impl TxObj {
             && !(reads && writes && abort == AbortOption::AbortOnError)
     }
 
-    /// Sends a `one_round` transaction; its answer is read by `finish_submitted`.
-    pub fn submit_remote(&mut self, rn: &RemoteNdb, database: &str) -> Result<Submitted> {
+    /// Sends a `one_round` transaction; its answer is read by `finish_submitted`. With
+    /// AO_IgnoreError a write that fails on its row fails alone at the TC.
+    pub fn submit_remote(
+        &mut self,
+        rn: &RemoteNdb,
+        database: &str,
+        abort: AbortOption,
+    ) -> Result<Submitted> {
         self.dirty = true;
         let round = match self.remote_round(&rn.cluster, database) {
             Ok(r) => r,
@@ -358,7 +365,10 @@ impl TxObj {
         );
         self.executed = self.n_ops;
         let single_op = round.at.len() == 1;
-        match rn.cluster.execute_submit(round.ops) {
+        match rn
+            .cluster
+            .execute_submit_with(round.ops, abort == AbortOption::IgnoreError)
+        {
             Ok(pending) => Ok(Submitted {
                 pending,
                 at: round.at,
@@ -375,16 +385,16 @@ impl TxObj {
     pub fn finish_submitted(&mut self, s: Submitted, abort: AbortOption) -> Result<()> {
         let answer: Committed = match RemoteCluster::execute_wait(s.pending) {
             Ok(c) => c,
-            Err(e) if Self::only_the_operation_failed(abort, &s.at, true, &e) => {
-                self.ignore_failed_operation(s.at[0], &e);
-                self.status = TxStatus::Committed;
-                return Ok(());
-            }
             Err(e) => {
                 self.status = TxStatus::Aborted;
                 return Err(self.fail(s.single_op.then(|| s.at[0]), e));
             }
         };
+        for (k, e) in &answer.failed {
+            if let Some(&i) = s.at.get(*k) {
+                self.ignore_failed_operation(i, e);
+            }
+        }
         let missing = self.apply_round(&s.at, &answer.results);
         if let Some(i) = missing {
             if abort == AbortOption::AbortOnError {

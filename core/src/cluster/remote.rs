@@ -859,6 +859,13 @@ impl RemoteCluster {
     /// its first operation's partition. Transactions in rounds: `transaction`
     /// (`remote_txn`).
     pub fn execute_submit(&self, ops: Vec<KeyOp>) -> Result<Pending> {
+        self.execute_submit_with(ops, false)
+    }
+
+    /// [`RemoteCluster::execute_submit`], with NDB API's AO_IgnoreError when
+    /// `ignore_errors`: a write that fails on its row fails alone (`Committed::failed`)
+    /// and the others commit.
+    pub fn execute_submit_with(&self, ops: Vec<KeyOp>, ignore_errors: bool) -> Result<Pending> {
         let first = ops
             .first()
             .ok_or_else(|| codes::bad_argument("a transaction needs at least one operation"))?;
@@ -869,7 +876,7 @@ impl RemoteCluster {
             txn: 0,
             exec: TcExec::Commit,
             ops,
-            ignore_errors: false,
+            ignore_errors,
         })
     }
 
