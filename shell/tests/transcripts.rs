@@ -11,11 +11,8 @@
 //!   nodes run on threads of their own, so the order in which two nodes' lines reach
 //!   the log varies between runs, and so does the number of the global checkpoint a
 //!   restart finds (one every TimeBetweenGlobalCheckpoints); which lines there are
-//!   does not. Dropped too: a node's lines about another leaving (left in a graceful
-//!   stop, declared dead, lost contact, arbitration, a view without it), which
-//!   `ALL RESTART` of every node
-//!   produces or not depending on which node leaves first (`cluster::local_tests`
-//!   checks that SHUTDOWN produces none).
+//!   does not (`ALL RESTART`, a system restart, stops the nodes as `ALL STOP` does: no
+//!   node logs another's departure).
 //!
 //! `RNDB_BLESS=1 cargo test -p rndb-shell --test transcripts` rewrites the expected
 //! files from the actual output (review the diff before committing).
@@ -68,7 +65,7 @@ fn transcript(name: &str) {
             .expect("cluster log");
         actual.push_str("== ndb_1_cluster.log\n");
         let masked = without_gci_numbers(&mask(&log, dir.path()));
-        let mut lines: Vec<&str> = masked.lines().filter(|l| !departure_race(l)).collect();
+        let mut lines: Vec<&str> = masked.lines().collect();
         lines.sort_unstable();
         for l in lines {
             actual.push_str(l);
@@ -96,20 +93,6 @@ fn transcript(name: &str) {
             actual
         );
     }
-}
-
-/// A node's line about another node leaving (see the module notes).
-fn departure_race(line: &str) -> bool {
-    [
-        " declared dead",
-        "left the cluster (a graceful stop)",
-        "Lost contact with node",
-        "Arbitration: ",
-        "Arbitrator (node",
-    ]
-    .iter()
-    .any(|w| line.contains(w))
-        || (line.contains("Cluster membership: ") && line.contains(" left"))
 }
 
 /// `text` with the number after each `GCI ` as `N`.

@@ -753,6 +753,55 @@ impl Server {
         Ok(())
     }
 
+    /// ALL RESTART: on a thread of its own, waits until every node of `ids` is back
+    /// and waiting for START (its new life, `RESTART CLUSTER -n`), then starts them all
+    /// at once, as ALL START does: a system restart. Gives up after
+    /// [`ALL_RESTART_TIMEOUT`] (the nodes then wait for ALL START; the log says so).
+    fn start_when_all_wait(&self, ids: Vec<NodeId>) -> Result<()> {
+        let (shared, transport, me) = (self.shared.clone(), self.transport.clone(), self.me);
+        std::thread::Builder::new()
+            .name("rndb-mgmd-all-restart".into())
+            .spawn(move || {
+                let deadline = Instant::now() + ALL_RESTART_TIMEOUT;
+                loop {
+                    let all_wait = {
+                        let nodes = shared.nodes.lock();
+                        ids.iter().all(|id| {
+                            nodes.get(id).is_some_and(|e| {
+                                e.connected && e.state == Some(NodeState::NotStarted)
+                            })
+                        })
+                    };
+                    if all_wait {
+                        break;
+                    }
+                    if Instant::now() >= deadline || shared.shutdown.load(Ordering::Acquire) {
+                        shared.log.event(
+                            Severity::Alert,
+                            me,
+                            &format!(
+                                "ALL RESTART: not every data node was back within {} s; \
+                                 those that are wait for ALL START",
+                                ALL_RESTART_TIMEOUT.as_secs()
+                            ),
+                        );
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                for &id in &ids {
+                    transport.send(
+                        id,
+                        &Message::MgmCommand {
+                            text: "START".into(),
+                        },
+                    );
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| codes::internal(format!("all-restart thread: {e}")))
+    }
+
     /// The commands the server answers from what it knows.
     fn command_now(&mut self, cmd: Command, nodes: BTreeMap<NodeId, NodeEntry>) -> Result<String> {
         let data_targets = |t: Target| data_targets(&self.cfg, &nodes, t);
@@ -849,11 +898,16 @@ impl Server {
             }
             Command::Restart(t, flags) => {
                 let ids = data_targets(t)?;
-                let verb = match (flags.nostart, flags.initial) {
-                    (false, false) => "RESTART",
-                    (true, false) => "RESTART -n",
-                    (false, true) => "RESTART -i",
-                    (true, true) => "RESTART -n -i",
+                // ALL RESTART is a system restart: every node stops as for ALL STOP
+                // (the peers leaving are no failures) and waits; once all wait, they
+                // are started together (`start_when_all_wait`), unless -n.
+                let verb = match (t == Target::All, flags.nostart, flags.initial) {
+                    (false, false, false) => "RESTART",
+                    (false, true, false) => "RESTART -n",
+                    (false, false, true) => "RESTART -i",
+                    (false, true, true) => "RESTART -n -i",
+                    (true, _, false) => "RESTART CLUSTER -n",
+                    (true, _, true) => "RESTART CLUSTER -n -i",
                 };
                 let mut out = Vec::new();
                 for id in &ids {
@@ -884,6 +938,9 @@ impl Server {
                     }
                 }
                 if t == Target::All {
+                    if !flags.nostart {
+                        self.start_when_all_wait(ids.clone())?;
+                    }
                     out.push(if flags.nostart {
                         "All DB nodes are being restarted; they wait for ALL START.".to_string()
                     } else {
@@ -1137,6 +1194,9 @@ fn refuse_last_of_group(nodes: &BTreeMap<NodeId, NodeEntry>, id: NodeId, what: &
         me.node_group
     )))
 }
+
+/// How long ALL RESTART waits for every data node to be back before starting them.
+const ALL_RESTART_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long a rolling restart waits for one node to be started again.
 const ROLLING_NODE_TIMEOUT: Duration = Duration::from_secs(600);

@@ -835,8 +835,11 @@ impl NodeLoop {
                     },
                     Some((want, deadline)) => {
                         // A peer gone meanwhile (it stopped first) ends the wait: the
-                        // checkpoint cannot include it any more.
-                        if self.data.flushed(want) || self.data.live_count() < flush_members {
+                        // checkpoint cannot include it any more. While the whole
+                        // cluster stops the view keeps it, so the membership says.
+                        let peer_gone = self.data.live_count() < flush_members
+                            || self.qmgr.as_ref().is_some_and(|q| q.peer_departed());
+                        if self.data.flushed(want) || peer_gone {
                             return self.leave("Node shutdown completed.");
                         }
                         if Instant::now() >= deadline {
@@ -974,6 +977,13 @@ impl NodeLoop {
                     t if t == "RESTART" || t.starts_with("RESTART ") => {
                         let flags: Vec<&str> = t.split_whitespace().skip(1).collect();
                         let (initial, nostart) = (flags.contains(&"-i"), flags.contains(&"-n"));
+                        // ALL RESTART: every node restarts; the peers leaving are not
+                        // failures, as for ALL STOP.
+                        if flags.contains(&"CLUSTER")
+                            && let Some(q) = &mut self.qmgr
+                        {
+                            q.set_cluster_stopping();
+                        }
                         self.log(
                             Severity::Info,
                             if initial {

@@ -247,9 +247,12 @@ pub enum Message {
     },
     /// A data node stopping gracefully (STOP, RESTART) tells the other members of its
     /// view `view_id`, before its connections close: its departure is planned, not a
-    /// failure to arbitrate over (NDB's graceful stop, STOP_REQ).
+    /// failure to arbitrate over (NDB's graceful stop, STOP_REQ). `cluster_stop`: it
+    /// stops because the whole cluster does (SHUTDOWN, ALL STOP, ALL RESTART): the
+    /// others are told to stop too, and take no departure for a failure meanwhile.
     Leaving {
         view_id: u64,
+        cluster_stop: bool,
     },
     /// A data node tells an API node (a client) the view it installed, when it installs
     /// it (before anything commits in it) and when the API node connects: NDB's
@@ -507,7 +510,13 @@ impl Message {
                 e.u32(*attempt);
             }
             Message::NotMember { view_id } => e.u64(*view_id),
-            Message::Leaving { view_id } => e.u64(*view_id),
+            Message::Leaving {
+                view_id,
+                cluster_stop,
+            } => {
+                e.u64(*view_id);
+                e.u8(u8::from(*cluster_stop));
+            }
             Message::ViewRep { view } => view.encode(e),
             Message::ArbitReq {
                 ticket,
@@ -670,6 +679,11 @@ impl Message {
             },
             LEAVING => Message::Leaving {
                 view_id: d.u64("view id")?,
+                cluster_stop: match d.u8("cluster stop")? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(WireError::BadValue("cluster stop")),
+                },
             },
             VIEW_REP => Message::ViewRep {
                 view: View::decode(&mut d)?,
@@ -814,7 +828,14 @@ mod tests {
                 attempt: 3,
             },
             Message::NotMember { view_id: 8 },
-            Message::Leaving { view_id: 9 },
+            Message::Leaving {
+                view_id: 9,
+                cluster_stop: false,
+            },
+            Message::Leaving {
+                view_id: 9,
+                cluster_stop: true,
+            },
             Message::ViewRep { view: view() },
             Message::ArbitReq {
                 ticket: 1,

@@ -121,3 +121,79 @@ fn with_no_arbitrator_a_graceful_stop_leaves_the_survivor_running_and_a_crash_do
         "{logs:?}"
     );
 }
+
+#[test]
+fn a_peer_stopping_with_the_cluster_changes_nothing_until_the_grace_ends() {
+    let mut logs = Vec::new();
+    let (mut nodes, mut now) = formed(cfg(), &mut logs);
+    // Node 3 got ALL STOP (or SHUTDOWN, ALL RESTART) first; node 2's command is late.
+    nodes[1].set_cluster_stopping();
+    let mut out = Outbox::default();
+    nodes[1].announce_leaving(&mut out);
+    let mut queue = Vec::new();
+    collect(3, out, &mut queue, &mut logs);
+    assert!(
+        matches!(
+            queue.as_slice(),
+            [(
+                3,
+                2,
+                Message::Leaving {
+                    cluster_stop: true,
+                    ..
+                }
+            )]
+        ),
+        "{queue:?}"
+    );
+    let [two, _] = &mut nodes;
+    for (from, _, msg) in queue {
+        let mut out = Outbox::default();
+        two.on_message(now, from, msg, &mut out);
+        collect(2, out, &mut Vec::new(), &mut logs);
+    }
+    let mut out = Outbox::default();
+    two.on_disconnect(now, 3, "closed", &mut out);
+    collect(2, out, &mut Vec::new(), &mut logs);
+    assert!(two.peer_departed(), "the stop's flush wait ends on it");
+    let quiet_from = logs.len();
+    let mut tick_for = |two: &mut Qmgr, until: u64, now: &mut u64, logs: &mut Vec<String>| {
+        let mut asked = 0;
+        while *now < until {
+            *now += 10;
+            let mut out = Outbox::default();
+            two.on_tick(*now, &mut out);
+            let mut sent = Vec::new();
+            collect(2, out, &mut sent, logs);
+            asked += sent
+                .iter()
+                .filter(|(_, _, m)| matches!(m, Message::ArbitReq { .. }))
+                .count();
+        }
+        asked
+    };
+    // Within the grace: the view stays, nothing is logged or arbitrated.
+    let asked = tick_for(
+        two,
+        now + super::CLUSTER_STOP_GRACE_MS - 100,
+        &mut now,
+        &mut logs,
+    );
+    assert_eq!(asked, 0);
+    assert_eq!(two.view().node_ids(), vec![2, 3]);
+    assert_eq!(two.phase(), Phase::Member);
+    assert!(logs[quiet_from..].is_empty(), "{:?}", &logs[quiet_from..]);
+    // No stop command came: the departure is handled, as a graceful one.
+    let asked = tick_for(two, now + 1_000, &mut now, &mut logs);
+    assert_eq!(asked, 0, "{logs:?}");
+    assert_eq!(two.view().node_ids(), vec![2], "{logs:?}");
+    assert!(
+        logs.iter().any(|l| l.contains("got no stop command")),
+        "{logs:?}"
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l == "2: Node 3 left the cluster (a graceful stop); continuing"),
+        "{logs:?}"
+    );
+}

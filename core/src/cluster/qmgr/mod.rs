@@ -46,6 +46,9 @@ pub const ARBITRATION_LOST: u32 = 2305;
 /// How often a starting node repeats its join request (at most; the heartbeat
 /// interval when shorter).
 pub const STARTING_JOIN_INTERVAL_MS: u64 = 250;
+/// How long a node that learned from a peer that the whole cluster stops waits for its
+/// own stop command before it handles departures as usual again.
+pub const CLUSTER_STOP_GRACE_MS: u64 = 10_000;
 
 /// The `Arbitration` parameter of `[ndbd default]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,9 +197,15 @@ pub struct Qmgr {
     last_heard: BTreeMap<NodeId, u64>,
     /// Members this node has given up on (missed heartbeats, or restarted).
     suspected: BTreeSet<NodeId>,
-    /// The whole cluster is stopping (SHUTDOWN, ALL STOP): a peer whose connection
-    /// closes is stopping too, not failing, and is not reported as declared dead.
+    /// The whole cluster is stopping (SHUTDOWN, ALL STOP, ALL RESTART): a peer whose
+    /// connection closes is stopping too, not failing; the view is left as it is
+    /// (nothing to log, nothing to arbitrate: every member stops).
     cluster_stopping: bool,
+    /// When `cluster_stopping` was learned from a peer's `Leaving` rather than from this
+    /// node's own stop command (which is on its way): if the command does not come
+    /// within [`CLUSTER_STOP_GRACE_MS`], the flag is dropped and departures are handled
+    /// as usual again.
+    cluster_stop_learned_ms: Option<u64>,
     /// Members that said they stop gracefully (`Leaving`): gone from the next view
     /// without arbitration, and their closed connection is no failure.
     leaving: BTreeSet<NodeId>,
@@ -242,6 +251,7 @@ impl Qmgr {
             last_heard: BTreeMap::new(),
             suspected: BTreeSet::new(),
             cluster_stopping: false,
+            cluster_stop_learned_ms: None,
             leaving: BTreeSet::new(),
             beat_as_member: BTreeSet::new(),
             joiners: BTreeMap::new(),
@@ -300,6 +310,14 @@ impl Qmgr {
     /// The whole cluster is stopping (see the field): peers that leave are not failures.
     pub fn set_cluster_stopping(&mut self) {
         self.cluster_stopping = true;
+        self.cluster_stop_learned_ms = None;
+    }
+
+    /// A member of the view has left or is gone (announced, or its connection closed),
+    /// whether or not a view without it was installed (while the cluster stops, none
+    /// is).
+    pub fn peer_departed(&self) -> bool {
+        self.phase == Phase::Member && !self.suspected.is_empty()
     }
 
     /// This node stops gracefully (STOP, RESTART): the other members are told, so that
@@ -315,6 +333,7 @@ impl Qmgr {
                     n,
                     Message::Leaving {
                         view_id: self.view.id,
+                        cluster_stop: self.cluster_stopping,
                     },
                 );
             }
@@ -468,6 +487,20 @@ impl Qmgr {
     }
 
     fn tick_member(&mut self, now_ms: u64, out: &mut Outbox) {
+        if let Some(at) = self.cluster_stop_learned_ms
+            && now_ms.saturating_sub(at) >= CLUSTER_STOP_GRACE_MS
+        {
+            // A peer said the cluster stops, but this node was not told: go on.
+            self.cluster_stopping = false;
+            self.cluster_stop_learned_ms = None;
+            self.log(
+                out,
+                Severity::Warning,
+                format!(
+                    "A peer stopped with the whole cluster, but this node got no stop command within {CLUSTER_STOP_GRACE_MS} ms; continuing"
+                ),
+            );
+        }
         if now_ms >= self.next_heartbeat_ms {
             self.next_heartbeat_ms = now_ms + self.hb();
             for &(n, _) in &self.view.members {
@@ -480,6 +513,10 @@ impl Qmgr {
                     );
                 }
             }
+        }
+        if self.cluster_stopping {
+            // Every member stops: no failure to detect, no view to change.
+            return;
         }
         let dead_after = self.dead_after_ms();
         let newly: Vec<NodeId> = self
@@ -801,15 +838,18 @@ impl Qmgr {
                 }
             }
             // A member stopping gracefully: out at the next view change (see
-            // `tick_member`); when the whole cluster stops, nothing changes.
-            Message::Leaving { .. }
-                if self.phase == Phase::Member
-                    && self.view.contains(from)
-                    && from != self.me
-                    && !self.cluster_stopping =>
+            // `tick_member`). One stopping with the whole cluster: this node's stop is
+            // on its way, and nothing changes meanwhile (the view stays, no log line),
+            // whichever of the two stops arrives first here.
+            Message::Leaving { cluster_stop, .. }
+                if self.phase == Phase::Member && self.view.contains(from) && from != self.me =>
             {
                 self.leaving.insert(from);
                 self.suspected.insert(from);
+                if cluster_stop && !self.cluster_stopping {
+                    self.cluster_stopping = true;
+                    self.cluster_stop_learned_ms = Some(now_ms);
+                }
             }
             Message::NotMember { view_id }
                 if self.phase == Phase::Member && view_id > self.view.id =>
