@@ -157,7 +157,7 @@ fn a_peer_stopping_with_the_cluster_changes_nothing_until_the_grace_ends() {
     collect(2, out, &mut Vec::new(), &mut logs);
     assert!(two.peer_departed(), "the stop's flush wait ends on it");
     let quiet_from = logs.len();
-    let mut tick_for = |two: &mut Qmgr, until: u64, now: &mut u64, logs: &mut Vec<String>| {
+    let tick_for = |two: &mut Qmgr, until: u64, now: &mut u64, logs: &mut Vec<String>| {
         let mut asked = 0;
         while *now < until {
             *now += 10;
