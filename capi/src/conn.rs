@@ -34,6 +34,15 @@ use std::time::{Duration, Instant};
 const MAX_CONNECT_S: i64 = 600;
 /// Pause between two tries of `connect`.
 const CONNECT_RETRY: Duration = Duration::from_millis(100);
+/// A request's answer is awaited at least this long, whatever `connect`'s retries
+/// (which are about reaching the management server, as in NDB API): a DDL statement
+/// under load or valgrind takes seconds. A lost node fails its requests at once.
+const REQUEST_TIMEOUT_MIN: Duration = Duration::from_secs(30);
+
+/// A connection's request timeout for a connect `timeout`.
+fn request_timeout(timeout: Duration) -> Duration {
+    timeout.max(REQUEST_TIMEOUT_MIN)
+}
 
 pub(crate) struct ConnState {
     /// The engines on the caller's threads, once connected to a `direct` connectstring.
@@ -162,7 +171,10 @@ fn start(spec: &str, timeout: Duration) -> Result<Started> {
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match RemoteCluster::connect(&s, left.max(Duration::from_millis(100))) {
-                    Ok(r) => return Ok(Started::Remote(Arc::new(r))),
+                    Ok(mut r) => {
+                        r.set_timeout(request_timeout(timeout));
+                        return Ok(Started::Remote(Arc::new(r)));
+                    }
                     Err(e) if e.code == 4009 && Instant::now() + CONNECT_RETRY < deadline => {
                         std::thread::sleep(CONNECT_RETRY);
                     }
@@ -185,7 +197,8 @@ fn start(spec: &str, timeout: Duration) -> Result<Started> {
             }
             if distributed {
                 let local = LocalCluster::start(cfg, datadir.as_deref(), false)?;
-                let remote = RemoteCluster::connect(&local.connectstring(), timeout)?;
+                let mut remote = RemoteCluster::connect(&local.connectstring(), timeout)?;
+                remote.set_timeout(request_timeout(timeout));
                 return Ok(Started::Local(Box::new(local), Arc::new(remote)));
             }
             match datadir {

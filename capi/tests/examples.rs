@@ -324,7 +324,9 @@ fn under_valgrind(src: &str, args: &[&str]) -> Output {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && !stderr.contains("Invalid "),
-        "valgrind found errors in {src} {args:?}:\n{stderr}"
+        "valgrind found errors in {src} {args:?} ({}):\n{stderr}\n--- stdout:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
     );
     out
 }
