@@ -61,6 +61,7 @@ pub(crate) struct Submitted {
 impl TxObj {
     /// The operations defined since the last execute as a round (the first bad one:
     /// (its index, the error)).
+    ///
     /// An insert or write into a table without a primary key that gave no hidden key
     /// gets a new one from the data nodes' tuple-id service (`Ndb::getAutoIncrementValue`
     /// is how an NDB API program would set it).

@@ -139,6 +139,12 @@ def test_the_coordinator_killed_under_an_open_transaction(four_nodes: Nodes) -> 
     assert tc is not None
     nodes[tc].kill()
     nodes[tc].wait(timeout=10)
+    # The client has seen the connection end (else a commit written to the socket
+    # before it did is one that may have committed: 4012, rightly).
+    deadline = time.monotonic() + 10
+    while tc in c.data_nodes():
+        assert time.monotonic() < deadline, "the client still reaches the killed node"
+        time.sleep(0.01)
     with pytest.raises(rndb.TemporaryError) as ei:
         tx.commit()
     assert ei.value.code == 4010, ei.value
