@@ -20,7 +20,7 @@ use crate::convert::{
 };
 use crate::errors::{R, guard, to_pyerr};
 use crate::lock_detached;
-use crate::remote_scan::{IndexArgs, RemoteScanIterator, ScanArgs};
+use crate::remote_scan::{IndexArgs, RemoteScanArgs, RemoteScanIterator};
 use crate::sqlglue::SqlOutcome;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -578,7 +578,7 @@ impl MgmClient {
             d,
             def,
             database,
-            ScanArgs::committed(columns, None, batch_size),
+            RemoteScanArgs::committed(columns, None, batch_size),
         )
     }
 
@@ -616,7 +616,7 @@ impl MgmClient {
             d,
             def,
             database,
-            ScanArgs::committed(columns, Some(ix), batch_size),
+            RemoteScanArgs::committed(columns, Some(ix), batch_size),
         )
     }
 

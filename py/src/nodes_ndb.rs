@@ -267,7 +267,7 @@ impl NodesNdb {
             d,
             def,
             &self.database,
-            crate::remote_scan::ScanArgs::committed(columns, index, batch_size),
+            crate::remote_scan::RemoteScanArgs::committed(columns, index, batch_size),
         )
     }
 }

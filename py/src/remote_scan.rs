@@ -59,7 +59,7 @@ pub struct RemoteScanIterator {
 }
 
 /// What a scan asks for besides its table.
-pub(crate) struct ScanArgs<'a, 'py> {
+pub(crate) struct RemoteScanArgs<'a, 'py> {
     /// The columns to return (None: every visible one).
     pub columns: Option<Vec<String>>,
     /// An ordered index's range, in index order; None: a table scan.
@@ -71,14 +71,14 @@ pub(crate) struct ScanArgs<'a, 'py> {
     pub txn: Option<TxnKey>,
 }
 
-impl<'a, 'py> ScanArgs<'a, 'py> {
+impl<'a, 'py> RemoteScanArgs<'a, 'py> {
     /// A committed-read scan, outside any transaction.
     pub(crate) fn committed(
         columns: Option<Vec<String>>,
         index: Option<IndexArgs<'a, 'py>>,
         batch_size: usize,
     ) -> Self {
-        ScanArgs {
+        RemoteScanArgs {
             columns,
             index,
             batch_size,
@@ -95,9 +95,9 @@ impl RemoteScanIterator {
         data: Arc<RemoteCluster>,
         def: Arc<TableDef>,
         database: &str,
-        args: ScanArgs<'_, '_>,
+        args: RemoteScanArgs<'_, '_>,
     ) -> PyResult<RemoteScanIterator> {
-        let ScanArgs {
+        let RemoteScanArgs {
             columns,
             index,
             batch_size,

@@ -284,7 +284,7 @@ impl RemoteTransaction {
         let columns = extract_columns(columns).map_err(err)?;
         let (d, def) = me.client.get().table_def(py, &me.database, table)?;
         let locker = (mode == LockMode::Exclusive).then(|| slf.clone().unbind());
-        let args = crate::remote_scan::ScanArgs {
+        let args = crate::remote_scan::RemoteScanArgs {
             columns,
             index,
             batch_size,
