@@ -2,13 +2,16 @@
 //! GCI, and the chain of data files a restore reads (oldest first).
 //!
 //! Two copies, `ctl0` and `ctl1`, as NDB keeps two control files per fragment: a store
-//! overwrites copy `lcp_id % 2` in place (a length prefix, then the encoding) and
-//! fdatasyncs it; a restart takes the valid copy with the higher LCP id. A torn write
-//! can only damage the copy being written, the other holds the previous LCP. A copy
-//! that does not exist yet is created whole (write aside and rename), so that a crash
-//! never leaves a torn copy without a valid twin. (One
-//! fdatasync, where an atomic replace costs a file sync, a rename and a directory sync;
-//! an LCP stores one control file per fragment.) Byte layout: `docs/lcp-files.md`.
+//! overwrites in place (a length prefix, then the encoding) the copy that does *not*
+//! hold the newest valid control, and fdatasyncs it; a restart takes the valid copy
+//! with the higher LCP id. A torn write can only damage the copy being written, the
+//! other holds the newest complete LCP. (Not the copy `lcp_id % 2`: a fragment idle
+//! for a round skips an LCP id, and the next store's parity may then be that of the
+//! newest copy, whose torn overwrite would leave only an older chain whose files are
+//! gone.) A copy that does not exist yet is created whole (write aside and rename),
+//! so that a crash never leaves a torn copy without a valid twin. (One fdatasync,
+//! where an atomic replace costs a file sync, a rename and a directory sync; an LCP
+//! stores one control file per fragment.) Byte layout: `docs/lcp-files.md`.
 //!
 //! Chain rule: for each part, its base is the newest file whose ALL range contains it;
 //! every file from the oldest base on is needed, older ones are not. The order of an
@@ -242,10 +245,17 @@ impl FragControl {
         Ok(ctl)
     }
 
-    /// Write the control file of `dir` (the fragment's LCP directory): copy
-    /// `lcp_id % 2`, in place, fdatasynced.
+    /// Write the control file of `dir` (the fragment's LCP directory): the copy that
+    /// does not hold the newest valid control (copy `lcp_id % 2` when neither copy is
+    /// valid), in place, fdatasynced.
     pub fn store(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        let path = &ctl_paths(dir)[(self.lcp_id % 2) as usize];
+        let copy = match Self::load_copies(fs, dir)? {
+            [Ok(Some(a)), Ok(Some(b))] => usize::from(a.lcp_id > b.lcp_id),
+            [Ok(Some(_)), _] => 1,
+            [_, Ok(Some(_))] => 0,
+            _ => (self.lcp_id % 2) as usize,
+        };
+        let path = &ctl_paths(dir)[copy];
         let err = |e: io::Error| {
             codes::file_system_error(format!("LCP control file {}: {e}", path.display()))
         };
@@ -273,22 +283,9 @@ impl FragControl {
     pub fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Option<FragControl>> {
         let mut best: Option<FragControl> = None;
         let mut damage = None;
-        for path in ctl_paths(dir) {
-            let bytes = fs.read_all(&path).map_err(|e| {
-                codes::file_read_error(format!("LCP control file {}: {e}", path.display()))
-            })?;
-            let Some(bytes) = bytes else { continue };
-            let what = path.display().to_string();
-            let parsed = if bytes.len() >= 4 && 4 + u32_at(&bytes, 0) as usize <= bytes.len() {
-                let n = u32_at(&bytes, 0) as usize;
-                FragControl::decode(&bytes[4..4 + n], &what)
-            } else {
-                Err(codes::corrupt_page(format!(
-                    "LCP control file {what}: bad length"
-                )))
-            };
+        for parsed in Self::load_copies(fs, dir)? {
             match parsed {
-                Ok(c) if best.as_ref().is_none_or(|b| c.lcp_id > b.lcp_id) => best = Some(c),
+                Ok(Some(c)) if best.as_ref().is_none_or(|b| c.lcp_id > b.lcp_id) => best = Some(c),
                 Ok(_) => {}
                 Err(e) => damage = Some(e),
             }
@@ -298,6 +295,32 @@ impl FragControl {
             (None, Some(e)) => Err(e),
             (None, None) => Ok(None),
         }
+    }
+
+    /// Each copy of `dir`'s control file: Ok(None) when it does not exist, an error
+    /// when it does not verify. Err only when a copy cannot be read.
+    fn load_copies(fs: &dyn FileSystem, dir: &Path) -> Result<[Result<Option<FragControl>>; 2]> {
+        let read = |path: &Path| -> Result<Result<Option<FragControl>>> {
+            let bytes = fs.read_all(path).map_err(|e| {
+                codes::file_read_error(format!("LCP control file {}: {e}", path.display()))
+            })?;
+            let Some(bytes) = bytes else {
+                return Ok(Ok(None));
+            };
+            let what = path.display().to_string();
+            Ok(
+                if bytes.len() >= 4 && 4 + u32_at(&bytes, 0) as usize <= bytes.len() {
+                    let n = u32_at(&bytes, 0) as usize;
+                    FragControl::decode(&bytes[4..4 + n], &what).map(Some)
+                } else {
+                    Err(codes::corrupt_page(format!(
+                        "LCP control file {what}: bad length"
+                    )))
+                },
+            )
+        };
+        let [p0, p1] = ctl_paths(dir);
+        Ok([read(&p0)?, read(&p1)?])
     }
 
     /// Paths of the chain's data files in `dir`, oldest first.

@@ -596,3 +596,48 @@ fn a_spare_is_written_as_a_new_file_would_be() {
         .unwrap();
     assert_eq!(verify_file(&fs, &other).unwrap().1, sum5);
 }
+
+/// A store never overwrites the copy holding the newest control, whatever the parity
+/// of its LCP id: a fragment idle for a round skips an id, and a torn overwrite of the
+/// newest copy would leave only an older chain whose files the newest one dropped.
+#[test]
+fn a_store_after_a_skipped_lcp_id_keeps_the_newest_copy() {
+    let fs = MemFileSystem::new();
+    let dir = PathBuf::from("/n/LCP/T4F0");
+    let full = |lcp_id| DataFileRef {
+        lcp_id,
+        all_parts: PartRange::ALL,
+        records: 10,
+        bytes: 500,
+    };
+    let copy = |i: usize| {
+        let bytes = fs
+            .read_all(&ctl_paths(&dir)[i])
+            .unwrap()
+            .expect("copy exists");
+        let n = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize;
+        FragControl::decode(&bytes[4..4 + n], "copy")
+            .unwrap()
+            .lcp_id
+    };
+    let (c1, _) = FragControl::new(4, 0).after_lcp(full(1), 5).unwrap();
+    c1.store(&fs, &dir).unwrap();
+    // LCP 2 is full: the chain of LCP 1 is dropped (its file would be removed).
+    let (c2, dropped) = c1.after_lcp(full(2), 6).unwrap();
+    assert_eq!(dropped, vec![1]);
+    c2.store(&fs, &dir).unwrap();
+    let newest = if copy(0) == 2 { 0 } else { 1 };
+    assert_eq!(copy(1 - newest), 1);
+    // LCP 3 found the fragment idle (nothing stored); LCP 4 has LCP 2's parity.
+    let (c4, _) = c2.after_lcp(full(4), 8).unwrap();
+    c4.store(&fs, &dir).unwrap();
+    assert_eq!(copy(newest), 2, "the newest copy was overwritten");
+    assert_eq!(copy(1 - newest), 4);
+    assert_eq!(FragControl::load(&fs, &dir).unwrap(), Some(c4.clone()));
+    // A copy that does not verify is the one written next, the valid one stays.
+    let bad = &ctl_paths(&dir)[newest];
+    fs.open(bad).unwrap().write_at(&[0xFF; 8], 4).unwrap();
+    let (c5, _) = c4.after_lcp(full(5), 9).unwrap();
+    c5.store(&fs, &dir).unwrap();
+    assert_eq!((copy(newest), copy(1 - newest)), (5, 4));
+}
