@@ -678,12 +678,15 @@ impl ClusterInner {
         }
     }
 
-    /// Before any control file names the round: on each node, the `LcpStart` record
-    /// and every disk page and extent header changed before it are on disk
-    /// (docs/durability.md §7).
+    /// Before any control file names the round: on each node that holds disk data,
+    /// the `LcpStart` record and every disk page and extent header changed before it
+    /// are on disk (docs/durability.md §7).
     fn lcp_flush_disks(&self, rounds: &[NodeRound]) -> Result<()> {
         all_ok(run_parallel(
-            rounds.iter().collect(),
+            rounds
+                .iter()
+                .filter(|r| r.node.disk.has_disk_data())
+                .collect(),
             LCP_IO_THREADS,
             |_, r: &NodeRound| r.node.disk.lcp_flush(&r.disk_start),
         ))

@@ -203,6 +203,12 @@ impl NodeDisk {
         self.wal.group.read().clone()
     }
 
+    /// The node holds disk data: a logfile group or a tablespace data file (what an
+    /// LCP's [`NodeDisk::lcp_flush`] has to write).
+    pub fn has_disk_data(&self) -> bool {
+        self.logfile_group().is_some() || self.tsman.has_files()
+    }
+
     fn resolve(&self, file_name: &str) -> PathBuf {
         let p = Path::new(file_name);
         if p.is_absolute() {

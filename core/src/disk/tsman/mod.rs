@@ -686,6 +686,11 @@ impl TablespaceManager {
         out
     }
 
+    /// Some data file is open.
+    pub fn has_files(&self) -> bool {
+        !self.inner.lock().files.is_empty()
+    }
+
     /// Write every changed extent-header page (WAL first) and fdatasync every file.
     pub fn flush(&self) -> Result<()> {
         let mut g = self.inner.lock();
