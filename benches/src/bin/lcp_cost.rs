@@ -28,8 +28,9 @@ type AnyResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sy
 const LOAD_CHUNK: u64 = 200_000;
 
 /// The disk's floor for a partial LCP of `files` fragments: each (in parallel, as the
-/// LCP does) a new file created and synced with its directory, `bytes` written and
-/// fdatasynced, then a 4 KiB control file overwritten in place and fdatasynced.
+/// LCP does) `bytes` written into an empty file made beforehand (as the LCP writes
+/// into the spare the previous round made) and fdatasynced, then a 4 KiB control file
+/// overwritten in place and fdatasynced.
 /// Returns the wall time in microseconds; the files are removed.
 fn io_floor(dir: &std::path::Path, files: u64, bytes: u64) -> AnyResult<u64> {
     use std::io::Write;
@@ -37,20 +38,22 @@ fn io_floor(dir: &std::path::Path, files: u64, bytes: u64) -> AnyResult<u64> {
         let sub = dir.join(format!("floor{i}"));
         let ctl_path = sub.join("ctl");
         let data_path = sub.join("data");
-        let mut f = std::fs::File::create_new(&data_path)?;
-        f.sync_all()?;
-        std::fs::File::open(&sub)?.sync_all()?;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&data_path)?;
         f.write_all(&vec![7u8; bytes as usize])?;
         f.sync_data()?;
         let mut c = std::fs::OpenOptions::new().write(true).open(&ctl_path)?;
         c.write_all(&[1u8; 4096])?;
         c.sync_data()
     };
-    // The control files exist before the timed part, as they do in an LCP.
+    // The control files exist before the timed part, as they do in an LCP, and so do
+    // the empty data files (the spares an LCP round makes for the next one), each
+    // created and synced with its directory.
     for i in 0..files {
         let sub = dir.join(format!("floor{i}"));
         std::fs::create_dir_all(&sub)?;
         std::fs::write(sub.join("ctl"), vec![0u8; 4096])?;
+        std::fs::File::create_new(sub.join("data"))?.sync_all()?;
+        std::fs::File::open(&sub)?.sync_all()?;
     }
     let t0 = Instant::now();
     std::thread::scope(|s| {
@@ -220,7 +223,7 @@ fn main() -> AnyResult<()> {
         );
         let floor_us = io_floor(&dir, s.fragments, s.bytes / s.fragments.max(1))?;
         println!(
-            "{:<22} I/O floor {floor_us} us ({} files of {} B: create, write, fdatasync, \
+            "{:<22} I/O floor {floor_us} us ({} files of {} B: write into an empty file, fdatasync, \
              then a control overwrite + fdatasync, in parallel): LCP / floor {:.2}, floor / full {:.4}",
             "",
             s.fragments,
