@@ -2,8 +2,9 @@
 """A/B of `lcp_cost` builds: runs each binary in turn ROUNDS times and reports the
 medians of the full LCP's and the 1%-changed LCPs' times, summed from the per-step
 microseconds the program prints (step 2 + step 3 + step 4; `elapsed_ms` is whole
-milliseconds), of their ratio, and of the partial LCPs' scan time summed over the
-fragments (CPU spent holding a node's scan turn).
+milliseconds), of their ratio, of the partial LCPs' scan time summed over the
+fragments (CPU spent holding a node's scan turn), and of the partial LCPs' step 2 and
+of what follows the last scan (step 3 + step 4).
 
 Usage: benches/lcp_ab.py ROUNDS BIN... [-- lcp_cost args]
 e.g.   benches/lcp_ab.py 4 /tmp/lcp_old ./target/release/lcp_cost -- 1000000 2 2 6 1
@@ -23,7 +24,7 @@ def main() -> None:
     if len(argv) < 2:
         sys.exit(__doc__)
     rounds, bins = int(argv[0]), argv[1:]
-    res = {b: {"full": [], "part": [], "ratio": [], "scans": []} for b in bins}
+    res = {b: {"full": [], "part": [], "ratio": [], "scans": [], "step2": [], "tail": []} for b in bins}
     step = re.compile(r"step 2 (\d+) us \(scans (\d+) us.*step 3 (\d+) us.*step 4 (\d+) us")
     for _ in range(rounds):
         for b in bins:
@@ -42,13 +43,17 @@ def main() -> None:
                 elif "after 1%" in lines[j - 1] and full:
                     res[b]["part"].append(total)
                     res[b]["scans"].append(scans)
+                    res[b]["step2"].append(s2)
+                    res[b]["tail"].append(s3 + s4)
                     res[b]["ratio"].append(total / full)
     for b in bins:
         r = res[b]
         print(
             f"{b}: full median {statistics.median(r['full']):.0f} us, "
             f"1%-changed median {statistics.median(r['part']):.0f} us "
-            f"(its scans {statistics.median(r['scans']):.0f} us summed), "
+            f"(its scans {statistics.median(r['scans']):.0f} us summed; step 2 "
+            f"{statistics.median(r['step2']):.0f} us, after the last scan "
+            f"{statistics.median(r['tail']):.0f} us), "
             f"ratio median {statistics.median(r['ratio']):.4f} "
             f"({min(r['ratio']):.4f}-{max(r['ratio']):.4f}, n={len(r['part'])})"
         )
