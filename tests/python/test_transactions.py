@@ -112,11 +112,17 @@ def test_read_with_key_forms_and_columns(ndb: rndb.Ndb, t1: str) -> None:
     ]
 
 
-@pytest.mark.parametrize("engine", ["embedded", "direct"])
-def test_missing_row_abort_on_error_and_ignore_error(engine: str, request: pytest.FixtureRequest) -> None:
+def ndb_with_t1(engine: str, request: pytest.FixtureRequest) -> rndb.Ndb:
+    """The `ndb` fixture (node code) with table t1 created, or `direct_ndb` (which has it)."""
     ndb: rndb.Ndb = request.getfixturevalue("direct_ndb" if engine == "direct" else "ndb")
     if engine == "embedded":
         create_t1(ndb)
+    return ndb
+
+
+@pytest.mark.parametrize("engine", ["embedded", "direct"])
+def test_missing_row_abort_on_error_and_ignore_error(engine: str, request: pytest.FixtureRequest) -> None:
+    ndb = ndb_with_t1(engine, request)
     t1 = "t1"
     ndb.insert_many(t1, [row(1, 1)])
     tx = ndb.transaction()
@@ -174,9 +180,7 @@ def test_operations_in_several_executes(ndb: rndb.Ndb, t1: str) -> None:
 
 @pytest.mark.parametrize("engine", ["embedded", "direct"])
 def test_transaction_repr_and_id(engine: str, request: pytest.FixtureRequest) -> None:
-    ndb: rndb.Ndb = request.getfixturevalue("direct_ndb" if engine == "direct" else "ndb")
-    if engine == "embedded":
-        create_t1(ndb)
+    ndb = ndb_with_t1(engine, request)
     t1 = "t1"
     a, b = ndb.transaction(), ndb.transaction()
     assert a.id != b.id
@@ -194,9 +198,7 @@ def test_scans_inside_a_transaction(engine: str, request: pytest.FixtureRequest)
     # A scan of a transaction sees its changes of the rounds executed before (over the
     # data nodes: in its local transaction at each node group's node), and others do
     # not see them before the commit.
-    ndb: rndb.Ndb = request.getfixturevalue("direct_ndb" if engine == "direct" else "ndb")
-    if engine == "embedded":
-        create_t1(ndb)
+    ndb = ndb_with_t1(engine, request)
     t1 = "t1"
     ndb.insert_many(t1, [row(i, i % 5) for i in range(50)])
     with ndb.transaction() as tx:
